@@ -1,0 +1,39 @@
+//! Build script: generates the C header with cbindgen and sets the shared library's soname.
+//!
+//! The header is written to `$OUT_DIR/vh5.h`; `tests/header.rs` fails when the committed
+//! `include/vh5.h` differs from it. Regenerate the committed copy with
+//! `VH5_UPDATE_HEADER=1 cargo build` (or `scripts/regen-header.sh`).
+
+use std::env;
+use std::path::PathBuf;
+
+fn main() {
+    let crate_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let major = env::var("CARGO_PKG_VERSION_MAJOR").unwrap();
+
+    // soname libvh5.so.<major>, so installed copies can be versioned side by side.
+    if env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libvh5.so.{major}");
+    }
+
+    println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=cbindgen.toml");
+    println!("cargo:rerun-if-env-changed=VH5_UPDATE_HEADER");
+
+    let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    config.after_includes = Some(format!(
+        "\n/** Version of the vh5 release this header belongs to (same as vh5_version_string()). */\n#define VH5_VERSION_STRING \"{}\"\n",
+        env::var("CARGO_PKG_VERSION").unwrap()
+    ));
+    let bindings = cbindgen::Builder::new()
+        .with_crate(&crate_dir)
+        .with_config(config)
+        .generate()
+        .expect("cbindgen failed to generate include/vh5.h");
+    let generated = out_dir.join("vh5.h");
+    bindings.write_to_file(&generated);
+    if env::var_os("VH5_UPDATE_HEADER").is_some() {
+        bindings.write_to_file(crate_dir.join("include").join("vh5.h"));
+    }
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Compile every c_tests/test_*.c (C99) and c_tests/test_*.cpp (C++17) against include/vh5.h
+# and the built libvh5.so, and run each. Usage: c_tests/run.sh [PROFILE_DIR] (default target/release).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LIBDIR=$(cd "${1:-target/release}" && pwd)
+OUT=c_tests/build
+mkdir -p "$OUT"
+CFLAGS="-std=c99 -Wall -Wextra -Werror -pedantic -g -Iinclude"
+CXXFLAGS="-std=c++17 -Wall -Wextra -Werror -g -Iinclude -Ibindings/cpp"
+LDFLAGS="-L$LIBDIR -Wl,-rpath,$LIBDIR -lvh5"
+export VH5_SHARED_DATA="${VH5_SHARED_DATA:-$(cd .. && pwd)/shared/data}"
+export VH5_TEST_TMP="${VH5_TEST_TMP:-$(mktemp -d)}"
+
+# The header alone must compile as C99 and C++11 with warnings as errors.
+printf '#include "vh5.h"\nint main(void){return 0;}\n' > "$OUT/header_c.c"
+cc $CFLAGS "$OUT/header_c.c" -o "$OUT/header_c"
+printf '#include "vh5.h"\nint main(){return 0;}\n' > "$OUT/header_cxx.cpp"
+c++ -std=c++11 -Wall -Wextra -Werror -Iinclude "$OUT/header_cxx.cpp" -o "$OUT/header_cxx"
+echo "header compiles as C99 and C++11"
+
+pass=0; fail=0; failed=""
+for src in c_tests/test_*.c c_tests/test_*.cpp; do
+  [ -e "$src" ] || continue
+  name=$(basename "${src%.*}")
+  case "$src" in
+    *.c) cc $CFLAGS "$src" -o "$OUT/$name" $LDFLAGS -lm ;;
+    *.cpp) c++ $CXXFLAGS "$src" -o "$OUT/$name" $LDFLAGS ;;
+  esac
+  if "$OUT/$name"; then pass=$((pass+1)); else fail=$((fail+1)); failed="$failed $name"; fi
+done
+echo "c_tests: $pass passed, $fail failed"
+[ "$fail" = 0 ] || { echo "failed:$failed" >&2; exit 1; }

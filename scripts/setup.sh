@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install what building and testing vh5 needs on a fresh Debian 12 / Ubuntu machine.
+# Idempotent: installs only what is missing. Needs root or sudo for apt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
+
+APT_PKGS="libhdf5-dev pkg-config cmake gcc g++ python3-venv"
+missing=""
+for p in $APT_PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "[setup] apt-get install$missing"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+if ! command -v cargo >/dev/null; then
+  echo "[setup] cargo not found: install Rust (https://rustup.rs) and re-run" >&2
+  exit 1
+fi
+
+# Python test/benchmark dependencies (pinned peers for differential tests).
+PY=${PYTHON:-python3}
+if ! $PY -c "import numpy, h5py, cbor2, pytest, hypothesis, msgpack" 2>/dev/null; then
+  echo "[setup] pip install -r scripts/requirements-test.txt"
+  $PY -m pip install -q -r scripts/requirements-test.txt
+fi

@@ -1,0 +1,323 @@
+//! The C ABI of vh5: the only module with `extern "C"` functions.
+//!
+//! Conventions every export follows (see DESIGN.md):
+//! - returns [`vh5_status`] (`VH5_OK` = 0); enum values are stable forever;
+//! - inputs that carry enums (dtype codes, flags) are plain integers and are checked;
+//! - on failure a message naming the culprit is stored in a thread-local slot, copied out with
+//!   [`vh5_last_error_message`];
+//! - a Rust panic never crosses the boundary: it becomes `VH5_ERR_PANIC`;
+//! - output structs are fully written on success and zeroed on failure;
+//! - no pointer is kept past the call, and vh5 never returns memory the caller must free.
+//!
+//! Sub-modules add the exports of each half of the library.
+
+use std::cell::RefCell;
+use std::ffi::c_char;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::error::{Error, ErrorKind, Result};
+
+pub mod payload;
+pub mod hdf5;
+
+/// Status code returned by every fallible vh5 function. Values are stable across releases.
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum vh5_status {
+    /// Success.
+    VH5_OK = 0,
+    /// A required pointer argument was NULL.
+    VH5_ERR_NULL_ARGUMENT = 1,
+    /// An argument has an invalid value (unknown flag bits, step 0, ndim mismatch, overlapping
+    /// destination strides, ...).
+    VH5_ERR_INVALID_ARGUMENT = 2,
+    /// Input bytes are not a well-formed message (truncated, wrong types, inconsistent lengths,
+    /// trailing bytes, duplicate keys, ...).
+    VH5_ERR_MALFORMED = 3,
+    /// Well-formed input vh5 deliberately does not handle (pickled objects, variable-length
+    /// types, indefinite lengths where a view is required, more than 64 axes, ...).
+    VH5_ERR_UNSUPPORTED = 4,
+    /// A caller buffer is smaller than needed.
+    VH5_ERR_BUFFER_TOO_SMALL = 5,
+    /// A selection reaches outside a dataset or array extent.
+    VH5_ERR_OUT_OF_BOUNDS = 6,
+    /// Element types do not match, or a dtype is unknown.
+    VH5_ERR_DTYPE = 7,
+    /// libhdf5 reported a failure; the message carries its error stack.
+    VH5_ERR_HDF5 = 8,
+    /// Operating-system level failure: missing file, permission denied, not an HDF5 file.
+    VH5_ERR_IO = 9,
+    /// A Rust panic was caught at the ABI boundary (a bug in vh5; please report it).
+    VH5_ERR_PANIC = 10,
+    /// Data is not aligned for its element type and the caller required alignment.
+    VH5_ERR_MISALIGNED = 11,
+    /// Data is not in native byte order and the caller required native order.
+    VH5_ERR_BYTE_ORDER = 12,
+    /// A named object (dataset, group) does not exist.
+    VH5_ERR_NOT_FOUND = 13,
+    /// A handle is not a valid open object of the expected kind (closed, wrong type).
+    VH5_ERR_INVALID_HANDLE = 14,
+    /// The input is a server's JSON error body (e.g. Reductionist's `{"error": ...}`), not
+    /// an array payload; the message carries the server's own text.
+    VH5_ERR_SERVER_ERROR = 15,
+}
+
+/// Element type codes used in `dtype` fields (plain `uint32_t` in structs). Stable forever.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum vh5_dtype {
+    /// Not a valid dtype (zero-initialised structs).
+    VH5_DTYPE_INVALID = 0,
+    VH5_DTYPE_BOOL = 1,
+    VH5_DTYPE_INT8 = 2,
+    VH5_DTYPE_INT16 = 3,
+    VH5_DTYPE_INT32 = 4,
+    VH5_DTYPE_INT64 = 5,
+    VH5_DTYPE_UINT8 = 6,
+    VH5_DTYPE_UINT16 = 7,
+    VH5_DTYPE_UINT32 = 8,
+    VH5_DTYPE_UINT64 = 9,
+    VH5_DTYPE_FLOAT16 = 10,
+    VH5_DTYPE_FLOAT32 = 11,
+    VH5_DTYPE_FLOAT64 = 12,
+    /// Two float32: real, imaginary.
+    VH5_DTYPE_COMPLEX64 = 13,
+    /// Two float64: real, imaginary.
+    VH5_DTYPE_COMPLEX128 = 14,
+    /// Any other fixed-size type, moved as raw bytes of a stated item size.
+    VH5_DTYPE_OPAQUE = 15,
+}
+
+/// Byte order codes (`byte_order` fields, plain `uint32_t`).
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum vh5_byte_order {
+    VH5_ORDER_LITTLE = 0,
+    VH5_ORDER_BIG = 1,
+    /// Not applicable (single-byte elements).
+    VH5_ORDER_NONE = 2,
+}
+
+/// Major version of the library (the soname is `libvh5.so.<major>`).
+pub const VH5_VERSION_MAJOR: u32 = 0;
+/// Minor version.
+pub const VH5_VERSION_MINOR: u32 = 1;
+/// Patch version.
+pub const VH5_VERSION_PATCH: u32 = 0;
+
+impl From<ErrorKind> for vh5_status {
+    fn from(k: ErrorKind) -> Self {
+        use vh5_status::*;
+        match k {
+            ErrorKind::NullArgument => VH5_ERR_NULL_ARGUMENT,
+            ErrorKind::InvalidArgument => VH5_ERR_INVALID_ARGUMENT,
+            ErrorKind::Malformed => VH5_ERR_MALFORMED,
+            ErrorKind::Unsupported => VH5_ERR_UNSUPPORTED,
+            ErrorKind::BufferTooSmall => VH5_ERR_BUFFER_TOO_SMALL,
+            ErrorKind::OutOfBounds => VH5_ERR_OUT_OF_BOUNDS,
+            ErrorKind::Dtype => VH5_ERR_DTYPE,
+            ErrorKind::Hdf5 => VH5_ERR_HDF5,
+            ErrorKind::Io => VH5_ERR_IO,
+            ErrorKind::Panic => VH5_ERR_PANIC,
+            ErrorKind::Misaligned => VH5_ERR_MISALIGNED,
+            ErrorKind::ByteOrder => VH5_ERR_BYTE_ORDER,
+            ErrorKind::NotFound => VH5_ERR_NOT_FOUND,
+            ErrorKind::InvalidHandle => VH5_ERR_INVALID_HANDLE,
+            ErrorKind::ServerError => VH5_ERR_SERVER_ERROR,
+        }
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+fn set_last_error(msg: &str) {
+    LAST_ERROR.with(|e| {
+        let mut e = e.borrow_mut();
+        e.clear();
+        e.push_str(msg);
+    });
+}
+
+/// Run the body of an export: clears the last error, catches panics, maps errors to a status
+/// and stores the message. Every `extern "C"` function in vh5 goes through this.
+pub(crate) fn guard<F: FnOnce() -> Result<()>>(f: F) -> vh5_status {
+    LAST_ERROR.with(|e| e.borrow_mut().clear());
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => vh5_status::VH5_OK,
+        Ok(Err(e)) => {
+            set_last_error(&e.message);
+            e.kind.into()
+        }
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            set_last_error(&format!("internal error (panic caught at the vh5 ABI boundary; please report): {what}"));
+            vh5_status::VH5_ERR_PANIC
+        }
+    }
+}
+
+/// Error for a NULL pointer argument `name`.
+pub(crate) fn null_arg(name: &str) -> Error {
+    Error::new(ErrorKind::NullArgument, format!("argument `{name}` is NULL"))
+}
+
+/// Borrow `len` elements at `ptr` as a slice; NULL is accepted only when `len` is 0.
+///
+/// # Safety
+/// `ptr` must be valid for reads of `len` elements for the lifetime `'a` (the caller's contract).
+pub(crate) unsafe fn slice_arg<'a, T>(ptr: *const T, len: usize, name: &str) -> Result<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(null_arg(name));
+    }
+    Ok(std::slice::from_raw_parts(ptr, len))
+}
+
+/// Borrow a NUL-terminated C string argument as UTF-8.
+///
+/// # Safety
+/// `ptr` must be NULL or point to a NUL-terminated string valid for the call.
+pub(crate) unsafe fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a str> {
+    if ptr.is_null() {
+        return Err(null_arg(name));
+    }
+    std::ffi::CStr::from_ptr(ptr)
+        .to_str()
+        .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("argument `{name}` is not valid UTF-8: {e}")))
+}
+
+/// Copy the message of the last failure on the calling thread into `buf`.
+///
+/// `buf` (may be NULL when `cap` is 0) receives at most `cap - 1` bytes of UTF-8 text plus a
+/// terminating NUL, like `snprintf`. Returns the full length of the message in bytes (not
+/// counting the NUL), so a return value `>= cap` means it was truncated. The message is the
+/// empty string after a successful call. Thread-safe: each thread has its own message.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_last_error_message(buf: *mut c_char, cap: usize) -> usize {
+    catch_unwind(|| {
+        LAST_ERROR.with(|e| {
+            let e = e.borrow();
+            let bytes = e.as_bytes();
+            if !buf.is_null() && cap > 0 {
+                let n = bytes.len().min(cap - 1);
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf as *mut u8, n);
+                *buf.add(n) = 0;
+            }
+            bytes.len()
+        })
+    })
+    .unwrap_or(0)
+}
+
+/// The name of a status code as a static NUL-terminated string (`"VH5_OK"`,
+/// `"VH5_ERR_MALFORMED"`, ...), or `"VH5_UNKNOWN_STATUS"` for a value vh5 does not define.
+/// The pointer is valid for the life of the process; never free it. Thread-safe.
+#[no_mangle]
+pub extern "C" fn vh5_status_name(status: i32) -> *const c_char {
+    let s: &'static [u8] = match status {
+        0 => b"VH5_OK\0",
+        1 => b"VH5_ERR_NULL_ARGUMENT\0",
+        2 => b"VH5_ERR_INVALID_ARGUMENT\0",
+        3 => b"VH5_ERR_MALFORMED\0",
+        4 => b"VH5_ERR_UNSUPPORTED\0",
+        5 => b"VH5_ERR_BUFFER_TOO_SMALL\0",
+        6 => b"VH5_ERR_OUT_OF_BOUNDS\0",
+        7 => b"VH5_ERR_DTYPE\0",
+        8 => b"VH5_ERR_HDF5\0",
+        9 => b"VH5_ERR_IO\0",
+        10 => b"VH5_ERR_PANIC\0",
+        11 => b"VH5_ERR_MISALIGNED\0",
+        12 => b"VH5_ERR_BYTE_ORDER\0",
+        13 => b"VH5_ERR_NOT_FOUND\0",
+        14 => b"VH5_ERR_INVALID_HANDLE\0",
+        15 => b"VH5_ERR_SERVER_ERROR\0",
+        _ => b"VH5_UNKNOWN_STATUS\0",
+    };
+    s.as_ptr() as *const c_char
+}
+
+/// The library version as a static NUL-terminated string, e.g. `"0.1.0"`. Matches
+/// `VH5_VERSION_MAJOR/MINOR/PATCH` of the header the library was built with. Never free it.
+#[no_mangle]
+pub extern "C" fn vh5_version_string() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
+}
+
+/// The name of a dtype code as a static NUL-terminated string (`"float64"`, ...), or NULL for
+/// an unknown code. Never free it. Thread-safe.
+#[no_mangle]
+pub extern "C" fn vh5_dtype_name(dtype: u32) -> *const c_char {
+    let s: &'static [u8] = match crate::dtype::Dtype::from_code(dtype) {
+        Some(crate::dtype::Dtype::Bool) => b"bool\0",
+        Some(crate::dtype::Dtype::Int8) => b"int8\0",
+        Some(crate::dtype::Dtype::Int16) => b"int16\0",
+        Some(crate::dtype::Dtype::Int32) => b"int32\0",
+        Some(crate::dtype::Dtype::Int64) => b"int64\0",
+        Some(crate::dtype::Dtype::UInt8) => b"uint8\0",
+        Some(crate::dtype::Dtype::UInt16) => b"uint16\0",
+        Some(crate::dtype::Dtype::UInt32) => b"uint32\0",
+        Some(crate::dtype::Dtype::UInt64) => b"uint64\0",
+        Some(crate::dtype::Dtype::Float16) => b"float16\0",
+        Some(crate::dtype::Dtype::Float32) => b"float32\0",
+        Some(crate::dtype::Dtype::Float64) => b"float64\0",
+        Some(crate::dtype::Dtype::Complex64) => b"complex64\0",
+        Some(crate::dtype::Dtype::Complex128) => b"complex128\0",
+        Some(crate::dtype::Dtype::Opaque) => b"opaque\0",
+        None => return std::ptr::null(),
+    };
+    s.as_ptr() as *const c_char
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    #[test]
+    fn guard_maps_errors_and_panics() {
+        let st = guard(|| Err(Error::new(ErrorKind::OutOfBounds, "row 3 axis 1: start 9 >= extent 4")));
+        assert_eq!(st, vh5_status::VH5_ERR_OUT_OF_BOUNDS);
+        let mut buf = [0 as c_char; 64];
+        let n = unsafe { vh5_last_error_message(buf.as_mut_ptr(), buf.len()) };
+        let s = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap();
+        assert_eq!(s, "row 3 axis 1: start 9 >= extent 4");
+        assert_eq!(n, s.len());
+        // truncation: snprintf-like
+        let mut small = [0 as c_char; 4];
+        let n = unsafe { vh5_last_error_message(small.as_mut_ptr(), small.len()) };
+        assert_eq!(n, s.len());
+        assert_eq!(unsafe { CStr::from_ptr(small.as_ptr()) }.to_str().unwrap(), "row");
+
+        let st = guard(|| panic!("boom"));
+        assert_eq!(st, vh5_status::VH5_ERR_PANIC);
+        let n = unsafe { vh5_last_error_message(std::ptr::null_mut(), 0) };
+        assert!(n > 0);
+
+        assert_eq!(guard(|| Ok(())), vh5_status::VH5_OK);
+        assert_eq!(unsafe { vh5_last_error_message(std::ptr::null_mut(), 0) }, 0);
+    }
+
+    #[test]
+    fn names() {
+        for (code, name) in [(0, "VH5_OK"), (3, "VH5_ERR_MALFORMED"), (15, "VH5_ERR_SERVER_ERROR"), (99, "VH5_UNKNOWN_STATUS"), (-1, "VH5_UNKNOWN_STATUS")] {
+            assert_eq!(unsafe { CStr::from_ptr(vh5_status_name(code)) }.to_str().unwrap(), name);
+        }
+        for d in crate::dtype::ALL_NUMERIC {
+            assert_eq!(unsafe { CStr::from_ptr(vh5_dtype_name(d.code())) }.to_str().unwrap(), d.name());
+        }
+        assert!(vh5_dtype_name(0).is_null());
+        assert_eq!(unsafe { CStr::from_ptr(vh5_version_string()) }.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+        assert_eq!(env!("CARGO_PKG_VERSION"), format!("{VH5_VERSION_MAJOR}.{VH5_VERSION_MINOR}.{VH5_VERSION_PATCH}"));
+    }
+}

@@ -1,0 +1,1 @@
+//! libhdf5 access: process-wide lock, error-stack capture, RAII handles.

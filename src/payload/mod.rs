@@ -1,0 +1,1 @@
+//! Zero-copy decoding of serialized array payloads (safe Rust, no C).

@@ -1,0 +1,1 @@
+//! Slice geometry (validate, clip, plan) and the strided copy engine (safe Rust).
