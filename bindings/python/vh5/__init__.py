@@ -1,0 +1,82 @@
+"""vh5: zero-copy array payload views and fast many-slice HDF5 reads (ctypes + numpy).
+
+Pure-Python bindings over the ``libvh5`` shared library (a Rust library with a C ABI; see
+``include/vh5.h``). No compiled Python extension; importing vh5 does not import h5py and does
+not load the library until it is first used.
+
+- :func:`decode_payload`: Reductionist CBOR, RFC 8746 typed arrays, msgpack-numpy ->
+  numpy views of the caller's buffer (no copy), counts as int64 arrays, masks.
+- :class:`File` / :class:`Dataset` / :func:`read_many_slices`: many hyperslabs from an HDF5
+  dataset into any numpy array layout in one call.
+- :mod:`vh5.compat.versioned_hdf5`, :mod:`vh5.compat.pyactivestorage`: drop-in shims.
+
+Every library failure raises a subclass of :class:`Error` (``.status``, ``.status_name``,
+``.message``). The GIL is released during every library call.
+"""
+
+from ._errors import (
+    BufferTooSmallError,
+    ByteOrderError,
+    DtypeError,
+    Error,
+    HDF5Error,
+    InvalidArgumentError,
+    InvalidHandleError,
+    IoError,
+    MalformedError,
+    MisalignedError,
+    NotFoundError,
+    NullArgumentError,
+    OutOfBoundsError,
+    PanicError,
+    ServerError,
+    UnsupportedError,
+    error_class,
+)
+from .hdf5 import Dataset, File, read_many_slices
+from .payload import Payload, decode_payload
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "decode_payload",
+    "Payload",
+    "File",
+    "Dataset",
+    "read_many_slices",
+    "library_path",
+    "library_version",
+    "Error",
+    "NullArgumentError",
+    "InvalidArgumentError",
+    "MalformedError",
+    "UnsupportedError",
+    "BufferTooSmallError",
+    "OutOfBoundsError",
+    "DtypeError",
+    "HDF5Error",
+    "IoError",
+    "PanicError",
+    "MisalignedError",
+    "ByteOrderError",
+    "NotFoundError",
+    "InvalidHandleError",
+    "ServerError",
+    "error_class",
+]
+
+
+def library_path() -> str:
+    """Path of the libvh5 shared library in use (``VH5_LIBRARY`` or the packaged copy).
+
+    Raises ImportError when none is found."""
+    from ._lib import library_path as _p
+
+    return _p()
+
+
+def library_version() -> str:
+    """Version string of the loaded libvh5 (``vh5_version_string()``), e.g. ``"0.1.0"``."""
+    from ._lib import lib
+
+    return lib().vh5_version_string().decode("ascii")

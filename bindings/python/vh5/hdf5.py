@@ -1,0 +1,353 @@
+"""HDF5 files and datasets opened through vh5's own libhdf5, and many-slice reads.
+
+vh5 links the system libhdf5, which is a *different* library instance from the one inside
+h5py wheels: HDF5 ids never cross between them. vh5 therefore opens files by path; an
+``h5py.Dataset`` passed to :func:`read_many_slices` is re-opened by its file name and
+dataset name (h5py itself is never imported by vh5).
+
+File locking: HDF5 >= 1.10 locks files. Two instances may both open a file read-only, but a
+file that h5py holds open for writing (mode ``"r+"``, ``"w"``, ``"a"``) is refused by vh5
+with :class:`vh5.IoError` unless the environment variable ``HDF5_USE_FILE_LOCKING=FALSE``
+is set *before* either library opens the file. vh5 flushes a writable h5py file before
+reading it so the data h5py wrote is on disk.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import weakref
+
+import numpy as np
+
+from . import _dtypes
+from ._errors import make_error
+from ._lib import VH5_SLICES_CLIP, VH5_SLICES_CONVERT, Array, DatasetInfo, check, lib
+
+__all__ = ["File", "Dataset", "read_many_slices"]
+
+
+def _close_id(ident: int) -> None:
+    # Called from weakref.finalize: never raise (interpreter may be shutting down).
+    try:
+        lib().vh5_close(ident)
+    except Exception:  # pragma: no cover - best effort at exit
+        pass
+
+
+class _Handle:
+    """An open vh5 id, closed exactly once by :meth:`close` or at garbage collection."""
+
+    __slots__ = ("_id", "_finalizer", "__weakref__")
+
+    def __init__(self, ident: int):
+        self._id = ident
+        self._finalizer = weakref.finalize(self, _close_id, ident)
+
+    @property
+    def id(self) -> int:
+        if not self._finalizer.alive:
+            raise make_error(14, "VH5_ERR_INVALID_HANDLE", f"{type(self).__name__} is closed")
+        return self._id
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return not self._finalizer.alive
+
+    def close(self) -> None:
+        """Close the handle (idempotent)."""
+        if self._finalizer.alive:
+            self._finalizer.detach()
+            check(lib().vh5_close(self._id))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class File(_Handle):
+    """An HDF5 file opened read-only through vh5's libhdf5.
+
+    Use as a context manager or call :meth:`close`; an unreferenced File is closed at
+    garbage collection. Datasets opened from it stay valid after the File is closed (HDF5
+    keeps the file open until its last object is closed).
+
+    Args:
+        path (str | os.PathLike): file name.
+
+    Raises:
+        vh5.IoError: missing file, permission denied, not an HDF5 file, or locked by a writer
+            (see the module docs on ``HDF5_USE_FILE_LOCKING``).
+
+    Thread-safety: a File may be shared by threads; vh5 serialises libhdf5 calls internally.
+    """
+
+    __slots__ = ("filename",)
+
+    def __init__(self, path, mode: str = "r"):
+        if mode != "r":
+            raise ValueError(f"vh5.File supports mode 'r' only (read-only), not {mode!r}")
+        self.filename = os.fspath(path)
+        out = ctypes.c_int64(0)
+        check(lib().vh5_file_open(os.fsencode(self.filename), 0, ctypes.byref(out)))
+        super().__init__(out.value)
+
+    def dataset(self, name: str) -> "Dataset":
+        """Open the dataset at path ``name`` (e.g. ``"/group/data"``).
+
+        Raises:
+            vh5.NotFoundError: no object of that name; vh5.InvalidHandleError: File closed or
+            ``name`` is not a dataset; vh5.HDF5Error: libhdf5 failed.
+        """
+        return Dataset(self, name)
+
+    __getitem__ = dataset
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<vh5.File {self.filename!r} ({state})>"
+
+
+class Dataset(_Handle):
+    """An HDF5 dataset opened through vh5: extent, chunking, element type, and the source of
+    :func:`read_many_slices`.
+
+    Attributes:
+        name (str): the dataset path inside the file.
+        file (File): the file it came from.
+        shape (tuple[int, ...]): current extent in elements.
+        dtype (numpy.dtype): the element type *as stored in the file*, byte order included
+            (e.g. ``dtype('>f4')`` for big-endian data). Reads move it as this type: the
+            destination must have the same dtype unless conversion is requested.
+        chunks (tuple[int, ...] | None): chunk shape in elements, None when not chunked.
+        ndim (int), size (int): number of axes and of elements.
+    """
+
+    __slots__ = ("name", "file", "shape", "dtype", "chunks")
+
+    def __init__(self, file: File, name: str):
+        self.file = file
+        self.name = name
+        out = ctypes.c_int64(0)
+        check(lib().vh5_dataset_open(file.id, name.encode("utf-8"), ctypes.byref(out)))
+        super().__init__(out.value)
+        info = DatasetInfo()
+        try:
+            check(lib().vh5_dataset_get_info(self._id, ctypes.byref(info)))
+        except BaseException:
+            self.close()
+            raise
+        nd = int(info.ndim)
+        self.shape = tuple(int(info.shape[i]) for i in range(nd))
+        self.chunks = tuple(int(info.chunk[i]) for i in range(nd)) if info.chunked else None
+        self.dtype = _dtypes.to_numpy(info.dtype, info.itemsize, info.byte_order)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __repr__(self) -> str:
+        return f"<vh5.Dataset {self.name!r} shape={self.shape} dtype={self.dtype.str} chunks={self.chunks}>"
+
+
+# ----------------------------------------------------------------------------------------
+# many-slice reads
+
+
+def _is_h5py_dataset(obj) -> bool:
+    """True for an h5py.Dataset, recognised without importing h5py."""
+    mod = type(obj).__module__ or ""
+    return mod.startswith("h5py") and hasattr(obj, "file") and hasattr(obj, "name") and hasattr(obj, "id")
+
+
+def _open_h5py(src):
+    """Open an h5py dataset's file and dataset through vh5; returns (dataset, file)."""
+    h5file = src.file
+    if getattr(h5file, "mode", "r") != "r":
+        # Our libhdf5 reads the file from disk: make what h5py wrote visible first.
+        h5file.flush()
+    f = File(h5file.filename)
+    try:
+        return Dataset(f, src.name), f
+    except BaseException:
+        f.close()
+        raise
+
+
+def resolve_source(src):
+    """(vh5 Dataset, list of handles to close after the call) for a supported source."""
+    if isinstance(src, Dataset):
+        return src, []
+    if _is_h5py_dataset(src):
+        d, f = _open_h5py(src)
+        return d, [d, f]
+    raise TypeError(
+        f"src must be a vh5.Dataset or an h5py.Dataset, not {type(src).__name__} "
+        "(numpy -> numpy and numpy -> HDF5 transfers are not in the library yet)"
+    )
+
+
+_COORD_NAMES = ("src_start", "dst_start", "count", "src_step", "dst_step")
+
+
+def coordinate_tables(ndim: int, src_start, dst_start, count, src_step=None, dst_step=None):
+    """Broadcast the coordinate arrays into C-contiguous uint64 tables of shape (nslices, ndim).
+
+    Each argument is an integer array-like of shape ``(ndim,)`` or ``(nslices, ndim)``; steps
+    may be None (default 1, passed to the library as NULL). Returns a list of 5 arrays (None
+    where a step was None) and nslices.
+
+    Raises:
+        TypeError: a coordinate array is not of an integer dtype.
+        ValueError: negative value (naming array, row and axis), not 1-D/2-D, wrong number of
+            columns, or row counts that do not broadcast.
+    """
+    given = [src_start, dst_start, count, src_step, dst_step]
+    arrays = []
+    for name, a in zip(_COORD_NAMES, given):
+        if a is None:
+            if name in ("src_step", "dst_step"):
+                arrays.append(None)
+                continue
+            raise TypeError(f"{name} is required")
+        arr = np.asarray(a)
+        if arr.dtype.kind not in "iu":
+            if arr.size == 0 and arr.dtype.kind in "fO":
+                arr = arr.astype(np.uint64)
+            else:
+                raise TypeError(f"{name} must hold integers, not {arr.dtype}")
+        if arr.ndim not in (1, 2):
+            raise ValueError(f"{name} must have shape (ndim,) or (nslices, ndim), not {arr.shape}")
+        if arr.shape[-1] != ndim:
+            raise ValueError(f"{name} has {arr.shape[-1]} columns, the dataset has {ndim} axes")
+        if arr.dtype.kind == "i" and arr.size and arr.min() < 0:
+            row, axis = np.argwhere(arr.reshape(-1, ndim) < 0)[0]
+            raise ValueError(f"{name} row {row} axis {axis} is negative ({arr.reshape(-1, ndim)[row, axis]})")
+        arrays.append(arr)
+    present = [a for a in arrays if a is not None]
+    try:
+        shapes = np.broadcast_shapes(*(a.shape if a.ndim == 2 else (1, ndim) for a in present))
+    except ValueError:
+        rows = {n: (a.shape[0] if a.ndim == 2 else "1-D") for n, a in zip(_COORD_NAMES, arrays) if a is not None}
+        raise ValueError(f"coordinate arrays do not broadcast to (nslices, {ndim}): rows {rows}") from None
+    out = [
+        None if a is None else np.ascontiguousarray(np.broadcast_to(a, shapes), dtype=np.uint64)
+        for a in arrays
+    ]
+    return out, shapes[0]
+
+
+def describe_array(dst: np.ndarray):
+    """A ``vh5_array`` describing numpy array ``dst`` (any layout) and the objects that must
+    stay alive while it is used (shape/strides tables)."""
+    code, itemsize, order = _dtypes.from_numpy(dst.dtype)
+    if order not in (_dtypes.ORDER_NONE, _dtypes.NATIVE_ORDER):
+        raise make_error(
+            7,
+            "VH5_ERR_DTYPE",
+            f"dst has non-native byte order {dst.dtype.str}; use a native-order array "
+            "(vh5 moves elements in native memory order)",
+        )
+    ptr = dst.__array_interface__["data"][0]
+    shape = np.asarray(dst.shape, dtype=np.uint64)
+    strides = np.asarray(dst.strides, dtype=np.int64)
+    if dst.size == 0:
+        lo, hi = ptr, ptr
+    else:
+        ext = (shape.astype(np.int64) - 1) * strides
+        lo = ptr + int(ext[ext < 0].sum())
+        hi = ptr + int(ext[ext > 0].sum()) + itemsize
+    a = Array()
+    a.base = lo
+    a.base_len = hi - lo
+    a.offset = ptr - lo
+    a.dtype = code
+    a.itemsize = itemsize
+    a.ndim = dst.ndim
+    a.shape = shape.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64))
+    a.strides = strides.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+    return a, (shape, strides)
+
+
+def read_many_slices(
+    src,
+    dst,
+    src_start,
+    dst_start,
+    count,
+    src_step=None,
+    dst_step=None,
+    *,
+    clip: bool = False,
+    convert: bool = False,
+):
+    """Copy many hyperslabs from an HDF5 dataset into a numpy array in one library call.
+
+    Row i of the tables copies, on every axis j::
+
+        dst[d[i,j] : d[i,j] + (c[i,j]-1)*ds[i,j] + 1 : ds[i,j]] =
+            src[s[i,j] : s[i,j] + (c[i,j]-1)*ss[i,j] + 1 : ss[i,j]]
+
+    with ``s``/``d`` = ``src_start``/``dst_start``, ``c`` = ``count``, ``ss``/``ds`` =
+    ``src_step``/``dst_step`` (all in *elements*, steps default to 1 and are never 0).
+    Rows run in order; where destinations overlap the later row wins.
+
+    Args:
+        src: a :class:`vh5.Dataset`, or an ``h5py.Dataset`` (re-opened by file name and dataset
+            name through vh5's libhdf5 for the duration of the call; a writable h5py file is
+            flushed first; see the module docs about ``HDF5_USE_FILE_LOCKING``).
+        dst (numpy.ndarray): writable destination with ``dst.ndim == src.ndim``, any layout:
+            C or Fortran order, sliced, stepped, negative strides. Its dtype must equal
+            ``src.dtype`` (native byte order) unless ``convert`` is True. Written in place.
+        src_start, dst_start, count: integer array-likes of shape ``(ndim,)`` or
+            ``(nslices, ndim)``, broadcast together (a 1-D array applies to every row).
+        src_step, dst_step: like the above, or None for 1 on every axis.
+        clip: versioned-hdf5 semantics: clip every count to both extents and skip rows that
+            become empty instead of raising :class:`vh5.OutOfBoundsError`.
+        convert: let libhdf5 convert between the file type and ``dst.dtype``.
+
+    Returns:
+        None. ``dst`` is modified in place.
+
+    Raises:
+        vh5.OutOfBoundsError: a row reaches outside src or dst (without ``clip``); the message
+            names the row and axis.
+        vh5.InvalidArgumentError: ndim mismatch, step 0, read-only dst...
+        vh5.DtypeError: dtype mismatch without ``convert``; non-native dst byte order.
+        vh5.HDF5Error: libhdf5 failed (message carries its error stack).
+        vh5.IoError, vh5.NotFoundError: re-opening an h5py dataset failed.
+        TypeError / ValueError: bad coordinate arrays (non-integer, negative, wrong shape)
+            or a non-numpy / read-only ``dst``.
+
+    Memory: vh5 writes only inside ``dst``'s own elements and keeps no pointer after the
+    call. The GIL is released during the library call (ctypes does so for every call), so
+    other threads run meanwhile; do not let another thread resize or free ``dst``.
+    """
+    if not isinstance(dst, np.ndarray):
+        raise TypeError(f"dst must be a numpy.ndarray, not {type(dst).__name__}")
+    if not dst.flags.writeable:
+        raise ValueError("dst must be writeable")
+    dset, to_close = resolve_source(src)
+    try:
+        tables, nslices = coordinate_tables(dset.ndim, src_start, dst_start, count, src_step, dst_step)
+        _call_read(dset, dst, tables, nslices, clip=clip, convert=convert)
+    finally:
+        for h in to_close:
+            h.close()
+
+
+def _call_read(dset: Dataset, dst: np.ndarray, tables, nslices: int, *, clip: bool, convert: bool):
+    arr, keep = describe_array(dst)
+    ptrs = [None if t is None else t.ctypes.data for t in tables]
+    flags = (VH5_SLICES_CLIP if clip else 0) | (VH5_SLICES_CONVERT if convert else 0)
+    status = lib().vh5_read_many_slices(dset.id, ctypes.byref(arr), nslices, *ptrs, flags)
+    del keep
+    check(status)
