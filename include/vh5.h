@@ -189,11 +189,6 @@ typedef uint32_t vh5_byte_order;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
-/**
- * A fixed-size element type.
- */
-typedef struct Dtype Dtype;
-
 
 
 #ifdef __cplusplus

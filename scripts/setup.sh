@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
 
-APT_PKGS="libhdf5-dev pkg-config cmake gcc g++ python3-venv"
+APT_PKGS="libhdf5-dev pkg-config cmake binutils gcc g++ python3-venv"
 missing=""
 for p in $APT_PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -15,6 +15,7 @@ grep -q "^test result: ok" /tmp/vh5-cargo-test.log || { echo "cargo test ran not
 
 echo "== C and C++ tests"
 bash c_tests/run.sh target/release
+bash c_tests/install_check.sh
 
 echo "== Python tests"
 export VH5_LIBRARY="$PWD/target/release/libvh5.so"

@@ -1,0 +1,278 @@
+// vh5.hpp - header-only C++17 wrapper over the vh5 C ABI (include/vh5.h).
+//
+// - Every failing C call throws vh5::Error carrying the vh5_status and the library's
+//   message (vh5_last_error_message of the calling thread).
+// - vh5::File / vh5::Dataset are move-only RAII owners of vh5 (libhdf5) ids.
+// - vh5::read_many_slices takes any contiguous containers (std::vector, std::array, ...).
+// - vh5::PayloadView decodes a payload WITHOUT copying: it borrows the caller's bytes, which
+//   must outlive it. Typed element access is safe on misaligned data and non-native byte
+//   order (memcpy + byte swap); counts decode into std::vector<int64_t>.
+//
+// Thread-safety: as the C ABI: distinct objects may be used from different threads;
+// libhdf5 calls are serialised inside vh5.
+#ifndef VH5_HPP
+#define VH5_HPP
+
+#include "vh5.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace vh5 {
+
+/// A failed vh5 call: status code, its name and the library's message.
+class Error : public std::runtime_error {
+ public:
+  Error(int32_t status, const std::string &message)
+      : std::runtime_error(std::string(vh5_status_name(status)) + ": " + message), status_(status) {}
+  /// The vh5_status code (VH5_ERR_*).
+  int32_t status() const noexcept { return status_; }
+  /// The status name, e.g. "VH5_ERR_OUT_OF_BOUNDS".
+  const char *status_name() const noexcept { return vh5_status_name(status_); }
+
+ private:
+  int32_t status_;
+};
+
+namespace detail {
+/// The calling thread's last vh5 error message.
+inline std::string last_message() {
+  std::string msg(256, '\0');
+  size_t n = vh5_last_error_message(&msg[0], msg.size());
+  if (n >= msg.size()) {
+    msg.assign(n + 1, '\0');
+    vh5_last_error_message(&msg[0], msg.size());
+  }
+  msg.resize(n);
+  return msg;
+}
+/// Throw vh5::Error unless status is VH5_OK.
+inline void check(int32_t status) {
+  if (status != VH5_OK) throw Error(status, last_message());
+}
+template <class T>
+constexpr uint32_t dtype_of() {
+  if (std::is_same<T, bool>::value) return VH5_DTYPE_BOOL;
+  if (std::is_same<T, int8_t>::value) return VH5_DTYPE_INT8;
+  if (std::is_same<T, int16_t>::value) return VH5_DTYPE_INT16;
+  if (std::is_same<T, int32_t>::value) return VH5_DTYPE_INT32;
+  if (std::is_same<T, int64_t>::value) return VH5_DTYPE_INT64;
+  if (std::is_same<T, uint8_t>::value) return VH5_DTYPE_UINT8;
+  if (std::is_same<T, uint16_t>::value) return VH5_DTYPE_UINT16;
+  if (std::is_same<T, uint32_t>::value) return VH5_DTYPE_UINT32;
+  if (std::is_same<T, uint64_t>::value) return VH5_DTYPE_UINT64;
+  if (std::is_same<T, float>::value) return VH5_DTYPE_FLOAT32;
+  if (std::is_same<T, double>::value) return VH5_DTYPE_FLOAT64;
+  return VH5_DTYPE_INVALID;
+}
+}  // namespace detail
+
+/// The library version string ("0.1.0").
+inline std::string version() { return vh5_version_string(); }
+
+/// Move-only owner of one vh5/libhdf5 id (file or dataset); closes it on destruction.
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(int64_t id) noexcept : id_(id) {}
+  Handle(const Handle &) = delete;
+  Handle &operator=(const Handle &) = delete;
+  Handle(Handle &&o) noexcept : id_(std::exchange(o.id_, -1)) {}
+  Handle &operator=(Handle &&o) noexcept {
+    if (this != &o) {
+      reset();
+      id_ = std::exchange(o.id_, -1);
+    }
+    return *this;
+  }
+  ~Handle() { reset(); }
+  /// The raw id (valid while this object lives).
+  int64_t id() const noexcept { return id_; }
+  /// Close now (errors on close are ignored here; use close() to see them).
+  void reset() noexcept {
+    if (id_ >= 0) vh5_close(id_);
+    id_ = -1;
+  }
+  /// Close now, throwing vh5::Error on failure.
+  void close() {
+    if (id_ >= 0) {
+      int64_t id = std::exchange(id_, -1);
+      detail::check(vh5_close(id));
+    }
+  }
+
+ private:
+  int64_t id_ = -1;
+};
+
+class Dataset;
+
+/// An HDF5 file opened by vh5 (read-only unless flags say otherwise).
+class File {
+ public:
+  /// Open `path`; throws vh5::Error (VH5_ERR_IO for a missing or non-HDF5 file).
+  explicit File(const std::string &path, uint32_t flags = 0) {
+    int64_t id = -1;
+    detail::check(vh5_file_open(path.c_str(), flags, &id));
+    h_ = Handle(id);
+  }
+  int64_t id() const noexcept { return h_.id(); }
+  void close() { h_.close(); }
+  /// Open the dataset at `name` (paths with groups); throws VH5_ERR_NOT_FOUND if missing.
+  inline Dataset dataset(const std::string &name) const;
+
+ private:
+  Handle h_;
+};
+
+/// An open dataset: shape, dtype and chunking via info(); source of read_many_slices.
+class Dataset {
+ public:
+  explicit Dataset(int64_t id) noexcept : h_(id) {}
+  int64_t id() const noexcept { return h_.id(); }
+  void close() { h_.close(); }
+  /// Shape, chunk shape, dtype, byte order and filters of the dataset.
+  vh5_dataset_info info() const {
+    vh5_dataset_info out;
+    detail::check(vh5_dataset_get_info(h_.id(), &out));
+    return out;
+  }
+  /// The dataset's extents in elements.
+  std::vector<uint64_t> shape() const {
+    vh5_dataset_info i = info();
+    return std::vector<uint64_t>(i.shape, i.shape + i.ndim);
+  }
+
+ private:
+  Handle h_;
+};
+
+inline Dataset File::dataset(const std::string &name) const {
+  int64_t id = -1;
+  detail::check(vh5_dataset_open(h_.id(), name.c_str(), &id));
+  return Dataset(id);
+}
+
+/// Describe a caller-owned array of T (C order unless byte strides are given) for vh5.
+/// `data` points at element [0,...,0]; `total_elems` is the number of T in the buffer starting
+/// at `data` (negative strides are not expressible through this helper: use vh5_array).
+template <class T>
+struct ArrayRef {
+  T *data;
+  size_t total_elems;
+  std::vector<uint64_t> shape;
+  std::vector<int64_t> strides;  // bytes; empty = C order
+  vh5_array c_array() const {
+    vh5_array a;
+    std::memset(&a, 0, sizeof a);
+    a.base = const_cast<void *>(static_cast<const void *>(data));
+    a.base_len = total_elems * sizeof(T);
+    a.offset = 0;
+    a.dtype = detail::dtype_of<T>();
+    a.itemsize = sizeof(T);
+    a.ndim = static_cast<uint32_t>(shape.size());
+    a.shape = shape.data();
+    a.strides = strides.empty() ? nullptr : strides.data();
+    return a;
+  }
+};
+
+/// Copy many hyperslabs of `src` into `dst` (see vh5_read_many_slices). Each table holds
+/// nslices x ndim uint64 values in row-major order (any contiguous container); steps may
+/// be empty containers (all 1). Throws vh5::Error.
+template <class T, class Table>
+void read_many_slices(const Dataset &src, const ArrayRef<T> &dst, const Table &src_start, const Table &dst_start,
+                      const Table &count, const Table &src_step = Table(), const Table &dst_step = Table(),
+                      uint32_t flags = 0) {
+  static_assert(std::is_same<typename std::decay<decltype(*std::data(src_start))>::type, uint64_t>::value,
+                "slice tables hold uint64_t");
+  const size_t ndim = dst.shape.size();
+  if (ndim == 0) throw Error(VH5_ERR_INVALID_ARGUMENT, "destination must have at least one axis");
+  const size_t n = std::size(count) / ndim;
+  auto check_len = [&](const Table &t, const char *name, bool optional) {
+    size_t len = std::size(t);
+    if ((optional && len == 0) || len == n * ndim) return;
+    throw Error(VH5_ERR_INVALID_ARGUMENT, std::string(name) + " has " + std::to_string(len) +
+                                              " values, expected nslices*ndim = " + std::to_string(n * ndim));
+  };
+  check_len(src_start, "src_start", false);
+  check_len(dst_start, "dst_start", false);
+  check_len(count, "count", false);
+  check_len(src_step, "src_step", true);
+  check_len(dst_step, "dst_step", true);
+  vh5_array a = dst.c_array();
+  detail::check(vh5_read_many_slices(src.id(), &a, n, std::data(src_start), std::data(dst_start), std::data(count),
+                                     std::size(src_step) ? std::data(src_step) : nullptr,
+                                     std::size(dst_step) ? std::data(dst_step) : nullptr, flags));
+}
+
+/// A decoded payload borrowing the caller's bytes (which must outlive it). No copy is made.
+class PayloadView {
+ public:
+  /// Decode `len` bytes at `buf` (flags: PAYLOAD_REQUIRE_ALIGNED, PAYLOAD_REQUIRE_NATIVE).
+  PayloadView(const uint8_t *buf, size_t len, uint32_t flags = 0) : buf_(buf), len_(len) {
+    detail::check(payload_decode_view(buf, len, flags, &v_));
+  }
+  explicit PayloadView(const std::vector<uint8_t> &bytes, uint32_t flags = 0)
+      : PayloadView(bytes.data(), bytes.size(), flags) {}
+
+  /// The raw C view (pointers into the caller's buffer).
+  const payload_view &raw() const noexcept { return v_; }
+  std::vector<uint64_t> shape() const { return std::vector<uint64_t>(v_.shape, v_.shape + v_.ndim); }
+  uint64_t size() const noexcept { return v_.nelements; }
+  uint32_t dtype() const noexcept { return v_.dtype; }
+  bool aligned() const noexcept { return v_.aligned != 0; }
+  bool needs_swap() const noexcept { return v_.needs_swap != 0; }
+
+  /// Element i as T (T must match dtype()): unaligned-safe load plus byte swap when the
+  /// payload's byte order is not native. Throws on a dtype mismatch or i out of range.
+  template <class T>
+  T at(uint64_t i) const {
+    static_assert(std::is_trivially_copyable<T>::value, "T must be trivially copyable");
+    if (detail::dtype_of<T>() != v_.dtype)
+      throw Error(VH5_ERR_DTYPE, std::string("payload dtype is ") + vh5_dtype_name(v_.dtype));
+    if (i >= v_.nelements) throw Error(VH5_ERR_OUT_OF_BOUNDS, "element " + std::to_string(i) + " of " + std::to_string(v_.nelements));
+    unsigned char tmp[sizeof(T)];
+    std::memcpy(tmp, v_.data + i * sizeof(T), sizeof(T));
+    if (v_.needs_swap) std::reverse(tmp, tmp + sizeof(T));
+    T out;
+    std::memcpy(&out, tmp, sizeof(T));
+    return out;
+  }
+
+  /// All elements as a native-order, aligned std::vector<T> (payload_copy_data).
+  template <class T>
+  std::vector<T> to_vector() const {
+    if (detail::dtype_of<T>() != v_.dtype)
+      throw Error(VH5_ERR_DTYPE, std::string("payload dtype is ") + vh5_dtype_name(v_.dtype));
+    std::vector<T> out(static_cast<size_t>(v_.nelements));
+    size_t written = 0;
+    detail::check(payload_copy_data(buf_, len_, out.data(), out.size() * sizeof(T), &written));
+    return out;
+  }
+
+  /// The per-element counts (any stored form) as native int64; empty when absent.
+  std::vector<int64_t> counts() const {
+    std::vector<int64_t> out(static_cast<size_t>(v_.count_len));
+    size_t written = 0;
+    detail::check(payload_decode_count(buf_, len_, out.data(), out.size(), &written));
+    out.resize(written);
+    return out;
+  }
+
+ private:
+  const uint8_t *buf_;
+  size_t len_;
+  payload_view v_{};
+};
+
+}  // namespace vh5
+
+#endif  // VH5_HPP
