@@ -1,0 +1,387 @@
+"""vh5.File / vh5.Dataset / vh5.read_many_slices against numpy slicing of h5py reads.
+
+Files are written by h5py (random shapes, chunk shapes, filters, fill values, partially
+written datasets, big-endian types); every read is compared with the same slices taken with
+numpy from ``h5py_dataset[()]``, into destinations of every layout (C, Fortran, sliced,
+stepped, negative strides) whose untouched bytes are checked too.
+"""
+
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if os.environ.get("VH5_TEST_INSTALLED") != "1":
+    sys.path.insert(0, str(REPO / "bindings" / "python"))
+
+import vh5  # noqa: E402
+
+h5py = pytest.importorskip("h5py")
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+SHARED = Path(os.environ.get("VH5_SHARED_DATA", REPO.parent / "shared" / "data"))
+TMP = Path(tempfile.mkdtemp(prefix="vh5-py-slices-"))
+_counter = [0]
+
+
+def new_path(stem="t"):
+    _counter[0] += 1
+    return str(TMP / f"{stem}{_counter[0]}.h5")
+
+
+# ----------------------------------------------------------------------------- reference
+
+
+def expected_read(full, dst, src_start, dst_start, count, src_step, dst_step, clip=False):
+    """numpy reference of read_many_slices (versioned-hdf5 clipping when clip=True)."""
+    out = dst.copy()
+    n = src_start.shape[0]
+    for i in range(n):
+        ss, ds, cs = [], [], []
+        empty = False
+        for j in range(full.ndim):
+            s, d, c = int(src_start[i, j]), int(dst_start[i, j]), int(count[i, j])
+            sst = int(src_step[i, j]) if src_step is not None else 1
+            dst_ = int(dst_step[i, j]) if dst_step is not None else 1
+            if clip:
+                c = min(c, max(0, -(-(full.shape[j] - s) // sst)), max(0, -(-(dst.shape[j] - d) // dst_)))
+            if c <= 0:
+                empty = True
+                break
+            ss.append(slice(s, s + (c - 1) * sst + 1, sst))
+            ds.append(slice(d, d + (c - 1) * dst_ + 1, dst_))
+        if not empty:
+            out[tuple(ds)] = full[tuple(ss)]
+    return out
+
+
+def _base_and_view(kind: str, shape):
+    """(base shape, base order, function taking base to the destination view) per layout kind."""
+    shape = tuple(shape)
+    if kind == "C":
+        return shape, "C", lambda b: b
+    if kind == "F":
+        return shape, "F", lambda b: b
+    if kind == "stepped":
+        return tuple(2 * n + 1 for n in shape), "C", lambda b: b[tuple(slice(1, 1 + 2 * n, 2) for n in shape)]
+    if kind == "reversed":
+        return shape, "C", lambda b: b[tuple(slice(None, None, -1) for _ in shape)]
+    if kind == "transposed":
+        return shape[::-1], "C", lambda b: b.T
+    if kind == "offset":
+        return tuple(n + 2 for n in shape), "C", lambda b: b[tuple(slice(1, 1 + n) for n in shape)]
+    raise ValueError(kind)
+
+
+def make_dst(kind: str, shape, dtype, fill):
+    """(base array, destination view of it with the given logical shape and layout kind,
+    boolean mask of the base elements that are NOT part of the destination)."""
+    bshape, order, view = _base_and_view(kind, shape)
+    base = np.full(bshape, fill, dtype=dtype, order=order)
+    outside = np.ones(bshape, dtype=bool)
+    view(outside)[...] = False
+    dst = view(base)
+    assert dst.shape == tuple(shape)
+    return base, dst, outside
+
+
+DST_KINDS = ["C", "F", "stepped", "reversed", "transposed", "offset"]
+DTYPES = ["<f8", "<f4", "<i4", "<u2", "|i1", "<i8", ">f8", ">i4", "<u8"]
+
+
+@st.composite
+def dataset_case(draw):
+    ndim = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 12), min_size=ndim, max_size=ndim)))
+    dtype = np.dtype(draw(st.sampled_from(DTYPES)))
+    layout = draw(st.sampled_from(["contiguous", "chunked", "gzip", "shuffle_gzip", "fletcher32"]))
+    chunks = None
+    if layout != "contiguous":
+        chunks = tuple(draw(st.integers(1, n)) for n in shape)
+    partial = layout != "contiguous" and draw(st.booleans())
+    seed = draw(st.integers(0, 2**31))
+    return shape, dtype, layout, chunks, partial, seed
+
+
+def write_dataset(shape, dtype, layout, chunks, partial, seed, fillvalue=None):
+    rng = np.random.default_rng(seed)
+    if dtype.kind == "f":
+        data = rng.normal(size=shape).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        data = rng.integers(max(info.min, -1000), min(info.max, 1000), size=shape, endpoint=True).astype(dtype)
+    path = new_path()
+    kw = {}
+    if chunks is not None:
+        kw["chunks"] = chunks
+    if layout == "gzip":
+        kw["compression"] = "gzip"
+    if layout == "shuffle_gzip":
+        kw.update(compression="gzip", shuffle=True)
+    if layout == "fletcher32":
+        kw["fletcher32"] = True
+    with h5py.File(path, "w") as f:
+        fv = fillvalue if fillvalue is not None else (7 if dtype.kind in "iu" else -1.5)
+        d = f.create_dataset("data", shape=shape, dtype=dtype, fillvalue=np.asarray(fv).astype(dtype), **kw)
+        if partial:
+            # write only the first half along axis 0: the rest is unallocated chunks -> fill value
+            half = max(1, shape[0] // 2)
+            d[:half] = data[:half]
+        else:
+            d[...] = data
+    with h5py.File(path, "r") as f:
+        full = f["data"][()]
+    return path, full
+
+
+@st.composite
+def slices_for(draw, src_shape, dst_shape, clip=False, steps=True):
+    ndim = len(src_shape)
+    n = draw(st.integers(0, 12))
+    use_src_step = steps and draw(st.booleans())
+    use_dst_step = steps and draw(st.booleans())
+    rows = []
+    for _ in range(n):
+        s, d, c, ss, ds = [], [], [], [], []
+        for j in range(ndim):
+            sst = draw(st.integers(1, 3)) if use_src_step else 1
+            dst_ = draw(st.integers(1, 3)) if use_dst_step else 1
+            if clip:
+                sj = draw(st.integers(0, src_shape[j] + 2))
+                dj = draw(st.integers(0, dst_shape[j] + 2))
+                cj = draw(st.integers(0, max(src_shape[j], dst_shape[j]) + 3))
+            else:
+                sj = draw(st.integers(0, src_shape[j] - 1))
+                dj = draw(st.integers(0, dst_shape[j] - 1))
+                max_c = min((src_shape[j] - 1 - sj) // sst, (dst_shape[j] - 1 - dj) // dst_) + 1
+                cj = draw(st.integers(0, max_c))
+            s.append(sj); d.append(dj); c.append(cj); ss.append(sst); ds.append(dst_)
+        rows.append((s, d, c, ss, ds))
+    arr = lambda k: np.array([r[k] for r in rows], dtype=np.int64).reshape(n, ndim)  # noqa: E731
+    return arr(0), arr(1), arr(2), (arr(3) if use_src_step else None), (arr(4) if use_dst_step else None)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=dataset_case(), data=st.data())
+def test_random_reads_match_numpy(case, data):
+    shape, dtype, layout, chunks, partial, seed = case
+    path, full = write_dataset(*case)
+    dst_shape = tuple(data.draw(st.integers(1, 12)) for _ in shape)
+    kind = data.draw(st.sampled_from(DST_KINDS))
+    clip = data.draw(st.booleans())
+    s, d, c, ss, ds = data.draw(slices_for(shape, dst_shape, clip=clip))
+    native = dtype.newbyteorder("=")
+    base, dst, outside = make_dst(kind, dst_shape, native, 99)
+    base_before = base.copy()
+    with vh5.File(path) as f, f["data"] as dset:
+        assert dset.shape == shape and dset.dtype == dtype and dset.chunks == chunks
+        vh5.read_many_slices(dset, dst, s, d, c, ss, ds, clip=clip)
+    want = expected_read(full.astype(native), make_dst(kind, dst_shape, native, 99)[1], s, d, c, ss, ds, clip=clip)
+    np.testing.assert_array_equal(dst, want)
+    # nothing outside dst's own elements was written
+    np.testing.assert_array_equal(base[outside], base_before[outside])
+
+
+def test_h5py_dataset_as_source_and_attributes():
+    path, full = write_dataset((20, 30), np.dtype("<f8"), "gzip", (7, 8), False, 1)
+    with h5py.File(path, "r") as hf:
+        hd = hf["data"]
+        dst = np.zeros((10, 10))
+        vh5.read_many_slices(hd, dst, [[0, 0], [5, 5]], [[0, 0], [5, 5]], [5, 5])
+        want = np.zeros((10, 10))
+        want[:5, :5] = full[:5, :5]
+        want[5:, 5:] = full[5:10, 5:10]
+        np.testing.assert_array_equal(dst, want)
+    with vh5.File(path) as f:
+        ds = f.dataset("data")
+        assert (ds.shape, ds.dtype, ds.chunks, ds.ndim, ds.size) == ((20, 30), np.dtype("<f8"), (7, 8), 2, 600)
+        ds.close()
+        assert ds.closed
+        with pytest.raises(vh5.InvalidHandleError):
+            vh5.read_many_slices(ds, dst, [0, 0], [0, 0], [1, 1])
+        ds.close()  # idempotent
+
+
+def test_h5py_file_open_for_writing_is_flushed():
+    path = new_path("w")
+    with h5py.File(path, "w") as hf:
+        hf.create_dataset("x", data=np.arange(12.0).reshape(3, 4))
+        hf.flush()
+        dst = np.zeros((3, 4))
+        try:
+            vh5.read_many_slices(hf["x"], dst, [0, 0], [0, 0], [3, 4])
+        except vh5.IoError as e:
+            # HDF5 file locking: h5py holds it open for writing (see vh5.hdf5 docs)
+            assert os.environ.get("HDF5_USE_FILE_LOCKING", "").upper() != "FALSE", e
+            return
+        np.testing.assert_array_equal(dst, np.arange(12.0).reshape(3, 4))
+
+
+def test_errors():
+    path, full = write_dataset((10, 10), np.dtype("<f8"), "chunked", (4, 4), False, 2)
+    with vh5.File(path) as f, f["data"] as d:
+        dst = np.zeros((10, 10))
+        with pytest.raises(vh5.OutOfBoundsError) as ei:
+            vh5.read_many_slices(d, dst, [[0, 0], [8, 0]], [0, 0], [3, 3])
+        assert "row 1" in ei.value.message and "axis 0" in ei.value.message, ei.value.message
+        with pytest.raises(vh5.OutOfBoundsError):
+            vh5.read_many_slices(d, dst, [0, 0], [9, 0], [3, 3])
+        vh5.read_many_slices(d, dst, [8, 0], [0, 0], [3, 3], clip=True)
+        np.testing.assert_array_equal(dst[:2, :3], full[8:10, :3])
+        with pytest.raises(vh5.InvalidArgumentError):
+            vh5.read_many_slices(d, dst, [0, 0], [0, 0], [2, 2], src_step=[0, 1])
+        with pytest.raises((vh5.InvalidArgumentError, ValueError)):
+            vh5.read_many_slices(d, np.zeros(10), [0], [0], [1])
+        with pytest.raises(vh5.DtypeError):
+            vh5.read_many_slices(d, np.zeros((10, 10), "f4"), [0, 0], [0, 0], [1, 1])
+        f4 = np.zeros((10, 10), "f4")
+        vh5.read_many_slices(d, f4, [0, 0], [0, 0], [10, 10], convert=True)
+        np.testing.assert_array_equal(f4, full.astype("f4"))
+        ro = np.zeros((10, 10))
+        ro.flags.writeable = False
+        with pytest.raises(ValueError, match="writeable"):
+            vh5.read_many_slices(d, ro, [0, 0], [0, 0], [1, 1])
+        with pytest.raises(ValueError, match="negative"):
+            vh5.read_many_slices(d, dst, [-1, 0], [0, 0], [1, 1])
+        with pytest.raises(TypeError, match="integers"):
+            vh5.read_many_slices(d, dst, [0.5, 0], [0, 0], [1, 1])
+        with pytest.raises(ValueError, match="columns"):
+            vh5.read_many_slices(d, dst, [0, 0, 0], [0, 0], [1, 1])
+        with pytest.raises(ValueError, match="broadcast"):
+            vh5.read_many_slices(d, dst, [[0, 0]] * 2, [[0, 0]] * 3, [1, 1])
+        with pytest.raises(TypeError):
+            vh5.read_many_slices(np.zeros((10, 10)), dst, [0, 0], [0, 0], [1, 1])
+        with pytest.raises(vh5.NotFoundError):
+            f["nope"]
+    with pytest.raises(vh5.IoError):
+        vh5.File(str(TMP / "does-not-exist.h5"))
+
+
+def test_fill_value_of_unallocated_chunks():
+    path, full = write_dataset((8, 8), np.dtype("<i4"), "chunked", (2, 2), True, 3, fillvalue=-42)
+    assert (full[4:] == -42).all()
+    with vh5.File(path) as f, f["data"] as d:
+        dst = np.zeros((8, 8), "<i4")
+        vh5.read_many_slices(d, dst, [0, 0], [0, 0], [8, 8])
+    np.testing.assert_array_equal(dst, full)
+
+
+def real_files():
+    real = SHARED / "real"
+    return sorted(real.glob("*.nc")) if real.is_dir() else []
+
+
+@pytest.mark.parametrize("path", real_files() or [None], ids=[p.name for p in real_files()] or ["absent"])
+def test_real_netcdf4_files(path):
+    if path is None:
+        pytest.skip(f"real data not found at {SHARED / 'real'} (set VH5_SHARED_DATA)")
+    if path.name == "emac.nc":  # netCDF classic, not HDF5
+        with pytest.raises(vh5.IoError):
+            vh5.File(path)
+        return
+    rng = np.random.default_rng(0)
+    with h5py.File(path, "r") as hf, vh5.File(path) as f:
+        names = []
+        hf.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        checked = 0
+        for name in names:
+            h = hf[name]
+            if h.dtype.kind not in "iuf":
+                continue
+            with f[name] as d:
+                assert d.shape == h.shape and d.dtype == h.dtype and d.chunks == h.chunks, name
+                if h.ndim == 0 or h.size == 0:
+                    continue
+                full = h[()]
+                n = 20
+                start = np.stack([rng.integers(0, s, n) for s in h.shape], axis=1)
+                cnt = np.stack([rng.integers(1, s + 1, n) for s in h.shape], axis=1)
+                dst = np.zeros(h.shape, dtype=h.dtype.newbyteorder("="))
+                vh5.read_many_slices(d, dst, start, start, cnt, clip=True)
+                want = expected_read(full.astype(dst.dtype), np.zeros_like(dst), start, start, cnt, None, None, clip=True)
+                np.testing.assert_array_equal(dst, want, err_msg=name)
+                checked += 1
+        assert checked > 0
+
+
+def test_threads_decode_and_read_concurrently():
+    """Several Python threads decoding payloads and reading slices at once: same results."""
+    cbor2 = pytest.importorskip("cbor2")
+    path, full = write_dataset((64, 64), np.dtype("<f8"), "shuffle_gzip", (8, 8), False, 4)
+    rng = np.random.default_rng(5)
+    starts = rng.integers(0, 56, size=(400, 2))
+    dst_starts = np.stack([np.arange(400) * 8, np.zeros(400, int)], axis=1)
+    want = np.stack([full[a:a + 8, b:b + 8] for a, b in starts])
+    bodies = []
+    for k in range(20):
+        v = rng.normal(size=(k + 1, 3))
+        bodies.append((cbor2.dumps({"bytes": v.astype(">f8").tobytes(), "dtype": "float64", "shape": [k + 1, 3], "count": [k] * v.size, "byte_order": "big"}), v))
+    errors, results = [], {}
+
+    with vh5.File(path) as f, f["data"] as d:
+        def reader(k):
+            try:
+                for _ in range(5):
+                    dst = np.zeros((400 * 8, 8))
+                    vh5.read_many_slices(d, dst, starts, dst_starts, [8, 8])
+                    results[k] = dst.reshape(400, 8, 8)
+            except Exception as e:  # pragma: no cover - reported below
+                errors.append(e)
+
+        def decoder(k):
+            try:
+                for _ in range(50):
+                    for body, v in bodies:
+                        p = vh5.decode_payload(body)
+                        np.testing.assert_array_equal(p.data, v)
+                        np.testing.assert_array_equal(p.copy_native(), v)
+                        assert p.masked().mask.all() == (p.count[0] == 0)
+            except Exception as e:  # pragma: no cover
+                errors.append(e)
+
+        threads = [threading.Thread(target=reader, args=(k,)) for k in range(4)]
+        threads += [threading.Thread(target=decoder, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    assert len(results) == 4
+    for k in range(4):
+        np.testing.assert_array_equal(results[k], want)
+
+
+def test_gil_released_during_read():
+    """A Python thread keeps running while a long read is in the library."""
+    path, full = write_dataset((400, 400), np.dtype("<f8"), "gzip", (20, 20), False, 6)
+    rng = np.random.default_rng(1)
+    starts = rng.integers(0, 390, size=(20000, 2))
+    ticks = []
+    stop = threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    with vh5.File(path) as f, f["data"] as d:
+        dst = np.zeros((20000, 10, 10))
+        t = threading.Thread(target=ticker)
+        t.start()
+        time.sleep(0.01)
+        t0 = time.perf_counter()
+        vh5.read_many_slices(d, dst.reshape(200000, 10), starts, np.stack([np.arange(20000) * 10, np.zeros(20000, int)], 1), [10, 10])
+        t1 = time.perf_counter()
+        stop.set()
+        t.join()
+    during = [x for x in ticks if t0 < x < t1]
+    if t1 - t0 > 0.05:
+        assert len(during) >= 3, f"no Python thread ran during a {t1 - t0:.3f}s library call"
+    np.testing.assert_array_equal(dst[123], full[starts[123][0]:starts[123][0] + 10, starts[123][1]:starts[123][1] + 10])
