@@ -80,16 +80,27 @@ class PayloadView(Structure):
 
 
 class DatasetInfo(Structure):
-    """``vh5_dataset_info``: extent, chunking and element type of an open dataset."""
+    """``vh5_dataset_info``: extent, layout, chunking, filters, element type and fill value."""
 
     _fields_ = [
         ("ndim", c_uint32),
         ("shape", c_uint64 * VH5_MAX_NDIM),
+        ("maxshape", c_uint64 * VH5_MAX_NDIM),
+        ("layout", c_uint32),
         ("chunked", c_uint8),
+        ("contiguous", c_uint8),
+        ("compact", c_uint8),
+        ("has_filters", c_uint8),
         ("chunk", c_uint64 * VH5_MAX_NDIM),
         ("dtype", c_uint32),
         ("itemsize", c_size_t),
+        ("file_itemsize", c_size_t),
         ("byte_order", c_uint32),
+        ("nfilters", c_uint32),
+        ("filter_id", c_int32 * 16),
+        ("has_fill_value", c_uint8),
+        ("fill_value_user_defined", c_uint8),
+        ("fill_value", c_uint8 * 16),
     ]
 
 

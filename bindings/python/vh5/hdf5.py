@@ -112,6 +112,11 @@ class File(_Handle):
         return f"<vh5.File {self.filename!r} ({state})>"
 
 
+LAYOUT_NAMES = {0: "contiguous", 1: "chunked", 2: "compact", 3: "virtual"}
+FILTER_NAMES = {1: "gzip", 2: "shuffle", 3: "fletcher32", 4: "szip", 5: "nbit", 6: "scaleoffset"}
+_UNLIMITED = 2**64 - 1
+
+
 class Dataset(_Handle):
     """An HDF5 dataset opened through vh5: extent, chunking, element type, and the source of
     :func:`read_many_slices`.
@@ -120,14 +125,23 @@ class Dataset(_Handle):
         name (str): the dataset path inside the file.
         file (File): the file it came from.
         shape (tuple[int, ...]): current extent in elements.
-        dtype (numpy.dtype): the element type *as stored in the file*, byte order included
-            (e.g. ``dtype('>f4')`` for big-endian data). Reads move it as this type: the
-            destination must have the same dtype unless conversion is requested.
+        maxshape (tuple[int | None, ...]): maximum extent, None for unlimited axes (as h5py).
+        dtype (numpy.dtype | None): the element type *as stored in the file*, byte order
+            included (e.g. ``dtype('>f4')``), like ``h5py.Dataset.dtype``; compound and other
+            fixed-size types are ``dtype('V<itemsize>')``; None when vh5 cannot read the type
+            (variable-length strings, vlen, references: reads raise
+            :class:`vh5.UnsupportedError`). Reads always deliver *native* byte order: the
+            destination dtype is ``dtype.newbyteorder('=')``.
         chunks (tuple[int, ...] | None): chunk shape in elements, None when not chunked.
+        layout (str): ``"contiguous"``, ``"chunked"``, ``"compact"`` or ``"virtual"``.
+        filters (tuple[str | int, ...]): filter pipeline in order (``"gzip"``, ``"shuffle"``,
+            ``"fletcher32"``, ... or the numeric id of a plugin filter).
+        fillvalue: the fill value (numpy scalar of the native dtype) read for unallocated
+            chunks, or None when there is none or it is not representable here.
         ndim (int), size (int): number of axes and of elements.
     """
 
-    __slots__ = ("name", "file", "shape", "dtype", "chunks")
+    __slots__ = ("name", "file", "shape", "maxshape", "dtype", "chunks", "layout", "filters", "fillvalue")
 
     def __init__(self, file: File, name: str):
         self.file = file
@@ -143,8 +157,15 @@ class Dataset(_Handle):
             raise
         nd = int(info.ndim)
         self.shape = tuple(int(info.shape[i]) for i in range(nd))
+        self.maxshape = tuple(None if info.maxshape[i] == _UNLIMITED else int(info.maxshape[i]) for i in range(nd))
         self.chunks = tuple(int(info.chunk[i]) for i in range(nd)) if info.chunked else None
-        self.dtype = _dtypes.to_numpy(info.dtype, info.itemsize, info.byte_order)
+        self.layout = LAYOUT_NAMES.get(int(info.layout), str(int(info.layout)))
+        self.filters = tuple(FILTER_NAMES.get(int(f), int(f)) for f in info.filter_id[: min(int(info.nfilters), 16)])
+        self.dtype = None if info.dtype == 0 else _dtypes.to_numpy(info.dtype, info.itemsize, info.byte_order)
+        self.fillvalue = None
+        if self.dtype is not None and info.has_fill_value and info.itemsize <= 16:
+            native = self.dtype.newbyteorder("=") if self.dtype.itemsize > 1 else self.dtype
+            self.fillvalue = np.frombuffer(bytes(info.fill_value)[: info.itemsize], dtype=native)[0]
 
     @property
     def ndim(self) -> int:
@@ -155,7 +176,8 @@ class Dataset(_Handle):
         return int(np.prod(self.shape, dtype=np.int64))
 
     def __repr__(self) -> str:
-        return f"<vh5.Dataset {self.name!r} shape={self.shape} dtype={self.dtype.str} chunks={self.chunks}>"
+        dt = self.dtype.str if self.dtype is not None else None
+        return f"<vh5.Dataset {self.name!r} shape={self.shape} dtype={dt} chunks={self.chunks}>"
 
 
 # ----------------------------------------------------------------------------------------
@@ -305,8 +327,10 @@ def read_many_slices(
             name through vh5's libhdf5 for the duration of the call; a writable h5py file is
             flushed first; see the module docs about ``HDF5_USE_FILE_LOCKING``).
         dst (numpy.ndarray): writable destination with ``dst.ndim == src.ndim``, any layout:
-            C or Fortran order, sliced, stepped, negative strides. Its dtype must equal
-            ``src.dtype`` (native byte order) unless ``convert`` is True. Written in place.
+            C or Fortran order, sliced, stepped, negative strides. Its dtype must be
+            ``src.dtype`` in native byte order (big-endian files are delivered natively)
+            unless ``convert`` is True (libhdf5 converts, e.g. int16 -> float64). Written
+            in place. A 0-d dataset is read with a 0-d dst and ``(nslices, 0)`` tables.
         src_start, dst_start, count: integer array-likes of shape ``(ndim,)`` or
             ``(nslices, ndim)``, broadcast together (a 1-D array applies to every row).
         src_step, dst_step: like the above, or None for 1 on every axis.

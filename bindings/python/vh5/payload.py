@@ -26,6 +26,13 @@ from ._lib import PAYLOAD_REQUIRE_ALIGNED, PAYLOAD_REQUIRE_NATIVE, PayloadView, 
 __all__ = ["Payload", "decode_payload"]
 
 FORMAT_NAMES = {1: "reductionist", 2: "typed_array", 3: "multidim_array", 4: "msgpack_numpy"}
+LAYOUT_NAMES = {
+    0: "none",
+    1: "reductionist-0.12",
+    2: "reductionist-0.13.0",
+    3: "reductionist-0.13.1",
+    4: "client",
+}
 COUNT_ABSENT, COUNT_SCALAR, COUNT_BYTES, COUNT_INTS = 0, 1, 2, 3
 _NATIVE_I8 = np.dtype("=i8")
 
@@ -78,7 +85,14 @@ class Payload:
             ``"msgpack_numpy"``.
         byte_order (str): ``"little"``, ``"big"`` or ``"none"`` (1-byte elements): the order
             of the bytes on the wire.
-        layout (str): ``"C"`` (row-major) or ``"F"`` (column-major) memory order of the data.
+        layout (str): which variant of a Reductionist map the message is (``payload_view.layout``):
+            ``"reductionist-0.12"`` (5 keys; also a 0.13.0 response without ``*_as_bytes``),
+            ``"reductionist-0.13.0"`` (``*_as_bytes`` keys only when non-empty),
+            ``"reductionist-0.13.1"`` (always 7 keys), ``"client"`` (any other accepted map:
+            bare or nested count, missing ``shape`` / ``byte_order``...), ``"none"`` for the
+            other formats.
+        order (str): ``"C"`` (row-major) or ``"F"`` (column-major, RFC 8746 tag 1040) element
+            order of the data.
         aligned (bool): whether the data bytes are aligned for the element type.
         needs_swap (bool): whether the wire order differs from this machine's order.
         data_offset (int): byte offset of the data inside the buffer.
@@ -96,6 +110,7 @@ class Payload:
         "format",
         "byte_order",
         "layout",
+        "order",
         "aligned",
         "needs_swap",
         "data_offset",
@@ -113,7 +128,8 @@ class Payload:
         self.format = FORMAT_NAMES.get(int(view.format), f"unknown({int(view.format)})")
         self.byte_order = _dtypes.ORDER_NAMES.get(int(view.byte_order), str(int(view.byte_order)))
         fortran = bool(view.fortran_order)
-        self.layout = "F" if fortran else "C"
+        self.layout = LAYOUT_NAMES.get(int(view.layout), f"unknown({int(view.layout)})")
+        self.order = "F" if fortran else "C"
         self.aligned = bool(view.aligned)
         self.needs_swap = bool(view.needs_swap)
         self.data_offset = int(view.data_offset)
@@ -139,7 +155,7 @@ class Payload:
         if form == COUNT_BYTES:
             dt = _dtypes.to_numpy(view.count_dtype, 8, view.count_byte_order) if view.count_dtype == 5 else None
             if dt is not None and dt.isnative:
-                off = int(view.count_offset)
+                off = int(view.count_data) - raw.__array_interface__["data"][0]
                 return raw[off : off + 8 * n].view(np.int64), True
         out = np.empty(n, dtype=np.int64)
         written = ctypes.c_size_t(0)
@@ -207,7 +223,7 @@ class Payload:
         the wire is preserved). Costs one pass over the data (memcpy speed plus the swap).
         """
         dt = self.dtype.newbyteorder("=") if self.dtype.itemsize > 1 else self.dtype
-        out = np.empty(self.shape, dtype=dt, order=self.layout)
+        out = np.empty(self.shape, dtype=dt, order=self.order)
         written = ctypes.c_size_t(0)
         raw = self._raw
         check(lib().payload_copy_data(raw.ctypes.data, raw.size, out.ctypes.data, out.nbytes, ctypes.byref(written)))
@@ -218,7 +234,7 @@ class Payload:
     def __repr__(self) -> str:
         return (
             f"<vh5.Payload format={self.format} dtype={self.dtype.str} shape={self.shape} "
-            f"layout={self.layout} aligned={self.aligned} count_len={self.count_len}>"
+            f"order={self.order} layout={self.layout} aligned={self.aligned} count_len={self.count_len}>"
         )
 
 
@@ -237,7 +253,7 @@ def decode_payload(buf, *, require_aligned: bool = False, require_native: bool =
 
     Returns:
         Payload: ``.data`` (numpy view, correct dtype and byte order), ``.count`` (int64 array
-        or None), ``.shape``, ``.dtype``, ``.format``, ``.byte_order``, ``.layout``,
+        or None), ``.shape``, ``.dtype``, ``.format``, ``.byte_order``, ``.layout``, ``.order``,
         ``.aligned``, ``.masked()``, ``.copy_native()``.
 
     Raises:

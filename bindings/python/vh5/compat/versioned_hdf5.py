@@ -157,7 +157,7 @@ def read_many_slices(
         if not dst.dtype.isnative and dst.dtype.itemsize > 1:
             # vh5 moves native-order elements: stage through a native copy (keeps untouched values).
             target = dst.astype(dst.dtype.newbyteorder("="))
-        _call_read(dset, target, tables, nslices, clip=True, convert=target is not dst)
+        _call_read(dset, target, tables, nslices, clip=True, convert=False)
         if target is not dst:
             dst[...] = target
     except _errors.Error as e:
