@@ -168,7 +168,7 @@ def slices_for(draw, src_shape, dst_shape, clip=False, steps=True):
     return arr(0), arr(1), arr(2), (arr(3) if use_src_step else None), (arr(4) if use_dst_step else None)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=dataset_case(), data=st.data())
 def test_random_reads_match_numpy(case, data):
     shape, dtype, layout, chunks, partial, seed = case
@@ -213,15 +213,38 @@ def test_h5py_file_open_for_writing_is_flushed():
     path = new_path("w")
     with h5py.File(path, "w") as hf:
         hf.create_dataset("x", data=np.arange(12.0).reshape(3, 4))
-        hf.flush()
         dst = np.zeros((3, 4))
-        try:
-            vh5.read_many_slices(hf["x"], dst, [0, 0], [0, 0], [3, 4])
-        except vh5.IoError as e:
-            # HDF5 file locking: h5py holds it open for writing (see vh5.hdf5 docs)
-            assert os.environ.get("HDF5_USE_FILE_LOCKING", "").upper() != "FALSE", e
+        if os.environ.get("HDF5_USE_FILE_LOCKING", "").upper() != "FALSE":
+            with pytest.raises(vh5.Error, match="HDF5_USE_FILE_LOCKING=FALSE"):
+                vh5.read_many_slices(hf["x"], dst, [0, 0], [0, 0], [3, 4])
             return
+        vh5.read_many_slices(hf["x"], dst, [0, 0], [0, 0], [3, 4])  # flushed first
         np.testing.assert_array_equal(dst, np.arange(12.0).reshape(3, 4))
+
+
+def test_h5py_writer_with_file_locking_disabled(tmp_path):
+    """With HDF5_USE_FILE_LOCKING=FALSE, vh5 reads a file h5py holds open for writing, and
+    sees what h5py wrote (vh5 flushes the h5py file first)."""
+    import subprocess
+
+    code = f"""
+import sys, numpy as np, h5py
+sys.path.insert(0, {str(REPO / 'bindings' / 'python')!r})
+import vh5
+with h5py.File({str(tmp_path / 'w.h5')!r}, 'w') as hf:
+    d = hf.create_dataset('x', shape=(6, 6), dtype='f8', chunks=(2, 2), fillvalue=-1)
+    d[:3] = 5.0
+    dst = np.zeros((6, 6))
+    vh5.read_many_slices(hf['x'], dst, [0, 0], [0, 0], [6, 6])
+    assert (dst[:3] == 5.0).all() and (dst[3:] == -1).all(), dst
+    d[3:] = 7.0
+    vh5.read_many_slices(hf['x'], dst, [0, 0], [0, 0], [6, 6])
+    assert (dst[3:] == 7.0).all(), dst
+print('ok')
+"""
+    env = dict(os.environ, HDF5_USE_FILE_LOCKING="FALSE")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.stdout.strip() == "ok", r.stdout + r.stderr
 
 
 def test_errors():

@@ -7,8 +7,9 @@ dataset name (h5py itself is never imported by vh5).
 
 File locking: HDF5 >= 1.10 locks files. Two instances may both open a file read-only, but a
 file that h5py holds open for writing (mode ``"r+"``, ``"w"``, ``"a"``) is refused by vh5
-with :class:`vh5.IoError` unless the environment variable ``HDF5_USE_FILE_LOCKING=FALSE``
-is set *before* either library opens the file. vh5 flushes a writable h5py file before
+(a :class:`vh5.Error` whose message says "unable to lock the file" and gives this hint)
+unless the environment variable ``HDF5_USE_FILE_LOCKING=FALSE`` is set *before* either
+library opens the file. vh5 flushes a writable h5py file before
 reading it so the data h5py wrote is on disk.
 """
 
@@ -21,7 +22,7 @@ import weakref
 import numpy as np
 
 from . import _dtypes
-from ._errors import make_error
+from ._errors import Error, make_error
 from ._lib import VH5_SLICES_CLIP, VH5_SLICES_CONVERT, Array, DatasetInfo, check, lib
 
 __all__ = ["File", "Dataset", "read_many_slices"]
@@ -196,7 +197,18 @@ def _open_h5py(src):
     if getattr(h5file, "mode", "r") != "r":
         # Our libhdf5 reads the file from disk: make what h5py wrote visible first.
         h5file.flush()
-    f = File(h5file.filename)
+    try:
+        f = File(h5file.filename)
+    except Error as e:
+        if "lock" in e.message.lower():
+            raise make_error(
+                e.status,
+                e.status_name,
+                e.message + "\nhint: h5py (a separate libhdf5) holds this file open; if it is open "
+                "for writing, set HDF5_USE_FILE_LOCKING=FALSE in the environment before either "
+                "library opens the file",
+            ) from e
+        raise
     try:
         return Dataset(f, src.name), f
     except BaseException:

@@ -27,10 +27,10 @@ negative and inner steps) in the library, where versioned-hdf5 falls back to Pyt
 Directions the vh5 library does not implement yet (numpy -> numpy, numpy -> HDF5, or any
 source/destination other than an HDF5 dataset and a numpy array) are delegated to
 versioned-hdf5's own function when it is importable, and otherwise raise
-``NotImplementedError`` (planned in a later issue). When vh5 cannot open the file that h5py
-holds (for instance h5py opened it for writing and ``HDF5_USE_FILE_LOCKING`` is not
-``FALSE``), the call is likewise delegated to versioned-hdf5 when available (with a
-``RuntimeWarning``), else the :class:`vh5.IoError` is raised.
+``NotImplementedError`` (planned in a later issue). When vh5 cannot re-open the dataset
+that h5py holds (h5py opened the file for writing and ``HDF5_USE_FILE_LOCKING`` is not
+``FALSE``, an in-memory file, ...), the call is likewise delegated to versioned-hdf5 when
+available (with a ``RuntimeWarning``), else vh5's error is raised.
 """
 
 from __future__ import annotations
@@ -116,8 +116,8 @@ def read_many_slices(
     ndim = dst.ndim
     given = [src_start, dst_start, count, src_stride, dst_stride]
     arrays = []
-    for a in given:
-        if a is None:
+    for k, a in enumerate(given):
+        if a is None and k >= 3:  # strides default to 1; a None start/count fails to convert
             arrays.append(None)
             continue
         arr = _as_uint64(a)
@@ -140,7 +140,7 @@ def read_many_slices(
 
     try:
         dset, to_close = resolve_source(src)
-    except _errors.IoError as e:
+    except _errors.Error as e:
         orig = _original()
         if orig is None:
             raise
