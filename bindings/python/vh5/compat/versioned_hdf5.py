@@ -129,6 +129,8 @@ def read_many_slices(
         return
     # The (1, ndim) template makes a wrong number of columns a broadcast error, as upstream.
     bcast = np.broadcast_arrays(np.empty((1, ndim), dtype=np.uint64), *present)[1:]
+    if bcast[0].shape[1] != ndim:  # (1, ndim) broadcasts against a (n, k) template
+        raise ValueError("Coordinates arrays must have as many columns as src.ndim")
     tables = []
     it = iter(bcast)
     for a in arrays:
