@@ -22,7 +22,8 @@ if os.environ.get("VH5_TEST_INSTALLED") != "1":
 import vh5  # noqa: E402
 from vh5 import _dtypes, _errors, _lib  # noqa: E402
 
-HEADER = REPO / "include" / "vh5.h"
+INCLUDE = Path(os.environ.get("VH5_INCLUDE_DIR", REPO / "include"))
+HEADER = INCLUDE / "vh5.h"
 STRUCTS = {"payload_view": _lib.PayloadView, "vh5_dataset_info": _lib.DatasetInfo, "vh5_array": _lib.Array}
 
 
@@ -46,7 +47,7 @@ def test_struct_layouts_match_header(tmp_path):
     src = tmp_path / "probe.c"
     src.write_text("\n".join(lines))
     exe = tmp_path / "probe"
-    r = subprocess.run([cc, "-std=c99", "-I", str(REPO / "include"), str(src), "-o", str(exe)], capture_output=True, text=True)
+    r = subprocess.run([cc, "-std=c99", "-I", str(INCLUDE), str(src), "-o", str(exe)], capture_output=True, text=True)
     assert r.returncode == 0, f"probe did not compile (a field name differs from the header?):\n{r.stderr}"
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
     got = {}
