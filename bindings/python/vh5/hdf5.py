@@ -47,6 +47,8 @@ class _Handle:
 
     @property
     def id(self) -> int:
+        """The vh5 (libhdf5 ``hid_t``) id; raises :class:`vh5.InvalidHandleError` once closed.
+        It belongs to vh5's libhdf5: never pass it to h5py."""
         if not self._finalizer.alive:
             raise make_error(14, "VH5_ERR_INVALID_HANDLE", f"{type(self).__name__} is closed")
         return self._id
@@ -170,10 +172,12 @@ class Dataset(_Handle):
 
     @property
     def ndim(self) -> int:
+        """Number of axes (0 for a scalar dataset)."""
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """Number of elements (product of :attr:`shape`)."""
         return int(np.prod(self.shape, dtype=np.int64))
 
     def __repr__(self) -> str:
