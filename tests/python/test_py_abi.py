@@ -101,7 +101,8 @@ def test_version_and_library_path():
 def test_import_does_not_import_h5py():
     code = "import sys, vh5, vh5.compat.versioned_hdf5, vh5.compat.pyactivestorage; vh5.library_version(); print('h5py' in sys.modules)"
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO / "bindings" / "python") + os.pathsep + env.get("PYTHONPATH", "")
+    if os.environ.get("VH5_TEST_INSTALLED") != "1":
+        env["PYTHONPATH"] = str(REPO / "bindings" / "python") + os.pathsep + env.get("PYTHONPATH", "")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"

@@ -228,8 +228,9 @@ def test_h5py_writer_with_file_locking_disabled(tmp_path):
     import subprocess
 
     code = f"""
-import sys, numpy as np, h5py
-sys.path.insert(0, {str(REPO / 'bindings' / 'python')!r})
+import os, sys, numpy as np, h5py
+if os.environ.get("VH5_TEST_INSTALLED") != "1":
+    sys.path.insert(0, {str(REPO / 'bindings' / 'python')!r})
 import vh5
 with h5py.File({str(tmp_path / 'w.h5')!r}, 'w') as hf:
     d = hf.create_dataset('x', shape=(6, 6), dtype='f8', chunks=(2, 2), fillvalue=-1)
