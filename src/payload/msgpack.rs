@@ -70,17 +70,48 @@ impl<'a> Cur<'a> {
         self.take(n as usize, what)
     }
 
+    /// Skip one complete value (any type). msgpack containers always state their item
+    /// count, so a running count of items still to skip suffices (no recursion, no
+    /// allocation). rmp's `MessageLen` is not used: it panics (`todo!`) on ext types.
     fn skip(&mut self, what: &str) -> Result<()> {
-        match decode::MessageLen::len_of(&self.buf[self.pos..]) {
-            Ok(n) => {
-                self.pos += n;
-                Ok(())
+        let mut left: u64 = 1;
+        while left > 0 {
+            left -= 1;
+            let p = self.pos;
+            let fixed = match self.marker(what)? {
+                Marker::FixPos(_) | Marker::FixNeg(_) | Marker::Null | Marker::True | Marker::False => 1,
+                Marker::U8 | Marker::I8 => 2,
+                Marker::U16 | Marker::I16 | Marker::FixExt1 => 3,
+                Marker::FixExt2 => 4,
+                Marker::U32 | Marker::I32 | Marker::F32 => 5,
+                Marker::FixExt4 => 6,
+                Marker::U64 | Marker::I64 | Marker::F64 => 9,
+                Marker::FixExt8 => 10,
+                Marker::FixExt16 => 18,
+                Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 | Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => {
+                    self.string_like(what)?;
+                    0
+                }
+                Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => {
+                    left += u64::from(self.with(what, decode::read_array_len)?);
+                    0
+                }
+                Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => {
+                    left += 2 * u64::from(self.with(what, decode::read_map_len)?);
+                    0
+                }
+                Marker::Ext8 | Marker::Ext16 | Marker::Ext32 => {
+                    let meta = self.with(what, decode::read_ext_meta)?;
+                    self.take(meta.size as usize, what)?;
+                    0
+                }
+                Marker::Reserved => bail!(Malformed, "{what} at byte {p}: reserved msgpack byte 0xc1"),
+            };
+            if fixed > 0 {
+                self.take(fixed, what)?;
             }
-            Err(decode::LenError::Truncated(_)) => {
-                bail!(Malformed, "truncated input: {what} at byte {} runs past the end of the {}-byte message", self.pos, self.buf.len())
-            }
-            Err(decode::LenError::ParseError) => bail!(Malformed, "{what} at byte {}: not valid msgpack", self.pos),
         }
+        Ok(())
     }
 }
 
