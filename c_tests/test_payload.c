@@ -94,10 +94,10 @@ static void test_built_message(void) {
 
   st = payload_decode_count(v0131, sizeof v0131, counts, 4, &written);
   CHECK(st == VH5_OK && written == 2 && counts[0] == 3 && counts[1] == 300 && counts[2] == -1);
-  /* too small: nothing written, *written = needed, message names 2 */
-  counts[0] = -1;
+  /* too small: nothing written beyond cap, *written = needed, message names 2 */
+  counts[1] = -1;
   st = payload_decode_count(v0131, sizeof v0131, counts, 1, &written);
-  CHECK(st == VH5_ERR_BUFFER_TOO_SMALL && written == 2 && counts[0] == -1);
+  CHECK(st == VH5_ERR_BUFFER_TOO_SMALL && written == 2 && counts[1] == -1);
   CHECK(strstr(last_msg(), "2 elements") != NULL);
 
   st = payload_copy_data(v0131, sizeof v0131, out, sizeof out, &written);

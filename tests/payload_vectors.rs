@@ -45,12 +45,13 @@ fn decoded_counts(buf: &[u8], expect_len: u64) -> Vec<i64> {
     let n = payload::decode_count(buf, &mut out).unwrap();
     assert_eq!(n as u64, expect_len);
     if expect_len > 0 {
-        // one short: BufferTooSmall, nothing written
-        let mut small = vec![-7i64; expect_len as usize - 1];
-        let e = payload::decode_count(buf, &mut small).unwrap_err();
+        // one short: BufferTooSmall, nothing written beyond the slice (a sub-slice of a
+        // larger buffer whose tail must stay untouched)
+        let mut big = vec![-7i64; expect_len as usize + 4];
+        let e = payload::decode_count(buf, &mut big[..expect_len as usize - 1]).unwrap_err();
         assert_eq!(e.kind, ErrorKind::BufferTooSmall);
         assert!(e.message.contains(&expect_len.to_string()), "{}", e.message);
-        assert!(small.iter().all(|&x| x == -7));
+        assert!(big[expect_len as usize - 1..].iter().all(|&x| x == -7));
     }
     out.truncate(n);
     out

@@ -208,7 +208,9 @@ pub unsafe extern "C" fn payload_decode_view(buf: *const u8, len: usize, flags: 
 ///
 /// Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`written` NULL, `buf` NULL with `len` > 0, `out`
 /// NULL with `cap` > 0); VH5_ERR_BUFFER_TOO_SMALL when `cap` < count length: nothing is
-/// written to `out`, `*written` is set to the NEEDED count and the message gives it;
+/// written beyond `out[cap-1]` (for an integer array the first `cap` values may be written,
+/// as counts are decoded in a single pass), `*written` is set to the NEEDED count and the
+/// message gives it;
 /// VH5_ERR_MALFORMED for a negative count or one above INT64_MAX (the message names its
 /// index and byte offset), and any status payload_decode_view returns for the message.
 /// On other failures `*written` is 0 (and `out` may hold partial values up to `cap`).

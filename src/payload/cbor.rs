@@ -208,7 +208,7 @@ enum CountVal<'a> {
     Typed(TypedBytes<'a>),
 }
 
-fn read_count<'a>(d: &mut Decoder<'a>) -> Result<CountVal<'a>> {
+fn read_count<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, sink: &mut F) -> Result<CountVal<'a>> {
     let len = d.input().len();
     let pos = d.position();
     let ty = d.datatype().map_err(|e| cbor_err(e, "value of key \"count\"", len))?;
@@ -223,7 +223,7 @@ fn read_count<'a>(d: &mut Decoder<'a>) -> Result<CountVal<'a>> {
             bail!(Malformed, "count at byte {pos} is negative ({})", i128::from(v))
         }
         Type::Array | Type::ArrayIndef => {
-            let (n, nested) = count::walk_array(d, |_, _| {})?;
+            let (n, nested) = count::walk_array(d, sink)?;
             CountVal::Array { len: n, nested, offset: pos }
         }
         Type::Tag => CountVal::Typed(read_bytes_like(d, "count", false)?),
@@ -277,8 +277,10 @@ const KEYS: [(&str, u32); 7] = [
     ("byte_order", K_BYTE_ORDER),
 ];
 
-/// Parse a whole CBOR input (detected as CBOR by its first byte).
-pub(crate) fn parse(buf: &[u8]) -> Result<Parsed<'_>> {
+/// Parse a whole CBOR input (detected as CBOR by its first byte). `sink(index, value)`
+/// receives every leaf of a `count` integer array while it is walked (so counts are decoded
+/// in the same pass).
+pub(crate) fn parse<'a, F: FnMut(u64, i64)>(buf: &'a [u8], sink: &mut F) -> Result<Parsed<'a>> {
     let mut d = Decoder::new(buf);
     let len = buf.len();
     let mut ty = d.datatype().map_err(|e| cbor_err(e, "first item", len))?;
@@ -289,7 +291,7 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Parsed<'_>> {
         ty = d.datatype().map_err(|e| cbor_err(e, "item after the self-describe tag 55799", len))?;
     }
     let parsed = match ty {
-        Type::Map | Type::MapIndef => parse_reductionist(&mut d)?,
+        Type::Map | Type::MapIndef => parse_reductionist(&mut d, sink)?,
         Type::Tag => parse_tagged(&mut d)?,
         other => bail!(
             Malformed,
@@ -373,7 +375,7 @@ fn parse_dtype(s: &str, pos: usize) -> Result<(Dtype, Option<ByteOrder>, bool)> 
     bail!(Dtype, "key \"dtype\" at byte {pos}: unknown dtype {s:?} (expected int8..int64, uint8..uint64, float16/32/64, complex64/128, bool, or a numpy type string like \"<f8\")")
 }
 
-fn parse_reductionist<'a>(d: &mut Decoder<'a>) -> Result<Parsed<'a>> {
+fn parse_reductionist<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, sink: &mut F) -> Result<Parsed<'a>> {
     let len = d.input().len();
     let map_pos = d.position();
     let n = d.map().map_err(|e| cbor_err(e, "top-level map", len))?;
@@ -419,7 +421,7 @@ fn parse_reductionist<'a>(d: &mut Decoder<'a>) -> Result<Parsed<'a>> {
             }
             "shape" => shape = Some(read_shape(d, "key \"shape\"")?),
             "shape_as_bytes" => shape_ab = Some(read_bytes_like(d, &what, false)?),
-            "count" => count_val = Some(read_count(d)?),
+            "count" => count_val = Some(read_count(d, sink)?),
             "count_as_bytes" => count_ab = Some(read_bytes_like(d, &what, false)?),
             "byte_order" => {
                 let s = d.str().map_err(|e| cbor_err(e, &format!("{what} (expected a text string)"), len))?;

@@ -20,7 +20,13 @@ const INDEF: u64 = u64::MAX;
 /// or any other item is `Malformed`, naming the leaf index and its byte offset; deeper
 /// nesting is `Unsupported`. Nested arrays need not be rectangular. No allocation: the
 /// level stack is a fixed array.
-pub(crate) fn walk_array(d: &mut Decoder<'_>, mut f: impl FnMut(u64, i64)) -> Result<(u64, bool)> {
+///
+/// Speed: this walk is what lets the decoder reach the keys after `count` (Reductionist
+/// writes `count_as_bytes` and `byte_order` after it), so leaves take a fast path: a
+/// complete unsigned-integer head (RFC 8949 §3: major type 0, additional information 0–27)
+/// is read in place; everything else (arrays, breaks, errors, truncation) goes through
+/// minicbor's decoder.
+pub(crate) fn walk_array<F: FnMut(u64, i64)>(d: &mut Decoder<'_>, f: &mut F) -> Result<(u64, bool)> {
     let input = d.input();
     let len = input.len();
     let head = d.position();
@@ -30,6 +36,7 @@ pub(crate) fn walk_array(d: &mut Decoder<'_>, mut f: impl FnMut(u64, i64)) -> Re
     let mut depth = 1usize;
     let mut idx = 0u64;
     let mut nested = false;
+    let mut pos = d.position();
     loop {
         while depth > 0 && stack[depth - 1] == 0 {
             depth -= 1;
@@ -37,14 +44,33 @@ pub(crate) fn walk_array(d: &mut Decoder<'_>, mut f: impl FnMut(u64, i64)) -> Re
         if depth == 0 {
             break;
         }
-        let pos = d.position();
+        // fast path: a run of small unsigned integers inside a definite-length level
+        if stack[depth - 1] != INDEF {
+            let mut left = stack[depth - 1];
+            while left > 0 {
+                let Some(v) = uint_head(input, pos) else { break };
+                let (v, adv) = v;
+                if v > i64::MAX as u64 {
+                    bail!(Malformed, "count element {idx} at byte {pos} = {v} does not fit int64");
+                }
+                f(idx, v as i64);
+                idx += 1;
+                pos += adv;
+                left -= 1;
+            }
+            stack[depth - 1] = left;
+            if left == 0 {
+                continue;
+            }
+        }
+        d.set_position(pos);
         let Some(&b) = input.get(pos) else {
             bail!(Malformed, "truncated input: count array at byte {head} runs past the end of the {len}-byte message (at count element {idx})");
         };
         if stack[depth - 1] == INDEF {
             if b == 0xff {
                 // the break byte closing an indefinite-length array (checked above)
-                d.set_position(pos + 1);
+                pos += 1;
                 depth -= 1;
                 continue;
             }
@@ -78,8 +104,25 @@ pub(crate) fn walk_array(d: &mut Decoder<'_>, mut f: impl FnMut(u64, i64)) -> Re
                 bail!(Malformed, "count element {idx} at byte {pos}: expected an unsigned integer or an array, found CBOR {ty}");
             }
         }
+        pos = d.position();
     }
+    d.set_position(pos);
     Ok((idx, nested))
+}
+
+/// A complete unsigned-integer head at `pos` (RFC 8949 §3.1 major type 0): `(value, bytes)`;
+/// `None` for anything else or when the head is cut short (the caller's slow path reports it).
+#[inline(always)]
+fn uint_head(input: &[u8], pos: usize) -> Option<(u64, usize)> {
+    let b = *input.get(pos)?;
+    match b {
+        0x00..=0x17 => Some((b as u64, 1)),
+        0x18 => Some((*input.get(pos + 1)? as u64, 2)),
+        0x19 => input.get(pos + 1..pos + 3).map(|s| (u16::from_be_bytes([s[0], s[1]]) as u64, 3)),
+        0x1a => input.get(pos + 1..pos + 5).map(|s| (u32::from_be_bytes([s[0], s[1], s[2], s[3]]) as u64, 5)),
+        0x1b => input.get(pos + 1..pos + 9).map(|s| (u64::from_be_bytes(s.try_into().expect("8 bytes")), 9)),
+        _ => None,
+    }
 }
 
 /// Read one integer of type `dt` from exactly `dt.itemsize()` bytes `c` in `order`;
@@ -113,14 +156,22 @@ pub(crate) fn int_from_bytes_checked(c: &[u8], dt: Dtype, order: ByteOrder) -> O
 /// `count_as_bytes` or a typed array, converted from its element type and byte order.
 /// Errors: anything [`super::decode_view`] reports for the message (except the view-only
 /// `Misaligned`/`ByteOrder` checks, which do not apply: a chunked data byte string is fine
-/// here); `BufferTooSmall` when `out.len()` is less than the count length, before anything is
-/// written (the message gives the needed count); `Malformed` for a negative count or one
-/// above INT64_MAX, naming its index and byte offset.
+/// here); `BufferTooSmall` when `out.len()` is less than the count length (nothing is
+/// written beyond `out`; for an integer array the first `out.len()` values may have been
+/// written, since counts are decoded during the single walk; the message gives the needed
+/// count); `Malformed` for a negative count or one above INT64_MAX, naming its index and
+/// byte offset.
 pub fn decode_count(buf: &[u8], out: &mut [i64]) -> Result<usize> {
-    let p = super::parse(buf)?;
+    // Integer-array counts are written during the parse's single walk (only indices < cap).
+    let cap = out.len();
+    let p = super::parse_with(buf, &mut |i, v| {
+        if let Some(slot) = out.get_mut(i as usize) {
+            *slot = v;
+        }
+    })?;
     let c = p.count;
-    if c.len > out.len() as u64 {
-        bail!(BufferTooSmall, "the count has {} elements but the output holds only {} (cap, in elements)", c.len, out.len());
+    if c.len > cap as u64 {
+        bail!(BufferTooSmall, "the count has {} elements but the output holds only {cap} (cap, in elements)", c.len);
     }
     match c.form {
         CountForm::Absent => Ok(0),
@@ -156,17 +207,7 @@ pub fn decode_count(buf: &[u8], out: &mut [i64]) -> Result<usize> {
             }
             Ok(c.len as usize)
         }
-        CountForm::Array => {
-            let mut d = Decoder::new(buf);
-            d.set_position(c.offset);
-            let (n, _) = walk_array(&mut d, |i, v| {
-                if let Some(slot) = out.get_mut(i as usize) {
-                    *slot = v;
-                }
-            })?;
-            debug_assert_eq!(n, c.len);
-            Ok(n as usize)
-        }
+        CountForm::Array => Ok(c.len as usize),
     }
 }
 
@@ -178,7 +219,7 @@ mod tests {
     fn walk(hex: &[u8]) -> Result<(Vec<i64>, bool)> {
         let mut v = Vec::new();
         let mut d = Decoder::new(hex);
-        let (n, nested) = walk_array(&mut d, |i, x| {
+        let (n, nested) = walk_array(&mut d, &mut |i, x| {
             assert_eq!(i as usize, v.len());
             v.push(x)
         })?;

@@ -233,8 +233,14 @@ pub(crate) struct Parsed<'a> {
 
 /// Parse any supported message (format detected from its first byte).
 pub(crate) fn parse(buf: &[u8]) -> Result<Parsed<'_>> {
+    parse_with(buf, &mut |_, _| {})
+}
+
+/// [`parse`], handing every leaf of a `count` integer array to `sink(index, value)` during
+/// the single walk over it.
+pub(crate) fn parse_with<'a, F: FnMut(u64, i64)>(buf: &'a [u8], sink: &mut F) -> Result<Parsed<'a>> {
     match detect::detect(buf)? {
-        detect::Detected::Cbor => cbor::parse(buf),
+        detect::Detected::Cbor => cbor::parse(buf, sink),
         detect::Detected::Msgpack => msgpack::parse(buf),
     }
 }
