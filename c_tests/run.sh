@@ -9,6 +9,10 @@ mkdir -p "$OUT"
 CFLAGS="-std=c99 -Wall -Wextra -Werror -pedantic -g -Iinclude"
 CXXFLAGS="-std=c++17 -Wall -Wextra -Werror -g -Iinclude -Ibindings/cpp"
 LDFLAGS="-L$LIBDIR -Wl,-rpath,$LIBDIR -lvh5"
+# The library's soname is libvh5.so.<major> (build.rs); cargo only writes libvh5.so, so give
+# the loader the soname file next to it.
+MAJOR=$(sed -n 's/^version = "\([0-9]*\)\..*/\1/p' Cargo.toml | head -n1)
+ln -sf libvh5.so "$LIBDIR/libvh5.so.$MAJOR"
 export VH5_SHARED_DATA="${VH5_SHARED_DATA:-$(cd .. && pwd)/shared/data}"
 export VH5_TEST_TMP="${VH5_TEST_TMP:-$(mktemp -d)}"
 

@@ -37,6 +37,103 @@
 #define VH5_VERSION_PATCH 0
 
 /**
+ * `payload_view.format`: a Reductionist response (CBOR map, reductionist-rs 0.12 - 0.13.1,
+ * or a client fixture of it).
+ */
+#define PAYLOAD_FORMAT_REDUCTIONIST 1
+
+/**
+ * `payload_view.format`: a bare RFC 8746 typed array (CBOR tags 64-87): 1-D.
+ */
+#define PAYLOAD_FORMAT_TYPED_ARRAY 2
+
+/**
+ * `payload_view.format`: an RFC 8746 multi-dimensional array (CBOR tag 40 row-major, 1040
+ * column-major: `[dims, typed array or byte string]`).
+ */
+#define PAYLOAD_FORMAT_MULTIDIM 3
+
+/**
+ * `payload_view.format`: a msgpack-numpy map (`nd`, `type`, `kind`, `shape`, `data`).
+ */
+#define PAYLOAD_FORMAT_MSGPACK_NUMPY 4
+
+/**
+ * `payload_view.layout`: not a Reductionist map.
+ */
+#define PAYLOAD_LAYOUT_NONE 0
+
+/**
+ * `payload_view.layout`: reductionist-rs 0.12.x, 5 keys (`bytes`, `dtype`, `shape`, `count`,
+ * `byte_order`). A 0.13.0 response without `*_as_bytes` keys is identical and reported so.
+ */
+#define PAYLOAD_LAYOUT_REDUCTIONIST_0_12 1
+
+/**
+ * `payload_view.layout`: reductionist-rs 0.13.0: `shape_as_bytes` / `count_as_bytes` present
+ * only when non-empty (one of them here).
+ */
+#define PAYLOAD_LAYOUT_REDUCTIONIST_0_13_0 2
+
+/**
+ * `payload_view.layout`: reductionist-rs 0.13.1: always the 7 keys (also a 0.13.0 response
+ * where both `*_as_bytes` keys are non-empty, which is identical on the wire).
+ */
+#define PAYLOAD_LAYOUT_REDUCTIONIST_0_13_1 3
+
+/**
+ * `payload_view.layout`: any other accepted map: count as a bare integer or nested arrays,
+ * missing `shape` or `byte_order`, typed-array tags, numpy type strings, unknown extra keys.
+ */
+#define PAYLOAD_LAYOUT_CLIENT 4
+
+/**
+ * `payload_view.count_form`: the message has no count (`count_len` = 0).
+ */
+#define PAYLOAD_COUNT_ABSENT 0
+
+/**
+ * `payload_view.count_form`: a bare integer, in `count_scalar` (`count_len` = 1).
+ */
+#define PAYLOAD_COUNT_SCALAR 1
+
+/**
+ * `payload_view.count_form`: fixed-width integers viewed at `count_data` (`count_as_bytes`,
+ * int64 in `count_byte_order`, or an RFC 8746 typed array of `count_dtype`). Read with
+ * unaligned loads, or decode with payload_decode_count.
+ */
+#define PAYLOAD_COUNT_BYTES 2
+
+/**
+ * `payload_view.count_form`: a CBOR integer array (possibly nested): decode it with
+ * payload_decode_count into `count_len` int64 values.
+ */
+#define PAYLOAD_COUNT_ARRAY 3
+
+/**
+ * `payload_decode_view` flag: fail with VH5_ERR_MISALIGNED instead of returning data that is
+ * not aligned for its element type.
+ */
+#define PAYLOAD_REQUIRE_ALIGNED 1
+
+/**
+ * `payload_decode_view` flag: fail with VH5_ERR_BYTE_ORDER instead of returning data that is
+ * not in the host's byte order.
+ */
+#define PAYLOAD_REQUIRE_NATIVE 2
+
+/**
+ * Capacity of `payload_view.shape`: payloads with more axes give VH5_ERR_UNSUPPORTED.
+ */
+#define PAYLOAD_MAX_NDIM 64
+
+/**
+ * Deepest nesting of a `count` array accepted (`[[1]]` is depth 2); deeper gives
+ * VH5_ERR_UNSUPPORTED.
+ */
+#define PAYLOAD_MAX_COUNT_DEPTH 64
+
+/**
  * Status code returned by every fallible vh5 function. Values are stable across releases.
  */
 enum vh5_status
@@ -189,6 +286,111 @@ typedef uint32_t vh5_byte_order;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+/**
+ * A decoded payload: where its data is inside the caller's buffer and how to read it.
+ *
+ * Every pointer points INTO the `buf` given to payload_decode_view and is valid exactly as
+ * long as that buffer is (vh5 keeps nothing). On failure the struct is zeroed.
+ */
+typedef struct payload_view {
+  /**
+   * First data byte, inside `buf` (for empty data: `buf + data_offset`, not dereferenceable).
+   * May be misaligned for the element type (see `aligned`): read with memcpy.
+   */
+  const uint8_t *data;
+  /**
+   * Length of the data in bytes (= nelements * itemsize).
+   */
+  size_t data_len;
+  /**
+   * `data - buf`, in bytes.
+   */
+  size_t data_offset;
+  /**
+   * PAYLOAD_FORMAT_*.
+   */
+  uint32_t format;
+  /**
+   * PAYLOAD_LAYOUT_* (PAYLOAD_LAYOUT_NONE unless format is PAYLOAD_FORMAT_REDUCTIONIST).
+   */
+  uint32_t layout;
+  /**
+   * Element type, a VH5_DTYPE_* code.
+   */
+  uint32_t dtype;
+  /**
+   * Size of one element in bytes.
+   */
+  uint32_t itemsize;
+  /**
+   * Wire byte order of the data: VH5_ORDER_LITTLE / VH5_ORDER_BIG, or VH5_ORDER_NONE for
+   * 1-byte element types.
+   */
+  uint32_t byte_order;
+  /**
+   * 1 when the host must byte-swap each element (each half of a complex) to read it natively.
+   */
+  uint8_t needs_swap;
+  /**
+   * 1 when `data` (the address) is aligned for the element type (complex: for its halves).
+   */
+  uint8_t aligned;
+  /**
+   * 1 when elements are in column-major (Fortran) order of `shape` (RFC 8746 tag 1040);
+   * 0: C order.
+   */
+  uint8_t fortran_order;
+  /**
+   * Always 0.
+   */
+  uint8_t reserved;
+  /**
+   * Number of axes (0 for a scalar), at most PAYLOAD_MAX_NDIM.
+   */
+  uint32_t ndim;
+  /**
+   * Extent of each axis in elements; entries at and after `ndim` are 0.
+   */
+  uint64_t shape[64];
+  /**
+   * prod(shape) in elements (1 for a scalar), overflow-checked.
+   */
+  uint64_t nelements;
+  /**
+   * PAYLOAD_COUNT_*: how the per-element count is stored.
+   */
+  uint32_t count_form;
+  /**
+   * Element type of the count: for PAYLOAD_COUNT_BYTES the type of the bytes at
+   * `count_data` (VH5_DTYPE_INT64 for Reductionist's count_as_bytes); VH5_DTYPE_INT64 for
+   * SCALAR and ARRAY (what payload_decode_count produces); VH5_DTYPE_INVALID when absent.
+   */
+  uint32_t count_dtype;
+  /**
+   * Byte order of the bytes at `count_data` (VH5_ORDER_NONE for other forms).
+   */
+  uint32_t count_byte_order;
+  /**
+   * Number of count elements: 0 absent, 1 scalar, else the array or byte-string length
+   * (leaves of a nested array). Size the payload_decode_count output with it.
+   */
+  uint64_t count_len;
+  /**
+   * The count for PAYLOAD_COUNT_SCALAR, else 0.
+   */
+  int64_t count_scalar;
+  /**
+   * For PAYLOAD_COUNT_BYTES: the count bytes inside `buf` (count_len * size of count_dtype
+   * bytes, possibly misaligned); else NULL.
+   */
+  const uint8_t *count_data;
+  /**
+   * Byte offset in `buf` of the count value (array head, integer head, or first byte of the
+   * byte string); 0 when absent.
+   */
+  size_t count_offset;
+} payload_view;
+
 
 
 #ifdef __cplusplus
@@ -223,6 +425,79 @@ const char *vh5_version_string(void);
  * an unknown code. Never free it. Thread-safe.
  */
 const char *vh5_dtype_name(uint32_t dtype);
+
+/**
+ * Decode the payload in `buf` (`len` bytes) into `*out`, a view pointing INTO `buf`.
+ *
+ * Formats (detected from the first byte): Reductionist CBOR maps (reductionist-rs 0.12,
+ * 0.13.0, 0.13.1 and client fixtures), RFC 8746 typed arrays (tags 64-87) and
+ * multi-dimensional arrays (tags 40/1040), msgpack-numpy maps. Nothing is copied or
+ * allocated in proportion to the data; a `count` integer array is walked once (validated,
+ * counted) to reach the keys after it.
+ *
+ * `flags`: 0, or PAYLOAD_REQUIRE_ALIGNED | PAYLOAD_REQUIRE_NATIVE.
+ *
+ * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`out` NULL, or `buf` NULL with `len` > 0);
+ * VH5_ERR_INVALID_ARGUMENT (unknown flag bits); VH5_ERR_MALFORMED (truncated, wrong types,
+ * duplicate keys, data length != prod(shape) * itemsize, trailing bytes, negative counts...:
+ * the message names the key and byte offset); VH5_ERR_UNSUPPORTED (pickled/structured
+ * msgpack-numpy, indefinite-length data byte string, more than 64 axes, count nesting
+ * deeper than 64, float128, reserved tags); VH5_ERR_DTYPE (unknown dtype, `dtype` key
+ * contradicting a typed-array tag); VH5_ERR_SERVER_ERROR (`buf` is a server JSON error body;
+ * the message carries the server's text); VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER (only
+ * with the matching flag). On failure `*out` is zeroed (when `out` is not NULL) and
+ * vh5_last_error_message() explains. `buf` is only read, within [buf, buf+len).
+ * Thread-safe; no state is kept.
+ */
+vh5_status payload_decode_view(const uint8_t *buf,
+                               size_t len,
+                               uint32_t flags,
+                               struct payload_view *out);
+
+/**
+ * Decode the count of the payload in `buf` (`len` bytes) into `out` as native int64.
+ *
+ * Every count form: a bare integer (1 value); a CBOR integer array, flat or nested
+ * (flattened in C order); `count_as_bytes` or a typed array (converted from its type and
+ * byte order). `cap` is the capacity of `out` in ELEMENTS (`out` may be NULL when `cap` is
+ * 0); `*written` receives the number of values written (0 when the payload has no count).
+ *
+ * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`written` NULL, `buf` NULL with `len` > 0, `out`
+ * NULL with `cap` > 0); VH5_ERR_BUFFER_TOO_SMALL when `cap` < count length: nothing is
+ * written beyond `out[cap-1]` (for an integer array the first `cap` values may be written,
+ * as counts are decoded in a single pass), `*written` is set to the NEEDED count and the
+ * message gives it;
+ * VH5_ERR_MALFORMED for a negative count or one above INT64_MAX (the message names its
+ * index and byte offset), and any status payload_decode_view returns for the message.
+ * On other failures `*written` is 0 (and `out` may hold partial values up to `cap`).
+ * Thread-safe.
+ */
+vh5_status payload_decode_count(const uint8_t *buf,
+                                size_t len,
+                                int64_t *out,
+                                size_t cap,
+                                size_t *written);
+
+/**
+ * Copy the data of the payload in `buf` (`len` bytes) into `out` in NATIVE byte order,
+ * keeping the payload's element order (C order, or Fortran order when the view says so).
+ *
+ * `out_len` is the capacity of `out` in BYTES (`out` may be NULL when `out_len` is 0);
+ * `*written` receives the number of bytes written (nelements * itemsize). `out` needs no
+ * particular alignment, but an aligned buffer lets the caller use it as a typed array.
+ * Unlike payload_decode_view this also reads data stored as an indefinite-length (chunked)
+ * CBOR byte string.
+ *
+ * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT; VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
+ * than the data length (nothing written; `*written` is set to the NEEDED byte count; the
+ * message gives it); and any status payload_decode_view returns for the message (except
+ * VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER, which do not apply). Thread-safe.
+ */
+vh5_status payload_copy_data(const uint8_t *buf,
+                             size_t len,
+                             void *out,
+                             size_t out_len,
+                             size_t *written);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -25,7 +25,9 @@ done
 
 echo; echo "== 1. payload views of generated samples ($DEMO/payloads)"
 $VH5 payload --make-samples "$DEMO/payloads"
-$VH5 payload "$DEMO"/payloads/*
+$VH5 payload "$DEMO"/payloads/*.cbor "$DEMO"/payloads/*.msgpack
+echo "-- a Reductionist JSON error body passed by mistake is recognised (vh5 exits 1 for it):"
+$VH5 payload "$DEMO/payloads/error_body.json" || true
 if [ ${#payloads[@]} -gt 0 ]; then
   echo; echo "== payload views of your files"
   $VH5 payload "${payloads[@]}"

@@ -1,5 +1,226 @@
-//! `vh5 payload`: summarise payload files.
-pub fn run(_args: &[String]) -> i32 {
-    eprintln!("vh5 payload: not built yet");
-    1
+//! `vh5 payload`: summarise payload files (Reductionist CBOR, RFC 8746, msgpack-numpy).
+//!
+//! ```text
+//! vh5 payload [--json] [--values N|all] [FILE ...]   (stdin when no FILE or FILE is -)
+//! vh5 payload --make-samples DIR                     (write sample payloads for the demo)
+//! ```
+//!
+//! Human output: one block per file. `--json`: one JSON object per file, one per line
+//! (JSON Lines; a single file gives a single JSON document). Non-finite floats are written as
+//! the strings "NaN", "Infinity", "-Infinity" (like the shared index.json), integers exactly,
+//! complex numbers as [re, im]. Values are in payload order (C order, or Fortran order when
+//! `fortran_order` is true). Exit code 0 when every file decoded, 1 otherwise, 2 for usage.
+
+use std::io::Read;
+
+use serde_json::{json, Value};
+use vh5::dtype::ByteOrder;
+use vh5::payload::{self, CountForm, Format, Layout, PayloadView, Scalar};
+
+mod samples;
+
+fn usage() -> i32 {
+    eprintln!("usage: vh5 payload [--json] [--values N|all] [FILE ...]   (stdin when no FILE or -)\n       vh5 payload --make-samples DIR");
+    2
+}
+
+pub fn run(args: &[String]) -> i32 {
+    let mut json_out = false;
+    let mut nvalues: Option<usize> = Some(8);
+    let mut files = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--json" => json_out = true,
+            "--values" => match it.next().map(String::as_str) {
+                Some("all") => nvalues = None,
+                Some(n) => match n.parse() {
+                    Ok(n) => nvalues = Some(n),
+                    Err(_) => return usage(),
+                },
+                None => return usage(),
+            },
+            "--make-samples" => {
+                let Some(dir) = it.next() else { return usage() };
+                return match samples::write_samples(std::path::Path::new(dir)) {
+                    Ok(names) => {
+                        for n in names {
+                            println!("{dir}/{n}");
+                        }
+                        0
+                    }
+                    Err(e) => {
+                        eprintln!("vh5 payload: cannot write samples to {dir}: {e}");
+                        1
+                    }
+                };
+            }
+            "-h" | "--help" => {
+                usage();
+                return 0;
+            }
+            s if s.starts_with("--") => return usage(),
+            _ => files.push(a.clone()),
+        }
+    }
+    if files.is_empty() {
+        files.push("-".into());
+    }
+    let mut failed = false;
+    for f in &files {
+        let bytes = if f == "-" {
+            let mut b = Vec::new();
+            std::io::stdin().read_to_end(&mut b).map(|_| b)
+        } else {
+            std::fs::read(f)
+        };
+        let report = match bytes {
+            Ok(b) => summarise(&b, nvalues),
+            Err(e) => Err(("VH5_ERR_IO".to_string(), format!("cannot read {f}: {e}"))),
+        };
+        failed |= report.is_err();
+        if json_out {
+            let v = match report {
+                Ok(mut v) => {
+                    v.as_object_mut().unwrap().insert("file".into(), json!(f));
+                    v
+                }
+                Err((status, message)) => json!({"file": f, "ok": false, "status": status, "message": message}),
+            };
+            println!("{v}");
+        } else {
+            match report {
+                Ok(v) => print_human(f, &v),
+                Err((status, message)) => println!("{f}: {status}: {message}"),
+            }
+        }
+    }
+    i32::from(failed)
+}
+
+fn format_name(f: Format) -> &'static str {
+    match f {
+        Format::Reductionist => "reductionist",
+        Format::TypedArray => "typed_array",
+        Format::Multidim => "multidim",
+        Format::MsgpackNumpy => "msgpack_numpy",
+    }
+}
+
+fn layout_name(l: Layout) -> Option<&'static str> {
+    match l {
+        Layout::None => None,
+        Layout::Reductionist0_12 => Some("0.12"),
+        Layout::Reductionist0_13_0 => Some("0.13.0"),
+        Layout::Reductionist0_13_1 => Some("0.13.1"),
+        Layout::Client => Some("client"),
+    }
+}
+
+fn order_name(o: Option<ByteOrder>) -> Value {
+    match o {
+        Some(ByteOrder::Little) => json!("little"),
+        Some(ByteOrder::Big) => json!("big"),
+        None => Value::Null,
+    }
+}
+
+fn float(x: f64) -> Value {
+    if x.is_nan() {
+        json!("NaN")
+    } else if x.is_infinite() {
+        json!(if x > 0.0 { "Infinity" } else { "-Infinity" })
+    } else {
+        json!(x)
+    }
+}
+
+fn scalar(s: Scalar) -> Value {
+    match s {
+        Scalar::Bool(b) => json!(b),
+        Scalar::Int(i) => i64::try_from(i).map(|v| json!(v)).unwrap_or_else(|_| json!(i as u64)),
+        Scalar::Float(x) => float(x),
+        Scalar::Complex(re, im) => json!([float(re), float(im)]),
+    }
+}
+
+fn status_name(k: vh5::error::ErrorKind) -> String {
+    format!("{:?}", vh5::ffi::vh5_status::from(k))
+}
+
+fn summarise(buf: &[u8], nvalues: Option<usize>) -> Result<Value, (String, String)> {
+    let fail = |e: vh5::error::Error| (status_name(e.kind), e.message);
+    let v: PayloadView<'_> = payload::decode_view(buf, 0).map_err(fail)?;
+    let mut counts = vec![0i64; v.count.len as usize];
+    payload::decode_count(buf, &mut counts).map_err(fail)?;
+    let n = nvalues.map_or(v.nelements, |n| (n as u64).min(v.nelements));
+    let values: Vec<Value> = (0..n).map(|i| scalar(v.get(i).expect("i < nelements"))).collect();
+    let nc = nvalues.map_or(counts.len(), |n| n.min(counts.len()));
+    let count = json!({
+        "form": match v.count.form { CountForm::Absent => "absent", CountForm::Scalar => "scalar", CountForm::Bytes => "bytes", CountForm::Array => "array" },
+        "dtype": v.count.dtype.map(|d| d.name()),
+        "byte_order": order_name(v.count.byte_order),
+        "offset": v.count.offset,
+        "len": counts.len(),
+        "zeros": counts.iter().filter(|&&c| c == 0).count(),
+        "min": counts.iter().min(),
+        "max": counts.iter().max(),
+        "values": &counts[..nc],
+    });
+    Ok(json!({
+        "ok": true,
+        "format": format_name(v.format),
+        "layout": layout_name(v.layout),
+        "dtype": v.dtype.name(),
+        "itemsize": v.itemsize(),
+        "shape": v.shape.as_slice(),
+        "nelements": v.nelements,
+        "byte_order": order_name(v.byte_order),
+        "needs_swap": v.needs_swap(),
+        "aligned": v.aligned,
+        "fortran_order": v.fortran_order,
+        "data_offset": v.data_offset,
+        "data_len": v.data.len(),
+        "count": count,
+        "values": values,
+    }))
+}
+
+fn print_human(f: &str, v: &Value) {
+    let layout = v["layout"].as_str().map(|l| format!(" (layout {l})")).unwrap_or_default();
+    println!("{f}: {}{layout}", v["format"].as_str().unwrap());
+    let order = match v["byte_order"].as_str() {
+        Some(o) => format!("{o}-endian{}", if v["needs_swap"] == true { ", needs swap on this host" } else { ", native" }),
+        None => "no byte order (1-byte elements)".into(),
+    };
+    println!(
+        "  dtype {} (itemsize {}), shape {} = {} elements{}, {order}",
+        v["dtype"].as_str().unwrap(),
+        v["itemsize"],
+        v["shape"],
+        v["nelements"],
+        if v["fortran_order"] == true { ", Fortran order" } else { "" }
+    );
+    println!(
+        "  data: offset {}, {} bytes, {}",
+        v["data_offset"],
+        v["data_len"],
+        if v["aligned"] == true { "aligned" } else { "NOT aligned for its element type (read with unaligned loads or copy)" }
+    );
+    let c = &v["count"];
+    if c["form"] == "absent" {
+        println!("  count: absent");
+    } else {
+        println!(
+            "  count: {} ({}), {} elements, {} zeros, min {}, max {}; first: {}",
+            c["form"].as_str().unwrap(),
+            c["dtype"].as_str().unwrap_or("-"),
+            c["len"],
+            c["zeros"],
+            c["min"],
+            c["max"],
+            c["values"]
+        );
+    }
+    println!("  values: {}", v["values"]);
 }

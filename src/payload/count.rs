@@ -1,0 +1,269 @@
+//! The per-element `count` of Reductionist responses: walking CBOR integer arrays (flat or
+//! nested) without allocation, and decoding every count form into native `i64`.
+
+use minicbor::data::Type;
+use minicbor::Decoder;
+
+use super::cbor::cbor_err;
+use super::{CountForm, MAX_COUNT_DEPTH};
+use crate::dtype::{ByteOrder, Dtype};
+use crate::error::Result;
+
+/// Marks an indefinite-length level on the walk stack.
+const INDEF: u64 = u64::MAX;
+
+/// Walk the CBOR integer array at the decoder position (definite or indefinite, nested up
+/// to [`MAX_COUNT_DEPTH`] levels), calling `f(index, value)` for every leaf in C order
+/// (depth-first). Returns the number of leaves and whether any element was an array.
+///
+/// Leaves must be unsigned integers fitting int64: a negative value, a value > INT64_MAX
+/// or any other item is `Malformed`, naming the leaf index and its byte offset; deeper
+/// nesting is `Unsupported`. Nested arrays need not be rectangular. No allocation: the
+/// level stack is a fixed array.
+///
+/// Speed: this walk is what lets the decoder reach the keys after `count` (Reductionist
+/// writes `count_as_bytes` and `byte_order` after it), so leaves take a fast path: a
+/// complete unsigned-integer head (RFC 8949 §3: major type 0, additional information 0–27)
+/// is read in place; everything else (arrays, breaks, errors, truncation) goes through
+/// minicbor's decoder.
+pub(crate) fn walk_array<F: FnMut(u64, i64)>(d: &mut Decoder<'_>, f: &mut F) -> Result<(u64, bool)> {
+    let input = d.input();
+    let len = input.len();
+    let head = d.position();
+    let n = d.array().map_err(|e| cbor_err(e, &format!("count array at byte {head}"), len))?;
+    let mut stack = [0u64; MAX_COUNT_DEPTH];
+    stack[0] = n.unwrap_or(INDEF);
+    let mut depth = 1usize;
+    let mut idx = 0u64;
+    let mut nested = false;
+    let mut pos = d.position();
+    loop {
+        while depth > 0 && stack[depth - 1] == 0 {
+            depth -= 1;
+        }
+        if depth == 0 {
+            break;
+        }
+        // fast path: a run of small unsigned integers inside a definite-length level
+        if stack[depth - 1] != INDEF {
+            let mut left = stack[depth - 1];
+            while left > 0 {
+                let Some(v) = uint_head(input, pos) else { break };
+                let (v, adv) = v;
+                if v > i64::MAX as u64 {
+                    bail!(Malformed, "count element {idx} at byte {pos} = {v} does not fit int64");
+                }
+                f(idx, v as i64);
+                idx += 1;
+                pos += adv;
+                left -= 1;
+            }
+            stack[depth - 1] = left;
+            if left == 0 {
+                continue;
+            }
+        }
+        d.set_position(pos);
+        let Some(&b) = input.get(pos) else {
+            bail!(Malformed, "truncated input: count array at byte {head} runs past the end of the {len}-byte message (at count element {idx})");
+        };
+        if stack[depth - 1] == INDEF {
+            if b == 0xff {
+                // the break byte closing an indefinite-length array (checked above)
+                pos += 1;
+                depth -= 1;
+                continue;
+            }
+        } else {
+            stack[depth - 1] -= 1;
+        }
+        match b >> 5 {
+            0 => {
+                let v = d.u64().map_err(|e| cbor_err(e, &format!("count element {idx} at byte {pos}"), len))?;
+                if v > i64::MAX as u64 {
+                    bail!(Malformed, "count element {idx} at byte {pos} = {v} does not fit int64");
+                }
+                f(idx, v as i64);
+                idx += 1;
+            }
+            1 => {
+                let v = d.int().map_err(|e| cbor_err(e, &format!("count element {idx} at byte {pos}"), len))?;
+                bail!(Malformed, "count element {idx} at byte {pos} is negative ({})", i128::from(v));
+            }
+            4 => {
+                if depth == MAX_COUNT_DEPTH {
+                    bail!(Unsupported, "count array at byte {head} is nested deeper than {MAX_COUNT_DEPTH} levels (at byte {pos})");
+                }
+                let m = d.array().map_err(|e| cbor_err(e, &format!("nested count array at byte {pos}"), len))?;
+                stack[depth] = m.unwrap_or(INDEF);
+                depth += 1;
+                nested = true;
+            }
+            _ => {
+                let ty = d.datatype().map_or_else(|_| "?".to_string(), |t: Type| t.to_string());
+                bail!(Malformed, "count element {idx} at byte {pos}: expected an unsigned integer or an array, found CBOR {ty}");
+            }
+        }
+        pos = d.position();
+    }
+    d.set_position(pos);
+    Ok((idx, nested))
+}
+
+/// A complete unsigned-integer head at `pos` (RFC 8949 §3.1 major type 0): `(value, bytes)`;
+/// `None` for anything else or when the head is cut short (the caller's slow path reports it).
+#[inline(always)]
+fn uint_head(input: &[u8], pos: usize) -> Option<(u64, usize)> {
+    let b = *input.get(pos)?;
+    match b {
+        0x00..=0x17 => Some((b as u64, 1)),
+        0x18 => Some((*input.get(pos + 1)? as u64, 2)),
+        0x19 => input.get(pos + 1..pos + 3).map(|s| (u16::from_be_bytes([s[0], s[1]]) as u64, 3)),
+        0x1a => input.get(pos + 1..pos + 5).map(|s| (u32::from_be_bytes([s[0], s[1], s[2], s[3]]) as u64, 5)),
+        0x1b => input.get(pos + 1..pos + 9).map(|s| (u64::from_be_bytes(s.try_into().expect("8 bytes")), 9)),
+        _ => None,
+    }
+}
+
+/// Read one integer of type `dt` from exactly `dt.itemsize()` bytes `c` in `order`;
+/// `None` when an unsigned value does not fit int64.
+pub(crate) fn int_from_bytes_checked(c: &[u8], dt: Dtype, order: ByteOrder) -> Option<i64> {
+    let mut a = [0u8; 8];
+    let n = c.len();
+    match order {
+        ByteOrder::Little => a[..n].copy_from_slice(c),
+        ByteOrder::Big => {
+            for (i, &b) in c.iter().rev().enumerate() {
+                a[i] = b;
+            }
+        }
+    }
+    let raw = u64::from_le_bytes(a);
+    if dt.kind() == 'i' && n < 8 {
+        let shift = 64 - 8 * n as u32;
+        Some(((raw << shift) as i64) >> shift)
+    } else if dt.kind() == 'i' {
+        Some(raw as i64)
+    } else {
+        i64::try_from(raw).ok()
+    }
+}
+
+/// Decode the count of the payload in `buf` into `out` as native int64 and return how many
+/// were written (0 when the payload has no count).
+///
+/// Forms: a bare integer (1 value); an integer array, flat or nested, flattened in C order;
+/// `count_as_bytes` or a typed array, converted from its element type and byte order.
+/// Errors: anything [`super::decode_view`] reports for the message (except the view-only
+/// `Misaligned`/`ByteOrder` checks, which do not apply: a chunked data byte string is fine
+/// here); `BufferTooSmall` when `out.len()` is less than the count length (nothing is
+/// written beyond `out`; for an integer array the first `out.len()` values may have been
+/// written, since counts are decoded during the single walk; the message gives the needed
+/// count); `Malformed` for a negative count or one above INT64_MAX, naming its index and
+/// byte offset.
+pub fn decode_count(buf: &[u8], out: &mut [i64]) -> Result<usize> {
+    // Integer-array counts are written during the parse's single walk (only indices < cap).
+    let cap = out.len();
+    let p = super::parse_with(buf, &mut |i, v| {
+        if let Some(slot) = out.get_mut(i as usize) {
+            *slot = v;
+        }
+    })?;
+    let c = p.count;
+    if c.len > cap as u64 {
+        bail!(BufferTooSmall, "the count has {} elements but the output holds only {cap} (cap, in elements)", c.len);
+    }
+    match c.form {
+        CountForm::Absent => Ok(0),
+        CountForm::Scalar => {
+            out[0] = c.scalar;
+            Ok(1)
+        }
+        CountForm::Bytes => {
+            let bytes = c.bytes.expect("bytes form has bytes");
+            let dt = c.dtype.expect("bytes form has a dtype");
+            let item = dt.itemsize().unwrap_or(1);
+            let order = c.byte_order.unwrap_or(ByteOrder::Little);
+            if dt == Dtype::Int64 && order == ByteOrder::NATIVE {
+                for (o, b) in out.iter_mut().zip(bytes.chunks_exact(8)) {
+                    *o = i64::from_ne_bytes(b.try_into().expect("8 bytes"));
+                }
+            } else {
+                for (o, b) in out.iter_mut().zip(bytes.chunks_exact(item)) {
+                    *o = int_from_bytes_checked(b, dt, order).unwrap_or(-1);
+                }
+            }
+            // validate (vectorisable pass over what we wrote)
+            if let Some(i) = out[..c.len as usize].iter().position(|&v| v < 0) {
+                let off = c.offset + i * item;
+                let raw = &bytes[i * item..(i + 1) * item];
+                bail!(
+                    Malformed,
+                    "count element {i} at byte {off} ({} {}-endian bytes {}) is negative or does not fit int64",
+                    dt.name(),
+                    if order == ByteOrder::Little { "little" } else { "big" },
+                    raw.iter().map(|b| format!("{b:02x}")).collect::<String>()
+                );
+            }
+            Ok(c.len as usize)
+        }
+        CountForm::Array => Ok(c.len as usize),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    fn walk(hex: &[u8]) -> Result<(Vec<i64>, bool)> {
+        let mut v = Vec::new();
+        let mut d = Decoder::new(hex);
+        let (n, nested) = walk_array(&mut d, &mut |i, x| {
+            assert_eq!(i as usize, v.len());
+            v.push(x)
+        })?;
+        assert_eq!(n as usize, v.len());
+        assert_eq!(d.position(), hex.len());
+        Ok((v, nested))
+    }
+
+    #[test]
+    fn flat_nested_indefinite() {
+        assert_eq!(walk(&[0x83, 0x01, 0x18, 0x20, 0x19, 0x01, 0x00]).unwrap(), (vec![1, 32, 256], false));
+        // [[3], [4, [5]]]
+        assert_eq!(walk(&[0x82, 0x81, 0x03, 0x82, 0x04, 0x81, 0x05]).unwrap(), (vec![3, 4, 5], true));
+        // [_ 1, [_ 2, 3], []]
+        assert_eq!(walk(&[0x9f, 0x01, 0x9f, 0x02, 0x03, 0xff, 0x80, 0xff]).unwrap(), (vec![1, 2, 3], true));
+        assert_eq!(walk(&[0x80]).unwrap(), (vec![], false));
+    }
+
+    #[test]
+    fn bad_counts() {
+        let e = walk(&[0x82, 0x01, 0x20]).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Malformed);
+        assert!(e.message.contains("count element 1 at byte 2 is negative (-1)"), "{}", e.message);
+        let e = walk(&[0x81, 0x1b, 0x80, 0, 0, 0, 0, 0, 0, 0]).unwrap_err();
+        assert!(e.message.contains("9223372036854775808 does not fit int64"), "{}", e.message);
+        let e = walk(&[0x82, 0x01]).unwrap_err();
+        assert!(e.message.contains("truncated"), "{}", e.message);
+        let e = walk(&[0x81, 0x61, 0x61]).unwrap_err();
+        assert!(e.message.contains("found CBOR string"), "{}", e.message);
+        let mut deep = vec![0x81u8; MAX_COUNT_DEPTH];
+        deep.push(0x01);
+        assert_eq!(walk(&deep).unwrap(), (vec![1], true));
+        let mut deeper = vec![0x81u8; MAX_COUNT_DEPTH + 1];
+        deeper.push(0x01);
+        assert_eq!(walk(&deeper).unwrap_err().kind, ErrorKind::Unsupported);
+    }
+
+    #[test]
+    fn ints_from_bytes() {
+        assert_eq!(int_from_bytes_checked(&[0xff, 0xfe], Dtype::Int16, ByteOrder::Big), Some(-2));
+        assert_eq!(int_from_bytes_checked(&[0xfe, 0xff], Dtype::Int16, ByteOrder::Little), Some(-2));
+        assert_eq!(int_from_bytes_checked(&[0xfe, 0xff], Dtype::UInt16, ByteOrder::Little), Some(65534));
+        assert_eq!(int_from_bytes_checked(&[0xff; 8], Dtype::UInt64, ByteOrder::Little), None);
+        assert_eq!(int_from_bytes_checked(&[0xff; 8], Dtype::Int64, ByteOrder::Little), Some(-1));
+        assert_eq!(int_from_bytes_checked(&[1, 0, 0, 0, 0, 0, 0, 0], Dtype::Int64, ByteOrder::Big), Some(1 << 56));
+    }
+}

@@ -1,0 +1,134 @@
+//! Format detection from the first byte, and recognition of server JSON error bodies.
+//!
+//! Rule (first byte `b`, after which the chosen decoder checks everything else):
+//!
+//! | `b` | format |
+//! |---|---|
+//! | `0xa0..=0xbf` | CBOR map (major type 5): Reductionist response |
+//! | `0xc0..=0xdb` | CBOR tag (major type 6): RFC 8746 typed array 64–87, multi-dimensional array 40 / 1040 (optionally behind the self-describe tag 55799) |
+//! | `0x80..=0x8f`, `0xde`, `0xdf` | msgpack map (fixmap, map16, map32): msgpack-numpy |
+//! | `{` (optionally after JSON whitespace) | JSON: a Reductionist error body → `ServerError` |
+//! | anything else | `Malformed`, naming the byte and what it would be |
+//!
+//! Ambiguity: `0x80..=0x8f` is also a CBOR array of 0–15 items (major type 4), but no
+//! accepted CBOR payload is a bare array, so those bytes go to msgpack. `0xa0..=0xbf` is
+//! also a msgpack fixstr, and `0xc0..=0xdb` are msgpack nil/bool/bin/ext/float/int/str
+//! markers, none of which is a msgpack-numpy message; `0xde`/`0xdf` are not valid CBOR
+//! heads (tag with reserved additional information 30/31). `{` (0x7b) would be a CBOR text
+//! string head, never an accepted payload. So every first byte maps to at most one format
+//! vh5 accepts.
+
+use crate::error::Result;
+
+/// The decoder chosen from the first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detected {
+    Cbor,
+    Msgpack,
+}
+
+/// Pick the decoder for `buf` (see the module doc). JSON input becomes an error here:
+/// `ServerError` for a Reductionist error body, `Malformed` for other JSON.
+pub fn detect(buf: &[u8]) -> Result<Detected> {
+    let Some(&b) = buf.first() else {
+        bail!(Malformed, "empty input (0 bytes): expected a CBOR or msgpack payload");
+    };
+    let first_non_ws = buf.iter().copied().find(|c| !matches!(c, b' ' | b'\t' | b'\r' | b'\n'));
+    if first_non_ws == Some(b'{') && (b == b'{' || b.is_ascii_whitespace()) {
+        return Err(json_error(buf));
+    }
+    Ok(match b {
+        0xa0..=0xbf | 0xc0..=0xdb => Detected::Cbor,
+        0x80..=0x8f | 0xde | 0xdf => Detected::Msgpack,
+        _ => bail!(
+            Malformed,
+            "byte 0: first byte 0x{b:02x} ({}) starts no supported payload: expected a CBOR map (0xa0-0xbf, Reductionist), a CBOR tag (0xc0-0xdb: RFC 8746 typed array 64-87 or multi-dimensional array 40/1040), or a msgpack map (0x80-0x8f, 0xde, 0xdf: msgpack-numpy)",
+            describe_cbor_head(b)
+        ),
+    })
+}
+
+/// What a first byte would be as a CBOR head, for messages.
+fn describe_cbor_head(b: u8) -> &'static str {
+    match b >> 5 {
+        0 => "a CBOR unsigned integer",
+        1 => "a CBOR negative integer",
+        2 => "a CBOR byte string",
+        3 => "a CBOR text string",
+        4 => "a CBOR array",
+        5 => "a CBOR map",
+        6 => "a CBOR tag",
+        _ => "a CBOR simple value / float",
+    }
+}
+
+/// Turn a JSON input into the error to report.
+///
+/// Reductionist (0.12 – 0.13.1) answers failures with HTTP 4xx/5xx and a JSON body
+/// `{"error": {"message": "...", "caused_by": ["...", ...]}}` (`caused_by` optional; a string
+/// is accepted too). Such a body gives `ServerError` with the message
+/// `this is a JSON error body from the server: <message> (caused by: <a>; <b>)`.
+pub fn json_error(buf: &[u8]) -> crate::error::Error {
+    let v: serde_json::Value = match serde_json::from_slice(buf) {
+        Ok(v) => v,
+        Err(e) => {
+            return err!(
+                Malformed,
+                "input starts with '{{' like JSON, not a CBOR or msgpack payload, and is not valid JSON either ({e})"
+            )
+        }
+    };
+    let Some(msg) = v.get("error").and_then(|e| e.get("message")).and_then(|m| m.as_str()) else {
+        return err!(
+            Malformed,
+            "input is a JSON document, not a CBOR or msgpack payload, and not a server error body (no \"error\".\"message\" string)"
+        );
+    };
+    let causes: Vec<String> = match v["error"].get("caused_by") {
+        Some(serde_json::Value::Array(a)) => {
+            a.iter().map(|c| c.as_str().map(str::to_string).unwrap_or_else(|| c.to_string())).collect()
+        }
+        Some(serde_json::Value::String(s)) => vec![s.clone()],
+        Some(serde_json::Value::Null) | None => vec![],
+        Some(other) => vec![other.to_string()],
+    };
+    if causes.is_empty() {
+        err!(ServerError, "this is a JSON error body from the server: {msg}")
+    } else {
+        err!(ServerError, "this is a JSON error body from the server: {msg} (caused by: {})", causes.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    #[test]
+    fn first_bytes() {
+        assert_eq!(detect(&[0xa7]).unwrap(), Detected::Cbor);
+        assert_eq!(detect(&[0xd8, 0x56]).unwrap(), Detected::Cbor);
+        assert_eq!(detect(&[0x85]).unwrap(), Detected::Msgpack);
+        assert_eq!(detect(&[0xde]).unwrap(), Detected::Msgpack);
+        assert_eq!(detect(&[0xdf]).unwrap(), Detected::Msgpack);
+        let e = detect(&[0x9a]).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Malformed);
+        assert!(e.message.contains("0x9a") && e.message.contains("CBOR array"), "{}", e.message);
+        assert_eq!(detect(&[]).unwrap_err().kind, ErrorKind::Malformed);
+    }
+
+    #[test]
+    fn json_bodies() {
+        let body = br#"{"error": {"message": "request data is not valid", "caused_by": ["a", "b"]}}"#;
+        let e = detect(body).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::ServerError);
+        assert_eq!(e.message, "this is a JSON error body from the server: request data is not valid (caused by: a; b)");
+        let e = detect(b"\n {\"error\": {\"message\": \"x\"}}").unwrap_err();
+        assert_eq!(e.message, "this is a JSON error body from the server: x");
+        let e = detect(b"{\"a\": 1}").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Malformed);
+        let e = detect(b"{\"error\": ").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Malformed);
+        assert!(e.message.contains("not valid JSON"));
+    }
+}
