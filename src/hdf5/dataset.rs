@@ -71,6 +71,10 @@ pub fn expect_kind(lock: &H5Lock, id: hid_t, kinds: &[H5I_type_t], what: &str) -
 /// Open the dataset at `name` (a path, possibly through groups: `grp/sub/var` or `/grp/var`)
 /// relative to the file or group `loc`.
 ///
+/// Chunked datasets whose chunks are so large that libhdf5's default 1 MiB chunk cache holds
+/// fewer than 8 of them get a chunk cache of 8 chunks (at most 64 MiB), so that many small
+/// reads inside one chunk decompress it once.
+///
 /// Errors: `InvalidHandle` when `loc` is not an open file or group; `NotFound` when a path
 /// component does not exist (naming it); `InvalidArgument` when the object is not a dataset.
 pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
@@ -103,9 +107,47 @@ pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
     // SAFETY: valid C string; lock held.
     let obj = Handle::new(lock, unsafe { H5Oopen(loc, c.as_ptr(), H5P_DEFAULT) }, format_args!("opening `{name}`"))?;
     match id_type(lock, obj.id()) {
-        Some(H5I_type_t::H5I_DATASET) => Ok(obj),
+        Some(H5I_type_t::H5I_DATASET) => match chunk_cache_bytes(lock, obj.id())? {
+            // Chunks too big for libhdf5's default 1 MiB chunk cache would be read and
+            // decompressed again for every row: reopen with a cache that holds 8 of them.
+            Some(nbytes) => {
+                drop(obj);
+                // SAFETY: valid ids and C string; lock held.
+                unsafe {
+                    let dapl = Handle::new(lock, H5Pcreate(*H5P_CLS_DATASET_ACCESS), "H5Pcreate(dataset access)")?;
+                    check(lock, H5Pset_chunk_cache(dapl.id(), CHUNK_CACHE_SLOTS, nbytes, -1.0), "H5Pset_chunk_cache")?;
+                    Handle::new(lock, H5Dopen2(loc, c.as_ptr(), dapl.id()), format_args!("opening dataset `{name}`"))
+                }
+            }
+            None => Ok(obj),
+        },
         Some(H5I_type_t::H5I_GROUP) => bail!(InvalidArgument, "`{name}` is a group, not a dataset"),
         t => bail!(InvalidArgument, "`{name}` is not a dataset (libhdf5 object type {t:?})"),
+    }
+}
+
+/// Hash-table slots of the enlarged chunk cache (a prime, as libhdf5 recommends).
+const CHUNK_CACHE_SLOTS: usize = 10_007;
+/// Largest chunk cache vh5 asks for, bytes.
+const CHUNK_CACHE_MAX: usize = 64 << 20;
+/// libhdf5's default chunk cache size, bytes.
+const CHUNK_CACHE_DEFAULT: usize = 1 << 20;
+
+/// The chunk cache size to reopen a dataset with: 8 chunks (at most 64 MiB) when that is more
+/// than libhdf5's 1 MiB default, else `None`.
+fn chunk_cache_bytes(lock: &H5Lock, dset: hid_t) -> Result<Option<usize>> {
+    // SAFETY: valid dataset id; lock held; buffers of MAX_RANK entries.
+    unsafe {
+        let dcpl = Handle::new(lock, H5Dget_create_plist(dset), "H5Dget_create_plist")?;
+        if H5Pget_layout(dcpl.id()) != H5D_layout_t::H5D_CHUNKED {
+            return Ok(None);
+        }
+        let mut c = [0u64; MAX_RANK];
+        let n = check(lock, H5Pget_chunk(dcpl.id(), MAX_RANK as c_int, c.as_mut_ptr()), "H5Pget_chunk")? as usize;
+        let t = Handle::new(lock, H5Dget_type(dset), "H5Dget_type")?;
+        let size = hdf5_sys::h5t::H5Tget_size(t.id()) as u128;
+        let bytes = c[..n].iter().fold(size, |a, &b| a.saturating_mul(b as u128)).saturating_mul(8);
+        Ok((bytes > CHUNK_CACHE_DEFAULT as u128).then(|| bytes.min(CHUNK_CACHE_MAX as u128) as usize))
     }
 }
 
