@@ -60,6 +60,8 @@ pub fn size_of(d: Dtype) -> usize {
 /// h5py's compound {r, i}; float16 = IEEE half; opaque = compound {a: int32 @0, b: uint32 @4}
 /// (naturally aligned, so its native memory type has the same 8-byte layout).
 pub fn h5type(d: Dtype, big: bool, native: bool) -> hid_t {
+    // The session makes sure H5open ran (it initialises the H5T_* globals) and serialises.
+    let _s = vh5::hdf5::session();
     unsafe {
         let le_be = |le: hid_t, be: hid_t, nat: hid_t| H5Tcopy(if native { nat } else if big { be } else { le });
         match d {
@@ -214,7 +216,8 @@ pub fn read_whole(path: &Path, name: &str, mem_type: hid_t, itemsize: usize) -> 
         H5Sget_simple_extent_dims(sp, dims.as_mut_ptr(), std::ptr::null_mut());
         let total: u64 = dims.iter().product();
         let mut buf = vec![0u8; total as usize * itemsize];
-        assert!(H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.as_mut_ptr() as *mut _) >= 0);
+        let st = H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.as_mut_ptr() as *mut _);
+        assert!(st >= 0, "H5Dread of {path:?}:{name}: {}", vh5::hdf5::error::take_stack(_s.lock()));
         H5Sclose(sp);
         H5Dclose(d);
         H5Fclose(f);
