@@ -71,9 +71,9 @@ pub fn expect_kind(lock: &H5Lock, id: hid_t, kinds: &[H5I_type_t], what: &str) -
 /// Open the dataset at `name` (a path, possibly through groups: `grp/sub/var` or `/grp/var`)
 /// relative to the file or group `loc`.
 ///
-/// Chunked datasets whose chunks are so large that libhdf5's default 1 MiB chunk cache holds
-/// fewer than 8 of them get a chunk cache of 8 chunks (at most 64 MiB), so that many small
-/// reads inside one chunk decompress it once.
+/// Chunked datasets are opened with a chunk cache (`H5Pset_chunk_cache`) of 8 chunks, at
+/// least 8 MiB (HDF5 2.0's default; 1.10's is 1 MiB) and at most 64 MiB, with 10007 slots, so
+/// that many small reads inside the same chunks read and decompress each chunk once.
 ///
 /// Errors: `InvalidHandle` when `loc` is not an open file or group; `NotFound` when a path
 /// component does not exist (naming it); `InvalidArgument` when the object is not a dataset.
@@ -108,8 +108,8 @@ pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
     let obj = Handle::new(lock, unsafe { H5Oopen(loc, c.as_ptr(), H5P_DEFAULT) }, format_args!("opening `{name}`"))?;
     match id_type(lock, obj.id()) {
         Some(H5I_type_t::H5I_DATASET) => match chunk_cache_bytes(lock, obj.id())? {
-            // Chunks too big for libhdf5's default 1 MiB chunk cache would be read and
-            // decompressed again for every row: reopen with a cache that holds 8 of them.
+            // libhdf5 1.10's default chunk cache (1 MiB) holds few chunks, which are then read
+            // and decompressed again for every row: reopen with a larger cache.
             Some(nbytes) => {
                 drop(obj);
                 // SAFETY: valid ids and C string; lock held.
@@ -126,15 +126,15 @@ pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
     }
 }
 
-/// Hash-table slots of the enlarged chunk cache (a prime, as libhdf5 recommends).
+/// Hash-table slots of vh5's chunk cache (a prime, as libhdf5 recommends).
 const CHUNK_CACHE_SLOTS: usize = 10_007;
 /// Largest chunk cache vh5 asks for, bytes.
 const CHUNK_CACHE_MAX: usize = 64 << 20;
-/// libhdf5's default chunk cache size, bytes.
-const CHUNK_CACHE_DEFAULT: usize = 1 << 20;
+/// Smallest chunk cache vh5 asks for, bytes: HDF5 2.0's default (1.10's is 1 MiB / 521 slots).
+const CHUNK_CACHE_MIN: usize = 8 << 20;
 
-/// The chunk cache size to reopen a dataset with: 8 chunks (at most 64 MiB) when that is more
-/// than libhdf5's 1 MiB default, else `None`.
+/// The chunk cache size to open a chunked dataset with: room for 8 chunks, at least 8 MiB and
+/// at most 64 MiB; `None` for other layouts.
 fn chunk_cache_bytes(lock: &H5Lock, dset: hid_t) -> Result<Option<usize>> {
     // SAFETY: valid dataset id; lock held; buffers of MAX_RANK entries.
     unsafe {
@@ -147,7 +147,7 @@ fn chunk_cache_bytes(lock: &H5Lock, dset: hid_t) -> Result<Option<usize>> {
         let t = Handle::new(lock, H5Dget_type(dset), "H5Dget_type")?;
         let size = hdf5_sys::h5t::H5Tget_size(t.id()) as u128;
         let bytes = c[..n].iter().fold(size, |a, &b| a.saturating_mul(b as u128)).saturating_mul(8);
-        Ok((bytes > CHUNK_CACHE_DEFAULT as u128).then(|| bytes.min(CHUNK_CACHE_MAX as u128) as usize))
+        Ok(Some(bytes.clamp(CHUNK_CACHE_MIN as u128, CHUNK_CACHE_MAX as u128) as usize))
     }
 }
 
@@ -314,6 +314,8 @@ pub struct HyperslabReader<'l> {
     file_space: Handle,
     mem_space: Handle,
     shape: Vec<u64>,
+    /// Current extent of `mem_space` (reset only when a row's count differs).
+    mem_extent: Vec<u64>,
 }
 
 impl<'l> HyperslabReader<'l> {
@@ -329,7 +331,7 @@ impl<'l> HyperslabReader<'l> {
             } else {
                 Handle::new(lock, H5Screate_simple(1, one.as_ptr(), std::ptr::null()), "H5Screate_simple")?
             };
-            Ok(HyperslabReader { lock, dset, mem_type, mem_itemsize, file_space, mem_space, shape })
+            Ok(HyperslabReader { lock, dset, mem_type, mem_itemsize, file_space, mem_space, shape, mem_extent: vec![1] })
         }
     }
 
@@ -366,7 +368,11 @@ impl<'l> HyperslabReader<'l> {
                 H5Sselect_hyperslab(self.file_space.id(), H5S_seloper_t::H5S_SELECT_SET, start.as_ptr(), sp, count.as_ptr(), std::ptr::null()),
                 "H5Sselect_hyperslab (file)",
             )?;
-            check(l, H5Sset_extent_simple(self.mem_space.id(), n as c_int, count.as_ptr(), std::ptr::null()), "H5Sset_extent_simple (memory)")?;
+            if self.mem_extent != count {
+                check(l, H5Sset_extent_simple(self.mem_space.id(), n as c_int, count.as_ptr(), std::ptr::null()), "H5Sset_extent_simple (memory)")?;
+                self.mem_extent.clear();
+                self.mem_extent.extend_from_slice(count);
+            }
             check(
                 l,
                 H5Dread(self.dset, self.mem_type, self.mem_space.id(), self.file_space.id(), H5P_DEFAULT, buf.as_mut_ptr() as *mut _),

@@ -11,6 +11,7 @@
 //! When a call fails, [`hdf5_error`] walks the thread's default error stack (`H5Ewalk2`,
 //! innermost frame last) into one line per frame and clears the stack.
 
+use std::cell::Cell;
 use std::ffi::{c_char, c_uint, c_void, CStr};
 use std::fmt::Write as _;
 
@@ -25,10 +26,12 @@ use crate::error::{Error, ErrorKind};
 
 /// The libhdf5 lock plus silenced automatic error printing, restored on drop. Create one at
 /// the start of every operation that calls libhdf5 and keep it for the whole operation.
-/// Reentrant: nested sessions on the same thread save and restore correctly.
+/// Reentrant: nested sessions on the same thread only take the (reentrant) lock; the
+/// outermost one saves and restores the error handler.
 pub struct H5Session {
     saved_func: H5E_auto2_t,
     saved_data: *mut c_void,
+    outermost: bool,
     lock: H5Lock,
 }
 
@@ -39,29 +42,45 @@ impl H5Session {
     }
 }
 
+thread_local! {
+    /// How many sessions the current thread has open (nesting depth).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
 /// Take the process-wide libhdf5 lock and silence libhdf5's automatic error printing until
 /// the returned session is dropped.
 pub fn session() -> H5Session {
     let lock = lock();
     let mut saved_func: H5E_auto2_t = None;
     let mut saved_data: *mut c_void = std::ptr::null_mut();
-    // SAFETY: we hold the lock; the out-pointers are valid locals.
-    unsafe {
-        if H5Eget_auto2(H5E_DEFAULT, &mut saved_func, &mut saved_data) < 0 {
-            saved_func = None;
-            saved_data = std::ptr::null_mut();
+    let depth = DEPTH.with(|d| {
+        let v = d.get();
+        d.set(v + 1);
+        v
+    });
+    let outermost = depth == 0;
+    if outermost {
+        // SAFETY: we hold the lock; the out-pointers are valid locals.
+        unsafe {
+            if H5Eget_auto2(H5E_DEFAULT, &mut saved_func, &mut saved_data) < 0 {
+                saved_func = None;
+                saved_data = std::ptr::null_mut();
+            }
+            H5Eset_auto2(H5E_DEFAULT, None, std::ptr::null_mut());
         }
-        H5Eset_auto2(H5E_DEFAULT, None, std::ptr::null_mut());
     }
-    H5Session { saved_func, saved_data, lock }
+    H5Session { saved_func, saved_data, outermost, lock }
 }
 
 impl Drop for H5Session {
     fn drop(&mut self) {
-        // SAFETY: we still hold the lock (the `lock` field drops after this body runs);
-        // restores exactly what `session()` saved.
-        unsafe {
-            H5Eset_auto2(H5E_DEFAULT, self.saved_func, self.saved_data);
+        DEPTH.with(|d| d.set(d.get() - 1));
+        if self.outermost {
+            // SAFETY: we still hold the lock (the `lock` field drops after this body runs);
+            // restores exactly what `session()` saved.
+            unsafe {
+                H5Eset_auto2(H5E_DEFAULT, self.saved_func, self.saved_data);
+            }
         }
     }
 }

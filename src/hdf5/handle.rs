@@ -7,7 +7,7 @@
 use hdf5_sys::h5d::H5Dclose;
 use hdf5_sys::h5f::H5Fclose;
 use hdf5_sys::h5g::H5Gclose;
-use hdf5_sys::h5i::{hid_t, H5I_type_t, H5Idec_ref, H5Iget_type, H5Iis_valid};
+use hdf5_sys::h5i::{hid_t, H5I_type_t, H5Idec_ref, H5Iget_type};
 use hdf5_sys::h5p::H5Pclose;
 use hdf5_sys::h5s::H5Sclose;
 use hdf5_sys::h5t::H5Tclose;
@@ -42,19 +42,19 @@ impl Handle {
     }
 }
 
-/// The libhdf5 type of `id`, or `None` when it is not a valid open id.
-pub fn id_type(_lock: &H5Lock, id: hid_t) -> Option<H5I_type_t> {
-    // SAFETY: H5Iis_valid/H5Iget_type accept any integer.
-    unsafe {
-        if id <= 0 || H5Iis_valid(id) <= 0 {
-            return None;
-        }
-        let t = H5Iget_type(id);
-        if t == H5I_type_t::H5I_BADID {
-            None
-        } else {
-            Some(t)
-        }
+/// The libhdf5 type of `id`, or `None` when it is not a valid open id (`H5Iget_type` checks
+/// that the object exists, not only the type bits of the id).
+pub fn id_type(lock: &H5Lock, id: hid_t) -> Option<H5I_type_t> {
+    if id <= 0 {
+        return None;
+    }
+    // SAFETY: H5Iget_type accepts any integer.
+    let t = unsafe { H5Iget_type(id) };
+    if t == H5I_type_t::H5I_BADID || t == H5I_type_t::H5I_UNINIT {
+        clear_stack(lock);
+        None
+    } else {
+        Some(t)
     }
 }
 
