@@ -444,7 +444,10 @@ const char *vh5_dtype_name(uint32_t dtype);
  * `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits, path not UTF-8); `VH5_ERR_IO` (missing or
  * unreadable file, a directory, or not an HDF5 file — e.g. a netCDF classic file: the
  * message says "not an HDF5 file"); `VH5_ERR_HDF5` (libhdf5 failed to open it; message with
- * its error stack). `*file_out` is set to -1 on failure.
+ * its error stack). `*file_out` is set to -1 on failure. Thread-safe.
+ *
+ * # Safety
+ * `path` must be NULL or a NUL-terminated string; `file_out` NULL or valid for one write.
  */
 vh5_status vh5_file_open(const char *path, uint32_t flags, int64_t *file_out);
 
@@ -457,7 +460,12 @@ vh5_status vh5_file_open(const char *path, uint32_t flags, int64_t *file_out);
  * file or group id: closed, never opened, or an id of another libhdf5 instance);
  * `VH5_ERR_NOT_FOUND` (the message names the missing path component);
  * `VH5_ERR_INVALID_ARGUMENT` (the object is a group or a named datatype, not a dataset);
- * `VH5_ERR_HDF5`. `*dset_out` is set to -1 on failure.
+ * `VH5_ERR_HDF5`. `*dset_out` is set to -1 on failure. Chunked datasets get a chunk cache of
+ * 8 chunks (at least 8 MiB, at most 64 MiB; libhdf5 1.10's default is 1 MiB) so that many
+ * small reads decompress each chunk once. Thread-safe.
+ *
+ * # Safety
+ * `name` must be NULL or a NUL-terminated string; `dset_out` NULL or valid for one write.
  */
 vh5_status vh5_dataset_open(int64_t file, const char *name, int64_t *dset_out);
 
@@ -467,7 +475,10 @@ vh5_status vh5_dataset_open(int64_t file, const char *name, int64_t *dset_out);
  *
  * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`dset` is not an open
  * dataset id); `VH5_ERR_HDF5`. A dataset whose type vh5 cannot read still succeeds, with
- * `dtype` = `VH5_DTYPE_INVALID`.
+ * `dtype` = `VH5_DTYPE_INVALID`. Thread-safe.
+ *
+ * # Safety
+ * `out` must be NULL or valid for writing one `vh5_dataset_info`.
  */
 vh5_status vh5_dataset_get_info(int64_t dset, struct vh5_dataset_info *out);
 
@@ -476,7 +487,7 @@ vh5_status vh5_dataset_get_info(int64_t dset, struct vh5_dataset_info *out);
  * file/dataset `hid_t` of the same libhdf5 the caller owns).
  *
  * Returns `VH5_OK`; `VH5_ERR_INVALID_HANDLE` (not an open file or dataset id, e.g. closed
- * twice); `VH5_ERR_HDF5`.
+ * twice); `VH5_ERR_HDF5`. Thread-safe; do not close an id another thread is still using.
  */
 vh5_status vh5_close(int64_t id);
 
@@ -516,6 +527,11 @@ vh5_status vh5_close(int64_t id);
  *
  * Thread-safe (see the module notes); the caller must not access `*dst`'s memory from
  * another thread during the call.
+ *
+ * # Safety
+ * `dst` must be NULL or point to a `vh5_array` whose `base` is valid for reads and writes of
+ * `base_len` bytes and whose `shape`/`strides` hold `ndim` entries; each non-NULL table must
+ * hold `nslices * ndim` values. Nothing is retained after the call.
  */
 vh5_status vh5_read_many_slices(int64_t dset,
                                 const struct vh5_array *dst,

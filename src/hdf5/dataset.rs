@@ -55,7 +55,7 @@ pub fn open_file(lock: &H5Lock, path: &str, flags: u32) -> Result<Handle> {
         if id < 0 {
             return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("libhdf5 could not open `{path}`")));
         }
-        Ok(Handle::new(lock, id, "H5Fopen")?)
+        Handle::new(lock, id, "H5Fopen")
     }
 }
 

@@ -47,6 +47,7 @@ fn non_overlapping(strides: &[isize], counts: &[usize], itemsize: usize) -> bool
 /// of `dst`. Elements are copied in C order of `idx`, so if destination strides overlap the
 /// last write wins. Returns `OutOfBounds` (touching nothing) when either block reaches
 /// outside its buffer, `InvalidArgument` on a rank mismatch or zero item size.
+#[allow(clippy::too_many_arguments)]
 pub fn copy_strided(
     src: &[u8],
     src_off: usize,
@@ -197,6 +198,7 @@ mod tests {
     use proptest::prelude::*;
 
     /// Reference: element by element with plain index arithmetic.
+    #[allow(clippy::too_many_arguments)]
     fn reference(src: &[u8], so: usize, ss: &[isize], dst: &mut [u8], d_o: usize, ds: &[isize], counts: &[usize], size: usize) {
         let total: usize = counts.iter().product();
         for flat in 0..total {
