@@ -22,6 +22,32 @@
 
 
 /**
+ * Maximum number of axes (HDF5's `H5S_MAX_RANK`).
+ */
+#define MAX_RANK 32
+
+/**
+ * Flag: versioned-hdf5 semantics: counts silently clipped to both extents, rows that end up
+ * copying nothing are skipped.
+ */
+#define SLICES_CLIP 1
+
+/**
+ * Flag: let libhdf5 convert the file type into the destination dtype.
+ */
+#define SLICES_CONVERT 2
+
+/**
+ * Above this many bytes of unused elements per row, the inner-axis step is given to libhdf5.
+ */
+#define MAX_WASTE_BYTES (1 << 20)
+
+/**
+ * Open flag: open the file for reading and writing (`H5F_ACC_RDWR`). Default: read-only.
+ */
+#define FILE_READ_WRITE 1
+
+/**
  * Major version of the library (the soname is `libvh5.so.<major>`).
  */
 #define VH5_VERSION_MAJOR 0
@@ -132,6 +158,52 @@
  * VH5_ERR_UNSUPPORTED.
  */
 #define PAYLOAD_MAX_COUNT_DEPTH 64
+
+/**
+ * Maximum number of axes of a dataset or array (HDF5's `H5S_MAX_RANK`).
+ */
+#define VH5_MAX_RANK 32
+
+/**
+ * `vh5_file_open` flag: open for reading and writing (`H5F_ACC_RDWR`). Without it (flags 0)
+ * the file is opened read-only. Writes through vh5 come in a later release.
+ */
+#define VH5_FILE_READ_WRITE 1
+
+/**
+ * `vh5_read_many_slices` flag: versioned-hdf5 semantics. Counts are silently clipped so that
+ * both the source and the destination selections fit in their extents (taking steps into
+ * account); rows clipped to zero elements are skipped and later rows still run. Without it,
+ * any row reaching outside either extent is an error and nothing is written.
+ */
+#define VH5_SLICES_CLIP 1
+
+/**
+ * `vh5_read_many_slices` flag: let libhdf5 convert the dataset's element type into the
+ * destination dtype (e.g. int16 file -> float64 array). Without it the destination dtype
+ * must be the dataset's (byte order aside: big-endian files are always converted to native).
+ */
+#define VH5_SLICES_CONVERT 2
+
+/**
+ * Storage layout codes (`layout` field of `vh5_dataset_info`).
+ */
+#define VH5_LAYOUT_CONTIGUOUS 0
+
+/**
+ * Chunked storage (see `chunk`).
+ */
+#define VH5_LAYOUT_CHUNKED 1
+
+/**
+ * Compact storage (data inside the object header).
+ */
+#define VH5_LAYOUT_COMPACT 2
+
+/**
+ * Virtual dataset (HDF5 1.10 VDS).
+ */
+#define VH5_LAYOUT_VIRTUAL 3
 
 /**
  * Status code returned by every fallible vh5 function. Values are stable across releases.
@@ -391,6 +463,137 @@ typedef struct payload_view {
   size_t count_offset;
 } payload_view;
 
+/**
+ * Description of a dataset, filled by `vh5_dataset_get_info`. Every field is written on
+ * success; the struct is zeroed on failure.
+ */
+typedef struct vh5_dataset_info {
+  /**
+   * Number of axes (0 for a scalar dataset).
+   */
+  uint32_t ndim;
+  /**
+   * Current extent per axis, elements (first `ndim` entries; the rest are 0).
+   */
+  uint64_t shape[32];
+  /**
+   * Maximum extent per axis, elements; `UINT64_MAX` = unlimited.
+   */
+  uint64_t maxshape[32];
+  /**
+   * Storage layout: `VH5_LAYOUT_*`.
+   */
+  uint32_t layout;
+  /**
+   * 1 when the layout is chunked.
+   */
+  uint8_t chunked;
+  /**
+   * 1 when the layout is contiguous.
+   */
+  uint8_t contiguous;
+  /**
+   * 1 when the layout is compact.
+   */
+  uint8_t compact;
+  /**
+   * 1 when the filter pipeline is not empty (`nfilters > 0`).
+   */
+  uint8_t has_filters;
+  /**
+   * Chunk shape, elements (first `ndim` entries, when `chunked`; otherwise all 0).
+   */
+  uint64_t chunk[32];
+  /**
+   * Element type `VH5_DTYPE_*`; `VH5_DTYPE_INVALID` (0) when vh5 cannot read the type
+   * (variable-length strings, vlen, references): reads then fail with VH5_ERR_UNSUPPORTED.
+   */
+  uint32_t dtype;
+  /**
+   * Bytes per element of the memory type vh5 reads with: what a destination's `itemsize`
+   * must be. Equals `file_itemsize` except for some `VH5_DTYPE_OPAQUE` types (native
+   * alignment of compound members).
+   */
+  size_t itemsize;
+  /**
+   * Bytes per element in the file.
+   */
+  size_t file_itemsize;
+  /**
+   * Byte order of the file type: `VH5_ORDER_LITTLE`, `VH5_ORDER_BIG` or `VH5_ORDER_NONE`
+   * (1-byte types, bool, strings, opaque types without a single order). Reads always deliver
+   * native order.
+   */
+  uint32_t byte_order;
+  /**
+   * Number of filters in the pipeline.
+   */
+  uint32_t nfilters;
+  /**
+   * Filter ids in pipeline order (first `min(nfilters, 16)` entries): 1 deflate (gzip),
+   * 2 shuffle, 3 fletcher32, 4 szip, 5 nbit, 6 scaleoffset, others registered plugins.
+   */
+  int32_t filter_id[16];
+  /**
+   * 1 when a fill value is defined (libhdf5's default zeros count) and vh5 can read the type.
+   */
+  uint8_t has_fill_value;
+  /**
+   * 1 when the fill value was set by the writer of the file.
+   */
+  uint8_t fill_value_user_defined;
+  /**
+   * The fill value as one element of the memory type (native byte order), in the first
+   * `itemsize` bytes, when `has_fill_value` and `itemsize <= 16`; zero otherwise.
+   */
+  uint8_t fill_value[16];
+} vh5_dataset_info;
+
+/**
+ * A caller-owned strided array (the destination of `vh5_read_many_slices`).
+ *
+ * Element `[i0, ..., i(n-1)]` starts at byte `offset + sum(ik * strides[k])` of `base`.
+ * vh5 validates that every element of the array lies inside `[base, base + base_len)` and
+ * never reads or writes outside it. All pointers are borrowed for the duration of the call.
+ */
+typedef struct vh5_array {
+  /**
+   * Start of the caller's buffer. May be NULL only when `base_len` is 0.
+   */
+  void *base;
+  /**
+   * Length of the buffer in BYTES.
+   */
+  size_t base_len;
+  /**
+   * Bytes from `base` to element [0, ..., 0] (non-zero for negative strides or views).
+   */
+  size_t offset;
+  /**
+   * Element type `VH5_DTYPE_*`.
+   */
+  uint32_t dtype;
+  /**
+   * Bytes per element; must equal the dtype's size (required for `VH5_DTYPE_OPAQUE`, where
+   * it must equal the dataset's memory `itemsize` from `vh5_dataset_get_info`).
+   */
+  size_t itemsize;
+  /**
+   * Number of axes (at most `VH5_MAX_RANK`; 0 for a single element).
+   */
+  uint32_t ndim;
+  /**
+   * `ndim` extents, elements (may be NULL when `ndim` is 0).
+   */
+  const uint64_t *shape;
+  /**
+   * `ndim` strides in BYTES, possibly negative or not multiples of `itemsize`; NULL means
+   * C order (row-major) contiguous. Strides under which two different indices would share a
+   * byte are rejected.
+   */
+  const int64_t *strides;
+} vh5_array;
+
 
 
 #ifdef __cplusplus
@@ -498,6 +701,117 @@ vh5_status payload_copy_data(const uint8_t *buf,
                              void *out,
                              size_t out_len,
                              size_t *written);
+
+/**
+ * Open the HDF5 file at `path` (NUL-terminated UTF-8) and store its id in `*file_out`.
+ *
+ * `flags`: 0 (read-only) or `VH5_FILE_READ_WRITE`. The id is a libhdf5 `hid_t` (int64_t);
+ * close it with `vh5_close`. The file is opened with the `H5F_CLOSE_WEAK` close degree:
+ * closing the file id while datasets opened from it are still open is allowed, and the file
+ * stays open until the last of them is closed.
+ *
+ * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`path` or `file_out` NULL);
+ * `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits, path not UTF-8); `VH5_ERR_IO` (missing or
+ * unreadable file, a directory, or not an HDF5 file — e.g. a netCDF classic file: the
+ * message says "not an HDF5 file"); `VH5_ERR_HDF5` (libhdf5 failed to open it; message with
+ * its error stack). `*file_out` is set to -1 on failure. Thread-safe.
+ *
+ * # Safety
+ * `path` must be NULL or a NUL-terminated string; `file_out` NULL or valid for one write.
+ */
+vh5_status vh5_file_open(const char *path, uint32_t flags, int64_t *file_out);
+
+/**
+ * Open the dataset `name` (NUL-terminated UTF-8 path, through groups: "grp/var" or
+ * "/grp/var") in the file (or group) `file` and store its id in `*dset_out`; close it with
+ * `vh5_close`.
+ *
+ * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`file` is not an open
+ * file or group id: closed, never opened, or an id of another libhdf5 instance);
+ * `VH5_ERR_NOT_FOUND` (the message names the missing path component);
+ * `VH5_ERR_INVALID_ARGUMENT` (the object is a group or a named datatype, not a dataset);
+ * `VH5_ERR_HDF5`. `*dset_out` is set to -1 on failure. Chunked datasets get a chunk cache of
+ * 8 chunks (at least 8 MiB, at most 64 MiB; libhdf5 1.10's default is 1 MiB) so that many
+ * small reads decompress each chunk once. Thread-safe.
+ *
+ * # Safety
+ * `name` must be NULL or a NUL-terminated string; `dset_out` NULL or valid for one write.
+ */
+vh5_status vh5_dataset_open(int64_t file, const char *name, int64_t *dset_out);
+
+/**
+ * Describe the dataset `dset` into `*out` (see `vh5_dataset_info`; fully written on success,
+ * zeroed on failure).
+ *
+ * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`dset` is not an open
+ * dataset id); `VH5_ERR_HDF5`. A dataset whose type vh5 cannot read still succeeds, with
+ * `dtype` = `VH5_DTYPE_INVALID`. Thread-safe.
+ *
+ * # Safety
+ * `out` must be NULL or valid for writing one `vh5_dataset_info`.
+ */
+vh5_status vh5_dataset_get_info(int64_t dset, struct vh5_dataset_info *out);
+
+/**
+ * Close a file or dataset id obtained from `vh5_file_open` / `vh5_dataset_open` (or any
+ * file/dataset `hid_t` of the same libhdf5 the caller owns).
+ *
+ * Returns `VH5_OK`; `VH5_ERR_INVALID_HANDLE` (not an open file or dataset id, e.g. closed
+ * twice); `VH5_ERR_HDF5`. Thread-safe; do not close an id another thread is still using.
+ */
+vh5_status vh5_close(int64_t id);
+
+/**
+ * Copy many hyperslabs of dataset `dset` into the caller's array `*dst`.
+ *
+ * Row i (0 <= i < nslices) copies, on every axis j (0 <= j < dst->ndim),
+ * `dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
+ * d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j] (1 if `src_step` is
+ * NULL), ds = dst_step[i*ndim+j] (1 if NULL); all in ELEMENTS. Each table holds
+ * `nslices * dst->ndim` uint64 values, row-major, borrowed for the call (may be NULL when
+ * that product is 0). Rows run in order: where destinations overlap, the later row wins.
+ * A row with a count of 0 on any axis copies nothing and is not bounds-checked.
+ * The dataset must have `dst->ndim` axes. A scalar (0-d) dataset is read with `ndim` 0 and
+ * empty tables: each row copies the single element.
+ *
+ * `flags`: `VH5_SLICES_CLIP`, `VH5_SLICES_CONVERT` (or 0).
+ *
+ * Every row and the array layout are validated before the first read, so on any status
+ * below except `VH5_ERR_HDF5` nothing has been written. Unallocated chunks read as the
+ * dataset's fill value. Big-endian datasets are delivered in native byte order.
+ *
+ * Returns `VH5_OK` (also for nslices 0 and zero-size arrays, which touch nothing);
+ * `VH5_ERR_NULL_ARGUMENT` (dst, a required table, shape, or base with base_len > 0 NULL);
+ * `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; a step of 0 — naming row, axis and table;
+ * ndim of the table/array different from the dataset's; itemsize not the dtype's size;
+ * array strides under which two indices share a byte); `VH5_ERR_UNSUPPORTED` (more than 32
+ * axes; variable-length, vlen or reference dataset types); `VH5_ERR_BUFFER_TOO_SMALL`
+ * (shape x strides reaching outside `[base, base+base_len)`: the message gives the byte
+ * offsets); `VH5_ERR_OUT_OF_BOUNDS` (without CLIP: a row reaching outside the dataset or the
+ * array extent, or whose `start + (count-1)*step` overflows uint64 — naming row, axis and the
+ * numbers); `VH5_ERR_DTYPE` (unknown dtype code; dataset dtype differs from `dst->dtype`
+ * without CONVERT; no libhdf5 conversion path with CONVERT; opaque itemsize mismatch);
+ * `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5
+ * failed during a read, e.g. a corrupt chunk or a missing filter plugin; earlier rows may
+ * have been written).
+ *
+ * Thread-safe (see the module notes); the caller must not access `*dst`'s memory from
+ * another thread during the call.
+ *
+ * # Safety
+ * `dst` must be NULL or point to a `vh5_array` whose `base` is valid for reads and writes of
+ * `base_len` bytes and whose `shape`/`strides` hold `ndim` entries; each non-NULL table must
+ * hold `nslices * ndim` values. Nothing is retained after the call.
+ */
+vh5_status vh5_read_many_slices(int64_t dset,
+                                const struct vh5_array *dst,
+                                size_t nslices,
+                                const uint64_t *src_start,
+                                const uint64_t *dst_start,
+                                const uint64_t *count,
+                                const uint64_t *src_step,
+                                const uint64_t *dst_step,
+                                uint32_t flags);
 
 #ifdef __cplusplus
 }  // extern "C"

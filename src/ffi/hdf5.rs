@@ -1,1 +1,374 @@
 //! C ABI of the HDF5 half: file/dataset handles and `vh5_read_many_slices`.
+//!
+//! Thread safety (all functions here): callable from any thread at once. Every libhdf5 call
+//! vh5 makes runs under one process-wide reentrant lock (shared with Rust code using the
+//! `hdf5-metno` crate), taken once per vh5 call, so concurrent vh5 calls are serialised inside
+//! libhdf5 but each sees consistent state. Results are those of some serial order of the calls.
+//! Two threads must not write to overlapping destination memory at the same time (that is a
+//! data race in the caller's program).
+
+use std::ffi::c_char;
+
+use hdf5_sys::h5i::H5I_type_t;
+
+use super::{guard, null_arg, slice_arg, str_arg, vh5_status};
+use crate::dtype::{ByteOrder, Dtype};
+use crate::error::Result;
+use crate::hdf5::{self as h5, Layout};
+use crate::slices::{self, ArrayLayout, DstArray, SliceTable};
+
+/// Maximum number of axes of a dataset or array (HDF5's `H5S_MAX_RANK`).
+pub const VH5_MAX_RANK: u32 = 32;
+
+/// `vh5_file_open` flag: open for reading and writing (`H5F_ACC_RDWR`). Without it (flags 0)
+/// the file is opened read-only. Writes through vh5 come in a later release.
+pub const VH5_FILE_READ_WRITE: u32 = 1;
+
+/// `vh5_read_many_slices` flag: versioned-hdf5 semantics. Counts are silently clipped so that
+/// both the source and the destination selections fit in their extents (taking steps into
+/// account); rows clipped to zero elements are skipped and later rows still run. Without it,
+/// any row reaching outside either extent is an error and nothing is written.
+pub const VH5_SLICES_CLIP: u32 = 1;
+
+/// `vh5_read_many_slices` flag: let libhdf5 convert the dataset's element type into the
+/// destination dtype (e.g. int16 file -> float64 array). Without it the destination dtype
+/// must be the dataset's (byte order aside: big-endian files are always converted to native).
+pub const VH5_SLICES_CONVERT: u32 = 2;
+
+/// Storage layout codes (`layout` field of `vh5_dataset_info`).
+pub const VH5_LAYOUT_CONTIGUOUS: u32 = 0;
+/// Chunked storage (see `chunk`).
+pub const VH5_LAYOUT_CHUNKED: u32 = 1;
+/// Compact storage (data inside the object header).
+pub const VH5_LAYOUT_COMPACT: u32 = 2;
+/// Virtual dataset (HDF5 1.10 VDS).
+pub const VH5_LAYOUT_VIRTUAL: u32 = 3;
+
+/// Description of a dataset, filled by `vh5_dataset_get_info`. Every field is written on
+/// success; the struct is zeroed on failure.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct vh5_dataset_info {
+    /// Number of axes (0 for a scalar dataset).
+    pub ndim: u32,
+    /// Current extent per axis, elements (first `ndim` entries; the rest are 0).
+    pub shape: [u64; 32],
+    /// Maximum extent per axis, elements; `UINT64_MAX` = unlimited.
+    pub maxshape: [u64; 32],
+    /// Storage layout: `VH5_LAYOUT_*`.
+    pub layout: u32,
+    /// 1 when the layout is chunked.
+    pub chunked: u8,
+    /// 1 when the layout is contiguous.
+    pub contiguous: u8,
+    /// 1 when the layout is compact.
+    pub compact: u8,
+    /// 1 when the filter pipeline is not empty (`nfilters > 0`).
+    pub has_filters: u8,
+    /// Chunk shape, elements (first `ndim` entries, when `chunked`; otherwise all 0).
+    pub chunk: [u64; 32],
+    /// Element type `VH5_DTYPE_*`; `VH5_DTYPE_INVALID` (0) when vh5 cannot read the type
+    /// (variable-length strings, vlen, references): reads then fail with VH5_ERR_UNSUPPORTED.
+    pub dtype: u32,
+    /// Bytes per element of the memory type vh5 reads with: what a destination's `itemsize`
+    /// must be. Equals `file_itemsize` except for some `VH5_DTYPE_OPAQUE` types (native
+    /// alignment of compound members).
+    pub itemsize: usize,
+    /// Bytes per element in the file.
+    pub file_itemsize: usize,
+    /// Byte order of the file type: `VH5_ORDER_LITTLE`, `VH5_ORDER_BIG` or `VH5_ORDER_NONE`
+    /// (1-byte types, bool, strings, opaque types without a single order). Reads always deliver
+    /// native order.
+    pub byte_order: u32,
+    /// Number of filters in the pipeline.
+    pub nfilters: u32,
+    /// Filter ids in pipeline order (first `min(nfilters, 16)` entries): 1 deflate (gzip),
+    /// 2 shuffle, 3 fletcher32, 4 szip, 5 nbit, 6 scaleoffset, others registered plugins.
+    pub filter_id: [i32; 16],
+    /// 1 when a fill value is defined (libhdf5's default zeros count) and vh5 can read the type.
+    pub has_fill_value: u8,
+    /// 1 when the fill value was set by the writer of the file.
+    pub fill_value_user_defined: u8,
+    /// The fill value as one element of the memory type (native byte order), in the first
+    /// `itemsize` bytes, when `has_fill_value` and `itemsize <= 16`; zero otherwise.
+    pub fill_value: [u8; 16],
+}
+
+/// A caller-owned strided array (the destination of `vh5_read_many_slices`).
+///
+/// Element `[i0, ..., i(n-1)]` starts at byte `offset + sum(ik * strides[k])` of `base`.
+/// vh5 validates that every element of the array lies inside `[base, base + base_len)` and
+/// never reads or writes outside it. All pointers are borrowed for the duration of the call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct vh5_array {
+    /// Start of the caller's buffer. May be NULL only when `base_len` is 0.
+    pub base: *mut std::ffi::c_void,
+    /// Length of the buffer in BYTES.
+    pub base_len: usize,
+    /// Bytes from `base` to element [0, ..., 0] (non-zero for negative strides or views).
+    pub offset: usize,
+    /// Element type `VH5_DTYPE_*`.
+    pub dtype: u32,
+    /// Bytes per element; must equal the dtype's size (required for `VH5_DTYPE_OPAQUE`, where
+    /// it must equal the dataset's memory `itemsize` from `vh5_dataset_get_info`).
+    pub itemsize: usize,
+    /// Number of axes (at most `VH5_MAX_RANK`; 0 for a single element).
+    pub ndim: u32,
+    /// `ndim` extents, elements (may be NULL when `ndim` is 0).
+    pub shape: *const u64,
+    /// `ndim` strides in BYTES, possibly negative or not multiples of `itemsize`; NULL means
+    /// C order (row-major) contiguous. Strides under which two different indices would share a
+    /// byte are rejected.
+    pub strides: *const i64,
+}
+
+/// Open the HDF5 file at `path` (NUL-terminated UTF-8) and store its id in `*file_out`.
+///
+/// `flags`: 0 (read-only) or `VH5_FILE_READ_WRITE`. The id is a libhdf5 `hid_t` (int64_t);
+/// close it with `vh5_close`. The file is opened with the `H5F_CLOSE_WEAK` close degree:
+/// closing the file id while datasets opened from it are still open is allowed, and the file
+/// stays open until the last of them is closed.
+///
+/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`path` or `file_out` NULL);
+/// `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits, path not UTF-8); `VH5_ERR_IO` (missing or
+/// unreadable file, a directory, or not an HDF5 file — e.g. a netCDF classic file: the
+/// message says "not an HDF5 file"); `VH5_ERR_HDF5` (libhdf5 failed to open it; message with
+/// its error stack). `*file_out` is set to -1 on failure. Thread-safe.
+///
+/// # Safety
+/// `path` must be NULL or a NUL-terminated string; `file_out` NULL or valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_file_open(path: *const c_char, flags: u32, file_out: *mut i64) -> vh5_status {
+    if !file_out.is_null() {
+        *file_out = -1;
+    }
+    guard(|| {
+        if file_out.is_null() {
+            return Err(null_arg("file_out"));
+        }
+        let path = str_arg(path, "path")?;
+        let s = h5::session();
+        let f = h5::open_file(s.lock(), path, flags)?;
+        *file_out = f.into_raw();
+        Ok(())
+    })
+}
+
+/// Open the dataset `name` (NUL-terminated UTF-8 path, through groups: "grp/var" or
+/// "/grp/var") in the file (or group) `file` and store its id in `*dset_out`; close it with
+/// `vh5_close`.
+///
+/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`file` is not an open
+/// file or group id: closed, never opened, or an id of another libhdf5 instance);
+/// `VH5_ERR_NOT_FOUND` (the message names the missing path component);
+/// `VH5_ERR_INVALID_ARGUMENT` (the object is a group or a named datatype, not a dataset);
+/// `VH5_ERR_HDF5`. `*dset_out` is set to -1 on failure. Chunked datasets get a chunk cache of
+/// 8 chunks (at least 8 MiB, at most 64 MiB; libhdf5 1.10's default is 1 MiB) so that many
+/// small reads decompress each chunk once. Thread-safe.
+///
+/// # Safety
+/// `name` must be NULL or a NUL-terminated string; `dset_out` NULL or valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_dataset_open(file: i64, name: *const c_char, dset_out: *mut i64) -> vh5_status {
+    if !dset_out.is_null() {
+        *dset_out = -1;
+    }
+    guard(|| {
+        if dset_out.is_null() {
+            return Err(null_arg("dset_out"));
+        }
+        let name = str_arg(name, "name")?;
+        let s = h5::session();
+        let d = h5::open_dataset(s.lock(), file, name)?;
+        *dset_out = d.into_raw();
+        Ok(())
+    })
+}
+
+/// Describe the dataset `dset` into `*out` (see `vh5_dataset_info`; fully written on success,
+/// zeroed on failure).
+///
+/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`dset` is not an open
+/// dataset id); `VH5_ERR_HDF5`. A dataset whose type vh5 cannot read still succeeds, with
+/// `dtype` = `VH5_DTYPE_INVALID`. Thread-safe.
+///
+/// # Safety
+/// `out` must be NULL or valid for writing one `vh5_dataset_info`.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_dataset_get_info(dset: i64, out: *mut vh5_dataset_info) -> vh5_status {
+    if !out.is_null() {
+        std::ptr::write_bytes(out, 0, 1);
+    }
+    guard(|| {
+        if out.is_null() {
+            return Err(null_arg("out"));
+        }
+        let s = h5::session();
+        let info = h5::dataset_info(s.lock(), dset)?;
+        let mut o: vh5_dataset_info = std::mem::zeroed();
+        o.ndim = info.shape.len() as u32;
+        o.shape[..info.shape.len()].copy_from_slice(&info.shape);
+        o.maxshape[..info.maxshape.len()].copy_from_slice(&info.maxshape);
+        o.layout = match info.layout {
+            Layout::Contiguous => VH5_LAYOUT_CONTIGUOUS,
+            Layout::Chunked => VH5_LAYOUT_CHUNKED,
+            Layout::Compact => VH5_LAYOUT_COMPACT,
+            Layout::Virtual => VH5_LAYOUT_VIRTUAL,
+        };
+        o.chunked = (info.layout == Layout::Chunked) as u8;
+        o.contiguous = (info.layout == Layout::Contiguous) as u8;
+        o.compact = (info.layout == Layout::Compact) as u8;
+        if let Some(c) = &info.chunk {
+            o.chunk[..c.len()].copy_from_slice(c);
+        }
+        o.dtype = info.dtype.dtype.map_or(0, |d| d.code());
+        o.itemsize = info.dtype.mem_itemsize;
+        o.file_itemsize = info.dtype.file_itemsize;
+        o.byte_order = match info.dtype.byte_order {
+            Some(ByteOrder::Little) => 0,
+            Some(ByteOrder::Big) => 1,
+            None => 2,
+        };
+        o.nfilters = info.filters.len() as u32;
+        o.has_filters = (!info.filters.is_empty()) as u8;
+        for (k, (id, _)) in info.filters.iter().take(16).enumerate() {
+            o.filter_id[k] = *id;
+        }
+        if let Some(fv) = &info.fill_value {
+            o.has_fill_value = 1;
+            if fv.len() <= 16 {
+                o.fill_value[..fv.len()].copy_from_slice(fv);
+            }
+        }
+        o.fill_value_user_defined = info.fill_value_user_defined as u8;
+        *out = o;
+        Ok(())
+    })
+}
+
+/// Close a file or dataset id obtained from `vh5_file_open` / `vh5_dataset_open` (or any
+/// file/dataset `hid_t` of the same libhdf5 the caller owns).
+///
+/// Returns `VH5_OK`; `VH5_ERR_INVALID_HANDLE` (not an open file or dataset id, e.g. closed
+/// twice); `VH5_ERR_HDF5`. Thread-safe; do not close an id another thread is still using.
+#[no_mangle]
+pub extern "C" fn vh5_close(id: i64) -> vh5_status {
+    guard(|| {
+        let s = h5::session();
+        h5::dataset::expect_kind(s.lock(), id, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_DATASET], "id")?;
+        h5::close(s.lock(), id)
+    })
+}
+
+/// Borrow a `vh5_array` as a destination.
+///
+/// # Safety
+/// The caller's contract: `a.base` valid for reads and writes of `a.base_len` bytes, `shape`
+/// and `strides` valid for `ndim` entries, for the duration of the call.
+unsafe fn dst_array<'a>(a: &vh5_array) -> Result<DstArray<'a>> {
+    let dtype = Dtype::from_code(a.dtype).ok_or_else(|| err!(Dtype, "dst.dtype: unknown dtype code {}", a.dtype))?;
+    if a.ndim > VH5_MAX_RANK {
+        bail!(Unsupported, "dst.ndim {}: at most {VH5_MAX_RANK} axes are supported", a.ndim);
+    }
+    let n = a.ndim as usize;
+    if a.itemsize == 0 {
+        bail!(InvalidArgument, "dst.itemsize is 0");
+    }
+    let shape = slice_arg(a.shape, n, "dst.shape")?.to_vec();
+    let strides = if a.strides.is_null() {
+        ArrayLayout::c_strides(&shape, a.itemsize).ok_or_else(|| err!(InvalidArgument, "dst.shape {shape:?} x itemsize {} overflows", a.itemsize))?
+    } else {
+        slice_arg(a.strides, n, "dst.strides")?.to_vec()
+    };
+    if a.base.is_null() && a.base_len != 0 {
+        return Err(null_arg("dst.base"));
+    }
+    let buf: &mut [u8] = if a.base_len == 0 {
+        &mut []
+    } else {
+        std::slice::from_raw_parts_mut(a.base as *mut u8, a.base_len)
+    };
+    Ok(DstArray { buf, layout: ArrayLayout { shape, strides, offset: a.offset, base_len: a.base_len, itemsize: a.itemsize }, dtype })
+}
+
+/// Copy many hyperslabs of dataset `dset` into the caller's array `*dst`.
+///
+/// Row i (0 <= i < nslices) copies, on every axis j (0 <= j < dst->ndim),
+/// `dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
+/// d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j] (1 if `src_step` is
+/// NULL), ds = dst_step[i*ndim+j] (1 if NULL); all in ELEMENTS. Each table holds
+/// `nslices * dst->ndim` uint64 values, row-major, borrowed for the call (may be NULL when
+/// that product is 0). Rows run in order: where destinations overlap, the later row wins.
+/// A row with a count of 0 on any axis copies nothing and is not bounds-checked.
+/// The dataset must have `dst->ndim` axes. A scalar (0-d) dataset is read with `ndim` 0 and
+/// empty tables: each row copies the single element.
+///
+/// `flags`: `VH5_SLICES_CLIP`, `VH5_SLICES_CONVERT` (or 0).
+///
+/// Every row and the array layout are validated before the first read, so on any status
+/// below except `VH5_ERR_HDF5` nothing has been written. Unallocated chunks read as the
+/// dataset's fill value. Big-endian datasets are delivered in native byte order.
+///
+/// Returns `VH5_OK` (also for nslices 0 and zero-size arrays, which touch nothing);
+/// `VH5_ERR_NULL_ARGUMENT` (dst, a required table, shape, or base with base_len > 0 NULL);
+/// `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; a step of 0 — naming row, axis and table;
+/// ndim of the table/array different from the dataset's; itemsize not the dtype's size;
+/// array strides under which two indices share a byte); `VH5_ERR_UNSUPPORTED` (more than 32
+/// axes; variable-length, vlen or reference dataset types); `VH5_ERR_BUFFER_TOO_SMALL`
+/// (shape x strides reaching outside `[base, base+base_len)`: the message gives the byte
+/// offsets); `VH5_ERR_OUT_OF_BOUNDS` (without CLIP: a row reaching outside the dataset or the
+/// array extent, or whose `start + (count-1)*step` overflows uint64 — naming row, axis and the
+/// numbers); `VH5_ERR_DTYPE` (unknown dtype code; dataset dtype differs from `dst->dtype`
+/// without CONVERT; no libhdf5 conversion path with CONVERT; opaque itemsize mismatch);
+/// `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5
+/// failed during a read, e.g. a corrupt chunk or a missing filter plugin; earlier rows may
+/// have been written).
+///
+/// Thread-safe (see the module notes); the caller must not access `*dst`'s memory from
+/// another thread during the call.
+///
+/// # Safety
+/// `dst` must be NULL or point to a `vh5_array` whose `base` is valid for reads and writes of
+/// `base_len` bytes and whose `shape`/`strides` hold `ndim` entries; each non-NULL table must
+/// hold `nslices * ndim` values. Nothing is retained after the call.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_read_many_slices(
+    dset: i64,
+    dst: *const vh5_array,
+    nslices: usize,
+    src_start: *const u64,
+    dst_start: *const u64,
+    count: *const u64,
+    src_step: *const u64,
+    dst_step: *const u64,
+    flags: u32,
+) -> vh5_status {
+    guard(|| {
+        if dst.is_null() {
+            return Err(null_arg("dst"));
+        }
+        let a = &*dst;
+        let mut d = dst_array(a)?;
+        let n = a.ndim as usize;
+        let len = nslices.checked_mul(n).ok_or_else(|| err!(InvalidArgument, "nslices {nslices} x ndim {n} overflows"))?;
+        let opt = |p: *const u64, name: &str| -> Result<Option<&[u64]>> {
+            if p.is_null() {
+                Ok(None)
+            } else {
+                Ok(Some(slice_arg(p, len, name)?))
+            }
+        };
+        let table = SliceTable::new(
+            n,
+            nslices,
+            slice_arg(src_start, len, "src_start")?,
+            slice_arg(dst_start, len, "dst_start")?,
+            slice_arg(count, len, "count")?,
+            opt(src_step, "src_step")?,
+            opt(dst_step, "dst_step")?,
+        )?;
+        slices::read_many_slices(dset, &mut d, &table, flags)?;
+        Ok(())
+    })
+}

@@ -1,1 +1,16 @@
-//! libhdf5 access: process-wide lock, error-stack capture, RAII handles.
+//! libhdf5 access: the process-wide lock ([`lock`]), error-stack capture and silenced error
+//! printing ([`error`]), RAII handles ([`handle`]), datatype mapping ([`types`]) and
+//! files/datasets/hyperslab reads ([`dataset`]).
+//!
+//! Every libhdf5 call vh5 makes happens while holding the lock of an [`error::H5Session`].
+
+pub mod dataset;
+pub mod error;
+pub mod handle;
+pub mod lock;
+pub mod types;
+
+pub use dataset::{close, dataset_info, list_datasets, open_dataset, open_file, DatasetInfo, HyperslabReader, Layout, FILE_READ_WRITE, MAX_RANK};
+pub use error::{session, H5Session};
+pub use handle::Handle;
+pub use types::TypeInfo;

@@ -1,1 +1,10 @@
-//! Slice geometry (validate, clip, plan) and the strided copy engine (safe Rust).
+//! Many-slice transfers: slice-table geometry ([`geometry`]: validation, clipping, array
+//! layouts), the strided copy engine ([`copy`]) and the orchestration of a read from HDF5
+//! into a caller's array ([`read`]).
+
+pub mod copy;
+pub mod geometry;
+pub mod read;
+
+pub use geometry::{ArrayLayout, Row, SliceTable};
+pub use read::{read_many_slices, DstArray, ReadStats, SLICES_CLIP, SLICES_CONVERT};

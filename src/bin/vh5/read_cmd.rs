@@ -1,9 +1,429 @@
-//! `vh5 info` and `vh5 read`.
-pub fn run_info(_args: &[String]) -> i32 {
-    eprintln!("vh5 info: not built yet");
+//! `vh5 info`, `vh5 read` and `vh5 make-sample`: inspect HDF5 files, run many-slice reads with
+//! checksums and timing, and write the demo's sample file. Uses the Rust API (not the C ABI).
+//!
+//! Slice table CSV format (`vh5 read --table FILE.csv`): one row per line, comma-separated
+//! unsigned integers, for a dataset of n axes either 3n columns
+//! `src_start_0..src_start_{n-1}, dst_start_0.., count_0..` or 5n columns that add
+//! `src_step_0.., dst_step_0..` (elements). Blank lines, lines starting with `#` and a header
+//! line whose first field is not a number are ignored.
+
+use std::ffi::CString;
+use std::io::Write as _;
+use std::time::Instant;
+
+use vh5::dtype::Dtype;
+use vh5::error::{Error, Result};
+use vh5::hdf5::{self as h5, Layout};
+use vh5::slices::{read_many_slices, ArrayLayout, DstArray, SliceTable, SLICES_CLIP};
+
+fn fail(e: impl std::fmt::Display) -> i32 {
+    eprintln!("vh5: {e}");
     1
 }
-pub fn run_read(_args: &[String]) -> i32 {
-    eprintln!("vh5 read: not built yet");
-    1
+
+/// `vh5 info FILE`: every dataset with shape, dtype, byte order, layout, chunks, filters and
+/// fill value.
+pub fn run_info(args: &[String]) -> i32 {
+    let [path] = args else {
+        eprintln!("usage: vh5 info FILE");
+        return 2;
+    };
+    match info(path) {
+        Ok(()) => 0,
+        Err(e) => fail(e),
+    }
+}
+
+fn fmt_fill(info: &h5::DatasetInfo) -> String {
+    let Some(fv) = &info.fill_value else { return "none".into() };
+    let v = match info.dtype.dtype {
+        Some(d) if d != Dtype::Opaque => sum_elements(d, fv).0,
+        _ => return format!("{} bytes", fv.len()),
+    };
+    format!("{v}{}", if info.fill_value_user_defined { "" } else { " (default)" })
+}
+
+fn info(path: &str) -> Result<()> {
+    let s = h5::session();
+    let l = s.lock();
+    let f = h5::open_file(l, path, 0)?;
+    // writeln! (not println!) so a closed pipe (`vh5 info F | head`) ends quietly.
+    let mut out = std::io::stdout().lock();
+    if writeln!(out, "{path}").is_err() {
+        return Ok(());
+    }
+    for name in h5::list_datasets(l, f.id())? {
+        let d = h5::open_dataset(l, f.id(), &name)?;
+        let i = h5::dataset_info(l, d.id())?;
+        let layout = match (&i.layout, &i.chunk) {
+            (Layout::Chunked, Some(c)) => format!("chunks {c:?}"),
+            (Layout::Contiguous, _) => "contiguous".into(),
+            (Layout::Compact, _) => "compact".into(),
+            (Layout::Virtual, _) => "virtual".into(),
+            _ => "chunked".into(),
+        };
+        let filters = if i.filters.is_empty() {
+            "no filters".to_string()
+        } else {
+            let names: Vec<String> = i.filters.iter().map(|(id, n)| if n.is_empty() { format!("filter {id}") } else { format!("{n} ({id})") }).collect();
+            format!("filters: {}", names.join(", "))
+        };
+        if writeln!(out, "  {name}: shape {:?}, {}, {layout}, {filters}, fill value {}", i.shape, i.dtype.description, fmt_fill(&i)).is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// `vh5 make-sample FILE [--shape A,B] [--chunk A,B]`: a float64 dataset `/data` (default
+/// 2000x2000, chunks 100x100, gzip level 4 + shuffle) with values sin(i/100) + cos(j/77).
+pub fn run_make_sample(args: &[String]) -> i32 {
+    let mut path = None;
+    let mut shape = vec![2000u64, 2000];
+    let mut chunk = vec![100u64, 100];
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--shape" => shape = parse_list(it.next()).unwrap_or_default(),
+            "--chunk" => chunk = parse_list(it.next()).unwrap_or_default(),
+            p if path.is_none() && !p.starts_with("--") => path = Some(p.to_string()),
+            _ => {
+                eprintln!("usage: vh5 make-sample FILE [--shape 2000,2000] [--chunk 100,100]");
+                return 2;
+            }
+        }
+    }
+    let Some(path) = path else {
+        eprintln!("usage: vh5 make-sample FILE [--shape 2000,2000] [--chunk 100,100]");
+        return 2;
+    };
+    if shape.len() != 2 || chunk.len() != 2 || chunk.contains(&0) {
+        return fail("--shape and --chunk take two positive integers");
+    }
+    match make_sample(&path, &shape, &chunk) {
+        Ok(()) => {
+            println!("wrote {path}: /data float64 {shape:?}, chunks {chunk:?}, gzip 4 + shuffle");
+            0
+        }
+        Err(e) => fail(e),
+    }
+}
+
+fn make_sample(path: &str, shape: &[u64], chunk: &[u64]) -> Result<()> {
+    use hdf5_sys::{h5d::*, h5f::*, h5p::*, h5s::*, h5t::*};
+    let s = h5::session();
+    let l = s.lock();
+    let data: Vec<f64> = (0..shape[0]).flat_map(|i| (0..shape[1]).map(move |j| (i as f64 / 100.0).sin() + (j as f64 / 77.0).cos())).collect();
+    let c = CString::new(path).map_err(|_| Error::new(vh5::error::ErrorKind::InvalidArgument, "path contains NUL"))?;
+    let chk = |r: i64, what: &str| h5::error::check(l, r, what);
+    // SAFETY: plain libhdf5 calls with valid arguments under the lock; ids closed by Handle.
+    unsafe {
+        let f = h5::Handle::new(l, H5Fcreate(c.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), format_args!("creating {path}"))?;
+        let sp = h5::Handle::new(l, H5Screate_simple(2, shape.as_ptr(), std::ptr::null()), "H5Screate_simple")?;
+        let dcpl = h5::Handle::new(l, H5Pcreate(*H5P_CLS_DATASET_CREATE), "H5Pcreate")?;
+        chk(H5Pset_chunk(dcpl.id(), 2, chunk.as_ptr()) as i64, "H5Pset_chunk")?;
+        chk(H5Pset_shuffle(dcpl.id()) as i64, "H5Pset_shuffle")?;
+        chk(H5Pset_deflate(dcpl.id(), 4) as i64, "H5Pset_deflate")?;
+        let d = h5::Handle::new(l, H5Dcreate2(f.id(), c"data".as_ptr(), *H5T_IEEE_F64LE, sp.id(), H5P_DEFAULT, dcpl.id(), H5P_DEFAULT), "H5Dcreate2")?;
+        chk(H5Dwrite(d.id(), *H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.as_ptr() as *const _) as i64, "H5Dwrite")?;
+    }
+    Ok(())
+}
+
+fn parse_list(s: Option<&String>) -> Option<Vec<u64>> {
+    s?.split(',').map(|x| x.trim().parse().ok()).collect()
+}
+
+const READ_USAGE: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv | --random N --size A,B,..) [--seed S] [--clip] [--save OUT.npy] [--show K]
+  --table ROWS.csv  slice table: per line src_start.., dst_start.., count.. [, src_step.., dst_step..]
+  --random N        N random in-bounds rows of --size elements, stacked along axis 0 of the destination
+  --clip            versioned-hdf5 semantics (clip counts, skip empty rows) instead of errors
+  --save OUT.npy    write the destination array as a .npy file
+  --show K          print the first K rows of the table (default 3)";
+
+struct ReadOpts {
+    path: String,
+    dataset: String,
+    table: Option<String>,
+    random: Option<usize>,
+    size: Vec<u64>,
+    seed: u64,
+    clip: bool,
+    save: Option<String>,
+    show: usize,
+}
+
+fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
+    let mut pos = Vec::new();
+    let mut o = ReadOpts { path: String::new(), dataset: String::new(), table: None, random: None, size: vec![], seed: 1, clip: false, save: None, show: 3 };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().cloned().ok_or_else(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--table" => o.table = Some(val()?),
+            "--random" => o.random = Some(val()?.parse().map_err(|e| format!("--random: {e}"))?),
+            "--size" => o.size = parse_list(Some(&val()?)).ok_or("--size: comma-separated integers")?,
+            "--seed" => o.seed = val()?.parse().map_err(|e| format!("--seed: {e}"))?,
+            "--save" => o.save = Some(val()?),
+            "--show" => o.show = val()?.parse().map_err(|e| format!("--show: {e}"))?,
+            "--clip" => o.clip = true,
+            "--help" | "-h" => return Err(String::new()),
+            x if x.starts_with("--") => return Err(format!("unknown option {x}")),
+            x => pos.push(x.to_string()),
+        }
+    }
+    let [path, dataset] = <[String; 2]>::try_from(pos).map_err(|_| "expected FILE and DATASET".to_string())?;
+    o.path = path;
+    o.dataset = dataset;
+    if o.table.is_some() == o.random.is_some() {
+        return Err("give exactly one of --table or --random".into());
+    }
+    Ok(o)
+}
+
+/// `vh5 read FILE DATASET ...`: read a slice table into a new C-order array and print rows,
+/// elements, a checksum (sum and FNV-1a 64 hash of the destination bytes) and timing.
+pub fn run_read(args: &[String]) -> i32 {
+    let o = match parse_read(args) {
+        Ok(o) => o,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("vh5 read: {e}");
+            }
+            eprintln!("{READ_USAGE}");
+            return 2;
+        }
+    };
+    match read(&o) {
+        Ok(()) => 0,
+        Err(e) => fail(e),
+    }
+}
+
+/// Rows of a table as five flat columns.
+#[derive(Default)]
+struct Table {
+    cols: [Vec<u64>; 5],
+    steps: bool,
+    n: usize,
+}
+
+fn load_csv(path: &str, ndim: usize) -> Result<Table> {
+    let text = std::fs::read_to_string(path).map_err(|e| err_io(format!("cannot read {path}: {e}")))?;
+    let mut t = Table::default();
+    for (ln, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        if t.n == 0 && fields[0].parse::<u64>().is_err() {
+            continue; // header
+        }
+        let vals: Vec<u64> = fields
+            .iter()
+            .map(|f| f.parse::<u64>())
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| Error::new(vh5::error::ErrorKind::InvalidArgument, format!("{path}:{}: {e}", ln + 1)))?;
+        let groups = vals.len() / ndim.max(1);
+        if ndim == 0 || vals.len() % ndim != 0 || !(groups == 3 || groups == 5) || (t.n > 0 && (groups == 5) != t.steps) {
+            return Err(Error::new(vh5::error::ErrorKind::InvalidArgument, format!("{path}:{}: expected {} or {} columns, got {}", ln + 1, 3 * ndim, 5 * ndim, vals.len())));
+        }
+        t.steps = groups == 5;
+        for g in 0..groups {
+            t.cols[g].extend(&vals[g * ndim..(g + 1) * ndim]);
+        }
+        t.n += 1;
+    }
+    Ok(t)
+}
+
+fn err_io(m: String) -> Error {
+    Error::new(vh5::error::ErrorKind::Io, m)
+}
+
+fn random_table(shape: &[u64], size: &[u64], n: usize, seed: u64) -> Result<Table> {
+    if size.len() != shape.len() {
+        return Err(Error::new(vh5::error::ErrorKind::InvalidArgument, format!("--size has {} values, the dataset {} axes", size.len(), shape.len())));
+    }
+    if size.iter().zip(shape).any(|(s, e)| *s == 0 || s > e) {
+        return Err(Error::new(vh5::error::ErrorKind::InvalidArgument, format!("--size {size:?} does not fit the dataset shape {shape:?}")));
+    }
+    let mut x = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    let mut t = Table { n, ..Default::default() };
+    for i in 0..n {
+        for j in 0..shape.len() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            t.cols[0].push(x % (shape[j] - size[j] + 1));
+            t.cols[1].push(if j == 0 { i as u64 * size[0] } else { 0 });
+            t.cols[2].push(size[j]);
+        }
+    }
+    Ok(t)
+}
+
+fn read(o: &ReadOpts) -> Result<()> {
+    let s = h5::session();
+    let l = s.lock();
+    let f = h5::open_file(l, &o.path, 0)?;
+    let d = h5::open_dataset(l, f.id(), &o.dataset)?;
+    let info = h5::dataset_info(l, d.id())?;
+    let Some(dtype) = info.dtype.dtype else {
+        return Err(Error::new(vh5::error::ErrorKind::Unsupported, format!("dataset {} has a {}", o.dataset, info.dtype.description)));
+    };
+    let n = info.shape.len();
+    let t = match (&o.table, o.random) {
+        (Some(p), _) => load_csv(p, n)?,
+        (None, Some(k)) => random_table(&info.shape, &o.size, k, o.seed)?,
+        _ => unreachable!(),
+    };
+    // Destination: just large enough for every row (unclipped).
+    let mut dshape = vec![0u64; n];
+    for i in 0..t.n {
+        for j in 0..n {
+            let k = i * n + j;
+            let step = if t.steps { t.cols[4][k] } else { 1 };
+            let end = t.cols[1][k].saturating_add(t.cols[2][k].saturating_sub(1).saturating_mul(step)).saturating_add(1);
+            dshape[j] = dshape[j].max(if t.cols[2][k] == 0 { 0 } else { end });
+        }
+    }
+    if o.clip {
+        // Clipped rows never reach beyond the dataset extent along each axis from their dst start.
+        for j in 0..n {
+            dshape[j] = dshape[j].min(info.shape[j].saturating_mul(1 + t.n as u64));
+        }
+    }
+    let itemsize = info.dtype.mem_itemsize;
+    let elems: u64 = dshape.iter().product();
+    let bytes = usize::try_from(elems as u128 * itemsize as u128).map_err(|_| err_io("destination too large".into()))?;
+    let mut buf = vec![0u8; bytes];
+    let strides = ArrayLayout::c_strides(&dshape, itemsize).ok_or_else(|| err_io("destination too large".into()))?;
+    for i in 0..t.n.min(o.show) {
+        let r = |c: usize| &t.cols[c][i * n..(i + 1) * n];
+        if t.steps {
+            println!("row {i}: src {:?} step {:?} -> dst {:?} step {:?}, count {:?}", r(0), r(3), r(1), r(4), r(2));
+        } else {
+            println!("row {i}: src {:?} -> dst {:?}, count {:?}", r(0), r(1), r(2));
+        }
+    }
+    let table = SliceTable::new(n, t.n, &t.cols[0], &t.cols[1], &t.cols[2], t.steps.then_some(&t.cols[3][..]), t.steps.then_some(&t.cols[4][..]))?;
+    let mut dst = DstArray { buf: &mut buf, layout: ArrayLayout { shape: dshape.clone(), strides, offset: 0, base_len: bytes, itemsize }, dtype };
+    let t0 = Instant::now();
+    let stats = read_many_slices(d.id(), &mut dst, &table, if o.clip { SLICES_CLIP } else { 0 })?;
+    let dt = t0.elapsed();
+    let (sum, _) = if dtype == Dtype::Opaque { (String::from("n/a (opaque)"), 0) } else { sum_elements(dtype, &buf) };
+    println!("dataset {} {:?} {}; destination {:?}", o.dataset, info.shape, info.dtype.description, dshape);
+    println!("rows {} (skipped {}), elements {}, direct reads {}", stats.rows_read, stats.rows_skipped, stats.elements, stats.direct_reads);
+    println!("checksum: sum {sum}, fnv1a64 {:016x}", fnv1a(&buf));
+    println!(
+        "time {:.3} ms ({:.2} us/row)",
+        dt.as_secs_f64() * 1e3,
+        dt.as_secs_f64() * 1e6 / (t.n.max(1) as f64)
+    );
+    if let Some(p) = &o.save {
+        write_npy(p, dtype, itemsize, &dshape, &buf)?;
+        println!("saved {p}");
+    }
+    Ok(())
+}
+
+fn fnv1a(b: &[u8]) -> u64 {
+    b.iter().fold(0xcbf29ce484222325u64, |h, &x| (h ^ x as u64).wrapping_mul(0x100000001b3))
+}
+
+fn f16_to_f64(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let e = ((h >> 10) & 0x1f) as i32;
+    let m = (h & 0x3ff) as f64;
+    sign * match e {
+        0 => m * 2f64.powi(-24),
+        31 => if m == 0.0 { f64::INFINITY } else { f64::NAN },
+        _ => (1.0 + m / 1024.0) * 2f64.powi(e - 15),
+    }
+}
+
+/// Sum of the native-order elements of `b` as text (complex: real and imaginary sums).
+fn sum_elements(d: Dtype, b: &[u8]) -> (String, usize) {
+    let size = d.itemsize().unwrap_or(1);
+    let mut re = 0f64;
+    let mut im = 0f64;
+    for e in b.chunks_exact(size) {
+        let v = |k: usize, w: usize| -> [u8; 8] {
+            let mut a = [0u8; 8];
+            a[..w].copy_from_slice(&e[k..k + w]);
+            a
+        };
+        match d {
+            Dtype::Bool | Dtype::UInt8 => re += e[0] as f64,
+            Dtype::Int8 => re += e[0] as i8 as f64,
+            Dtype::Int16 => re += i16::from_ne_bytes([e[0], e[1]]) as f64,
+            Dtype::UInt16 => re += u16::from_ne_bytes([e[0], e[1]]) as f64,
+            Dtype::Int32 => re += i32::from_ne_bytes(e.try_into().unwrap()) as f64,
+            Dtype::UInt32 => re += u32::from_ne_bytes(e.try_into().unwrap()) as f64,
+            Dtype::Int64 => re += i64::from_ne_bytes(e.try_into().unwrap()) as f64,
+            Dtype::UInt64 => re += u64::from_ne_bytes(e.try_into().unwrap()) as f64,
+            Dtype::Float16 => re += f16_to_f64(u16::from_ne_bytes([e[0], e[1]])),
+            Dtype::Float32 => re += f32::from_ne_bytes(e.try_into().unwrap()) as f64,
+            Dtype::Float64 => re += f64::from_ne_bytes(e.try_into().unwrap()),
+            Dtype::Complex64 => {
+                re += f32::from_ne_bytes(e[..4].try_into().unwrap()) as f64;
+                im += f32::from_ne_bytes(e[4..].try_into().unwrap()) as f64;
+            }
+            Dtype::Complex128 => {
+                re += f64::from_ne_bytes(v(0, 8));
+                im += f64::from_ne_bytes(v(8, 8));
+            }
+            Dtype::Opaque => {}
+        }
+    }
+    let s = if matches!(d, Dtype::Complex64 | Dtype::Complex128) { format!("{re:?}{im:+?}j") } else { format!("{re:?}") };
+    (s, b.len() / size)
+}
+
+/// Write a .npy file (format version 1.0: magic, header dict padded to 64 bytes, C-order data).
+fn write_npy(path: &str, d: Dtype, itemsize: usize, shape: &[u64], data: &[u8]) -> Result<()> {
+    let e = if cfg!(target_endian = "little") { '<' } else { '>' };
+    let descr = match d {
+        Dtype::Bool => "|b1".to_string(),
+        Dtype::Int8 => "|i1".into(),
+        Dtype::UInt8 => "|u1".into(),
+        Dtype::Opaque => format!("|V{itemsize}"),
+        _ => format!("{e}{}{}", d.kind(), itemsize),
+    };
+    let dims: Vec<String> = shape.iter().map(|x| x.to_string()).collect();
+    let shape_txt = if shape.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_txt}, }}");
+    let total = 10 + header.len() + 1;
+    header.push_str(&" ".repeat((64 - total % 64) % 64));
+    header.push('\n');
+    let mut out = Vec::with_capacity(10 + header.len() + data.len());
+    out.extend_from_slice(b"\x93NUMPY\x01\x00");
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    std::fs::write(path, out).map_err(|e| err_io(format!("cannot write {path}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npy_header_is_aligned_and_f16_decodes() {
+        let dir = std::env::temp_dir().join(format!("vh5-npy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("a.npy");
+        write_npy(p.to_str().unwrap(), Dtype::Float64, 8, &[2, 3], &[0u8; 48]).unwrap();
+        let b = std::fs::read(&p).unwrap();
+        let hl = u16::from_le_bytes([b[8], b[9]]) as usize;
+        assert_eq!((10 + hl) % 64, 0);
+        assert!(std::str::from_utf8(&b[10..10 + hl]).unwrap().contains("'shape': (2, 3)"));
+        assert_eq!(b.len(), 10 + hl + 48);
+        assert_eq!(f16_to_f64(0x3E00), 1.5);
+        assert_eq!(f16_to_f64(0xC000), -2.0);
+        assert_eq!(fnv1a(b""), 0xcbf29ce484222325);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

@@ -1,0 +1,384 @@
+//! Files and datasets: open by path, describe (shape, chunks, dtype, filters, fill value),
+//! and read hyperslabs with reused dataspaces.
+
+use std::ffi::{c_char, c_int, c_uint, CStr, CString};
+
+use hdf5_sys::h5d::*;
+use hdf5_sys::h5f::*;
+use hdf5_sys::h5i::{hid_t, H5I_type_t};
+use hdf5_sys::h5l::H5Lexists;
+use hdf5_sys::h5o::H5Oopen;
+use hdf5_sys::h5p::*;
+use hdf5_sys::h5s::*;
+
+use super::error::{check, clear_stack, hdf5_error};
+use super::handle::{close_id, id_type, Handle};
+use super::lock::H5Lock;
+use super::types::{classify, TypeInfo};
+use crate::error::{ErrorKind, Result};
+
+/// Maximum rank of an HDF5 dataspace (`H5S_MAX_RANK`).
+pub const MAX_RANK: usize = 32;
+
+/// Open flag: open the file for reading and writing (`H5F_ACC_RDWR`). Default: read-only.
+pub const FILE_READ_WRITE: u32 = 1;
+
+/// Open an HDF5 file by path. The file is opened with `H5F_CLOSE_WEAK`: closing the file id
+/// while datasets opened from it are still open keeps the file open until the last of them
+/// is closed.
+///
+/// Errors: `Io` when the path does not exist or cannot be read, or is not an HDF5 file (e.g. a
+/// netCDF classic file); `InvalidArgument` for unknown flag bits or a path with a NUL byte;
+/// `Hdf5` when libhdf5 fails to open it (message with the error stack).
+pub fn open_file(lock: &H5Lock, path: &str, flags: u32) -> Result<Handle> {
+    if flags & !FILE_READ_WRITE != 0 {
+        bail!(InvalidArgument, "argument `flags`: unknown bits {:#x} (only VH5_FILE_READ_WRITE = 1 is defined)", flags & !FILE_READ_WRITE);
+    }
+    let meta = std::fs::metadata(path).map_err(|e| err!(Io, "cannot open `{path}`: {e}"))?;
+    if meta.is_dir() {
+        bail!(Io, "cannot open `{path}`: it is a directory");
+    }
+    // Read the first bytes ourselves so a permission problem is reported as such.
+    std::fs::File::open(path).map_err(|e| err!(Io, "cannot open `{path}`: {e}"))?;
+    let c = CString::new(path).map_err(|_| err!(InvalidArgument, "argument `path` contains a NUL byte"))?;
+    // SAFETY: valid C string; we hold the lock.
+    unsafe {
+        let is = H5Fis_hdf5(c.as_ptr());
+        if is <= 0 {
+            clear_stack(lock);
+            bail!(Io, "`{path}` is not an HDF5 file (no HDF5 superblock signature; netCDF-3 classic files are not HDF5)");
+        }
+        let fapl = Handle::new(lock, H5Pcreate(*H5P_CLS_FILE_ACCESS), "H5Pcreate(file access)")?;
+        check(lock, H5Pset_fclose_degree(fapl.id(), H5F_close_degree_t::H5F_CLOSE_WEAK), "H5Pset_fclose_degree")?;
+        let mode = if flags & FILE_READ_WRITE != 0 { H5F_ACC_RDWR } else { H5F_ACC_RDONLY };
+        let id = H5Fopen(c.as_ptr(), mode, fapl.id());
+        if id < 0 {
+            return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("libhdf5 could not open `{path}`")));
+        }
+        Handle::new(lock, id, "H5Fopen")
+    }
+}
+
+/// Check that `id` is an open libhdf5 id of one of `kinds`; `InvalidHandle` otherwise.
+pub fn expect_kind(lock: &H5Lock, id: hid_t, kinds: &[H5I_type_t], what: &str) -> Result<H5I_type_t> {
+    match id_type(lock, id) {
+        Some(t) if kinds.contains(&t) => Ok(t),
+        Some(t) => bail!(InvalidHandle, "{what} {id} is a libhdf5 id of type {t:?}, not {kinds:?}"),
+        None => bail!(InvalidHandle, "{what} {id} is not an open libhdf5 id (closed, never opened, or from another libhdf5 instance such as h5py's)"),
+    }
+}
+
+/// Open the dataset at `name` (a path, possibly through groups: `grp/sub/var` or `/grp/var`)
+/// relative to the file or group `loc`.
+///
+/// Chunked datasets are opened with a chunk cache (`H5Pset_chunk_cache`) of 8 chunks, at
+/// least 8 MiB (HDF5 2.0's default; 1.10's is 1 MiB) and at most 64 MiB, with 10007 slots, so
+/// that many small reads inside the same chunks read and decompress each chunk once.
+///
+/// Errors: `InvalidHandle` when `loc` is not an open file or group; `NotFound` when a path
+/// component does not exist (naming it); `InvalidArgument` when the object is not a dataset.
+pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
+    expect_kind(lock, loc, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_GROUP], "file")?;
+    if name.is_empty() {
+        bail!(NotFound, "empty dataset name");
+    }
+    // Walk the path so a missing component is named precisely.
+    let mut prefix = String::new();
+    if name.starts_with('/') {
+        prefix.push('/');
+    }
+    for comp in name.split('/').filter(|c| !c.is_empty() && *c != ".") {
+        if !prefix.is_empty() && !prefix.ends_with('/') {
+            prefix.push('/');
+        }
+        prefix.push_str(comp);
+        let c = CString::new(prefix.as_str()).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
+        // SAFETY: valid C string and loc; lock held.
+        let e = unsafe { H5Lexists(loc, c.as_ptr(), H5P_DEFAULT) };
+        if e <= 0 {
+            clear_stack(lock);
+            if prefix == name.trim_end_matches('/') {
+                bail!(NotFound, "no dataset `{name}` in this file");
+            }
+            bail!(NotFound, "no dataset `{name}` in this file: `{prefix}` does not exist");
+        }
+    }
+    let c = CString::new(name).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
+    // SAFETY: valid C string; lock held.
+    let obj = Handle::new(lock, unsafe { H5Oopen(loc, c.as_ptr(), H5P_DEFAULT) }, format_args!("opening `{name}`"))?;
+    match id_type(lock, obj.id()) {
+        Some(H5I_type_t::H5I_DATASET) => match chunk_cache_bytes(lock, obj.id())? {
+            // libhdf5 1.10's default chunk cache (1 MiB) holds few chunks, which are then read
+            // and decompressed again for every row: reopen with a larger cache.
+            Some(nbytes) => {
+                drop(obj);
+                // SAFETY: valid ids and C string; lock held.
+                unsafe {
+                    let dapl = Handle::new(lock, H5Pcreate(*H5P_CLS_DATASET_ACCESS), "H5Pcreate(dataset access)")?;
+                    check(lock, H5Pset_chunk_cache(dapl.id(), CHUNK_CACHE_SLOTS, nbytes, -1.0), "H5Pset_chunk_cache")?;
+                    Handle::new(lock, H5Dopen2(loc, c.as_ptr(), dapl.id()), format_args!("opening dataset `{name}`"))
+                }
+            }
+            None => Ok(obj),
+        },
+        Some(H5I_type_t::H5I_GROUP) => bail!(InvalidArgument, "`{name}` is a group, not a dataset"),
+        t => bail!(InvalidArgument, "`{name}` is not a dataset (libhdf5 object type {t:?})"),
+    }
+}
+
+/// Hash-table slots of vh5's chunk cache (a prime, as libhdf5 recommends).
+const CHUNK_CACHE_SLOTS: usize = 10_007;
+/// Largest chunk cache vh5 asks for, bytes.
+const CHUNK_CACHE_MAX: usize = 64 << 20;
+/// Smallest chunk cache vh5 asks for, bytes: HDF5 2.0's default (1.10's is 1 MiB / 521 slots).
+const CHUNK_CACHE_MIN: usize = 8 << 20;
+
+/// The chunk cache size to open a chunked dataset with: room for 8 chunks, at least 8 MiB and
+/// at most 64 MiB; `None` for other layouts.
+fn chunk_cache_bytes(lock: &H5Lock, dset: hid_t) -> Result<Option<usize>> {
+    // SAFETY: valid dataset id; lock held; buffers of MAX_RANK entries.
+    unsafe {
+        let dcpl = Handle::new(lock, H5Dget_create_plist(dset), "H5Dget_create_plist")?;
+        if H5Pget_layout(dcpl.id()) != H5D_layout_t::H5D_CHUNKED {
+            return Ok(None);
+        }
+        let mut c = [0u64; MAX_RANK];
+        let n = check(lock, H5Pget_chunk(dcpl.id(), MAX_RANK as c_int, c.as_mut_ptr()), "H5Pget_chunk")? as usize;
+        let t = Handle::new(lock, H5Dget_type(dset), "H5Dget_type")?;
+        let size = hdf5_sys::h5t::H5Tget_size(t.id()) as u128;
+        let bytes = c[..n].iter().fold(size, |a, &b| a.saturating_mul(b as u128)).saturating_mul(8);
+        Ok(Some(bytes.clamp(CHUNK_CACHE_MIN as u128, CHUNK_CACHE_MAX as u128) as usize))
+    }
+}
+
+/// Close a file, dataset (or any other libhdf5 id) given out by [`open_file`]/[`open_dataset`].
+/// `InvalidHandle` when `id` is not open.
+pub fn close(lock: &H5Lock, id: hid_t) -> Result<()> {
+    if id_type(lock, id).is_none() {
+        bail!(InvalidHandle, "id {id} is not an open libhdf5 id (already closed or never opened)");
+    }
+    close_id(lock, id)
+}
+
+/// Storage layout of a dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    Contiguous,
+    Chunked,
+    Compact,
+    Virtual,
+}
+
+/// Everything vh5 reports about a dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatasetInfo {
+    /// Current extent per axis, elements. Empty for a scalar (0-d) dataset.
+    pub shape: Vec<u64>,
+    /// Maximum extent per axis, elements (`u64::MAX` = unlimited).
+    pub maxshape: Vec<u64>,
+    pub layout: Layout,
+    /// Chunk shape (elements) when chunked.
+    pub chunk: Option<Vec<u64>>,
+    /// The element type.
+    pub dtype: TypeInfo,
+    /// Filter pipeline: (filter id, name as stored), in order (1 = deflate, 2 = shuffle,
+    /// 3 = fletcher32, 4 = szip, ...).
+    pub filters: Vec<(i32, String)>,
+    /// Fill value as bytes of the memory type (native order), when the type is supported
+    /// and a fill value is defined (libhdf5's default of zeros counts as defined).
+    pub fill_value: Option<Vec<u8>>,
+    /// True when the fill value was set by the file's writer (not libhdf5's default zeros).
+    pub fill_value_user_defined: bool,
+}
+
+/// Current extent of a dataspace (`shape`, `maxshape`), or `None` for a scalar/null space.
+fn space_dims(lock: &H5Lock, space: hid_t) -> Result<(Vec<u64>, Vec<u64>)> {
+    // SAFETY: valid dataspace id; buffers of MAX_RANK entries.
+    unsafe {
+        let n = check(lock, H5Sget_simple_extent_ndims(space), "H5Sget_simple_extent_ndims")? as usize;
+        let mut dims = [0u64; MAX_RANK];
+        let mut max = [0u64; MAX_RANK];
+        if n > 0 {
+            check(lock, H5Sget_simple_extent_dims(space, dims.as_mut_ptr(), max.as_mut_ptr()), "H5Sget_simple_extent_dims")?;
+        }
+        Ok((dims[..n].to_vec(), max[..n].to_vec()))
+    }
+}
+
+/// Describe the dataset `dset` (must be an open dataset id: `InvalidHandle` otherwise).
+pub fn dataset_info(lock: &H5Lock, dset: hid_t) -> Result<DatasetInfo> {
+    expect_kind(lock, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
+    // SAFETY: valid ids under the lock; every buffer is sized as libhdf5 requires.
+    unsafe {
+        let space = Handle::new(lock, H5Dget_space(dset), "H5Dget_space")?;
+        let (shape, maxshape) = space_dims(lock, space.id())?;
+        let ftype = Handle::new(lock, H5Dget_type(dset), "H5Dget_type")?;
+        let dtype = classify(lock, ftype.id())?;
+        let dcpl = Handle::new(lock, H5Dget_create_plist(dset), "H5Dget_create_plist")?;
+        let layout = match H5Pget_layout(dcpl.id()) {
+            H5D_layout_t::H5D_CHUNKED => Layout::Chunked,
+            H5D_layout_t::H5D_COMPACT => Layout::Compact,
+            H5D_layout_t::H5D_VIRTUAL => Layout::Virtual,
+            _ => Layout::Contiguous,
+        };
+        let chunk = if layout == Layout::Chunked {
+            let mut c = [0u64; MAX_RANK];
+            let n = check(lock, H5Pget_chunk(dcpl.id(), MAX_RANK as c_int, c.as_mut_ptr()), "H5Pget_chunk")? as usize;
+            Some(c[..n.min(shape.len())].to_vec())
+        } else {
+            None
+        };
+        let nf = check(lock, H5Pget_nfilters(dcpl.id()), "H5Pget_nfilters")?;
+        let mut filters = Vec::with_capacity(nf as usize);
+        for i in 0..nf as c_uint {
+            let mut flags: c_uint = 0;
+            let mut nelmts: usize = 0;
+            let mut name = [0 as c_char; 128];
+            let mut config: c_uint = 0;
+            let id = H5Pget_filter2(dcpl.id(), i, &mut flags, &mut nelmts, std::ptr::null_mut(), name.len(), name.as_mut_ptr(), &mut config);
+            let id = check(lock, id, "H5Pget_filter2")?;
+            filters.push((id, CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned()));
+        }
+        let mut status = H5D_fill_value_t::H5D_FILL_VALUE_UNDEFINED;
+        check(lock, H5Pfill_value_defined(dcpl.id(), &mut status), "H5Pfill_value_defined")?;
+        let mut fill_value = None;
+        if status != H5D_fill_value_t::H5D_FILL_VALUE_UNDEFINED && dtype.unsupported.is_none() {
+            let mem = super::types::mem_type_of(lock, &dtype, ftype.id())?;
+            let mut buf = vec![0u8; dtype.mem_itemsize];
+            if H5Pget_fill_value(dcpl.id(), mem.id(), buf.as_mut_ptr() as *mut _) >= 0 {
+                fill_value = Some(buf);
+            } else {
+                clear_stack(lock);
+            }
+        }
+        Ok(DatasetInfo {
+            shape,
+            maxshape,
+            layout,
+            chunk,
+            dtype,
+            filters,
+            fill_value,
+            fill_value_user_defined: status == H5D_fill_value_t::H5D_FILL_VALUE_USER_DEFINED,
+        })
+    }
+}
+
+/// Names (full paths from the root, e.g. `/grp/var`) of every dataset reachable by hard links
+/// from the root group of `file`, in libhdf5's name order.
+pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<String>> {
+    use hdf5_sys::h5::{H5_index_t, H5_iter_order_t};
+    use hdf5_sys::h5l::{H5L_info1_t, H5L_type_t, H5Lvisit1};
+    unsafe extern "C" fn cb(_g: hid_t, name: *const c_char, info: *const H5L_info1_t, data: *mut std::ffi::c_void) -> hdf5_sys::h5::herr_t {
+        // SAFETY: libhdf5 passes valid pointers; data is our Vec<String>.
+        let out = &mut *(data as *mut Vec<String>);
+        if (*info).type_ == H5L_type_t::H5L_TYPE_HARD {
+            out.push(CStr::from_ptr(name).to_string_lossy().into_owned());
+        }
+        0
+    }
+    expect_kind(lock, file, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_GROUP], "file")?;
+    let mut names: Vec<String> = Vec::new();
+    // SAFETY: callback only pushes into `names`; lock held.
+    unsafe {
+        check(
+            lock,
+            H5Lvisit1(file, H5_index_t::H5_INDEX_NAME, H5_iter_order_t::H5_ITER_INC, Some(cb), &mut names as *mut _ as *mut _),
+            "H5Lvisit",
+        )?;
+    }
+    let mut out = Vec::new();
+    for n in names {
+        let c = CString::new(n.as_str()).unwrap_or_default();
+        // SAFETY: valid C string; lock held.
+        let o = unsafe { H5Oopen(file, c.as_ptr(), H5P_DEFAULT) };
+        if o < 0 {
+            clear_stack(lock);
+            continue;
+        }
+        let o = Handle::new(lock, o, "H5Oopen")?;
+        if id_type(lock, o.id()) == Some(H5I_type_t::H5I_DATASET) {
+            out.push(format!("/{n}"));
+        }
+    }
+    Ok(out)
+}
+
+/// Reads hyperslabs of one dataset with one memory type, reusing its file and memory
+/// dataspaces across reads. Create one per operation, under the lock.
+pub struct HyperslabReader<'l> {
+    lock: &'l H5Lock,
+    dset: hid_t,
+    mem_type: hid_t,
+    mem_itemsize: usize,
+    file_space: Handle,
+    mem_space: Handle,
+    shape: Vec<u64>,
+    /// Current extent of `mem_space` (reset only when a row's count differs).
+    mem_extent: Vec<u64>,
+}
+
+impl<'l> HyperslabReader<'l> {
+    /// `mem_type` must stay open for the reader's life; `mem_itemsize` is its size in bytes.
+    pub fn new(lock: &'l H5Lock, dset: hid_t, mem_type: hid_t, mem_itemsize: usize) -> Result<Self> {
+        // SAFETY: valid dataset id (checked by the caller); lock held.
+        unsafe {
+            let file_space = Handle::new(lock, H5Dget_space(dset), "H5Dget_space")?;
+            let (shape, _) = space_dims(lock, file_space.id())?;
+            let one = [1u64];
+            let mem_space = if shape.is_empty() {
+                Handle::new(lock, H5Screate(H5S_class_t::H5S_SCALAR), "H5Screate(scalar)")?
+            } else {
+                Handle::new(lock, H5Screate_simple(1, one.as_ptr(), std::ptr::null()), "H5Screate_simple")?
+            };
+            Ok(HyperslabReader { lock, dset, mem_type, mem_itemsize, file_space, mem_space, shape, mem_extent: vec![1] })
+        }
+    }
+
+    /// Current extent of the dataset (empty for a scalar dataset).
+    pub fn shape(&self) -> &[u64] {
+        &self.shape
+    }
+
+    /// Read the hyperslab `start`, `stride` (`None` = all 1), `count` (elements per axis,
+    /// all > 0, validated by the caller against [`Self::shape`]) into `buf`, a dense C-order
+    /// block of `count` elements of the memory type: `buf.len()` must equal
+    /// `prod(count) * mem_itemsize`. For a scalar dataset the slices are empty and one
+    /// element is read.
+    pub fn read(&mut self, start: &[u64], stride: Option<&[u64]>, count: &[u64], buf: &mut [u8]) -> Result<()> {
+        let n = self.shape.len();
+        if start.len() != n || count.len() != n || stride.is_some_and(|s| s.len() != n) {
+            bail!(InvalidArgument, "internal: hyperslab rank mismatch");
+        }
+        let elems: u64 = count.iter().product();
+        if (elems as u128) * (self.mem_itemsize as u128) != buf.len() as u128 {
+            bail!(BufferTooSmall, "internal: hyperslab buffer of {} bytes for {elems} elements of {} bytes", buf.len(), self.mem_itemsize);
+        }
+        let l = self.lock;
+        // SAFETY: ids are valid; selection arrays have `n` entries; `buf` holds exactly the
+        // selected number of elements of the memory type, so H5Dread writes inside it.
+        unsafe {
+            if n == 0 {
+                check(l, H5Dread(self.dset, self.mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.as_mut_ptr() as *mut _), "H5Dread (scalar)")?;
+                return Ok(());
+            }
+            let sp = stride.map_or(std::ptr::null(), |s| s.as_ptr());
+            check(
+                l,
+                H5Sselect_hyperslab(self.file_space.id(), H5S_seloper_t::H5S_SELECT_SET, start.as_ptr(), sp, count.as_ptr(), std::ptr::null()),
+                "H5Sselect_hyperslab (file)",
+            )?;
+            if self.mem_extent != count {
+                check(l, H5Sset_extent_simple(self.mem_space.id(), n as c_int, count.as_ptr(), std::ptr::null()), "H5Sset_extent_simple (memory)")?;
+                self.mem_extent.clear();
+                self.mem_extent.extend_from_slice(count);
+            }
+            check(
+                l,
+                H5Dread(self.dset, self.mem_type, self.mem_space.id(), self.file_space.id(), H5P_DEFAULT, buf.as_mut_ptr() as *mut _),
+                format_args!("H5Dread of hyperslab start {start:?} stride {:?} count {count:?}", stride.unwrap_or(&[])),
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,191 @@
+//! libhdf5 error handling: silence libhdf5's automatic error printing for our calls and turn
+//! its error stack into the text of an [`Error`].
+//!
+//! libhdf5 prints its error stack to stderr by default whenever a call fails. vh5 reports
+//! failures through status codes and messages instead, so an [`H5Session`] (the lock plus
+//! the silencer) saves the current automatic error handler of the thread's default error
+//! stack (`H5Eget_auto2`), disables it (`H5Eset_auto2(H5E_DEFAULT, NULL, NULL)`) and
+//! restores it when dropped, all while holding the process-wide lock. Another library in the
+//! process using the same libhdf5 keeps its own error printing for its own calls.
+//!
+//! When a call fails, [`hdf5_error`] walks the thread's default error stack (`H5Ewalk2`,
+//! innermost frame last) into one line per frame and clears the stack.
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_uint, c_void, CStr};
+use std::fmt::Write as _;
+
+use hdf5_sys::h5e::{
+    H5E_auto2_t, H5E_direction_t, H5E_error2_t, H5Eclear2, H5Eget_auto2, H5Eget_msg, H5Eset_auto2, H5Ewalk2,
+    H5E_DEFAULT,
+};
+use hdf5_sys::h5i::hid_t;
+
+use super::lock::{lock, H5Lock};
+use crate::error::{Error, ErrorKind};
+
+/// The libhdf5 lock plus silenced automatic error printing, restored on drop. Create one at
+/// the start of every operation that calls libhdf5 and keep it for the whole operation.
+/// Reentrant: nested sessions on the same thread only take the (reentrant) lock; the
+/// outermost one saves and restores the error handler.
+pub struct H5Session {
+    saved_func: H5E_auto2_t,
+    saved_data: *mut c_void,
+    outermost: bool,
+    lock: H5Lock,
+}
+
+impl H5Session {
+    /// The lock this session holds.
+    pub fn lock(&self) -> &H5Lock {
+        &self.lock
+    }
+}
+
+thread_local! {
+    /// How many sessions the current thread has open (nesting depth).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Take the process-wide libhdf5 lock and silence libhdf5's automatic error printing until
+/// the returned session is dropped.
+pub fn session() -> H5Session {
+    let lock = lock();
+    let mut saved_func: H5E_auto2_t = None;
+    let mut saved_data: *mut c_void = std::ptr::null_mut();
+    let depth = DEPTH.with(|d| {
+        let v = d.get();
+        d.set(v + 1);
+        v
+    });
+    let outermost = depth == 0;
+    if outermost {
+        // SAFETY: we hold the lock; the out-pointers are valid locals.
+        unsafe {
+            if H5Eget_auto2(H5E_DEFAULT, &mut saved_func, &mut saved_data) < 0 {
+                saved_func = None;
+                saved_data = std::ptr::null_mut();
+            }
+            H5Eset_auto2(H5E_DEFAULT, None, std::ptr::null_mut());
+        }
+    }
+    H5Session { saved_func, saved_data, outermost, lock }
+}
+
+impl Drop for H5Session {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get() - 1));
+        if self.outermost {
+            // SAFETY: we still hold the lock (the `lock` field drops after this body runs);
+            // restores exactly what `session()` saved.
+            unsafe {
+                H5Eset_auto2(H5E_DEFAULT, self.saved_func, self.saved_data);
+            }
+        }
+    }
+}
+
+unsafe extern "C" fn walk_frame(n: c_uint, err: *const H5E_error2_t, data: *mut c_void) -> hdf5_sys::h5::herr_t {
+    // SAFETY: libhdf5 passes a valid frame; `data` is the `&mut String` given to H5Ewalk2.
+    let out = &mut *(data as *mut String);
+    let e = &*err;
+    let s = |p: *const c_char| if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() };
+    let msg = |id: hid_t| {
+        let mut buf = [0 as c_char; 160];
+        let n = H5Eget_msg(id, std::ptr::null_mut(), buf.as_mut_ptr(), buf.len());
+        if n > 0 {
+            CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
+        } else {
+            String::new()
+        }
+    };
+    let _ = write!(
+        out,
+        "\n  #{n:03}: {}:{} in {}(): {} [{}: {}]",
+        s(e.file_name),
+        e.line,
+        s(e.func_name),
+        s(e.desc),
+        msg(e.maj_num),
+        msg(e.min_num)
+    );
+    0
+}
+
+/// The text of the calling thread's libhdf5 error stack (outermost frame first, one line per
+/// frame), then clears it. Empty when the stack is empty. Needs the lock.
+pub fn take_stack(_lock: &H5Lock) -> String {
+    let mut out = String::new();
+    // SAFETY: we hold the lock; the callback only writes into `out`.
+    unsafe {
+        H5Ewalk2(H5E_DEFAULT, H5E_direction_t::H5E_WALK_DOWNWARD, Some(walk_frame), &mut out as *mut String as *mut c_void);
+        H5Eclear2(H5E_DEFAULT);
+    }
+    out
+}
+
+/// Clear the calling thread's libhdf5 error stack (after a failure we handled ourselves).
+pub fn clear_stack(_lock: &H5Lock) {
+    // SAFETY: we hold the lock.
+    unsafe {
+        H5Eclear2(H5E_DEFAULT);
+    }
+}
+
+/// An error of `kind` whose message is `context` followed by the libhdf5 error stack.
+pub fn hdf5_error(lock: &H5Lock, kind: ErrorKind, context: impl std::fmt::Display) -> Error {
+    let stack = take_stack(lock);
+    if stack.is_empty() {
+        Error::new(kind, format!("{context} (libhdf5 reported no error stack)"))
+    } else {
+        Error::new(kind, format!("{context}; libhdf5 error stack:{stack}"))
+    }
+}
+
+/// Check the return value of a libhdf5 call that signals failure with a negative value
+/// (`herr_t`, `hid_t`, `htri_t`, `ssize_t`, `int`): returns it unchanged when `>= 0`, else a
+/// [`ErrorKind::Hdf5`] error naming `what` with the error stack.
+pub fn check<T: Copy + PartialOrd + Default>(lock: &H5Lock, ret: T, what: impl std::fmt::Display) -> crate::error::Result<T> {
+    if ret < T::default() {
+        Err(hdf5_error(lock, ErrorKind::Hdf5, what))
+    } else {
+        Ok(ret)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_is_captured_with_stack_and_not_printed() {
+        let s = session();
+        // SAFETY: closing an invalid id is a defined libhdf5 failure.
+        let r = unsafe { hdf5_sys::h5d::H5Dclose(-42) };
+        let e = check(s.lock(), r, "closing dataset -42").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Hdf5);
+        assert!(e.message.starts_with("closing dataset -42; libhdf5 error stack:"), "{}", e.message);
+        assert!(e.message.contains("H5Dclose"), "{}", e.message);
+        // The stack was cleared.
+        assert!(take_stack(s.lock()).is_empty());
+        assert_eq!(check(s.lock(), 5i64, "fine").unwrap(), 5);
+    }
+
+    #[test]
+    fn session_restores_auto_printing() {
+        let _outer = session();
+        {
+            let _inner = session();
+        }
+        let mut f: H5E_auto2_t = None;
+        let mut d: *mut c_void = std::ptr::null_mut();
+        // SAFETY: lock held by `_outer`.
+        unsafe { H5Eget_auto2(H5E_DEFAULT, &mut f, &mut d) };
+        // Inside the outer session printing is still off after the inner one ended.
+        assert!(f.is_none());
+        drop(_outer);
+        let _l = lock();
+        unsafe { H5Eget_auto2(H5E_DEFAULT, &mut f, &mut d) };
+        assert!(f.is_some(), "default libhdf5 error printer restored");
+    }
+}

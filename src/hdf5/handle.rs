@@ -1,0 +1,92 @@
+//! RAII ownership of libhdf5 identifiers (`hid_t`).
+//!
+//! A [`Handle`] owns one reference to a libhdf5 object id and closes it when dropped, taking
+//! the process-wide lock to do so. [`Handle::into_raw`] gives the id away (to a C caller who
+//! closes it with `vh5_close`).
+
+use hdf5_sys::h5d::H5Dclose;
+use hdf5_sys::h5f::H5Fclose;
+use hdf5_sys::h5g::H5Gclose;
+use hdf5_sys::h5i::{hid_t, H5I_type_t, H5Idec_ref, H5Iget_type};
+use hdf5_sys::h5p::H5Pclose;
+use hdf5_sys::h5s::H5Sclose;
+use hdf5_sys::h5t::H5Tclose;
+
+use super::error::{check, clear_stack, session};
+use super::lock::H5Lock;
+use crate::error::Result;
+
+/// An owned libhdf5 id, closed on drop.
+#[derive(Debug)]
+pub struct Handle {
+    id: hid_t,
+}
+
+impl Handle {
+    /// Take ownership of `id` returned by a libhdf5 call, or turn a negative id into an
+    /// [`crate::error::ErrorKind::Hdf5`] error naming `what` with the libhdf5 error stack.
+    pub fn new(lock: &H5Lock, id: hid_t, what: impl std::fmt::Display) -> Result<Handle> {
+        check(lock, id, what).map(|id| Handle { id })
+    }
+
+    /// The raw id (still owned by this handle).
+    pub fn id(&self) -> hid_t {
+        self.id
+    }
+
+    /// Give up ownership: the caller must close the id (with [`close_id`] or `vh5_close`).
+    pub fn into_raw(self) -> hid_t {
+        let id = self.id;
+        std::mem::forget(self);
+        id
+    }
+}
+
+/// The libhdf5 type of `id`, or `None` when it is not a valid open id (`H5Iget_type` checks
+/// that the object exists, not only the type bits of the id).
+pub fn id_type(lock: &H5Lock, id: hid_t) -> Option<H5I_type_t> {
+    if id <= 0 {
+        return None;
+    }
+    // SAFETY: H5Iget_type accepts any integer.
+    let t = unsafe { H5Iget_type(id) };
+    if t == H5I_type_t::H5I_BADID || t == H5I_type_t::H5I_UNINIT {
+        clear_stack(lock);
+        None
+    } else {
+        Some(t)
+    }
+}
+
+/// Close `id` with the close function of its type. Returns a libhdf5 error when the close fails.
+pub fn close_id(lock: &H5Lock, id: hid_t) -> Result<()> {
+    let t = id_type(lock, id);
+    // SAFETY: we hold the lock; each close matches the id's type.
+    let r = unsafe {
+        match t {
+            Some(H5I_type_t::H5I_FILE) => H5Fclose(id),
+            Some(H5I_type_t::H5I_DATASET) => H5Dclose(id),
+            Some(H5I_type_t::H5I_GROUP) => H5Gclose(id),
+            Some(H5I_type_t::H5I_DATATYPE) => H5Tclose(id),
+            Some(H5I_type_t::H5I_DATASPACE) => H5Sclose(id),
+            Some(H5I_type_t::H5I_GENPROP_LST) => H5Pclose(id),
+            _ => H5Idec_ref(id),
+        }
+    };
+    check(lock, r, format_args!("closing libhdf5 id {id}")).map(|_| ())
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        let s = session();
+        if close_id(s.lock(), self.id).is_err() {
+            clear_stack(s.lock());
+        }
+    }
+}
+
+// The id is an integer owned by this value; libhdf5 (thread-safe build) may be called from any
+// thread as long as our lock is held, which `drop` does.
+unsafe impl Send for Handle {}
+unsafe impl Sync for Handle {}
+

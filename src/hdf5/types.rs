@@ -1,0 +1,331 @@
+//! Mapping between libhdf5 datatypes and vh5 [`Dtype`]s, and the memory types vh5 reads with.
+//!
+//! File types are classified as follows (HDF5 1.10 User Guide, "HDF5 Datatypes"):
+//! - `H5T_INTEGER` of 1/2/4/8 bytes: int8..int64 / uint8..uint64 (by `H5Tget_sign`);
+//! - `H5T_FLOAT` of 4/8 bytes: float32/float64; of 2 bytes with the IEEE half layout
+//!   (`H5Tget_fields` = sign bit 15, exponent at 10 of 5 bits, mantissa at 0 of 10 bits, bias
+//!   15; `H5T_IEEE_F16` does not exist in 1.10): float16;
+//! - `H5T_ENUM` over a 1-byte integer with exactly the members FALSE=0 and TRUE=1 (how h5py
+//!   stores numpy bool): bool;
+//! - `H5T_COMPOUND` with exactly two members `r` then `i` of the same 4- or 8-byte float type at
+//!   offsets 0 and its size (how h5py stores numpy complex): complex64/complex128;
+//! - any other fixed-size type (compound, array, opaque, bitfield, fixed-length string, other
+//!   enums, other float layouts): [`Dtype::Opaque`], moved with its native memory type
+//!   (`H5Tget_native_type`), whose size is the item size the destination must have;
+//! - variable-length strings, `H5T_VLEN`, `H5T_REFERENCE` (also nested inside a compound or
+//!   array type): unsupported.
+//!
+//! Byte order is reported separately ([`ByteOrder`]): reading a big-endian file type with the
+//! native memory type of the same [`Dtype`] makes libhdf5 swap bytes while reading.
+
+use std::ffi::{c_char, c_uint, CStr};
+
+use hdf5_sys::h5i::hid_t;
+use hdf5_sys::h5t::*;
+
+use super::error::check;
+use super::handle::Handle;
+use super::lock::H5Lock;
+use crate::dtype::{ByteOrder, Dtype};
+use crate::error::{ErrorKind, Result};
+
+/// What vh5 makes of a file datatype.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeInfo {
+    /// The vh5 dtype; `None` when vh5 cannot read this type (see `unsupported`).
+    pub dtype: Option<Dtype>,
+    /// Size of one element in the file, bytes.
+    pub file_itemsize: usize,
+    /// Size of one element of the memory type vh5 reads with (what a destination's item size
+    /// must be), bytes. Equal to `file_itemsize` except for some opaque types.
+    pub mem_itemsize: usize,
+    /// Byte order of the file type; `None` when not applicable (1-byte types, bool, strings,
+    /// opaque/compound types of mixed or no order).
+    pub byte_order: Option<ByteOrder>,
+    /// Human-readable description of the file type, e.g. "float32 (big-endian)".
+    pub description: String,
+    /// Why the type cannot be read (variable-length or reference types).
+    pub unsupported: Option<String>,
+}
+
+fn order_of(t: hid_t) -> Option<ByteOrder> {
+    // SAFETY: t is a valid datatype id (caller holds the lock).
+    match unsafe { H5Tget_order(t) } {
+        H5T_order_t::H5T_ORDER_LE => Some(ByteOrder::Little),
+        H5T_order_t::H5T_ORDER_BE => Some(ByteOrder::Big),
+        _ => None,
+    }
+}
+
+fn member_name(t: hid_t, i: c_uint) -> String {
+    // SAFETY: valid compound/enum id; the returned string is allocated by libhdf5 and freed
+    // with H5free_memory.
+    unsafe {
+        let p: *mut c_char = H5Tget_member_name(t, i);
+        if p.is_null() {
+            return String::new();
+        }
+        let s = CStr::from_ptr(p).to_string_lossy().into_owned();
+        hdf5_sys::h5::H5free_memory(p as *mut _);
+        s
+    }
+}
+
+/// Why `t` (or a type nested in it) cannot be read: variable-length and reference types.
+fn unsupported_reason(lock: &H5Lock, t: hid_t) -> Result<Option<String>> {
+    // SAFETY: t is a valid datatype id; we hold the lock.
+    unsafe {
+        let class = H5Tget_class(t);
+        if class == H5T_class_t::H5T_STRING && check(lock, H5Tis_variable_str(t), "H5Tis_variable_str")? > 0 {
+            return Ok(Some("variable-length string type".into()));
+        }
+        match class {
+            H5T_class_t::H5T_VLEN => Ok(Some("variable-length (vlen) type".into())),
+            H5T_class_t::H5T_REFERENCE => Ok(Some("reference type".into())),
+            H5T_class_t::H5T_COMPOUND => {
+                let n = check(lock, H5Tget_nmembers(t), "H5Tget_nmembers")?;
+                for i in 0..n as c_uint {
+                    let m = Handle::new(lock, H5Tget_member_type(t, i), "H5Tget_member_type")?;
+                    if let Some(r) = unsupported_reason(lock, m.id())? {
+                        return Ok(Some(format!("compound member `{}`: {r}", member_name(t, i))));
+                    }
+                }
+                Ok(None)
+            }
+            H5T_class_t::H5T_ARRAY => {
+                let base = Handle::new(lock, H5Tget_super(t), "H5Tget_super")?;
+                Ok(unsupported_reason(lock, base.id())?.map(|r| format!("array of {r}")))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+/// Classify the file datatype `t`.
+pub fn classify(lock: &H5Lock, t: hid_t) -> Result<TypeInfo> {
+    // SAFETY: t is a valid datatype id; we hold the lock for every call below.
+    unsafe {
+        let class = H5Tget_class(t);
+        let size = H5Tget_size(t);
+        if size == 0 {
+            return Err(super::error::hdf5_error(lock, ErrorKind::Hdf5, "H5Tget_size failed"));
+        }
+        let order = if size > 1 { order_of(t) } else { None };
+        let order_txt = |o: Option<ByteOrder>| match o {
+            Some(ByteOrder::Little) => " (little-endian)",
+            Some(ByteOrder::Big) => " (big-endian)",
+            None => "",
+        };
+        if let Some(reason) = unsupported_reason(lock, t)? {
+            return Ok(TypeInfo {
+                dtype: None,
+                file_itemsize: size,
+                mem_itemsize: size,
+                byte_order: None,
+                description: reason.clone(),
+                unsupported: Some(reason),
+            });
+        }
+        let simple = |d: Dtype, order: Option<ByteOrder>| TypeInfo {
+            dtype: Some(d),
+            file_itemsize: size,
+            mem_itemsize: size,
+            byte_order: order,
+            description: format!("{}{}", d.name(), order_txt(order)),
+            unsupported: None,
+        };
+        match class {
+            H5T_class_t::H5T_INTEGER => {
+                let signed = H5Tget_sign(t) == H5T_sign_t::H5T_SGN_2;
+                let d = match (size, signed) {
+                    (1, true) => Some(Dtype::Int8),
+                    (2, true) => Some(Dtype::Int16),
+                    (4, true) => Some(Dtype::Int32),
+                    (8, true) => Some(Dtype::Int64),
+                    (1, false) => Some(Dtype::UInt8),
+                    (2, false) => Some(Dtype::UInt16),
+                    (4, false) => Some(Dtype::UInt32),
+                    (8, false) => Some(Dtype::UInt64),
+                    _ => None,
+                };
+                if let Some(d) = d {
+                    // Integers with padding bits (precision < 8*size) are not plain numpy ints.
+                    if H5Tget_precision(t) == 8 * size && H5Tget_offset(t) == 0 {
+                        return Ok(simple(d, order));
+                    }
+                }
+            }
+            H5T_class_t::H5T_FLOAT => {
+                let (mut spos, mut epos, mut esize, mut mpos, mut msize) = (0usize, 0usize, 0usize, 0usize, 0usize);
+                check(lock, H5Tget_fields(t, &mut spos, &mut epos, &mut esize, &mut mpos, &mut msize), "H5Tget_fields")?;
+                let ebias = H5Tget_ebias(t);
+                let d = match (size, spos, epos, esize, mpos, msize, ebias) {
+                    (2, 15, 10, 5, 0, 10, 15) => Some(Dtype::Float16),
+                    (4, 31, 23, 8, 0, 23, 127) => Some(Dtype::Float32),
+                    (8, 63, 52, 11, 0, 52, 1023) => Some(Dtype::Float64),
+                    _ => None,
+                };
+                if let Some(d) = d {
+                    if order.is_some() {
+                        return Ok(simple(d, order));
+                    }
+                }
+            }
+            H5T_class_t::H5T_ENUM => {
+                if size == 1 && H5Tget_nmembers(t) == 2 {
+                    let mut ok = true;
+                    for (i, (name, val)) in [("FALSE", 0i8), ("TRUE", 1i8)].into_iter().enumerate() {
+                        let mut v = 0i8;
+                        let r = H5Tget_member_value(t, i as c_uint, &mut v as *mut i8 as *mut _);
+                        ok &= r >= 0 && v == val && member_name(t, i as c_uint) == name;
+                    }
+                    if ok {
+                        return Ok(simple(Dtype::Bool, None));
+                    }
+                }
+            }
+            H5T_class_t::H5T_COMPOUND => {
+                if H5Tget_nmembers(t) == 2 && member_name(t, 0) == "r" && member_name(t, 1) == "i" {
+                    let r = Handle::new(lock, H5Tget_member_type(t, 0), "H5Tget_member_type")?;
+                    let i = Handle::new(lock, H5Tget_member_type(t, 1), "H5Tget_member_type")?;
+                    let (ri, ii) = (classify(lock, r.id())?, classify(lock, i.id())?);
+                    let half = size / 2;
+                    let same = ri.dtype == ii.dtype && ri.byte_order == ii.byte_order;
+                    let at = H5Tget_member_offset(t, 0) == 0 && H5Tget_member_offset(t, 1) == half && size == 2 * half;
+                    let d = match ri.dtype {
+                        Some(Dtype::Float32) if half == 4 => Some(Dtype::Complex64),
+                        Some(Dtype::Float64) if half == 8 => Some(Dtype::Complex128),
+                        _ => None,
+                    };
+                    if let (Some(d), true, true) = (d, same, at) {
+                        return Ok(simple(d, ri.byte_order));
+                    }
+                }
+            }
+            _ => {}
+        }
+        // Anything else: opaque bytes of its native memory type.
+        let mem = native_of(lock, t)?;
+        let mem_size = H5Tget_size(mem.id());
+        let class_name = match class {
+            H5T_class_t::H5T_INTEGER => "integer",
+            H5T_class_t::H5T_FLOAT => "float",
+            H5T_class_t::H5T_TIME => "time",
+            H5T_class_t::H5T_STRING => "fixed-length string",
+            H5T_class_t::H5T_BITFIELD => "bitfield",
+            H5T_class_t::H5T_OPAQUE => "opaque",
+            H5T_class_t::H5T_COMPOUND => "compound",
+            H5T_class_t::H5T_ENUM => "enum",
+            H5T_class_t::H5T_ARRAY => "array",
+            _ => "other",
+        };
+        Ok(TypeInfo {
+            dtype: Some(Dtype::Opaque),
+            file_itemsize: size,
+            mem_itemsize: mem_size,
+            byte_order: order,
+            description: format!("opaque: {class_name} of {size} bytes in the file, {mem_size} in memory{}", order_txt(order)),
+            unsupported: None,
+        })
+    }
+}
+
+/// The native memory type of an arbitrary fixed-size file type (`H5Tget_native_type`, or a
+/// copy of the type itself for classes libhdf5 has no native mapping for).
+pub fn native_of(lock: &H5Lock, t: hid_t) -> Result<Handle> {
+    // SAFETY: valid type id; we hold the lock.
+    unsafe {
+        let n = H5Tget_native_type(t, H5T_direction_t::H5T_DIR_ASCEND);
+        if n >= 0 {
+            return Handle::new(lock, n, "H5Tget_native_type");
+        }
+        super::error::clear_stack(lock);
+        Handle::new(lock, H5Tcopy(t), "H5Tcopy")
+    }
+}
+
+/// A memory datatype: either one of libhdf5's predefined ids (never closed) or one we built.
+#[derive(Debug)]
+pub enum MemType {
+    Predefined(hid_t),
+    Owned(Handle),
+}
+
+impl MemType {
+    pub fn id(&self) -> hid_t {
+        match self {
+            MemType::Predefined(id) => *id,
+            MemType::Owned(h) => h.id(),
+        }
+    }
+}
+
+/// The native memory type vh5 uses for a numeric/bool/complex dtype (not [`Dtype::Opaque`]):
+/// native byte order; bool is h5py's enum {FALSE=0, TRUE=1} over int8; complex is h5py's
+/// compound {r, i}; float16 is the IEEE half layout.
+pub fn mem_type_for(lock: &H5Lock, d: Dtype) -> Result<MemType> {
+    // SAFETY: reading libhdf5's predefined type globals (initialised by H5open in lock());
+    // building types with valid ids under the lock.
+    unsafe {
+        let pre = |g: hid_t| Ok(MemType::Predefined(g));
+        match d {
+            Dtype::Int8 => pre(*H5T_NATIVE_SCHAR),
+            Dtype::Int16 => pre(*H5T_NATIVE_SHORT),
+            Dtype::Int32 => pre(*H5T_NATIVE_INT),
+            Dtype::Int64 => pre(*H5T_NATIVE_LLONG),
+            Dtype::UInt8 => pre(*H5T_NATIVE_UCHAR),
+            Dtype::UInt16 => pre(*H5T_NATIVE_USHORT),
+            Dtype::UInt32 => pre(*H5T_NATIVE_UINT),
+            Dtype::UInt64 => pre(*H5T_NATIVE_ULLONG),
+            Dtype::Float32 => pre(*H5T_NATIVE_FLOAT),
+            Dtype::Float64 => pre(*H5T_NATIVE_DOUBLE),
+            Dtype::Float16 => {
+                let h = Handle::new(lock, H5Tcopy(*H5T_NATIVE_FLOAT), "H5Tcopy")?;
+                check(lock, H5Tset_fields(h.id(), 15, 10, 5, 0, 10), "H5Tset_fields (float16)")?;
+                check(lock, H5Tset_size(h.id(), 2), "H5Tset_size (float16)")?;
+                check(lock, H5Tset_ebias(h.id(), 15), "H5Tset_ebias (float16)")?;
+                Ok(MemType::Owned(h))
+            }
+            Dtype::Bool => {
+                let h = Handle::new(lock, H5Tenum_create(*H5T_NATIVE_SCHAR), "H5Tenum_create")?;
+                for (name, v) in [(c"FALSE", 0i8), (c"TRUE", 1i8)] {
+                    check(lock, H5Tenum_insert(h.id(), name.as_ptr(), &v as *const i8 as *const _), "H5Tenum_insert")?;
+                }
+                Ok(MemType::Owned(h))
+            }
+            Dtype::Complex64 | Dtype::Complex128 => {
+                let (half, base) = if d == Dtype::Complex64 { (4, *H5T_NATIVE_FLOAT) } else { (8, *H5T_NATIVE_DOUBLE) };
+                let h = Handle::new(lock, H5Tcreate(H5T_class_t::H5T_COMPOUND, 2 * half), "H5Tcreate (complex)")?;
+                check(lock, H5Tinsert(h.id(), c"r".as_ptr(), 0, base), "H5Tinsert r")?;
+                check(lock, H5Tinsert(h.id(), c"i".as_ptr(), half, base), "H5Tinsert i")?;
+                Ok(MemType::Owned(h))
+            }
+            Dtype::Opaque => Err(crate::err!(Dtype, "internal: no generic memory type for opaque")),
+        }
+    }
+}
+
+/// Whether libhdf5 has a conversion path from `src` to `dst` (`H5Tfind`).
+pub fn conversion_exists(lock: &H5Lock, src: hid_t, dst: hid_t) -> bool {
+    let mut cdata: *mut H5T_cdata_t = std::ptr::null_mut();
+    // SAFETY: valid type ids; we hold the lock.
+    let f = unsafe { H5Tfind(src, dst, &mut cdata) };
+    if f.is_none() {
+        super::error::clear_stack(lock);
+        false
+    } else {
+        true
+    }
+}
+
+/// The memory type vh5 reads a dataset of file type `file_type` (described by `info`) with
+/// when no conversion is asked for: the native type of the same dtype ([`mem_type_for`]), or
+/// for [`Dtype::Opaque`] the native memory type of the file type. `Unsupported` for types vh5
+/// cannot read.
+pub fn mem_type_of(lock: &H5Lock, info: &TypeInfo, file_type: hid_t) -> Result<MemType> {
+    match info.dtype {
+        None => Err(crate::err!(Unsupported, "{}: vh5 reads fixed-size types only", info.unsupported.as_deref().unwrap_or("unsupported type"))),
+        Some(Dtype::Opaque) => Ok(MemType::Owned(native_of(lock, file_type)?)),
+        Some(d) => mem_type_for(lock, d),
+    }
+}

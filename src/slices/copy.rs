@@ -1,0 +1,280 @@
+//! The strided copy engine: copy a block of `counts` elements between two byte buffers, each
+//! addressed by a byte offset (of element [0,...,0]) and per-axis byte strides that may be
+//! negative or not multiples of the item size (unaligned). Used to scatter a hyperslab read
+//! from HDF5 into a caller's array of any layout (C, Fortran, sliced, stepped, reversed).
+//!
+//! Every call checks that both blocks lie inside their buffers, so [`copy_strided`] is safe
+//! for any input. When both sides are aligned for a 1/2/4/8/16-byte element type, strides are
+//! multiples of the item size and the destination block cannot alias itself, the copy is an
+//! `ndarray` typed-view `assign` (negative strides via `invert_axis`); otherwise a byte-level
+//! loop runs (contiguous inner runs as one `memcpy`).
+
+use ndarray::{ArrayView, ArrayViewMut, Axis, IxDyn, ShapeBuilder};
+
+use crate::error::Result;
+
+/// Lowest and one-past-highest byte touched by a block, relative to the buffer start.
+fn extent(off: usize, strides: &[isize], counts: &[usize], itemsize: usize) -> (i128, i128) {
+    let mut lo = off as i128;
+    let mut hi = off as i128 + itemsize as i128;
+    for (k, &c) in counts.iter().enumerate() {
+        let reach = (c as i128 - 1) * strides[k] as i128;
+        if reach < 0 {
+            lo += reach;
+        } else {
+            hi += reach;
+        }
+    }
+    (lo, hi)
+}
+
+/// Conservative "no two indices share a byte" test (see `ArrayLayout::validate`).
+fn non_overlapping(strides: &[isize], counts: &[usize], itemsize: usize) -> bool {
+    let mut axes: Vec<(usize, usize)> = counts.iter().zip(strides).filter(|(c, _)| **c > 1).map(|(&c, &s)| (s.unsigned_abs(), c)).collect();
+    axes.sort_unstable();
+    let mut span = itemsize as u128;
+    for (s, c) in axes {
+        if (s as u128) < span {
+            return false;
+        }
+        span += s as u128 * (c as u128 - 1);
+    }
+    true
+}
+
+/// Copy `prod(counts)` elements of `itemsize` bytes: element `idx` goes from byte
+/// `src_off + sum(idx[k]*src_strides[k])` of `src` to byte `dst_off + sum(idx[k]*dst_strides[k])`
+/// of `dst`. Elements are copied in C order of `idx`, so if destination strides overlap the
+/// last write wins. Returns `OutOfBounds` (touching nothing) when either block reaches
+/// outside its buffer, `InvalidArgument` on a rank mismatch or zero item size.
+#[allow(clippy::too_many_arguments)]
+pub fn copy_strided(
+    src: &[u8],
+    src_off: usize,
+    src_strides: &[isize],
+    dst: &mut [u8],
+    dst_off: usize,
+    dst_strides: &[isize],
+    counts: &[usize],
+    itemsize: usize,
+) -> Result<()> {
+    let n = counts.len();
+    if src_strides.len() != n || dst_strides.len() != n {
+        bail!(InvalidArgument, "copy: {n} counts but {} source and {} destination strides", src_strides.len(), dst_strides.len());
+    }
+    if itemsize == 0 {
+        bail!(InvalidArgument, "copy: item size 0");
+    }
+    if counts.contains(&0) {
+        return Ok(());
+    }
+    for (name, buf_len, off, strides) in [("source", src.len(), src_off, src_strides), ("destination", dst.len(), dst_off, dst_strides)] {
+        let (lo, hi) = extent(off, strides, counts, itemsize);
+        if lo < 0 || hi > buf_len as i128 {
+            bail!(OutOfBounds, "copy: {name} block spans bytes [{lo}, {hi}) outside its buffer of {buf_len} bytes");
+        }
+    }
+    if n == 0 {
+        dst[dst_off..dst_off + itemsize].copy_from_slice(&src[src_off..src_off + itemsize]);
+        return Ok(());
+    }
+    let done = match itemsize {
+        1 => try_ndarray::<u8>(src, src_off, src_strides, dst, dst_off, dst_strides, counts),
+        2 => try_ndarray::<u16>(src, src_off, src_strides, dst, dst_off, dst_strides, counts),
+        4 => try_ndarray::<u32>(src, src_off, src_strides, dst, dst_off, dst_strides, counts),
+        8 => try_ndarray::<u64>(src, src_off, src_strides, dst, dst_off, dst_strides, counts),
+        16 => try_ndarray::<u128>(src, src_off, src_strides, dst, dst_off, dst_strides, counts),
+        _ => false,
+    };
+    if !done {
+        // SAFETY: both blocks were checked to lie inside their buffers above; src and dst are
+        // distinct borrows, so they do not overlap each other.
+        unsafe { copy_raw(src.as_ptr().add(src_off), dst.as_mut_ptr().add(dst_off), src_strides, dst_strides, counts, itemsize) };
+    }
+    Ok(())
+}
+
+/// Element strides and a base pointer moved to the lowest address, plus the axes to invert.
+fn normalize(off: usize, strides: &[isize], counts: &[usize], size: usize) -> Option<(usize, Vec<usize>, Vec<usize>)> {
+    let mut base = off as isize;
+    let mut es = Vec::with_capacity(strides.len());
+    let mut inv = Vec::new();
+    for (k, &s) in strides.iter().enumerate() {
+        if s % size as isize != 0 {
+            return None;
+        }
+        if s < 0 {
+            base += s * (counts[k] as isize - 1);
+            inv.push(k);
+        }
+        es.push(s.unsigned_abs() / size);
+    }
+    Some((base as usize, es, inv))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn try_ndarray<T: Copy>(src: &[u8], so: usize, ss: &[isize], dst: &mut [u8], d_o: usize, ds: &[isize], counts: &[usize]) -> bool {
+    let size = std::mem::size_of::<T>();
+    let align = std::mem::align_of::<T>();
+    if !non_overlapping(ds, counts, size) {
+        return false;
+    }
+    let (Some((sb, ses, sinv)), Some((db, des, dinv))) = (normalize(so, ss, counts, size), normalize(d_o, ds, counts, size)) else {
+        return false;
+    };
+    let sp = src.as_ptr().wrapping_add(sb);
+    let dp = dst.as_mut_ptr().wrapping_add(db);
+    if sp as usize % align != 0 || dp as usize % align != 0 {
+        return false;
+    }
+    // SAFETY: the blocks were bounds-checked by the caller (normalisation only moves the base to
+    // the lowest touched address, which is >= 0 and inside the buffer); pointers are aligned for
+    // T; strides are non-negative element strides; the destination block does not alias itself
+    // (checked above) and src/dst are distinct borrows; T is a plain integer type for which any
+    // bit pattern is valid.
+    unsafe {
+        let sv = ArrayView::<T, IxDyn>::from_shape_ptr(IxDyn(counts).strides(IxDyn(&ses)), sp as *const T);
+        let dv = ArrayViewMut::<T, IxDyn>::from_shape_ptr(IxDyn(counts).strides(IxDyn(&des)), dp as *mut T);
+        let mut sv = sv;
+        let mut dv = dv;
+        for k in sinv {
+            sv.invert_axis(Axis(k));
+        }
+        for k in dinv {
+            dv.invert_axis(Axis(k));
+        }
+        dv.assign(&sv);
+    }
+    true
+}
+
+/// Byte-level strided copy.
+///
+/// # Safety
+/// Every element address `p + sum(idx[k]*strides[k])` for `idx < counts` must be valid for
+/// `itemsize` bytes (reads for `s`, writes for `d`) and the two regions must not overlap.
+unsafe fn copy_raw(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts: &[usize], itemsize: usize) {
+    let n = counts.len();
+    let inner = counts[n - 1];
+    let (iss, ids) = (ss[n - 1], ds[n - 1]);
+    let contiguous = iss == itemsize as isize && ids == itemsize as isize;
+    let row = |so: isize, dof: isize| {
+        let (sp, dp) = (s.offset(so), d.offset(dof));
+        if contiguous {
+            std::ptr::copy_nonoverlapping(sp, dp, inner * itemsize);
+        } else {
+            for k in 0..inner as isize {
+                std::ptr::copy_nonoverlapping(sp.offset(k * iss), dp.offset(k * ids), itemsize);
+            }
+        }
+    };
+    // Odometer over the outer axes.
+    let mut idx = [0usize; super::geometry::MAX_RANK];
+    let (mut so, mut dof) = (0isize, 0isize);
+    loop {
+        row(so, dof);
+        let mut k = n - 1;
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            idx[k] += 1;
+            so += ss[k];
+            dof += ds[k];
+            if idx[k] < counts[k] {
+                break;
+            }
+            so -= ss[k] * counts[k] as isize;
+            dof -= ds[k] * counts[k] as isize;
+            idx[k] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Reference: element by element with plain index arithmetic.
+    #[allow(clippy::too_many_arguments)]
+    fn reference(src: &[u8], so: usize, ss: &[isize], dst: &mut [u8], d_o: usize, ds: &[isize], counts: &[usize], size: usize) {
+        let total: usize = counts.iter().product();
+        for flat in 0..total {
+            let mut rem = flat;
+            let (mut a, mut b) = (so as isize, d_o as isize);
+            for k in (0..counts.len()).rev() {
+                let i = (rem % counts[k]) as isize;
+                rem /= counts[k];
+                a += i * ss[k];
+                b += i * ds[k];
+            }
+            let (a, b) = (a as usize, b as usize);
+            dst[b..b + size].copy_from_slice(&src[a..a + size]);
+        }
+    }
+
+    #[test]
+    fn bounds_are_checked() {
+        let src = [0u8; 16];
+        let mut dst = [0u8; 16];
+        let e = copy_strided(&src, 0, &[8], &mut dst, 8, &[8], &[2], 8).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::OutOfBounds);
+        let e = copy_strided(&src, 8, &[-8], &mut dst, 0, &[8], &[3], 8).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::OutOfBounds);
+        assert!(dst.iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn zero_d_and_unaligned() {
+        let src: Vec<u8> = (0..32).collect();
+        let mut dst = vec![0u8; 32];
+        copy_strided(&src, 3, &[], &mut dst, 5, &[], &[], 4).unwrap();
+        assert_eq!(&dst[5..9], &[3, 4, 5, 6]);
+        let mut dst = vec![0u8; 40];
+        copy_strided(&src, 1, &[8], &mut dst, 3, &[-9], &[3], 8).unwrap_err();
+        copy_strided(&src, 1, &[8], &mut dst, 21, &[-9], &[3], 8).unwrap();
+        assert_eq!(&dst[21..29], &src[1..9]);
+        assert_eq!(&dst[12..20], &src[9..17]);
+        assert_eq!(&dst[3..11], &src[17..25]);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn matches_reference(
+            counts in proptest::collection::vec(1usize..5, 1..4),
+            size in prop::sample::select(vec![1usize, 2, 3, 4, 8, 16]),
+            perm_seed in any::<u64>(),
+            neg in proptest::collection::vec(any::<bool>(), 4),
+            pad in 0usize..3,
+            so in 0usize..9,
+            overlap_dst in any::<bool>(),
+        ) {
+            let n = counts.len();
+            // source: C-contiguous
+            let mut ss = vec![0isize; n];
+            let mut acc = size as isize;
+            for k in (0..n).rev() { ss[k] = acc; acc *= counts[k] as isize; }
+            let src_len = so + acc as usize;
+            let src: Vec<u8> = (0..src_len).map(|i| (i * 7 + 3) as u8).collect();
+            // destination: permuted axes, padded strides, some negative
+            let mut order: Vec<usize> = (0..n).collect();
+            let mut x = perm_seed;
+            for i in (1..n).rev() { let j = (x % (i as u64 + 1)) as usize; x /= i as u64 + 1; order.swap(i, j); }
+            let mut ds = vec![0isize; n];
+            let mut acc = (size + pad) as isize;
+            for &k in order.iter().rev() { ds[k] = acc; acc *= counts[k] as isize + pad as isize; }
+            if overlap_dst && n > 1 { ds[order[0]] = 0; }
+            let mut off = 0isize;
+            for k in 0..n { if neg[k] { off += ds[k] * (counts[k] as isize - 1); ds[k] = -ds[k]; } }
+            let dst_len = acc as usize + size + 8;
+            let mut got = vec![0xAAu8; dst_len];
+            let mut want = got.clone();
+            copy_strided(&src, so, &ss, &mut got, off as usize, &ds, &counts, size).unwrap();
+            reference(&src, so, &ss, &mut want, off as usize, &ds, &counts, size);
+            prop_assert_eq!(got, want);
+        }
+    }
+}

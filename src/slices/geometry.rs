@@ -1,0 +1,347 @@
+//! Slice-table geometry: validation and clipping of the rows of a many-slice transfer, and
+//! validation of a caller's strided array (bounds and self-overlap). Pure, safe Rust.
+//!
+//! Row `i` of a table copies, on every axis `j`,
+//! `dst[d : d + (c-1)*ds + 1 : ds] = src[s : s + (c-1)*ss + 1 : ss]` with starts `s`/`d`,
+//! count `c` (shared by both sides) and steps `ss`/`ds` (>= 1), all in elements.
+
+use crate::error::Result;
+
+/// Maximum number of axes (HDF5's `H5S_MAX_RANK`).
+pub const MAX_RANK: usize = 32;
+
+/// A slice table: `nslices` rows of `ndim` columns per table, row-major, all in elements.
+/// Step tables are optional (`None` = every step is 1).
+#[derive(Debug, Clone, Copy)]
+pub struct SliceTable<'a> {
+    pub ndim: usize,
+    pub nslices: usize,
+    pub src_start: &'a [u64],
+    pub dst_start: &'a [u64],
+    pub count: &'a [u64],
+    pub src_step: Option<&'a [u64]>,
+    pub dst_step: Option<&'a [u64]>,
+}
+
+impl<'a> SliceTable<'a> {
+    /// Check that every table has `nslices * ndim` entries.
+    pub fn new(
+        ndim: usize,
+        nslices: usize,
+        src_start: &'a [u64],
+        dst_start: &'a [u64],
+        count: &'a [u64],
+        src_step: Option<&'a [u64]>,
+        dst_step: Option<&'a [u64]>,
+    ) -> Result<Self> {
+        if ndim > MAX_RANK {
+            bail!(Unsupported, "{ndim} axes: at most {MAX_RANK} are supported (H5S_MAX_RANK)");
+        }
+        let n = nslices
+            .checked_mul(ndim)
+            .ok_or_else(|| err!(InvalidArgument, "nslices {nslices} x ndim {ndim} overflows size_t"))?;
+        for (name, t) in [("src_start", Some(src_start)), ("dst_start", Some(dst_start)), ("count", Some(count)), ("src_step", src_step), ("dst_step", dst_step)] {
+            if let Some(t) = t {
+                if t.len() != n {
+                    bail!(InvalidArgument, "table `{name}` has {} entries, expected nslices {nslices} x ndim {ndim} = {n}", t.len());
+                }
+            }
+        }
+        Ok(SliceTable { ndim, nslices, src_start, dst_start, count, src_step, dst_step })
+    }
+}
+
+/// One row after validation (and clipping): every count is >= 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub ndim: usize,
+    pub src_start: [u64; MAX_RANK],
+    pub dst_start: [u64; MAX_RANK],
+    pub count: [u64; MAX_RANK],
+    pub src_step: [u64; MAX_RANK],
+    pub dst_step: [u64; MAX_RANK],
+}
+
+impl Row {
+    /// Number of elements the row copies.
+    pub fn elements(&self) -> u64 {
+        self.count[..self.ndim].iter().product()
+    }
+}
+
+/// How many elements fit from `start` with `step` inside `extent` (0 when start >= extent).
+fn fit(start: u64, step: u64, extent: u64) -> u64 {
+    if start >= extent {
+        0
+    } else {
+        (extent - 1 - start) / step + 1
+    }
+}
+
+/// Validate row `i` against the source and destination extents.
+///
+/// Returns `Ok(None)` when the row copies nothing (a count of 0 on some axis, or with `clip`
+/// a count clipped to 0) and `Ok(Some(row))` otherwise.
+///
+/// Errors (naming row, axis and numbers): a step of 0 (`InvalidArgument`, checked even when
+/// the row copies nothing); without `clip`, a selection reaching outside either extent,
+/// including `start + (count-1)*step` overflowing uint64 (`OutOfBounds`). With `clip`
+/// (versioned-hdf5's semantics) counts are silently reduced so both sides fit.
+pub fn row(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip: bool) -> Result<Option<Row>> {
+    let n = t.ndim;
+    debug_assert!(src_shape.len() == n && dst_shape.len() == n);
+    let mut r = Row {
+        ndim: n,
+        src_start: [0; MAX_RANK],
+        dst_start: [0; MAX_RANK],
+        count: [0; MAX_RANK],
+        src_step: [1; MAX_RANK],
+        dst_step: [1; MAX_RANK],
+    };
+    let base = i * n;
+    let mut empty = false;
+    for j in 0..n {
+        let ss = t.src_step.map_or(1, |s| s[base + j]);
+        let ds = t.dst_step.map_or(1, |s| s[base + j]);
+        if ss == 0 {
+            bail!(InvalidArgument, "row {i} axis {j}: src_step is 0 (steps must be >= 1)");
+        }
+        if ds == 0 {
+            bail!(InvalidArgument, "row {i} axis {j}: dst_step is 0 (steps must be >= 1)");
+        }
+        let (s, d, c) = (t.src_start[base + j], t.dst_start[base + j], t.count[base + j]);
+        r.src_start[j] = s;
+        r.dst_start[j] = d;
+        r.src_step[j] = ss;
+        r.dst_step[j] = ds;
+        r.count[j] = c;
+        if c == 0 {
+            empty = true;
+        }
+    }
+    if empty {
+        return Ok(None);
+    }
+    for j in 0..n {
+        let c = r.count[j];
+        if clip {
+            let c2 = c.min(fit(r.src_start[j], r.src_step[j], src_shape[j])).min(fit(r.dst_start[j], r.dst_step[j], dst_shape[j]));
+            if c2 == 0 {
+                return Ok(None);
+            }
+            r.count[j] = c2;
+        } else {
+            for (side, start, step, extent, what) in [
+                ("src", r.src_start[j], r.src_step[j], src_shape[j], "dataset"),
+                ("dst", r.dst_start[j], r.dst_step[j], dst_shape[j], "destination"),
+            ] {
+                let last = (c - 1).checked_mul(step).and_then(|x| x.checked_add(start)).ok_or_else(|| {
+                    err!(OutOfBounds, "row {i} axis {j}: {side}_start {start} + (count {c} - 1) * {side}_step {step} overflows uint64")
+                })?;
+                if last >= extent {
+                    if start >= extent {
+                        bail!(OutOfBounds, "row {i} axis {j}: {side}_start {start} is outside the {what} extent {extent}");
+                    }
+                    bail!(
+                        OutOfBounds,
+                        "row {i} axis {j}: {side} selection reaches index {last} ({side}_start {start} + (count {c} - 1) * {side}_step {step}), outside the {what} extent {extent}"
+                    );
+                }
+            }
+        }
+    }
+    Ok(Some(r))
+}
+
+/// Validate every row (before anything is read or written). Returns the number of rows that
+/// copy something.
+pub fn check_rows(t: &SliceTable, src_shape: &[u64], dst_shape: &[u64], clip: bool) -> Result<usize> {
+    let mut n = 0;
+    for i in 0..t.nslices {
+        if row(t, i, src_shape, dst_shape, clip)?.is_some() {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// A caller's strided array: `shape` in elements, `strides` in BYTES (may be negative),
+/// `offset` = bytes from the buffer start to element [0,...,0], inside a buffer of
+/// `base_len` bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArrayLayout {
+    pub shape: Vec<u64>,
+    pub strides: Vec<i64>,
+    pub offset: usize,
+    pub base_len: usize,
+    pub itemsize: usize,
+}
+
+impl ArrayLayout {
+    /// C-order (row-major) contiguous byte strides for `shape`; `None` on overflow.
+    pub fn c_strides(shape: &[u64], itemsize: usize) -> Option<Vec<i64>> {
+        let mut s = vec![0i64; shape.len()];
+        let mut acc: i64 = i64::try_from(itemsize).ok()?;
+        for j in (0..shape.len()).rev() {
+            s[j] = acc;
+            acc = acc.checked_mul(i64::try_from(shape[j].max(1)).ok()?)?;
+        }
+        Some(s)
+    }
+
+    /// Number of elements (product of the shape), `None` on overflow.
+    pub fn elements(&self) -> Option<u64> {
+        self.shape.iter().try_fold(1u64, |a, &b| a.checked_mul(b))
+    }
+
+    /// True when some extent is 0.
+    pub fn is_empty(&self) -> bool {
+        self.shape.contains(&0)
+    }
+
+    /// Byte offset of the element at `index` (must be inside the shape of a validated layout).
+    pub fn byte_offset(&self, index: &[u64]) -> usize {
+        let mut off = self.offset as i128;
+        for (k, &i) in index.iter().enumerate() {
+            off += i as i128 * self.strides[k] as i128;
+        }
+        off as usize
+    }
+
+    /// Check that every element lies inside `[0, base_len)` (`BufferTooSmall` naming the byte
+    /// offsets otherwise) and that no two different indices share a byte (`InvalidArgument`).
+    /// The overlap test is numpy's conservative one: sorted by |stride|, each axis's |stride|
+    /// must be at least the span of all smaller axes plus the item size; rare interleaved
+    /// layouts that do not overlap but fail this test are rejected too. Zero-size arrays pass.
+    pub fn validate(&self) -> Result<()> {
+        let n = self.shape.len();
+        if self.strides.len() != n {
+            bail!(InvalidArgument, "array has {n} axes but {} strides", self.strides.len());
+        }
+        if self.itemsize == 0 {
+            bail!(InvalidArgument, "array itemsize is 0");
+        }
+        if self.is_empty() {
+            return Ok(());
+        }
+        let mut lo = self.offset as i128;
+        let mut hi = self.offset as i128 + self.itemsize as i128;
+        for j in 0..n {
+            let reach = (self.shape[j] as i128 - 1) * self.strides[j] as i128;
+            if reach < 0 {
+                lo += reach;
+            } else {
+                hi += reach;
+            }
+        }
+        if lo < 0 {
+            bail!(
+                BufferTooSmall,
+                "array reaches byte offset {lo} before the start of its buffer (offset {}, shape {:?}, strides {:?} bytes)",
+                self.offset,
+                self.shape,
+                self.strides
+            );
+        }
+        if hi > self.base_len as i128 {
+            bail!(
+                BufferTooSmall,
+                "array needs bytes up to offset {hi} but its buffer has {} bytes (offset {}, shape {:?}, strides {:?} bytes, itemsize {})",
+                self.base_len,
+                self.offset,
+                self.shape,
+                self.strides,
+                self.itemsize
+            );
+        }
+        let mut axes: Vec<usize> = (0..n).filter(|&j| self.shape[j] > 1).collect();
+        axes.sort_by_key(|&j| self.strides[j].unsigned_abs());
+        let mut span: u128 = self.itemsize as u128;
+        for &j in &axes {
+            let st = self.strides[j].unsigned_abs() as u128;
+            if st < span {
+                bail!(
+                    InvalidArgument,
+                    "array strides overlap: axis {j} (stride {} bytes, extent {}) would make different indices share bytes (shape {:?}, strides {:?}, itemsize {})",
+                    self.strides[j],
+                    self.shape[j],
+                    self.shape,
+                    self.strides,
+                    self.itemsize
+                );
+            }
+            span += st * (self.shape[j] as u128 - 1);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table<'a>(n: usize, s: &'a [u64], d: &'a [u64], c: &'a [u64], ss: Option<&'a [u64]>, ds: Option<&'a [u64]>) -> SliceTable<'a> {
+        SliceTable::new(n, s.len() / n.max(1), s, d, c, ss, ds).unwrap()
+    }
+
+    #[test]
+    fn strict_bounds_name_row_and_axis() {
+        let t = table(2, &[0, 0, 5, 8], &[0, 0, 0, 0], &[2, 2, 1, 3], None, None);
+        assert!(row(&t, 0, &[10, 10], &[4, 4], false).unwrap().is_some());
+        let e = row(&t, 1, &[10, 10], &[4, 4], false).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::OutOfBounds);
+        assert!(e.message.contains("row 1 axis 1") && e.message.contains("index 10") && e.message.contains("extent 10"), "{}", e.message);
+        assert_eq!(check_rows(&t, &[10, 10], &[4, 4], false).unwrap_err().kind, crate::error::ErrorKind::OutOfBounds);
+        // clip: 8..10 -> 2 elements
+        let r = row(&t, 1, &[10, 10], &[4, 4], true).unwrap().unwrap();
+        assert_eq!(&r.count[..2], &[1, 2]);
+    }
+
+    #[test]
+    fn clip_takes_steps_into_account_and_skips_empty() {
+        // src 0,3,6,9 (extent 10 fits 4); dst 1,3,5 (extent 6 fits 3) -> 3
+        let t = table(1, &[0, 10], &[1, 0], &[100, 5], Some(&[3, 1]), Some(&[2, 1]));
+        assert_eq!(row(&t, 0, &[10], &[6], true).unwrap().unwrap().count[0], 3);
+        assert_eq!(row(&t, 1, &[10], &[6], true).unwrap(), None);
+        assert_eq!(check_rows(&t, &[10], &[6], true).unwrap(), 1);
+    }
+
+    #[test]
+    fn step_zero_and_overflow() {
+        let t = table(2, &[0, 0], &[0, 0], &[0, 1], Some(&[1, 0]), None);
+        let e = row(&t, 0, &[4, 4], &[4, 4], true).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::InvalidArgument);
+        assert!(e.message.contains("row 0 axis 1: src_step is 0"));
+        let t = table(1, &[u64::MAX - 1], &[0], &[3], None, None);
+        let e = row(&t, 0, &[u64::MAX], &[4], false).unwrap_err();
+        assert!(e.message.contains("overflows uint64"), "{}", e.message);
+        // zero count row: no bounds check
+        let t = table(1, &[100], &[100], &[0], None, None);
+        assert_eq!(row(&t, 0, &[4], &[4], false).unwrap(), None);
+        assert!(SliceTable::new(2, 2, &[0; 3], &[0; 4], &[0; 4], None, None).is_err());
+    }
+
+    fn lay(shape: &[u64], strides: &[i64], offset: usize, base_len: usize, itemsize: usize) -> ArrayLayout {
+        ArrayLayout { shape: shape.to_vec(), strides: strides.to_vec(), offset, base_len, itemsize }
+    }
+
+    #[test]
+    fn layouts() {
+        assert_eq!(ArrayLayout::c_strides(&[3, 4, 5], 8).unwrap(), vec![160, 40, 8]);
+        assert!(lay(&[3, 4], &[32, 8], 0, 96, 8).validate().is_ok());
+        assert_eq!(lay(&[3, 4], &[32, 8], 0, 95, 8).validate().unwrap_err().kind, crate::error::ErrorKind::BufferTooSmall);
+        // Fortran order
+        assert!(lay(&[3, 4], &[8, 24], 0, 96, 8).validate().is_ok());
+        // negative strides with offset at the last element
+        assert!(lay(&[3, 4], &[-32, -8], 88, 96, 8).validate().is_ok());
+        assert_eq!(lay(&[3, 4], &[-32, -8], 80, 96, 8).validate().unwrap_err().kind, crate::error::ErrorKind::BufferTooSmall);
+        // overlap: stride 0, or stride smaller than the inner span
+        assert_eq!(lay(&[3, 4], &[0, 8], 0, 96, 8).validate().unwrap_err().kind, crate::error::ErrorKind::InvalidArgument);
+        assert_eq!(lay(&[3, 4], &[16, 8], 0, 96, 8).validate().unwrap_err().kind, crate::error::ErrorKind::InvalidArgument);
+        assert_eq!(lay(&[2], &[4], 0, 96, 8).validate().unwrap_err().kind, crate::error::ErrorKind::InvalidArgument);
+        // extent-1 axes may have any stride; empty arrays pass
+        assert!(lay(&[1, 4], &[0, 8], 0, 32, 8).validate().is_ok());
+        assert!(lay(&[0, 4], &[1000, 8], 0, 0, 8).validate().is_ok());
+        assert_eq!(lay(&[2, 2], &[-16, 8], 16, 32, 8).byte_offset(&[1, 1]), 8);
+    }
+}
