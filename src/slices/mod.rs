@@ -2,6 +2,7 @@
 //! layouts), the strided copy engine ([`copy`]) and the orchestration of a read from HDF5
 //! into a caller's array ([`read`]).
 
+pub mod chunks;
 pub mod copy;
 pub mod geometry;
 pub mod read;
