@@ -41,6 +41,6 @@ $VH5 read "$DEMO/sample.h5" data --random 10000 --size 10,10 --seed 1
 if [ -n "$h5file" ]; then
   echo; echo "== your file: $h5file $h5dset"
   $VH5 info "$h5file"
-  $VH5 read "$h5file" "$h5dset" --random 10000 --size 1 --seed 1
+  $VH5 read "$h5file" "$h5dset" --random 10000 --size 4 --seed 1
 fi
 echo; echo "demo finished"

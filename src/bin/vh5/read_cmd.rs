@@ -137,6 +137,7 @@ fn parse_list(s: Option<&String>) -> Option<Vec<u64>> {
 const READ_USAGE: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv | --random N --size A,B,..) [--seed S] [--clip] [--save OUT.npy] [--show K]
   --table ROWS.csv  slice table: per line src_start.., dst_start.., count.. [, src_step.., dst_step..]
   --random N        N random in-bounds rows of --size elements, stacked along axis 0 of the destination
+                    (--size with one value applies it to every axis, clipped to each extent)
   --clip            versioned-hdf5 semantics (clip counts, skip empty rows) instead of errors
   --save OUT.npy    write the destination array as a .npy file
   --show K          print the first K rows of the table (default 3)";
@@ -243,6 +244,15 @@ fn err_io(m: String) -> Error {
 }
 
 fn random_table(shape: &[u64], size: &[u64], n: usize, seed: u64) -> Result<Table> {
+    // A single value applies to every axis (`--size 4` on a 3-d dataset means 4,4,4),
+    // clipped to each extent so it fits any dataset.
+    let broadcast: Vec<u64>;
+    let size = if size.len() == 1 && shape.len() > 1 {
+        broadcast = shape.iter().map(|&e| size[0].min(e.max(1))).collect();
+        &broadcast[..]
+    } else {
+        size
+    };
     if size.len() != shape.len() {
         return Err(Error::new(vh5::error::ErrorKind::InvalidArgument, format!("--size has {} values, the dataset {} axes", size.len(), shape.len())));
     }
