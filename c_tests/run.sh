@@ -23,6 +23,16 @@ printf '#include "vh5.h"\nint main(){return 0;}\n' > "$OUT/header_cxx.cpp"
 c++ -std=c++11 -Wall -Wextra -Werror -Iinclude "$OUT/header_cxx.cpp" -o "$OUT/header_cxx"
 echo "header compiles as C99 and C++11"
 
+# The README's C example must keep compiling against the current header.
+python3 - "$OUT/readme_example.c" <<'PYEOF'
+import re, sys
+blocks = re.findall(r"```c\n(.*?)```", open("README.md").read(), re.S)
+assert blocks, "README.md has no ```c example"
+open(sys.argv[1], "w").write(blocks[0])
+PYEOF
+cc $CFLAGS -c "$OUT/readme_example.c" -o "$OUT/readme_example.o"
+echo "README C example compiles"
+
 pass=0; fail=0; failed=""
 for src in c_tests/test_*.c c_tests/test_*.cpp; do
   [ -e "$src" ] || continue
