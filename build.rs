@@ -19,6 +19,8 @@ fn main() {
 
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
+    // Re-run when the committed header is edited or restored, so VH5_UPDATE_HEADER=1 rewrites it.
+    println!("cargo:rerun-if-changed=include/vh5.h");
     println!("cargo:rerun-if-env-changed=VH5_UPDATE_HEADER");
 
     let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");

@@ -103,6 +103,21 @@ static void hdf5(const std::string &dir) {
         "out of bounds throws OUT_OF_BOUNDS");
   CHECK(status_of([&] { vh5::read_many_slices(d, dst, bad, dst_start, count, src_step, {}, VH5_SLICES_CLIP); }) == VH5_OK,
         "clip mode accepts it");
+  std::vector<uint64_t> five = {3, 1, 3, 1, 1};
+  try {
+    vh5::read_many_slices(d, dst, src_start, dst_start, five, src_step);
+    CHECK(false, "a count table of 5 values for ndim 3 must throw");
+  } catch (const vh5::Error &e) {
+    CHECK(e.status() == VH5_ERR_INVALID_ARGUMENT && std::string(e.what()).find("count has 5 values") != std::string::npos,
+          "the message blames the count table");
+  }
+  // The 0-d dataset `height` (a scalar): ndim 0, empty tables, one element copied.
+  vh5::Dataset height = f.dataset("/height");
+  double h = -1.0;
+  vh5::ArrayRef<double> scalar{&h, 1, {}, {}};
+  std::vector<uint64_t> none;
+  vh5::read_many_slices(height, scalar, none, none, none);
+  CHECK(h == 2.0, "height is 2.0 m in test1.nc");
   std::vector<uint64_t> short_table = {0, 10};
   CHECK(status_of([&] { vh5::read_many_slices(d, dst, short_table, dst_start, count); }) == VH5_ERR_INVALID_ARGUMENT,
         "table of the wrong length");

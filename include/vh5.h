@@ -22,32 +22,6 @@
 
 
 /**
- * Maximum number of axes (HDF5's `H5S_MAX_RANK`).
- */
-#define MAX_RANK 32
-
-/**
- * Flag: versioned-hdf5 semantics: counts silently clipped to both extents, rows that end up
- * copying nothing are skipped.
- */
-#define SLICES_CLIP 1
-
-/**
- * Flag: let libhdf5 convert the file type into the destination dtype.
- */
-#define SLICES_CONVERT 2
-
-/**
- * Above this many bytes of unused elements per row, the inner-axis step is given to libhdf5.
- */
-#define MAX_WASTE_BYTES (1 << 20)
-
-/**
- * Open flag: open the file for reading and writing (`H5F_ACC_RDWR`). Default: read-only.
- */
-#define FILE_READ_WRITE 1
-
-/**
  * Major version of the library (the soname is `libvh5.so.<major>`).
  */
 #define VH5_VERSION_MAJOR 0

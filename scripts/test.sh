@@ -9,9 +9,17 @@ echo "== cargo build (release library, CLI)"
 cargo build --release --locked 2>&1 | tail -n 2
 
 echo "== cargo test"
-cargo test --release --locked 2>&1 | tee /tmp/vh5-cargo-test.log | grep -E "^test result|FAILED|panicked|^error" || true
-grep -q "test result: FAILED\|^error" /tmp/vh5-cargo-test.log && { echo "cargo test failed"; exit 1; }
-grep -q "^test result: ok" /tmp/vh5-cargo-test.log || { echo "cargo test ran nothing"; exit 1; }
+log=$(mktemp -t vh5-cargo-test.XXXXXX)
+trap 'rm -f "$log"' EXIT
+status=0
+# --show-output prints what passing tests printed, so their SKIP reasons reach this summary.
+cargo test --release --locked -- --show-output >"$log" 2>&1 || status=$?
+grep -E "^test result|FAILED|^error" "$log" || true
+grep -h "SKIP" "$log" | sort -u | sed 's/^/  /' || true
+if [ "$status" != 0 ] || grep -q "test result: FAILED" "$log"; then
+  echo "cargo test failed (exit $status); full log:"; cat "$log"; exit 1
+fi
+grep -q "^test result: ok" "$log" || { echo "cargo test ran nothing"; exit 1; }
 
 echo "== C and C++ tests"
 bash c_tests/run.sh target/release
@@ -20,4 +28,4 @@ bash c_tests/install_check.sh
 echo "== Python tests"
 export VH5_LIBRARY="$PWD/target/release/libvh5.so"
 export VH5_CLI="$PWD/target/release/vh5"
-python3 -m pytest -q tests/python
+python3 -m pytest -q -rs tests/python   # -rs: print every skip reason

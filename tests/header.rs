@@ -23,3 +23,58 @@ fn header_version_macros_match_crate() {
         assert!(committed.contains(&format!("#define VH5_VERSION_{name} {want}\n")), "VH5_VERSION_{name} != {want}");
     }
 }
+
+/// Every name the header defines (macros, types, enum values, functions) carries the vh5 or
+/// payload prefix, so including vh5.h never clashes with a user's or another library's names.
+#[test]
+fn header_names_are_prefixed() {
+    let h = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/vh5.h")).unwrap();
+    let ok = |name: &str| {
+        let lower = name.to_ascii_lowercase();
+        lower.starts_with("vh5_") || lower.starts_with("payload_") || name == "VH5_H"
+    };
+    let mut bad = vec![];
+    for line in h.lines() {
+        let t = line.trim_start();
+        // macros
+        if let Some(rest) = t.strip_prefix("#define ") {
+            let name = rest.split(|c: char| c.is_whitespace() || c == '(').next().unwrap();
+            if !ok(name) {
+                bad.push(name.to_string());
+            }
+        }
+        // enum values: "NAME = value,"
+        if let Some((name, _)) = t.split_once(" = ") {
+            if name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_') && !name.is_empty() && !ok(name) {
+                bad.push(name.to_string());
+            }
+        }
+        // struct / enum tags and typedef names
+        for kw in ["struct ", "enum ", "typedef "] {
+            if t.contains('(') || t.contains(',') || t.contains(')') {
+                continue; // a parameter such as `struct payload_view *out);`
+            }
+            if let Some(rest) = t.strip_prefix(kw) {
+                let name = rest.trim_end_matches([';', '{', ' ']).rsplit(' ').next().unwrap_or("");
+                let name = name.trim_start_matches('*');
+                if !name.is_empty() && !ok(name) && !["int32_t", "uint32_t"].contains(&name) {
+                    bad.push(name.to_string());
+                }
+            }
+        }
+        // function declarations: "<type> name(" at the start of a line
+        if !t.starts_with('*') && !t.starts_with('/') && !t.starts_with('#') {
+            if let Some(paren) = t.find('(') {
+                let head = &t[..paren];
+                if let Some(name) = head.rsplit([' ', '*']).next() {
+                    if !name.is_empty() && head.contains(' ') && !ok(name) && !head.starts_with("if") && !head.contains('=') {
+                        bad.push(name.to_string());
+                    }
+                }
+            }
+        }
+    }
+    bad.sort();
+    bad.dedup();
+    assert!(bad.is_empty(), "include/vh5.h defines unprefixed names: {bad:?}");
+}

@@ -193,14 +193,18 @@ void read_many_slices(const Dataset &src, const ArrayRef<T> &dst, const Table &s
                       uint32_t flags = 0) {
   static_assert(std::is_same<typename std::decay<decltype(*std::data(src_start))>::type, uint64_t>::value,
                 "slice tables hold uint64_t");
+  // ndim 0 (a scalar dataset): tables have no columns and one row copies the one element.
   const size_t ndim = dst.shape.size();
-  if (ndim == 0) throw Error(VH5_ERR_INVALID_ARGUMENT, "destination must have at least one axis");
-  const size_t n = std::size(count) / ndim;
+  if (ndim > 0 && std::size(count) % ndim != 0)
+    throw Error(VH5_ERR_INVALID_ARGUMENT, "count has " + std::to_string(std::size(count)) +
+                                              " values, not a multiple of ndim = " + std::to_string(ndim));
+  const size_t n = ndim == 0 ? 1 : std::size(count) / ndim;
   auto check_len = [&](const Table &t, const char *name, bool optional) {
     size_t len = std::size(t);
     if ((optional && len == 0) || len == n * ndim) return;
     throw Error(VH5_ERR_INVALID_ARGUMENT, std::string(name) + " has " + std::to_string(len) +
-                                              " values, expected nslices*ndim = " + std::to_string(n * ndim));
+                                              " values, expected nslices*ndim = " + std::to_string(n * ndim) +
+                                              " (nslices = " + std::to_string(n) + " from count)");
   };
   check_len(src_start, "src_start", false);
   check_len(dst_start, "dst_start", false);
@@ -222,6 +226,8 @@ class PayloadView {
   }
   explicit PayloadView(const std::vector<uint8_t> &bytes, uint32_t flags = 0)
       : PayloadView(bytes.data(), bytes.size(), flags) {}
+  /// A view of a temporary would dangle as soon as the statement ends: refused at compile time.
+  explicit PayloadView(std::vector<uint8_t> &&bytes, uint32_t flags = 0) = delete;
 
   /// The raw C view (pointers into the caller's buffer).
   const payload_view &raw() const noexcept { return v_; }
