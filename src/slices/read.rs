@@ -21,11 +21,11 @@ use super::options::{self, PlannerMode};
 use super::scatter::DstPtr;
 use crate::dtype::{ByteOrder, Dtype};
 use crate::error::Result;
-use crate::hdf5::chunk::{chunk_layout, types_equal};
+use crate::hdf5::chunk::types_equal;
+use crate::hdf5::meta::dataset_meta;
 use crate::hdf5::dataset::{expect_kind, HyperslabReader};
 use crate::hdf5::error::session;
-use crate::hdf5::handle::Handle;
-use crate::hdf5::types::{classify, conversion_exists, mem_type_for, mem_type_of, MemType};
+use crate::hdf5::types::{conversion_exists, mem_type_for, mem_type_of, MemType};
 
 /// Flag: versioned-hdf5 semantics: counts silently clipped to both extents, rows that end up
 /// copying nothing are skipped.
@@ -89,9 +89,8 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
     let s = session();
     let l = s.lock();
     expect_kind(l, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
-    // SAFETY: dset is an open dataset (checked); lock held.
-    let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
-    let finfo = classify(l, ftype.id())?;
+    let meta = dataset_meta(l, dset)?;
+    let (ftype, finfo) = (&meta.ftype, &meta.finfo);
     let fdesc = &finfo.description;
     let mem: MemType = match finfo.dtype {
         None => bail!(Unsupported, "dataset has a {}: vh5 reads fixed-size types only", finfo.unsupported.as_deref().unwrap_or("unsupported type")),
@@ -139,16 +138,14 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         return Ok(stats);
     }
 
-    let raw = raw_kind(l, ftype.id(), mem.id(), &finfo, dst.dtype, itemsize);
     let ctx = Ctx { itemsize, layout: &dst.layout, dst: DstPtr::new(dst.buf), src_shape: &src_shape, dst_shape: &dst_shape, clip };
-    match options::planner_mode() {
-        PlannerMode::Rows => {}
-        mode => {
-            let lay = chunk_layout(l, dset)?;
-            if let Some(chunk) = lay.chunk {
-                if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, &chunk, &lay.filters, raw, mode, &mut stats)? {
-                    return Ok(st);
-                }
+    let mode = options::planner_mode();
+    if let (Some(chunk), false) = (&meta.layout.chunk, mode == PlannerMode::Rows) {
+        let filtered = !meta.layout.filters.is_empty();
+        if !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk, filtered)?) {
+            let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize);
+            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, raw, mode, &mut stats)? {
+                return Ok(st);
             }
         }
     }
@@ -163,6 +160,27 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         }
     }
     Ok(stats)
+}
+
+/// Fast path of the `auto` rule for one-row calls (no planning): a single row reads its
+/// pieces through libhdf5 when the data is unfiltered (one `H5Dread` straight into place
+/// beats fetching whole chunks unless the row covers them, where both cost the same) or when
+/// it touches at most 4 chunks (the planner's rule for small filtered calls).
+fn single_small_row(table: &SliceTable, ctx: &Ctx, chunk: &[u64], filtered: bool) -> Result<bool> {
+    if table.nslices != 1 {
+        return Ok(false);
+    }
+    if !filtered {
+        return Ok(true);
+    }
+    let Some(r) = row(table, 0, ctx.src_shape, ctx.dst_shape, ctx.clip)? else { return Ok(true) };
+    let mut touched = 1u64;
+    for j in 0..r.ndim {
+        let first = r.src_start[j] / chunk[j];
+        let last = (r.src_start[j] + (r.count[j] - 1) * r.src_step[j]) / chunk[j];
+        touched = touched.saturating_mul(last - first + 1);
+    }
+    Ok(touched <= 4)
 }
 
 /// What a call knows about its destination and extents, shared by the row and chunk paths.
