@@ -459,3 +459,17 @@ def _call_read(dset: Dataset, dst: np.ndarray, tables, nslices: int, *, clip: bo
     del keep
     if status:
         check(status)
+
+
+def set_num_threads(n: int) -> None:
+    """Set how many threads :func:`read_many_slices` may use to decompress and scatter chunks
+    (process-wide; ``vh5_set_num_threads``). 1 = no extra threads; 0 = the default (env
+    ``VH5_THREADS``, else the cores available)."""
+    if not 0 <= int(n) < 2**32:
+        raise ValueError(f"n must be in [0, 2**32), not {n}")
+    check(lib().vh5_set_num_threads(int(n)))
+
+
+def get_num_threads() -> int:
+    """The number of threads :func:`read_many_slices` may use now (``vh5_get_num_threads``)."""
+    return int(lib().vh5_get_num_threads())
