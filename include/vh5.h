@@ -22,6 +22,11 @@
 
 
 /**
+ * Entries kept before the cache is emptied.
+ */
+#define MAX_ENTRIES 4096
+
+/**
  * Major version of the library (the soname is `libvh5.so.<major>`).
  */
 #define VH5_VERSION_MAJOR 0
@@ -786,6 +791,28 @@ vh5_status vh5_read_many_slices(int64_t dset,
                                 const uint64_t *src_step,
                                 const uint64_t *dst_step,
                                 uint32_t flags);
+
+/**
+ * Set how many threads `vh5_read_many_slices` may use to decompress and scatter chunks
+ * (process-wide; takes effect on the next call). `n` = 1: everything runs on the calling
+ * thread, no extra threads; `n` > 1: up to `n` worker threads per call, started and joined
+ * inside the call (vh5 keeps no thread between calls); `n` = 0: back to the default, which
+ * is env `VH5_THREADS` (read once) when set to a positive integer, else the number of cores
+ * available (`std::thread::available_parallelism`).
+ *
+ * Worker threads never call libhdf5: the calling thread reads the stored chunk bytes under
+ * vh5's libhdf5 lock and the workers inflate / unshuffle / checksum / byte-swap and copy them
+ * into the destination, outside the lock.
+ *
+ * Returns `VH5_OK` (always). Thread-safe.
+ */
+vh5_status vh5_set_num_threads(uint32_t n);
+
+/**
+ * The number of threads `vh5_read_many_slices` may use now (>= 1): the value set with
+ * `vh5_set_num_threads`, else `VH5_THREADS`, else the cores available. Thread-safe.
+ */
+uint32_t vh5_get_num_threads(void);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -9,6 +9,7 @@ use common::*;
 use proptest::prelude::*;
 use vh5::dtype::Dtype;
 use vh5::ffi::vh5_status;
+use vh5::slices::options::{with_overrides, PlannerMode};
 
 const DTYPES: [Dtype; 15] = [
     Dtype::Bool,
@@ -147,11 +148,24 @@ fn run_case(mut c: Case) -> Result<(), TestCaseError> {
 
     if std::env::var_os("VH5_PROP_DEBUG").is_some() { eprintln!("CASE ok={} rows={} clip={} dtype={:?}", expect.is_ok(), c.rows.len(), c.clip, c.dtype); }
     let (_f, d) = ffi_open(&path, "/grp/x");
-    let mut got = init.clone();
     let flags = if c.clip { vh5::slices::SLICES_CLIP } else { 0 };
-    let (st, msg) = ffi_read(d, &mut got, offset as usize, c.dtype, size, &c.dst_shape, Some(&strides), &c.rows, flags, c.with_steps);
+    // Every read strategy (auto, chunk planner with 1 and 3 threads, one read per row) must
+    // give the reference's bytes.
+    for (mode, threads) in MODES {
+        let mut got = init.clone();
+        let (st, msg) = with_overrides(mode, threads, || ffi_read(d, &mut got, offset as usize, c.dtype, size, &c.dst_shape, Some(&strides), &c.rows, flags, c.with_steps));
+        check_result(&expect, st, &msg, &got, &want, &init).map_err(|e| TestCaseError::fail(format!("mode {mode:?} threads {threads:?}: {e}")))?;
+    }
     ffi_close(&[d, _f]);
-    match expect {
+    Ok(())
+}
+
+/// (strategy, threads) combinations every case runs in.
+const MODES: [(Option<PlannerMode>, Option<usize>); 4] =
+    [(None, None), (Some(PlannerMode::Chunks), Some(1)), (Some(PlannerMode::Chunks), Some(3)), (Some(PlannerMode::Rows), Some(1))];
+
+fn check_result(expect: &Result<(), (usize, usize)>, st: vh5_status, msg: &str, got: &[u8], want: &[u8], init: &[u8]) -> Result<(), TestCaseError> {
+    match *expect {
         Ok(()) => {
             prop_assert_eq!(st, vh5_status::VH5_OK, "{}", msg);
             prop_assert!(got == want, "destination differs from the reference");

@@ -157,6 +157,7 @@ pub fn close(lock: &H5Lock, id: hid_t) -> Result<()> {
     if id_type(lock, id).is_none() {
         bail!(InvalidHandle, "id {id} is not an open libhdf5 id (already closed or never opened)");
     }
+    super::meta::forget(id);
     close_id(lock, id)
 }
 

@@ -4,9 +4,11 @@
 //!
 //! Every libhdf5 call vh5 makes happens while holding the lock of an [`error::H5Session`].
 
+pub mod chunk;
 pub mod dataset;
 pub mod error;
 pub mod handle;
+pub mod meta;
 pub mod lock;
 pub mod types;
 

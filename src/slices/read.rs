@@ -16,14 +16,16 @@
 
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 
-use super::copy::copy_strided;
-use super::geometry::{check_rows, row, ArrayLayout, SliceTable, MAX_RANK};
-use crate::dtype::Dtype;
+use super::geometry::{check_rows, row, ArrayLayout, Row, SliceTable, MAX_RANK};
+use super::options::{self, PlannerMode};
+use super::scatter::DstPtr;
+use crate::dtype::{ByteOrder, Dtype};
 use crate::error::Result;
+use crate::hdf5::chunk::types_equal;
+use crate::hdf5::meta::dataset_meta;
 use crate::hdf5::dataset::{expect_kind, HyperslabReader};
 use crate::hdf5::error::session;
-use crate::hdf5::handle::Handle;
-use crate::hdf5::types::{classify, conversion_exists, mem_type_for, mem_type_of, MemType};
+use crate::hdf5::types::{conversion_exists, mem_type_for, mem_type_of, MemType};
 
 /// Flag: versioned-hdf5 semantics: counts silently clipped to both extents, rows that end up
 /// copying nothing are skipped.
@@ -53,6 +55,13 @@ pub struct ReadStats {
     pub elements: u64,
     /// Rows whose hyperslab was read straight into the caller's buffer.
     pub direct_reads: usize,
+    /// Chunks read whole once by the planner (raw or through libhdf5).
+    pub chunks_read: usize,
+    /// Of those, chunks read raw (`H5Dread_chunk`) and decoded by vh5.
+    pub raw_chunks: usize,
+    /// Row pieces read with their own `H5Dread` inside planned calls (chunks where a whole
+    /// read does not pay) plus rows run in row order because their destinations overlap.
+    pub hdf5_reads: usize,
 }
 
 /// Copy every row of `table` from dataset `dset` into `dst` (see the module docs and
@@ -80,9 +89,8 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
     let s = session();
     let l = s.lock();
     expect_kind(l, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
-    // SAFETY: dset is an open dataset (checked); lock held.
-    let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
-    let finfo = classify(l, ftype.id())?;
+    let meta = dataset_meta(l, dset)?;
+    let (ftype, finfo) = (&meta.ftype, &meta.finfo);
     let fdesc = &finfo.description;
     let mem: MemType = match finfo.dtype {
         None => bail!(Unsupported, "dataset has a {}: vh5 reads fixed-size types only", finfo.unsupported.as_deref().unwrap_or("unsupported type")),
@@ -130,7 +138,111 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         return Ok(stats);
     }
 
+    let ctx = Ctx { itemsize, layout: &dst.layout, dst: DstPtr::new(dst.buf), src_shape: &src_shape, dst_shape: &dst_shape, clip };
+    let mode = options::planner_mode();
+    if let (Some(chunk), false) = (&meta.layout.chunk, mode == PlannerMode::Rows) {
+        let filtered = !meta.layout.filters.is_empty();
+        if !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk, filtered)?) {
+            let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize);
+            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, raw, mode, &mut stats)? {
+                return Ok(st);
+            }
+        }
+    }
     let mut scratch: Vec<u8> = Vec::new();
+    for i in 0..table.nslices {
+        let Some(r) = row(table, i, &src_shape, &dst_shape, clip)? else { continue };
+        stats.rows_read += 1;
+        stats.elements += r.elements();
+        // SAFETY: single-threaded here; `ctx.dst` is the exclusive borrow of `dst.buf`.
+        if unsafe { read_row(&mut reader, &r, i, &ctx, &mut scratch)? } {
+            stats.direct_reads += 1;
+        }
+    }
+    Ok(stats)
+}
+
+/// Fast path of the `auto` rule for one-row calls (no planning): a single row reads its
+/// pieces through libhdf5 when the data is unfiltered (one `H5Dread` straight into place
+/// beats fetching whole chunks unless the row covers them, where both cost the same) or when
+/// it touches at most 4 chunks (the planner's rule for small filtered calls).
+fn single_small_row(table: &SliceTable, ctx: &Ctx, chunk: &[u64], filtered: bool) -> Result<bool> {
+    if table.nslices != 1 {
+        return Ok(false);
+    }
+    if !filtered {
+        return Ok(true);
+    }
+    let Some(r) = row(table, 0, ctx.src_shape, ctx.dst_shape, ctx.clip)? else { return Ok(true) };
+    let mut touched = 1u64;
+    for j in 0..r.ndim {
+        let first = r.src_start[j] / chunk[j];
+        let last = (r.src_start[j] + (r.count[j] - 1) * r.src_step[j]) / chunk[j];
+        touched = touched.saturating_mul(last - first + 1);
+    }
+    Ok(touched <= 4)
+}
+
+/// What a call knows about its destination and extents, shared by the row and chunk paths.
+pub(crate) struct Ctx<'a> {
+    pub itemsize: usize,
+    pub layout: &'a ArrayLayout,
+    pub dst: DstPtr,
+    pub src_shape: &'a [u64],
+    pub dst_shape: &'a [u64],
+    pub clip: bool,
+}
+
+/// How the stored bytes of an element relate to the memory type vh5 reads with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RawKind {
+    /// Identical bytes (`H5Tequal`).
+    Same,
+    /// Same type in the other byte order: reverse every word of this many bytes.
+    Swap(usize),
+}
+
+/// Whether raw chunk bytes can be used (possibly byte-swapped) instead of libhdf5's type
+/// conversion; `None` = let libhdf5 convert (H5Dread of the chunk region).
+fn raw_kind(l: &crate::hdf5::lock::H5Lock, ftype: hid_t, mtype: hid_t, finfo: &crate::hdf5::TypeInfo, want: Dtype, itemsize: usize) -> Option<RawKind> {
+    if finfo.file_itemsize != itemsize || finfo.mem_itemsize != itemsize {
+        return None;
+    }
+    if types_equal(l, ftype, mtype) {
+        return Some(RawKind::Same);
+    }
+    let native = if cfg!(target_endian = "little") { ByteOrder::Little } else { ByteOrder::Big };
+    let d = finfo.dtype?;
+    if d == want && itemsize == 1 && matches!(d, Dtype::Int8 | Dtype::UInt8 | Dtype::Bool) {
+        // A 1-byte type "in big-endian order" has the same bytes.
+        return Some(RawKind::Same);
+    }
+    if d != want || finfo.byte_order.is_none() || finfo.byte_order == Some(native) {
+        return None;
+    }
+    match d {
+        Dtype::Int16 | Dtype::Int32 | Dtype::Int64 | Dtype::UInt16 | Dtype::UInt32 | Dtype::UInt64 | Dtype::Float16 | Dtype::Float32 | Dtype::Float64 => {
+            Some(RawKind::Swap(itemsize))
+        }
+        Dtype::Complex64 | Dtype::Complex128 => Some(RawKind::Swap(itemsize / 2)),
+        _ => None,
+    }
+}
+
+/// Read one row (or a piece of one) with one `H5Dread` and scatter it (the baseline path):
+/// - on outer axes the file-side step goes to libhdf5 as the hyperslab stride; on the inner
+///   axis vh5 reads the covering span and steps while copying, unless that would read more
+///   than [`MAX_WASTE_BYTES`] of unused elements (then libhdf5 steps: bounded memory);
+/// - with no steps and a C-contiguous destination block the read goes straight into the
+///   destination; otherwise into `scratch`, then the copy engine scatters it.
+///
+/// Returns whether the read went straight into the destination.
+///
+/// # Safety
+/// No other thread may access the destination elements of this row during the call.
+pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, ctx: &Ctx, scratch: &mut Vec<u8>) -> Result<bool> {
+    let n = r.ndim;
+    let itemsize = ctx.itemsize;
     let mut fstart = [0u64; MAX_RANK];
     let mut fstride = [1u64; MAX_RANK];
     let mut fcount = [0u64; MAX_RANK];
@@ -138,63 +250,60 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
     let mut sstrides = [0isize; MAX_RANK];
     let mut dstrides = [0isize; MAX_RANK];
     let last = n - 1;
-    for i in 0..table.nslices {
-        let Some(r) = row(table, i, &src_shape, &dst_shape, clip)? else { continue };
-        stats.rows_read += 1;
-        stats.elements += r.elements();
-        // File-side selection.
-        let mut strided = false;
-        for j in 0..n {
-            fstart[j] = r.src_start[j];
-            fstride[j] = r.src_step[j];
-            fcount[j] = r.count[j];
-            strided |= r.src_step[j] != 1;
-        }
-        let c_in = r.count[last];
-        let step_in = r.src_step[last];
-        let span = (c_in - 1) * step_in + 1; // fits: validated against the extent
-        let mut scratch_step_in = 1u64;
-        if step_in > 1 {
-            let outer: u64 = r.count[..last].iter().product();
-            let waste = (span - c_in).saturating_mul(outer).saturating_mul(itemsize as u64);
-            if waste <= MAX_WASTE_BYTES {
-                fstride[last] = 1;
-                fcount[last] = span;
-                scratch_step_in = step_in;
-                strided = r.src_step[..last].iter().any(|&x| x != 1);
-            }
-        }
-        let stride = if strided { Some(&fstride[..n]) } else { None };
-        let block_elems: u64 = fcount[..n].iter().product();
-        let block_bytes = usize::try_from(block_elems as u128 * itemsize as u128)
-            .map_err(|_| err!(BufferTooSmall, "row {i}: hyperslab of {block_elems} elements does not fit in memory"))?;
-        let dst_off = dst.layout.byte_offset(&r.dst_start[..n]);
-
-        // Direct read: no steps at all and the destination block is dense in C order.
-        let no_steps = (0..n).all(|j| r.src_step[j] == 1 && r.dst_step[j] == 1);
-        if no_steps && c_contiguous_block(&dst.layout.strides, &r.count[..n], itemsize) {
-            reader.read(&fstart[..n], None, &fcount[..n], &mut dst.buf[dst_off..dst_off + block_bytes])?;
-            stats.direct_reads += 1;
-            continue;
-        }
-        if scratch.len() < block_bytes {
-            scratch.resize(block_bytes, 0);
-        }
-        reader.read(&fstart[..n], stride, &fcount[..n], &mut scratch[..block_bytes])?;
-        // Scratch is dense C order of fcount; the inner step (if read as a span) applies here.
-        let mut acc = itemsize as isize;
-        for j in (0..n).rev() {
-            sstrides[j] = acc;
-            acc *= fcount[j] as isize;
-        }
-        sstrides[last] *= scratch_step_in as isize;
-        for j in 0..n {
-            counts[j] = r.count[j] as usize;
-            dstrides[j] = dst.layout.strides[j] as isize * r.dst_step[j] as isize;
-        }
-        copy_strided(&scratch[..block_bytes], 0, &sstrides[..n], dst.buf, dst_off, &dstrides[..n], &counts[..n], itemsize)?;
+    // File-side selection.
+    let mut strided = false;
+    for j in 0..n {
+        fstart[j] = r.src_start[j];
+        fstride[j] = r.src_step[j];
+        fcount[j] = r.count[j];
+        strided |= r.src_step[j] != 1;
     }
-    Ok(stats)
+    let c_in = r.count[last];
+    let step_in = r.src_step[last];
+    let span = (c_in - 1) * step_in + 1; // fits: validated against the extent
+    let mut scratch_step_in = 1u64;
+    if step_in > 1 {
+        let outer: u64 = r.count[..last].iter().product();
+        let waste = (span - c_in).saturating_mul(outer).saturating_mul(itemsize as u64);
+        if waste <= MAX_WASTE_BYTES {
+            fstride[last] = 1;
+            fcount[last] = span;
+            scratch_step_in = step_in;
+            strided = r.src_step[..last].iter().any(|&x| x != 1);
+        }
+    }
+    let stride = if strided { Some(&fstride[..n]) } else { None };
+    let block_elems: u64 = fcount[..n].iter().product();
+    let block_bytes = usize::try_from(block_elems as u128 * itemsize as u128)
+        .map_err(|_| err!(BufferTooSmall, "row {i}: hyperslab of {block_elems} elements does not fit in memory"))?;
+    let dst_off = ctx.layout.byte_offset(&r.dst_start[..n]);
+
+    // Direct read: no steps at all and the destination block is dense in C order.
+    let no_steps = (0..n).all(|j| r.src_step[j] == 1 && r.dst_step[j] == 1);
+    if no_steps && c_contiguous_block(&ctx.layout.strides, &r.count[..n], itemsize) {
+        // SAFETY: the block's bytes are exactly this row's destination elements (dense), which
+        // the caller guarantees no other thread touches.
+        let out = ctx.dst.range(dst_off, block_bytes)?;
+        reader.read(&fstart[..n], None, &fcount[..n], out)?;
+        return Ok(true);
+    }
+    if scratch.len() < block_bytes {
+        scratch.resize(block_bytes, 0);
+    }
+    reader.read(&fstart[..n], stride, &fcount[..n], &mut scratch[..block_bytes])?;
+    // Scratch is dense C order of fcount; the inner step (if read as a span) applies here.
+    let mut acc = itemsize as isize;
+    for j in (0..n).rev() {
+        sstrides[j] = acc;
+        acc *= fcount[j] as isize;
+    }
+    sstrides[last] *= scratch_step_in as isize;
+    for j in 0..n {
+        counts[j] = r.count[j] as usize;
+        dstrides[j] = ctx.layout.strides[j] as isize * r.dst_step[j] as isize;
+    }
+    ctx.dst.copy_in(&scratch[..block_bytes], 0, &sstrides[..n], dst_off, &dstrides[..n], &counts[..n], itemsize)?;
+    Ok(false)
 }
 
 /// Whether a block of `count` elements with the array's byte `strides` is one dense C-order run.

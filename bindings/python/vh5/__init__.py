@@ -33,7 +33,7 @@ from ._errors import (
     UnsupportedError,
     error_class,
 )
-from .hdf5 import Dataset, File, read_many_slices
+from .hdf5 import Dataset, File, get_num_threads, read_many_slices, set_num_threads
 from .payload import Payload, decode_payload
 
 __version__ = "0.1.0"
@@ -44,6 +44,8 @@ __all__ = [
     "File",
     "Dataset",
     "read_many_slices",
+    "set_num_threads",
+    "get_num_threads",
     "library_path",
     "library_version",
     "Error",

@@ -138,6 +138,8 @@ _SIGNATURES = {
     "vh5_dataset_open": (c_int32, [c_int64, c_char_p, POINTER(c_int64)]),
     "vh5_dataset_get_info": (c_int32, [c_int64, POINTER(DatasetInfo)]),
     "vh5_close": (c_int32, [c_int64]),
+    "vh5_set_num_threads": (c_int32, [c_uint32]),
+    "vh5_get_num_threads": (c_uint32, []),
     "vh5_read_many_slices": (
         c_int32,
         [

@@ -249,6 +249,9 @@ def coordinate_tables(ndim: int, src_start, dst_start, count, src_step=None, dst
             columns, or row counts that do not broadcast.
     """
     given = [src_start, dst_start, count, src_step, dst_step]
+    fast = _fast_tables(ndim, given)
+    if fast is not None:
+        return fast
     arrays = []
     for name, a in zip(_COORD_NAMES, given):
         if a is None:
@@ -283,9 +286,56 @@ def coordinate_tables(ndim: int, src_start, dst_start, count, src_step=None, dst
     return out, shapes[0]
 
 
-def describe_array(dst: np.ndarray):
-    """A ``vh5_array`` describing numpy array ``dst`` (any layout) and the objects that must
-    stay alive while it is used (shape/strides tables)."""
+_U64 = np.dtype(np.uint64)
+_I64 = np.dtype(np.int64)
+
+
+def _fast_tables(ndim: int, given):
+    """The common case of :func:`coordinate_tables` without broadcasting: every given table a
+    C-contiguous 2-D uint64 (or non-negative int64) ndarray of shape (nslices, ndim), same
+    nslices. Returns None when the general path is needed (it also produces the errors)."""
+    nslices = None
+    for a in given:
+        if a is None:
+            continue
+        if type(a) is not np.ndarray or a.ndim != 2 or not a.flags.c_contiguous:
+            return None
+        dt = a.dtype
+        if dt is not _U64 and dt != _U64:
+            if dt != _I64 or (a.size and a.min() < 0):
+                return None
+        r, c = a.shape
+        if c != ndim or (nslices is not None and r != nslices):
+            return None
+        nslices = r
+    if nslices is None:
+        return None
+    return [None if a is None else (a if a.dtype == _U64 else a.view(_U64)) for a in given], nslices
+
+
+_c_char = ctypes.c_char
+_addressof = ctypes.addressof
+
+
+def _address(a: np.ndarray) -> int:
+    """Address of element [0, ..., 0] of `a` (the cheap ctypes route for writable contiguous
+    arrays, the array interface otherwise)."""
+    try:
+        return _addressof(_c_char.from_buffer(a))
+    except (TypeError, ValueError, BufferError):
+        return a.__array_interface__["data"][0]
+
+
+#: describe_array's per-(dtype, shape, strides) constants, bounded.
+_ARRAY_CACHE: dict = {}
+_ARRAY_CACHE_MAX = 256
+
+
+def _array_template(dst: np.ndarray):
+    key = (dst.dtype, dst.shape, dst.strides)
+    ent = _ARRAY_CACHE.get(key)
+    if ent is not None:
+        return ent
     code, itemsize, order = _dtypes.from_numpy(dst.dtype)
     if order not in (_dtypes.ORDER_NONE, _dtypes.NATIVE_ORDER):
         raise make_error(
@@ -294,24 +344,31 @@ def describe_array(dst: np.ndarray):
             f"dst has non-native byte order {dst.dtype.str}; use a native-order array "
             "(vh5 moves elements in native memory order)",
         )
-    ptr = dst.__array_interface__["data"][0]
-    shape = np.asarray(dst.shape, dtype=np.uint64)
-    strides = np.asarray(dst.strides, dtype=np.int64)
-    if dst.size == 0:
-        lo, hi = ptr, ptr
-    else:
-        ext = (shape.astype(np.int64) - 1) * strides
-        lo = ptr + int(ext[ext < 0].sum())
-        hi = ptr + int(ext[ext > 0].sum()) + itemsize
-    a = Array()
-    a.base = lo
-    a.base_len = hi - lo
-    a.offset = ptr - lo
-    a.dtype = code
-    a.itemsize = itemsize
-    a.ndim = dst.ndim
-    a.shape = shape.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64))
-    a.strides = strides.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+    nd = dst.ndim
+    lo = hi = 0
+    if dst.size != 0:
+        hi = itemsize
+        for n, st in zip(dst.shape, dst.strides):
+            reach = (n - 1) * st
+            if reach < 0:
+                lo += reach
+            else:
+                hi += reach
+    shape = (ctypes.c_uint64 * max(nd, 1))(*dst.shape)
+    strides = (ctypes.c_int64 * max(nd, 1))(*dst.strides)
+    ent = (code, itemsize, lo, hi - lo, nd, ctypes.cast(shape, ctypes.POINTER(ctypes.c_uint64)), ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64)), shape, strides)
+    if len(_ARRAY_CACHE) >= _ARRAY_CACHE_MAX:
+        _ARRAY_CACHE.clear()
+    _ARRAY_CACHE[key] = ent
+    return ent
+
+
+def describe_array(dst: np.ndarray):
+    """A ``vh5_array`` describing numpy array ``dst`` (any layout) and the objects that must
+    stay alive while it is used (shape/strides tables)."""
+    code, itemsize, lo, span, nd, shape_p, strides_p, shape, strides = _array_template(dst)
+    ptr = _address(dst)
+    a = Array(ptr + lo, span, -lo, code, itemsize, nd, shape_p, strides_p)
     return a, (shape, strides)
 
 
@@ -375,6 +432,11 @@ def read_many_slices(
         raise TypeError(f"dst must be a numpy.ndarray, not {type(dst).__name__}")
     if not dst.flags.writeable:
         raise ValueError("dst must be writeable")
+    if type(src) is Dataset:
+        # Fast path (a vh5.Dataset, nothing to close): no try/finally, no broadcasting.
+        tables, nslices = coordinate_tables(len(src.shape), src_start, dst_start, count, src_step, dst_step)
+        _call_read(src, dst, tables, nslices, clip=clip, convert=convert)
+        return
     dset, to_close = resolve_source(src)
     try:
         tables, nslices = coordinate_tables(dset.ndim, src_start, dst_start, count, src_step, dst_step)
@@ -386,8 +448,28 @@ def read_many_slices(
 
 def _call_read(dset: Dataset, dst: np.ndarray, tables, nslices: int, *, clip: bool, convert: bool):
     arr, keep = describe_array(dst)
-    ptrs = [None if t is None else t.ctypes.data for t in tables]
+    s, d, c, ss, ds = tables
+    s, d, c = _address(s), _address(d), _address(c)
+    if ss is not None:
+        ss = _address(ss)
+    if ds is not None:
+        ds = _address(ds)
     flags = (VH5_SLICES_CLIP if clip else 0) | (VH5_SLICES_CONVERT if convert else 0)
-    status = lib().vh5_read_many_slices(dset.id, ctypes.byref(arr), nslices, *ptrs, flags)
+    status = lib().vh5_read_many_slices(dset.id, ctypes.byref(arr), nslices, s, d, c, ss, ds, flags)
     del keep
-    check(status)
+    if status:
+        check(status)
+
+
+def set_num_threads(n: int) -> None:
+    """Set how many threads :func:`read_many_slices` may use to decompress and scatter chunks
+    (process-wide; ``vh5_set_num_threads``). 1 = no extra threads; 0 = the default (env
+    ``VH5_THREADS``, else the cores available)."""
+    if not 0 <= int(n) < 2**32:
+        raise ValueError(f"n must be in [0, 2**32), not {n}")
+    check(lib().vh5_set_num_threads(int(n)))
+
+
+def get_num_threads() -> int:
+    """The number of threads :func:`read_many_slices` may use now (``vh5_get_num_threads``)."""
+    return int(lib().vh5_get_num_threads())

@@ -1,0 +1,365 @@
+//! The chunk planner's execution: read every chunk a call needs exactly once and scatter all
+//! row pieces from it, decoding compressed chunks ourselves on worker threads.
+//!
+//! Per call (chunked datasets, `VH5_PLANNER` = `auto` or `chunks`):
+//! 1. validate rows, compute each row's destination box and find rows whose boxes overlap
+//!    ([`plan::overlapping_rows`]); those run last, one `H5Dread` per row in row order, so the
+//!    later row wins exactly as in the baseline. Every other row is cut into pieces by chunk
+//!    ([`Plan`]); pieces of such rows never share a destination element, so chunks can be
+//!    scattered in any order and on any thread.
+//! 2. decide per chunk: read it whole, or read its pieces with their own `H5Dread` (the rule
+//!    is in [`decide`]). In `auto` mode, when no chunk is worth reading whole the call falls
+//!    back to the row path (one `H5Dread` per row).
+//! 3. the calling thread (holding the libhdf5 lock) fetches whole chunks in C order of the
+//!    grid: raw (`H5Dget_chunk_info_by_coord` + `H5Dread_chunk`) when vh5 can decode the
+//!    filter pipeline and the file type's bytes are the memory type's (possibly byte-swapped);
+//!    otherwise, and for unallocated chunks (fill value), through libhdf5 (`H5Dread` of the
+//!    chunk's region: filters, conversion and fill value by libhdf5). Worker threads (see
+//!    [`super::options::num_threads`]) decode raw chunks ([`Decoder`]: inflate, unshuffle,
+//!    fletcher32, byte swap) and scatter their pieces, outside any lock. A chunk vh5 fails to
+//!    decode is read again through libhdf5; if libhdf5 fails too the call fails with
+//!    `Hdf5`, naming the chunk and both reasons (never garbage in the destination for it).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+
+use hdf5_sys::h5i::hid_t;
+
+use super::chunks::ChunkGrid;
+use super::filters::{pipeline, swap_bytes, Decoder, Filter};
+use super::geometry::{row, SliceTable, MAX_RANK};
+use super::options::{num_threads, PlannerMode};
+use super::plan::{overlapping_rows, push_dst_box, Plan};
+use super::read::{read_row, Ctx, RawKind, ReadStats};
+use crate::error::{Error, Result};
+use crate::hdf5::chunk::{chunk_state, flush_dataset, opened_read_write, read_raw_chunk, ChunkState, FilterSpec};
+use crate::hdf5::dataset::HyperslabReader;
+use crate::hdf5::lock::H5Lock;
+
+/// Estimated fixed cost of fetching one whole chunk raw (chunk lookup + `H5Dread_chunk`), ns.
+pub(crate) const CHUNK_FETCH_NS: u64 = 4_000;
+/// Estimated fixed cost of one `H5Dread` of a small hyperslab, ns.
+pub(crate) const HDF5_READ_NS: u64 = 2_000;
+/// Estimated bytes moved per ns (read from the page cache + copy).
+pub(crate) const BYTES_PER_NS: u64 = 4;
+/// Below this many bytes of whole chunks to fetch (unfiltered data, `auto` mode), no worker
+/// threads (spawning costs more than the parallel scatter saves).
+pub(crate) const MIN_PARALLEL_BYTES: u64 = 4 << 20;
+
+/// Whether to read a chunk whole (true) or read its pieces through libhdf5 (false).
+///
+/// - `chunks` mode: always whole.
+/// - filtered chunks (`auto`): whole, except in small calls (at most 4 chunks, one piece
+///   each), where libhdf5's own chunk cache may already hold the decoded chunk (repeated small
+///   calls) and a whole read could not do better than libhdf5 on a cold chunk anyway;
+/// - unfiltered chunks (`auto`): whole when `CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS`
+///   <= `pieces * HDF5_READ_NS + piece_bytes / BYTES_PER_NS`, i.e. when the chunk's extra
+///   bytes cost less than the per-read overhead of its pieces (a few tiny rows in a large
+///   chunk read their pieces; many rows in a chunk read it once).
+pub fn decide(mode: PlannerMode, filtered: bool, chunk_bytes: u64, groups: &[(usize, u64)]) -> Vec<bool> {
+    match mode {
+        PlannerMode::Chunks => vec![true; groups.len()],
+        PlannerMode::Rows => vec![false; groups.len()],
+        PlannerMode::Auto if filtered => {
+            let small = groups.len() <= 4 && groups.iter().all(|g| g.0 == 1);
+            vec![!small; groups.len()]
+        }
+        PlannerMode::Auto => groups
+            .iter()
+            .map(|&(pieces, bytes)| CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS <= pieces as u64 * HDF5_READ_NS + bytes / BYTES_PER_NS)
+            .collect(),
+    }
+}
+
+/// A fetched chunk on its way to a worker.
+struct Job {
+    group: usize,
+    buf: Vec<u8>,
+    /// `Some(mask)`: stored bytes to decode; `None`: already in the memory type, laid out
+    /// densely over the chunk's extent clipped to the dataset.
+    raw_mask: Option<u32>,
+}
+
+/// Everything a worker needs, shared read-only.
+struct Shared<'a> {
+    plan: &'a Plan,
+    grid: &'a ChunkGrid,
+    table: &'a SliceTable<'a>,
+    ctx: &'a Ctx<'a>,
+    filters: &'a [Filter],
+    raw: Option<RawKind>,
+    chunk_bytes: usize,
+}
+
+impl Shared<'_> {
+    fn origin_extent(&self, group: usize) -> ([u64; MAX_RANK], [u64; MAX_RANK], [u64; MAX_RANK]) {
+        let n = self.grid.ndim();
+        let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
+        self.grid.chunk_coord(self.plan.groups[group].0, &mut coord[..n]);
+        self.grid.chunk_origin(&coord[..n], &mut origin[..n]);
+        self.grid.chunk_extent(&coord[..n], &mut extent[..n]);
+        (coord, origin, extent)
+    }
+
+    /// Decode a job (raw chunks) and scatter its pieces. `Err(Ok(msg))` = vh5 could not decode
+    /// the chunk (retry through libhdf5); `Err(Err(e))` = a hard error.
+    fn process(&self, job: &mut Job, dec: &mut Decoder) -> std::result::Result<(), std::result::Result<String, Error>> {
+        let n = self.grid.ndim();
+        let (_, origin, extent) = self.origin_extent(job.group);
+        let dims: &[u64] = if let Some(mask) = job.raw_mask {
+            let stored = job.buf.len();
+            dec.decode(self.filters, mask, &mut job.buf, self.chunk_bytes).map_err(|m| Ok(format!("{m} ({stored} bytes stored, filter mask {mask:#x})")))?;
+            if job.buf.len() != self.chunk_bytes {
+                return Err(Ok(format!("decoded to {} bytes, expected {} ({stored} bytes stored, filter mask {mask:#x})", job.buf.len(), self.chunk_bytes)));
+            }
+            if let Some(RawKind::Swap(u)) = self.raw {
+                swap_bytes(&mut job.buf, u);
+            }
+            self.grid.chunk()
+        } else {
+            &extent[..n]
+        };
+        self.scatter(job.group, &job.buf, &origin[..n], dims).map_err(Err)
+    }
+
+    /// Scatter every piece of chunk group `group` from `buf` (dense C order over `dims`, the
+    /// chunk's first element at dataset coordinates `origin`).
+    fn scatter(&self, group: usize, buf: &[u8], origin: &[u64], dims: &[u64]) -> Result<()> {
+        let n = self.grid.ndim();
+        let itemsize = self.ctx.itemsize;
+        let mut cstr = [0isize; MAX_RANK];
+        let mut acc = itemsize as isize;
+        for j in (0..n).rev() {
+            cstr[j] = acc;
+            acc *= dims[j] as isize;
+        }
+        let (mut ss, mut ds, mut counts) = ([0isize; MAX_RANK], [0isize; MAX_RANK], [0usize; MAX_RANK]);
+        for p in &self.plan.pieces[self.plan.groups[group].1.clone()] {
+            let (s, d, c) = self.plan.piece(p);
+            let mut so = 0usize;
+            for j in 0..n {
+                let sstep = self.table.src_step.map_or(1, |t| t[p.row * n + j]) as isize;
+                let dstep = self.table.dst_step.map_or(1, |t| t[p.row * n + j]) as isize;
+                so += (s[j] - origin[j]) as usize * cstr[j] as usize;
+                ss[j] = cstr[j] * sstep;
+                ds[j] = self.ctx.layout.strides[j] as isize * dstep;
+                counts[j] = c[j] as usize;
+            }
+            let d_o = self.ctx.layout.byte_offset(d);
+            // SAFETY: pieces planned here belong to rows whose destinations overlap no other
+            // row's, and the pieces of one row are disjoint: no other thread writes these
+            // elements (see the module docs).
+            unsafe { self.ctx.dst.copy_in(buf, so, &ss[..n], d_o, &ds[..n], &counts[..n], itemsize)? };
+        }
+        Ok(())
+    }
+}
+
+/// Read a chunked dataset with the planner. Returns `Ok(None)` (nothing done) when `auto`
+/// finds no chunk worth reading whole: the caller then runs the row path.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn read_chunked(
+    l: &H5Lock,
+    dset: hid_t,
+    reader: &mut HyperslabReader,
+    table: &SliceTable,
+    ctx: &Ctx,
+    chunk: &[u64],
+    filter_specs: &[FilterSpec],
+    raw: Option<RawKind>,
+    mode: PlannerMode,
+    stats: &mut ReadStats,
+) -> Result<Option<ReadStats>> {
+    let n = ctx.src_shape.len();
+    let grid = ChunkGrid::new(ctx.src_shape, chunk)?;
+    let itemsize = ctx.itemsize;
+    // Pass 1: destination boxes of the rows that copy something.
+    let mut boxes = Vec::new();
+    let mut valid: Vec<usize> = Vec::new();
+    for i in 0..table.nslices {
+        if let Some(r) = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)? {
+            push_dst_box(&r, &mut boxes);
+            valid.push(i);
+        }
+    }
+    let overlap = overlapping_rows(&boxes, ctx.dst_shape);
+    drop(boxes);
+    // Pass 2: pieces of the rows that overlap no other row.
+    let mut plan = Plan::new(n);
+    let (mut rows_read, mut elements) = (0usize, 0u64);
+    for (k, &i) in valid.iter().enumerate() {
+        let r = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)?.expect("validated row");
+        rows_read += 1;
+        elements += r.elements();
+        if !overlap[k] {
+            plan.add_row(&grid, i, &r);
+        }
+    }
+    plan.finish();
+
+    let filtered = !filter_specs.is_empty();
+    let chunk_elems = chunk.iter().try_fold(1u64, |a, &b| a.checked_mul(b)).unwrap_or(u64::MAX);
+    let chunk_bytes = chunk_elems.saturating_mul(itemsize as u64);
+    let group_stats: Vec<(usize, u64)> =
+        plan.groups.iter().map(|(_, rg)| (rg.len(), plan.pieces[rg.clone()].iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum())).collect();
+    let whole = decide(mode, filtered, chunk_bytes, &group_stats);
+    let nwhole = whole.iter().filter(|&&w| w).count();
+    if mode == PlannerMode::Auto && nwhole == 0 {
+        return Ok(None);
+    }
+    let chunk_bytes = usize::try_from(chunk_bytes).map_err(|_| err!(BufferTooSmall, "chunk of {chunk_elems} elements does not fit in memory"))?;
+    stats.rows_read += rows_read;
+    stats.elements += elements;
+
+    let specs: Vec<(i32, &[u32])> = filter_specs.iter().map(|f| (f.id, f.cd_values.as_slice())).collect();
+    let filters = pipeline(&specs);
+    let raw_ok = raw.is_some() && filters.is_some();
+    if raw_ok && opened_read_write(l, dset)? {
+        flush_dataset(l, dset)?;
+    }
+    let filters = filters.unwrap_or_default();
+    let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, chunk_bytes };
+    let threads = num_threads();
+    let whole_bytes = nwhole as u64 * chunk_bytes as u64;
+    let worth = filtered || whole_bytes >= MIN_PARALLEL_BYTES || mode == PlannerMode::Chunks;
+    let nworkers = if threads > 1 && nwhole >= 2 && worth { threads.min(nwhole) } else { 0 };
+
+    let stop = AtomicBool::new(false);
+    let failed: Mutex<Option<(usize, Error)>> = Mutex::new(None);
+    let retry: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
+    let fail = |g: usize, e: Error| {
+        let mut f = failed.lock().unwrap_or_else(|p| p.into_inner());
+        if f.as_ref().is_none_or(|(g0, _)| g < *g0) {
+            *f = Some((g, e));
+        }
+        stop.store(true, Ordering::Relaxed);
+    };
+    let handle = |job: &mut Job, dec: &mut Decoder| match shared.process(job, dec) {
+        Ok(()) => {}
+        Err(Ok(msg)) => retry.lock().unwrap_or_else(|p| p.into_inner()).push((job.group, msg)),
+        Err(Err(e)) => fail(job.group, e),
+    };
+    let mut scratch = Vec::new();
+    let (mut raw_chunks, mut hdf5_reads) = (0usize, 0usize);
+    std::thread::scope(|sc| -> Result<()> {
+        let (tx, rx) = mpsc::sync_channel::<Job>(2 * nworkers.max(1));
+        let rx = Arc::new(Mutex::new(rx));
+        for _ in 0..nworkers {
+            let rx = Arc::clone(&rx);
+            let handle = &handle;
+            sc.spawn(move || {
+                let mut dec = Decoder::default();
+                loop {
+                    let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok(mut job) = job else { return };
+                    handle(&mut job, &mut dec);
+                }
+            });
+        }
+        let mut dec = Decoder::default();
+        let result = (|| -> Result<()> {
+            for g in 0..plan.groups.len() {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                if !whole[g] {
+                    for p in &plan.pieces[plan.groups[g].1.clone()] {
+                        let r = piece_row(&plan, table, p.row, p);
+                        // SAFETY: the piece's row overlaps no other row (see the module docs).
+                        unsafe { read_row(reader, &r, p.row, ctx, &mut scratch)? };
+                        hdf5_reads += 1;
+                    }
+                    continue;
+                }
+                let (coord, origin, extent) = shared.origin_extent(g);
+                let mut job = Job { group: g, buf: Vec::new(), raw_mask: None };
+                let state = if raw_ok { chunk_state(l, dset, &origin[..n]) } else { ChunkState::Unknown };
+                match state {
+                    ChunkState::Stored { size, .. } => {
+                        job.raw_mask = Some(read_raw_chunk(l, dset, &origin[..n], size, &mut job.buf).map_err(|e| err!(Hdf5, "chunk {:?}: {}", &coord[..n], e.message))?);
+                        raw_chunks += 1;
+                    }
+                    _ => read_region(reader, &origin[..n], &extent[..n], itemsize, &mut job.buf)?,
+                }
+                if nworkers == 0 {
+                    handle(&mut job, &mut dec);
+                } else if tx.send(job).is_err() {
+                    break;
+                }
+            }
+            Ok(())
+        })();
+        drop(tx);
+        result
+    })?;
+    if let Some((_, e)) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    // Chunks vh5 could not decode: libhdf5 decodes them (or fails, naming both reasons).
+    let mut retry = retry.into_inner().unwrap_or_else(|p| p.into_inner());
+    retry.sort_by_key(|r| r.0);
+    for (g, msg) in retry {
+        let (coord, origin, extent) = shared.origin_extent(g);
+        let mut buf = Vec::new();
+        read_region(reader, &origin[..n], &extent[..n], itemsize, &mut buf).map_err(|e| {
+            err!(Hdf5, "chunk {:?} (dataset offset {:?}): vh5 could not decode it ({msg}), and libhdf5 failed too: {}", &coord[..n], &origin[..n], e.message)
+        })?;
+        shared.scatter(g, &buf, &origin[..n], &extent[..n])?;
+    }
+    // Rows whose destinations overlap another row's: in row order.
+    for (k, &i) in valid.iter().enumerate() {
+        if overlap[k] {
+            let r = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)?.expect("validated row");
+            // SAFETY: single-threaded now (the scope above joined every worker).
+            if unsafe { read_row(reader, &r, i, ctx, &mut scratch)? } {
+                stats.direct_reads += 1;
+            }
+            hdf5_reads += 1;
+        }
+    }
+    stats.chunks_read += nwhole;
+    stats.raw_chunks += raw_chunks;
+    stats.hdf5_reads += hdf5_reads;
+    Ok(Some(*stats))
+}
+
+/// A piece as a row of its own (for a `H5Dread` of just that piece).
+fn piece_row(plan: &Plan, table: &SliceTable, i: usize, p: &super::plan::PieceKey) -> super::geometry::Row {
+    let n = plan.ndim;
+    let (s, d, c) = plan.piece(p);
+    let mut r = super::geometry::Row { ndim: n, src_start: [0; MAX_RANK], dst_start: [0; MAX_RANK], count: [0; MAX_RANK], src_step: [1; MAX_RANK], dst_step: [1; MAX_RANK] };
+    r.src_start[..n].copy_from_slice(s);
+    r.dst_start[..n].copy_from_slice(d);
+    r.count[..n].copy_from_slice(c);
+    if let Some(t) = table.src_step {
+        r.src_step[..n].copy_from_slice(&t[i * n..i * n + n]);
+    }
+    if let Some(t) = table.dst_step {
+        r.dst_step[..n].copy_from_slice(&t[i * n..i * n + n]);
+    }
+    r
+}
+
+/// Read the region of one chunk (clipped extent) through libhdf5 into `buf` (memory type,
+/// dense C order): filters, type conversion and fill values by libhdf5.
+fn read_region(reader: &mut HyperslabReader, origin: &[u64], extent: &[u64], itemsize: usize, buf: &mut Vec<u8>) -> Result<()> {
+    let elems: u64 = extent.iter().product();
+    let bytes = usize::try_from(elems as u128 * itemsize as u128).map_err(|_| err!(BufferTooSmall, "chunk region of {elems} elements does not fit in memory"))?;
+    buf.clear();
+    buf.resize(bytes, 0);
+    reader.read(origin, None, extent, buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule() {
+        // 80 KB chunks: one 800-byte piece -> pieces; 30 pieces -> whole.
+        assert_eq!(decide(PlannerMode::Auto, false, 80_000, &[(1, 800), (30, 24_000)]), vec![false, true]);
+        assert_eq!(decide(PlannerMode::Auto, true, 80_000, &[(1, 800)]), vec![false]);
+        assert_eq!(decide(PlannerMode::Auto, true, 80_000, &[(2, 800)]), vec![true]);
+        assert_eq!(decide(PlannerMode::Chunks, false, 1 << 30, &[(1, 8)]), vec![true]);
+    }
+}

@@ -1,0 +1,114 @@
+//! Process-wide knobs of the read path: the number of decoding threads and (for tests and
+//! benchmarks) the read strategy.
+//!
+//! - Threads: `vh5_set_num_threads(n)` / [`set_num_threads`]; when never set (or set to 0),
+//!   env `VH5_THREADS` (read once), else `std::thread::available_parallelism()`. 1 = no extra
+//!   threads: everything runs on the calling thread.
+//! - Strategy: env `VH5_PLANNER` = `auto` (default), `chunks` (always read whole chunks once
+//!   and scatter), `rows` (the baseline: one `H5Dread` per row). Results are identical in
+//!   every mode; only speed differs.
+//!
+//! Both can be overridden for the current thread only ([`with_overrides`]), which the test
+//! suite uses to run the same cases in every mode concurrently.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+/// How `read_many_slices` reads a chunked dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlannerMode {
+    /// Per call and per chunk, whichever the cost rule predicts faster (see `slices::read`).
+    Auto,
+    /// Every chunk touched is read whole once and all row pieces scattered from it.
+    Chunks,
+    /// One `H5Dread` per row (libhdf5's chunk cache does the rest).
+    Rows,
+}
+
+impl PlannerMode {
+    /// Parse `auto` / `chunks` / `rows` (case-insensitive).
+    pub fn parse(s: &str) -> Option<PlannerMode> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => Some(PlannerMode::Auto),
+            "chunks" => Some(PlannerMode::Chunks),
+            "rows" => Some(PlannerMode::Rows),
+            _ => None,
+        }
+    }
+}
+
+static THREADS: AtomicU32 = AtomicU32::new(0);
+
+thread_local! {
+    static MODE_OVERRIDE: Cell<Option<PlannerMode>> = const { Cell::new(None) };
+    static THREADS_OVERRIDE: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Set the number of threads reads may use (0 = back to the default). Process-wide.
+pub fn set_num_threads(n: u32) {
+    THREADS.store(n, Ordering::Relaxed);
+}
+
+fn default_threads() -> usize {
+    static D: OnceLock<usize> = OnceLock::new();
+    *D.get_or_init(|| {
+        std::env::var("VH5_THREADS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    })
+}
+
+/// Threads a read may use (>= 1): thread override, else [`set_num_threads`], else
+/// `VH5_THREADS`, else the cores available.
+pub fn num_threads() -> usize {
+    if let Some(n) = THREADS_OVERRIDE.with(|c| c.get()) {
+        return n.max(1);
+    }
+    match THREADS.load(Ordering::Relaxed) {
+        0 => default_threads(),
+        n => n as usize,
+    }
+}
+
+/// The read strategy: thread override, else env `VH5_PLANNER` (read once; unknown values
+/// mean `auto`).
+pub fn planner_mode() -> PlannerMode {
+    if let Some(m) = MODE_OVERRIDE.with(|c| c.get()) {
+        return m;
+    }
+    static M: OnceLock<PlannerMode> = OnceLock::new();
+    *M.get_or_init(|| std::env::var("VH5_PLANNER").ok().and_then(|v| PlannerMode::parse(&v)).unwrap_or(PlannerMode::Auto))
+}
+
+/// Run `f` with the strategy and/or thread count overridden on the current thread only.
+pub fn with_overrides<R>(mode: Option<PlannerMode>, threads: Option<usize>, f: impl FnOnce() -> R) -> R {
+    let old = (MODE_OVERRIDE.with(|c| c.replace(mode)), THREADS_OVERRIDE.with(|c| c.replace(threads)));
+    struct Restore(Option<PlannerMode>, Option<usize>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            MODE_OVERRIDE.with(|c| c.set(self.0));
+            THREADS_OVERRIDE.with(|c| c.set(self.1));
+        }
+    }
+    let _r = Restore(old.0, old.1);
+    f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_are_scoped() {
+        assert_eq!(PlannerMode::parse("Chunks"), Some(PlannerMode::Chunks));
+        assert_eq!(PlannerMode::parse("x"), None);
+        with_overrides(Some(PlannerMode::Rows), Some(3), || {
+            assert_eq!(planner_mode(), PlannerMode::Rows);
+            assert_eq!(num_threads(), 3);
+        });
+        assert!(num_threads() >= 1);
+    }
+}

@@ -1,0 +1,232 @@
+//! Read planning (pure, safe Rust): map the rows of a call onto the dataset's chunk grid so
+//! that every chunk needed is read once and all row pieces inside it are scattered from it,
+//! and find the rows whose destinations overlap (those must run in row order: "the later row
+//! wins" cannot be kept when pieces of different rows are scattered chunk by chunk).
+//!
+//! A [`Plan`] holds the pieces ([`super::chunks::Piece`] plus where each goes in the
+//! destination) grouped by chunk in C order of the chunk grid, and inside a chunk in row order.
+
+use std::collections::HashMap;
+
+use super::chunks::ChunkGrid;
+use super::geometry::Row;
+#[cfg(test)]
+use super::geometry::MAX_RANK;
+
+/// One piece: a row's part inside one chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PieceKey {
+    /// C-order linear index of the chunk on the grid.
+    pub chunk: u64,
+    /// Index of the row in the caller's table.
+    pub row: usize,
+    /// Index of the piece's coordinates in [`Plan::coords`] (in units of `3 * ndim`).
+    pub at: usize,
+}
+
+/// All pieces of a set of rows, grouped by chunk.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub ndim: usize,
+    /// Sorted by (chunk, row).
+    pub pieces: Vec<PieceKey>,
+    /// Per piece, `3 * ndim` values: dataset start, destination start, count (elements).
+    coords: Vec<u64>,
+    /// Per chunk touched: (linear chunk index, range of `pieces`).
+    pub groups: Vec<(u64, std::ops::Range<usize>)>,
+}
+
+impl Plan {
+    /// An empty plan for a dataset of `ndim` axes.
+    pub fn new(ndim: usize) -> Plan {
+        Plan { ndim, ..Default::default() }
+    }
+
+    /// Add the pieces of row `i` (valid: inside the dataset; steps of both sides included).
+    /// Rows must be added in increasing `i`.
+    pub fn add_row(&mut self, grid: &ChunkGrid, i: usize, r: &Row) {
+        let n = self.ndim;
+        grid.for_each_piece(&r.src_start[..n], &r.count[..n], &r.src_step[..n], |p| {
+            let at = self.pieces.len();
+            self.pieces.push(PieceKey { chunk: grid.linear_index(p.chunk_coord), row: i, at });
+            self.coords.extend_from_slice(p.src_start);
+            for j in 0..n {
+                self.coords.push(r.dst_start[j] + p.row_offset[j] * r.dst_step[j]);
+            }
+            self.coords.extend_from_slice(p.count);
+        });
+    }
+
+    /// Group the pieces by chunk (C order of the grid), keeping row order inside a chunk.
+    pub fn finish(&mut self) {
+        // Stable: pieces of one chunk keep their row order.
+        self.pieces.sort_by_key(|p| p.chunk);
+        self.groups.clear();
+        let mut k = 0;
+        while k < self.pieces.len() {
+            let c = self.pieces[k].chunk;
+            let start = k;
+            while k < self.pieces.len() && self.pieces[k].chunk == c {
+                k += 1;
+            }
+            self.groups.push((c, start..k));
+        }
+    }
+
+    /// Plan the given rows at once (see [`Plan::add_row`]).
+    pub fn build<'r>(grid: &ChunkGrid, rows: impl IntoIterator<Item = (usize, &'r Row)>) -> Plan {
+        let mut plan = Plan::new(grid.ndim());
+        for (i, r) in rows {
+            plan.add_row(grid, i, r);
+        }
+        plan.finish();
+        plan
+    }
+
+    /// (dataset start, destination start, count) of a piece, `ndim` values each.
+    pub fn piece(&self, p: &PieceKey) -> (&[u64], &[u64], &[u64]) {
+        let n = self.ndim;
+        let b = p.at * 3 * n;
+        (&self.coords[b..b + n], &self.coords[b + n..b + 2 * n], &self.coords[b + 2 * n..b + 3 * n])
+    }
+
+    /// Number of elements of a piece.
+    pub fn piece_elements(&self, p: &PieceKey) -> u64 {
+        self.piece(p).2.iter().product()
+    }
+}
+
+/// Append the destination box of a row to `out`: per axis the first index written, then per
+/// axis the last one (inclusive), `2 * ndim` values.
+pub fn push_dst_box(r: &Row, out: &mut Vec<u64>) {
+    out.extend_from_slice(&r.dst_start[..r.ndim]);
+    for j in 0..r.ndim {
+        out.push(r.dst_start[j] + (r.count[j] - 1) * r.dst_step[j]);
+    }
+}
+
+/// Which rows have a destination box (from [`push_dst_box`], `2 * ndim` values per row in
+/// `boxes`) intersecting another row's.
+///
+/// Boxes are compared, not elements: two stepped rows interleaving without sharing an element
+/// count as overlapping (conservative: they then run in row order, which is always correct).
+/// Boxes are bucketed on a grid over the destination's two widest axes, with cells as large
+/// as the largest box on that axis, so each box lands in at most 4 cells and only boxes
+/// sharing a cell are compared. When the comparisons would exceed a budget (pathological
+/// layouts) every row is reported as overlapping.
+pub fn overlapping_rows(boxes: &[u64], dst_shape: &[u64]) -> Vec<bool> {
+    let n = dst_shape.len();
+    let m = if n == 0 { 0 } else { boxes.len() / (2 * n) };
+    let mut out = vec![false; m];
+    if m < 2 {
+        return out;
+    }
+    let lo = |k: usize, j: usize| boxes[2 * n * k + j];
+    let hi = |k: usize, j: usize| boxes[2 * n * k + n + j];
+    // The two axes with the largest destination extent.
+    let mut axes: Vec<usize> = (0..n).collect();
+    axes.sort_by_key(|&j| std::cmp::Reverse(dst_shape[j]));
+    axes.truncate(2);
+    let cell: Vec<u64> = axes.iter().map(|&j| (0..m).map(|k| hi(k, j) - lo(k, j) + 1).max().unwrap_or(1)).collect();
+    let mut grid: HashMap<(u64, u64), Vec<u32>> = HashMap::new();
+    for k in 0..m {
+        let r = |a: usize| -> (u64, u64) {
+            match axes.get(a) {
+                Some(&j) => (lo(k, j) / cell[a], hi(k, j) / cell[a]),
+                None => (0, 0),
+            }
+        };
+        let (a0, a1) = r(0);
+        let (b0, b1) = r(1);
+        for x in a0..=a1 {
+            for y in b0..=b1 {
+                grid.entry((x, y)).or_default().push(k as u32);
+            }
+        }
+    }
+    let budget = 64 * m as u64 + 1_000_000;
+    let mut work = 0u64;
+    let intersects = |a: usize, b: usize| (0..n).all(|j| lo(a, j) <= hi(b, j) && lo(b, j) <= hi(a, j));
+    for members in grid.values() {
+        let c = members.len() as u64;
+        work += c * (c - 1) / 2;
+        if work > budget {
+            return vec![true; m];
+        }
+        for (x, &a) in members.iter().enumerate() {
+            for &b in &members[x + 1..] {
+                if intersects(a as usize, b as usize) {
+                    out[a as usize] = true;
+                    out[b as usize] = true;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn row(s: &[u64], d: &[u64], c: &[u64], ss: &[u64], ds: &[u64]) -> Row {
+        let mut r = Row { ndim: s.len(), src_start: [0; MAX_RANK], dst_start: [0; MAX_RANK], count: [0; MAX_RANK], src_step: [1; MAX_RANK], dst_step: [1; MAX_RANK] };
+        for j in 0..s.len() {
+            r.src_start[j] = s[j];
+            r.dst_start[j] = d[j];
+            r.count[j] = c[j];
+            r.src_step[j] = ss[j];
+            r.dst_step[j] = ds[j];
+        }
+        r
+    }
+
+    fn boxes(rows: &[Row]) -> Vec<u64> {
+        let mut v = vec![];
+        rows.iter().for_each(|r| push_dst_box(r, &mut v));
+        v
+    }
+
+    #[test]
+    fn groups_by_chunk_in_row_order() {
+        let g = ChunkGrid::new(&[10, 10], &[5, 5]).unwrap();
+        // row 0 spans chunks 0,1; row 1 inside chunk 0; row 2 inside chunk 3
+        let rows = [row(&[0, 3], &[0, 0], &[2, 4], &[1, 1], &[1, 1]), row(&[1, 1], &[2, 0], &[1, 1], &[1, 1], &[1, 1]), row(&[7, 7], &[3, 0], &[1, 1], &[1, 1], &[1, 1])];
+        let p = Plan::build(&g, rows.iter().enumerate());
+        let keys: Vec<(u64, usize)> = p.pieces.iter().map(|k| (k.chunk, k.row)).collect();
+        assert_eq!(keys, vec![(0, 0), (0, 1), (1, 0), (3, 2)]);
+        assert_eq!(p.groups.iter().map(|g| (g.0, g.1.len())).collect::<Vec<_>>(), vec![(0, 2), (1, 1), (3, 1)]);
+        let (s, d, c) = p.piece(&p.pieces[2]);
+        assert_eq!((s, d, c), (&[0u64, 5][..], &[0u64, 2][..], &[2u64, 2][..]));
+    }
+
+    #[test]
+    fn overlap_by_hand() {
+        let a = row(&[0], &[0], &[4], &[1], &[1]);
+        let b = row(&[0], &[3], &[2], &[1], &[1]); // dst 3..4: overlaps a
+        let c = row(&[0], &[10], &[2], &[1], &[1]);
+        assert_eq!(overlapping_rows(&boxes(&[a, b, c]), &[20]), vec![true, true, false]);
+        // 2-D tiles side by side: no overlap
+        let t: Vec<Row> = (0..4).flat_map(|i| (0..4).map(move |j| row(&[0, 0], &[i * 3, j * 3], &[3, 3], &[1, 1], &[1, 1]))).collect();
+        assert!(overlapping_rows(&boxes(&t), &[12, 12]).iter().all(|&x| !x));
+    }
+
+    proptest! {
+        /// Against the brute-force pairwise box test.
+        #[test]
+        fn overlap_matches_bruteforce(rows in proptest::collection::vec((0u64..12, 1u64..4, 1u64..3, 0u64..12, 1u64..4), 0..12)) {
+            let rs: Vec<Row> = rows.iter().map(|&(d0, c0, s0, d1, c1)| row(&[0, 0], &[d0, d1], &[c0, c1], &[1, 1], &[s0, 1])).collect();
+            let got = overlapping_rows(&boxes(&rs), &[30, 30]);
+            let bx = |r: &Row| -> Vec<(u64, u64)> { (0..2).map(|j| (r.dst_start[j], r.dst_start[j] + (r.count[j] - 1) * r.dst_step[j])).collect() };
+            for a in 0..rs.len() {
+                let ba = bx(&rs[a]);
+                let want = (0..rs.len()).any(|b| {
+                    let bb = bx(&rs[b]);
+                    b != a && (0..2).all(|j| ba[j].0 <= bb[j].1 && bb[j].0 <= ba[j].1)
+                });
+                prop_assert_eq!(got[a], want);
+            }
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! Scatter into a destination shared by several threads that write disjoint elements: the
+//! strided copy of [`super::copy`] over a raw destination pointer. The read planner's workers
+//! scatter the pieces of different chunks at the same time; pieces of different rows never
+//! share a destination element (rows whose destinations overlap run later, in row order, on
+//! one thread), and pieces of one row are disjoint by construction.
+
+use crate::error::Result;
+
+/// A caller's destination buffer, shared by the threads of one read.
+#[derive(Debug, Clone, Copy)]
+pub struct DstPtr {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the pointer is only written through `copy_in`, whose contract requires that no two
+// threads touch the same bytes at the same time; the buffer outlives the scoped threads.
+unsafe impl Send for DstPtr {}
+unsafe impl Sync for DstPtr {}
+
+impl DstPtr {
+    /// Share `buf` (its exclusive borrow must last as long as this value is used).
+    pub fn new(buf: &mut [u8]) -> DstPtr {
+        DstPtr { ptr: buf.as_mut_ptr(), len: buf.len() }
+    }
+
+    /// Length of the buffer in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes `[off, off + len)` as a mutable slice (`OutOfBounds` outside the buffer).
+    ///
+    /// # Safety
+    /// No other thread may access these bytes while the slice lives.
+    pub unsafe fn range(&self, off: usize, len: usize) -> Result<&mut [u8]> {
+        if off.checked_add(len).is_none_or(|e| e > self.len) {
+            bail!(OutOfBounds, "scatter: bytes [{off}, +{len}) outside the destination of {} bytes", self.len);
+        }
+        Ok(std::slice::from_raw_parts_mut(self.ptr.add(off), len))
+    }
+
+    /// Copy `prod(counts)` elements of `itemsize` bytes from `src` (element `idx` at byte
+    /// `so + sum(idx*ss)`) to the destination (at byte `d_o + sum(idx*ds)`), in C order of
+    /// `idx`. Both blocks are bounds-checked first (`OutOfBounds`, nothing written).
+    ///
+    /// # Safety
+    /// No other thread may read or write the destination elements of this block during the call.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn copy_in(&self, src: &[u8], so: usize, ss: &[isize], d_o: usize, ds: &[isize], counts: &[usize], itemsize: usize) -> Result<()> {
+        let n = counts.len();
+        debug_assert!(ss.len() == n && ds.len() == n);
+        if counts.contains(&0) {
+            return Ok(());
+        }
+        for (name, len, off, st) in [("source", src.len(), so, ss), ("destination", self.len, d_o, ds)] {
+            let (mut lo, mut hi) = (off as i128, off as i128 + itemsize as i128);
+            for k in 0..n {
+                let reach = (counts[k] as i128 - 1) * st[k] as i128;
+                if reach < 0 {
+                    lo += reach
+                } else {
+                    hi += reach
+                }
+            }
+            if lo < 0 || hi > len as i128 {
+                bail!(OutOfBounds, "scatter: {name} block spans bytes [{lo}, {hi}) outside its buffer of {len} bytes");
+            }
+        }
+        // SAFETY: both blocks are inside their buffers (checked above); `src` is a shared
+        // borrow distinct from the destination; exclusivity of the destination elements is the
+        // caller's contract.
+        copy_raw(src.as_ptr().add(so), self.ptr.add(d_o), ss, ds, counts, itemsize);
+        Ok(())
+    }
+}
+
+/// Strided copy of one innermost run, specialised on the item size.
+#[inline(always)]
+unsafe fn run(s: *const u8, d: *mut u8, iss: isize, ids: isize, inner: usize, itemsize: usize) {
+    if iss == itemsize as isize && ids == itemsize as isize {
+        std::ptr::copy_nonoverlapping(s, d, inner * itemsize);
+        return;
+    }
+    macro_rules! typed {
+        ($t:ty) => {{
+            for k in 0..inner as isize {
+                let v = std::ptr::read_unaligned(s.offset(k * iss) as *const $t);
+                std::ptr::write_unaligned(d.offset(k * ids) as *mut $t, v);
+            }
+        }};
+    }
+    match itemsize {
+        1 => typed!(u8),
+        2 => typed!(u16),
+        4 => typed!(u32),
+        8 => typed!(u64),
+        16 => typed!(u128),
+        _ => {
+            for k in 0..inner as isize {
+                std::ptr::copy_nonoverlapping(s.offset(k * iss), d.offset(k * ids), itemsize);
+            }
+        }
+    }
+}
+
+/// # Safety
+/// Every element address of both blocks must be valid (reads for `s`, writes for `d`) and the
+/// blocks must not overlap each other.
+unsafe fn copy_raw(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts: &[usize], itemsize: usize) {
+    let n = counts.len();
+    if n == 0 {
+        std::ptr::copy_nonoverlapping(s, d, itemsize);
+        return;
+    }
+    let inner = counts[n - 1];
+    let (iss, ids) = (ss[n - 1], ds[n - 1]);
+    let mut idx = [0usize; super::geometry::MAX_RANK];
+    let (mut so, mut dof) = (0isize, 0isize);
+    loop {
+        run(s.offset(so), d.offset(dof), iss, ids, inner, itemsize);
+        let mut k = n - 1;
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            idx[k] += 1;
+            so += ss[k];
+            dof += ds[k];
+            if idx[k] < counts[k] {
+                break;
+            }
+            so -= ss[k] * counts[k] as isize;
+            dof -= ds[k] * counts[k] as isize;
+            idx[k] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Same bytes as the copy engine for random layouts (negative, unaligned strides).
+        #[test]
+        fn matches_copy_engine(
+            counts in proptest::collection::vec(1usize..5, 0..4),
+            size in prop::sample::select(vec![1usize, 2, 3, 4, 8, 16]),
+            step in 1isize..3, neg in any::<bool>(), so in 0usize..5, pad in 0usize..3,
+        ) {
+            let n = counts.len();
+            let mut ss = vec![0isize; n];
+            let mut acc = size as isize * step;
+            for k in (0..n).rev() { ss[k] = acc; acc *= counts[k] as isize; }
+            let src: Vec<u8> = (0..so + acc as usize + size).map(|i| (i * 13 + 1) as u8).collect();
+            let mut ds = vec![0isize; n];
+            let mut acc = (size + pad) as isize;
+            for k in (0..n).rev() { ds[k] = acc; acc *= counts[k] as isize; }
+            let mut off = 1usize;
+            if neg && n > 0 { off += (ds[0] * (counts[0] as isize - 1)) as usize; ds[0] = -ds[0]; }
+            let len = off + acc as usize + size + 4;
+            let mut want = vec![0u8; len];
+            let mut got = want.clone();
+            crate::slices::copy::copy_strided(&src, so, &ss, &mut want, off, &ds, &counts, size).unwrap();
+            let p = DstPtr::new(&mut got);
+            unsafe { p.copy_in(&src, so, &ss, off, &ds, &counts, size).unwrap() };
+            prop_assert_eq!(&got, &want);
+            let p = DstPtr::new(&mut want);
+            let r = unsafe { p.copy_in(&src, so, &ss, len, &ds, &counts, size) };
+            prop_assert!(r.is_err());
+        }
+    }
+}
