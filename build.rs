@@ -28,8 +28,19 @@ fn main() {
         "\n/** Version of the vh5 release this header belongs to (same as vh5_version_string()). */\n#define VH5_VERSION_STRING \"{}\"\n",
         env::var("CARGO_PKG_VERSION").unwrap()
     ));
-    let bindings = cbindgen::Builder::new()
-        .with_crate(&crate_dir)
+    // Only src/ffi/ is parsed: the C ABI lives there and nowhere else, so Rust-internal
+    // constants and types of the pure modules can never leak into the C namespace.
+    let mut builder = cbindgen::Builder::new();
+    let mut ffi_files: Vec<PathBuf> = std::fs::read_dir(crate_dir.join("src").join("ffi"))
+        .expect("src/ffi")
+        .map(|e| e.expect("src/ffi entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .collect();
+    ffi_files.sort(); // deterministic header
+    for f in &ffi_files {
+        builder = builder.with_src(f);
+    }
+    let bindings = builder
         .with_config(config)
         .generate()
         .expect("cbindgen failed to generate include/vh5.h");
