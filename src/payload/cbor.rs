@@ -46,6 +46,17 @@ pub const TAG_MULTIDIM_ROW_MAJOR: u64 = 40;
 pub const TAG_MULTIDIM_COL_MAJOR: u64 = 1040;
 
 /// Map a minicbor error to ours, naming what was being decoded.
+/// `what` followed by "at byte {pos}", unless `what` already ends with that position (a key's
+/// value is described as "value of key .. at byte N" and must not repeat it).
+fn at(what: &str, pos: usize) -> String {
+    let suffix = format!(" at byte {pos}");
+    if what.ends_with(&suffix) {
+        what.to_string()
+    } else {
+        format!("{what}{suffix}")
+    }
+}
+
 pub(crate) fn cbor_err(e: minicbor::decode::Error, what: &str, len: usize) -> Error {
     if e.is_end_of_input() {
         err!(Malformed, "truncated input: {what} runs past the end of the {len}-byte message ({e})")
@@ -117,7 +128,7 @@ fn read_bytes_like<'a>(d: &mut Decoder<'a>, what: &str, allow_chunked: bool) -> 
         let t = d.tag().map_err(|e| cbor_err(e, what, len))?.as_u64();
         match typed_array_tag(t)? {
             Some((dt, o)) => tag = Some((dt, o, t)),
-            None => bail!(Malformed, "{what} at byte {start}: CBOR tag {t} is not an RFC 8746 typed array (64-87)"),
+            None => bail!(Malformed, "{}: CBOR tag {t} is not an RFC 8746 typed array (64-87)", at(what, start)),
         }
     }
     let pos = d.position();
@@ -129,7 +140,7 @@ fn read_bytes_like<'a>(d: &mut Decoder<'a>, what: &str, allow_chunked: bool) -> 
         }
         Type::BytesIndef => {
             if !allow_chunked {
-                bail!(Unsupported, "{what} at byte {pos} is an indefinite-length (chunked) byte string: not supported here");
+                bail!(Unsupported, "{} is an indefinite-length (chunked) byte string: not supported here", at(what, pos));
             }
             let mut total = 0usize;
             for chunk in d.bytes_iter().map_err(|e| cbor_err(e, what, len))? {
@@ -139,7 +150,7 @@ fn read_bytes_like<'a>(d: &mut Decoder<'a>, what: &str, allow_chunked: bool) -> 
         }
         other => bail!(
             Malformed,
-            "{what} at byte {pos}: expected a byte string{}, found CBOR {other}",
+            "{}: expected a byte string{}, found CBOR {other}", at(what, pos),
             if tag.is_some() { " inside the typed-array tag" } else { " or RFC 8746 typed array" }
         ),
     }
@@ -149,7 +160,7 @@ fn read_bytes_like<'a>(d: &mut Decoder<'a>, what: &str, allow_chunked: bool) -> 
 fn read_shape(d: &mut Decoder<'_>, what: &str) -> Result<Shape> {
     let len = d.input().len();
     let pos = d.position();
-    let n = d.array().map_err(|e| cbor_err(e, &format!("{what} at byte {pos} (expected an array of unsigned integers)"), len))?;
+    let n = d.array().map_err(|e| cbor_err(e, &format!("{} (expected an array of unsigned integers)", at(what, pos)), len))?;
     let mut shape = Shape::SCALAR;
     let mut i = 0u64;
     loop {
@@ -162,7 +173,7 @@ fn read_shape(d: &mut Decoder<'_>, what: &str) -> Result<Shape> {
             _ => {}
         }
         if shape.ndim() == MAX_NDIM {
-            bail!(Unsupported, "{what} at byte {pos} has more than {MAX_NDIM} axes (PAYLOAD_MAX_NDIM)");
+            bail!(Unsupported, "{} has more than {MAX_NDIM} axes (PAYLOAD_MAX_NDIM)", at(what, pos));
         }
         let p = d.position();
         let v = d.u64().map_err(|e| cbor_err(e, &format!("{what} axis {i} at byte {p} (expected an unsigned integer)"), len))?;
@@ -243,11 +254,11 @@ fn count_from_bytes<'a>(b: &TypedBytes<'a>, order: ByteOrder, what: &str) -> Res
         None => (Dtype::Int64, order),
     };
     if !matches!(dt.kind(), 'i' | 'u') {
-        bail!(Dtype, "{what} at byte {offset}: typed array of {} is not an integer type", dt.name());
+        bail!(Dtype, "{}: typed array of {} is not an integer type", at(what, offset), dt.name());
     }
     let item = dt.itemsize().unwrap_or(1);
     if data.len() % item != 0 {
-        bail!(Malformed, "{what} at byte {offset}: {} bytes is not a whole number of {item}-byte {} counts", data.len(), dt.name());
+        bail!(Malformed, "{}: {} bytes is not a whole number of {item}-byte {} counts", at(what, offset), data.len(), dt.name());
     }
     Ok(CountInfo {
         form: CountForm::Bytes,

@@ -198,6 +198,15 @@ def _is_h5py_dataset(obj) -> bool:
 def _open_h5py(src):
     """Open an h5py dataset's file and dataset through vh5; returns (dataset, file)."""
     h5file = src.file
+    driver = getattr(h5file, "driver", None)
+    if driver == "fileobj" or not isinstance(getattr(h5file, "filename", None), str):
+        raise make_error(
+            4,  # VH5_ERR_UNSUPPORTED
+            "VH5_ERR_UNSUPPORTED",
+            f"the h5py file behind {src.name!r} is backed by a Python file-like or in-memory "
+            f"object (driver {driver!r}): vh5 reads through its own libhdf5 and needs a file "
+            "on disk, so it cannot be reopened; read it with h5py, or write it to a path first",
+        )
     if getattr(h5file, "mode", "r") != "r":
         # Our libhdf5 reads the file from disk: make what h5py wrote visible first.
         h5file.flush()

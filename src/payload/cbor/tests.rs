@@ -166,3 +166,22 @@ fn dtype_conflict_with_tag() {
     assert_eq!(e.kind, ErrorKind::Dtype);
     assert!(e.message.contains("float64") && e.message.contains("float32") && e.message.contains("85"), "{}", e.message);
 }
+
+#[test]
+fn wrong_value_type_message_names_key_and_offset_once() {
+    // {"bytes": "abc", "dtype": "int32", "shape": [1]}: "bytes" holds a text string.
+    let mut m = vec![0xa3, 0x65];
+    m.extend_from_slice(b"bytes");
+    m.push(0x63);
+    m.extend_from_slice(b"abc");
+    m.push(0x65);
+    m.extend_from_slice(b"dtype");
+    m.push(0x65);
+    m.extend_from_slice(b"int32");
+    m.push(0x65);
+    m.extend_from_slice(b"shape");
+    m.extend_from_slice(&[0x81, 0x01]);
+    let e = decode_view(&m, 0).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Malformed);
+    assert_eq!(e.message, "value of key \"bytes\" at byte 7: expected a byte string or RFC 8746 typed array, found CBOR string");
+}
