@@ -223,9 +223,16 @@ fn load_csv(path: &str, ndim: usize) -> Result<Table> {
         }
         let vals: Vec<u64> = fields
             .iter()
-            .map(|f| f.parse::<u64>())
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|e| Error::new(vh5::error::ErrorKind::InvalidArgument, format!("{path}:{}: {e}", ln + 1)))?;
+            .enumerate()
+            .map(|(c, f)| {
+                f.parse::<u64>().map_err(|e| {
+                    Error::new(
+                        vh5::error::ErrorKind::InvalidArgument,
+                        format!("{path}:{} column {}: {f:?} is not a non-negative integer ({e}); expected per line src_start.., dst_start.., count.. [, src_step.., dst_step..] for {ndim} axes", ln + 1, c + 1),
+                    )
+                })
+            })
+            .collect::<Result<_>>()?;
         let groups = vals.len() / ndim.max(1);
         if ndim == 0 || vals.len() % ndim != 0 || !(groups == 3 || groups == 5) || (t.n > 0 && (groups == 5) != t.steps) {
             return Err(Error::new(vh5::error::ErrorKind::InvalidArgument, format!("{path}:{}: expected {} or {} columns, got {}", ln + 1, 3 * ndim, 5 * ndim, vals.len())));
