@@ -813,6 +813,59 @@ vh5_status vh5_read_many_slices(int64_t dset,
                                 const uint64_t *dst_step,
                                 uint32_t flags);
 
+/**
+ * Copy many slices from the array `*src` into the array `*dst`, both in memory (numpy ->
+ * numpy).
+ *
+ * Row i (0 <= i < nslices) copies, on every axis j (0 <= j < ndim),
+ * `dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j]
+ * (an index into `*src`), d = dst_start[i*ndim+j] (an index into `*dst`),
+ * c = count[i*ndim+j], ss = src_step[i*ndim+j] and ds = dst_step[i*ndim+j] (1 when the
+ * table is NULL); all in ELEMENTS. Each table holds `nslices * ndim` uint64 values,
+ * row-major (NULL allowed when that product is 0). Rows run in order: where destinations
+ * overlap, the later row wins. A row with a count of 0 on some axis copies nothing and is not
+ * bounds-checked. `src->ndim` and `dst->ndim` must be equal (0-d arrays: every row copies
+ * the single element).
+ *
+ * Same memory: `src` and `dst` may describe the same buffer or overlapping views of it. Each
+ * row then behaves as if its source block were first copied to a temporary (memmove
+ * semantics, like numpy's `dst[...] = src[...]`): it sees the results of earlier rows. Rows
+ * whose source and destination byte ranges intersect go through an internal scratch buffer;
+ * others are copied directly.
+ *
+ * `flags`: 0 or `VH5_SLICES_CLIP` (counts silently clipped to both extents, rows clipped to
+ * nothing skipped). `VH5_SLICES_CONVERT` is refused: the dtypes (and item sizes) must be
+ * equal and bytes are moved unchanged (so two arrays of the same non-native byte order work).
+ *
+ * Every row and both layouts are validated before the first byte is written, so on any
+ * error nothing has been written. Returns `VH5_OK` (also for nslices 0 and empty arrays);
+ * `VH5_ERR_NULL_ARGUMENT` (src, dst, a required table, a shape, or a base with base_len > 0
+ * NULL); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits or CONVERT; ndim mismatch; step 0,
+ * naming row, axis and table; itemsize not the dtype's size; destination strides under which
+ * two indices share a byte: the message starts with "dst:"); `VH5_ERR_DTYPE` (unknown dtype
+ * code, different dtypes or item sizes); `VH5_ERR_UNSUPPORTED` (more than 32 axes);
+ * `VH5_ERR_BUFFER_TOO_SMALL` (an array reaching outside `[base, base+base_len)`: the message
+ * starts with "src:" or "dst:" and gives the byte offsets); `VH5_ERR_OUT_OF_BOUNDS` (without
+ * CLIP, a row reaching outside an extent: the message names row, axis and side).
+ *
+ * The source may have strides under which indices share bytes (e.g. a broadcast array with
+ * stride 0): it is only read. Thread-safe; no libhdf5 call is made.
+ *
+ * # Safety
+ * `src` and `dst` must be NULL or point to `vh5_array`s whose `shape`/`strides` hold `ndim`
+ * entries; `src->base` must be valid for reads of `src->base_len` bytes and `dst->base` for
+ * reads and writes of `dst->base_len` bytes for the call. Nothing is retained.
+ */
+vh5_status vh5_copy_many_slices(const struct vh5_array *src,
+                                const struct vh5_array *dst,
+                                size_t nslices,
+                                const uint64_t *src_start,
+                                const uint64_t *dst_start,
+                                const uint64_t *count,
+                                const uint64_t *src_step,
+                                const uint64_t *dst_step,
+                                uint32_t flags);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

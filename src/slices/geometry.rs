@@ -88,6 +88,13 @@ fn fit(start: u64, step: u64, extent: u64) -> u64 {
 /// including `start + (count-1)*step` overflowing uint64 (`OutOfBounds`). With `clip`
 /// (versioned-hdf5's semantics) counts are silently reduced so both sides fit.
 pub fn row(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip: bool) -> Result<Option<Row>> {
+    row_named(t, i, src_shape, dst_shape, clip, ["dataset", "destination"])
+}
+
+/// [`row`] with the names the bounds messages give the source and destination extents
+/// (`["dataset", "destination"]` for reads, `["source array", "dataset"]` for writes,
+/// `["source array", "destination array"]` for memory copies).
+pub fn row_named(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip: bool, names: [&str; 2]) -> Result<Option<Row>> {
     let n = t.ndim;
     debug_assert!(src_shape.len() == n && dst_shape.len() == n);
     let mut r = Row {
@@ -132,8 +139,8 @@ pub fn row(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip:
             r.count[j] = c2;
         } else {
             for (side, start, step, extent, what) in [
-                ("src", r.src_start[j], r.src_step[j], src_shape[j], "dataset"),
-                ("dst", r.dst_start[j], r.dst_step[j], dst_shape[j], "destination"),
+                ("src", r.src_start[j], r.src_step[j], src_shape[j], names[0]),
+                ("dst", r.dst_start[j], r.dst_step[j], dst_shape[j], names[1]),
             ] {
                 let last = (c - 1).checked_mul(step).and_then(|x| x.checked_add(start)).ok_or_else(|| {
                     err!(OutOfBounds, "row {i} axis {j}: {side}_start {start} + (count {c} - 1) * {side}_step {step} overflows uint64")
@@ -214,6 +221,17 @@ impl ArrayLayout {
     /// must be at least the span of all smaller axes plus the item size; rare interleaved
     /// layouts that do not overlap but fail this test are rejected too. Zero-size arrays pass.
     pub fn validate(&self) -> Result<()> {
+        self.validate_bounds()?;
+        if self.is_empty() {
+            return Ok(());
+        }
+        self.validate_no_overlap()
+    }
+
+    /// The bounds half of [`ArrayLayout::validate`] only: every element inside the buffer.
+    /// Enough for an array that is only READ (a source), where strides under which indices
+    /// share bytes (e.g. numpy broadcasting with stride 0) are harmless.
+    pub fn validate_bounds(&self) -> Result<()> {
         let n = self.shape.len();
         if self.strides.len() != n {
             bail!(InvalidArgument, "array has {n} axes but {} strides", self.strides.len());
@@ -254,6 +272,11 @@ impl ArrayLayout {
                 self.itemsize
             );
         }
+        Ok(())
+    }
+
+    fn validate_no_overlap(&self) -> Result<()> {
+        let n = self.shape.len();
         let mut axes: Vec<usize> = (0..n).filter(|&j| self.shape[j] > 1).collect();
         axes.sort_by_key(|&j| self.strides[j].unsigned_abs());
         let mut span: u128 = self.itemsize as u128;

@@ -5,7 +5,9 @@
 pub mod chunks;
 pub mod copy;
 pub mod geometry;
+pub mod memcopy;
 pub mod read;
 
 pub use geometry::{ArrayLayout, Row, SliceTable};
 pub use read::{read_many_slices, DstArray, ReadStats, SLICES_CLIP, SLICES_CONVERT};
+pub use memcopy::{copy_many_slices, copy_many_slices_within, CopyStats};
