@@ -166,7 +166,7 @@
 
 /**
  * `vh5_file_open` flag: open for reading and writing (`H5F_ACC_RDWR`). Without it (flags 0)
- * the file is opened read-only. Writes through vh5 come in a later release.
+ * the file is opened read-only. Needed by `vh5_write_many_slices`.
  */
 #define VH5_FILE_READ_WRITE 1
 
@@ -865,6 +865,70 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
                                 const uint64_t *src_step,
                                 const uint64_t *dst_step,
                                 uint32_t flags);
+
+/**
+ * Copy many slices of the caller's array `*src` into the HDF5 dataset `dset` (numpy ->
+ * HDF5). `src_*` tables index the ARRAY `*src`; `dst_*` tables index the DATASET.
+ *
+ * Row i (0 <= i < nslices) writes, on every axis j (0 <= j < ndim),
+ * `dataset[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
+ * d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j], ds =
+ * dst_step[i*ndim+j] (steps 1 when the table is NULL); all in ELEMENTS. Each table holds
+ * `nslices * ndim` uint64 values, row-major (NULL allowed when that product is 0). Rows run
+ * in order: where destinations overlap, the later row wins. A row with a count of 0 on some
+ * axis writes nothing and is not bounds-checked. The dataset must have `src->ndim` axes; a
+ * scalar dataset is written with `ndim` 0 and empty tables (the single element).
+ *
+ * The file must have been opened for writing (`vh5_file_open` with `VH5_FILE_READ_WRITE`,
+ * or the caller's own `H5Fopen(..., H5F_ACC_RDWR, ...)`). The source array may have any
+ * layout (C or Fortran order, sliced, stepped, negative strides, stride 0 broadcasting); it
+ * is only read. Elements are written in native byte order with the dataset's native memory
+ * type; libhdf5 converts to the file's byte order (e.g. into a big-endian dataset).
+ *
+ * `flags`: `VH5_SLICES_CLIP` (counts silently clipped to the array and dataset extents,
+ * rows clipped to nothing skipped), `VH5_SLICES_CONVERT` (let libhdf5 convert from the
+ * array's dtype to the dataset's, e.g. float64 -> int16) or 0.
+ *
+ * Chunked datasets (compressed or not): each chunk the rows touch is written ONCE per call;
+ * chunks the rows cover completely are assembled in memory and written without being read;
+ * chunks covered in part are read once (unallocated chunks read as the fill value), merged
+ * in row order and written once. Contiguous and compact datasets get one `H5Dwrite` per row.
+ * Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
+ * file are closed (`vh5_close`).
+ *
+ * Every row and the array layout are validated before the first write, so on any status
+ * except `VH5_ERR_HDF5` nothing has been written. Returns `VH5_OK` (also for nslices 0 and
+ * empty arrays or datasets); `VH5_ERR_NULL_ARGUMENT` (src, a required table, shape, or base
+ * with base_len > 0 NULL); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; the file was
+ * opened read-only: the message says "no write intent" and names VH5_FILE_READ_WRITE; ndim
+ * of the table/array different from the dataset's; a step of 0, naming row, axis and
+ * table; itemsize not the dtype's size); `VH5_ERR_UNSUPPORTED` (more than 32 axes;
+ * variable-length, vlen or reference dataset types); `VH5_ERR_BUFFER_TOO_SMALL` (the array
+ * reaches outside `[base, base+base_len)`; message starts with "src:");
+ * `VH5_ERR_OUT_OF_BOUNDS` (without CLIP, a row reaching outside the array or the dataset:
+ * the message names row, axis and side); `VH5_ERR_DTYPE` (unknown dtype code, dtype
+ * mismatch without CONVERT, no libhdf5 conversion with it); `VH5_ERR_INVALID_HANDLE`
+ * (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5 failed part-way, e.g. a
+ * corrupt chunk that had to be read, a filter failure, a full disk: the message says which
+ * rows had been written completely, which in part, and carries libhdf5's error stack).
+ *
+ * Thread-safe (libhdf5 calls serialised by vh5's lock); the caller must not modify `*src`'s
+ * memory from another thread during the call.
+ *
+ * # Safety
+ * `src` must be NULL or point to a `vh5_array` whose `base` is valid for reads of
+ * `base_len` bytes and whose `shape`/`strides` hold `ndim` entries; each non-NULL table must
+ * hold `nslices * ndim` values. Nothing is retained after the call.
+ */
+vh5_status vh5_write_many_slices(int64_t dset,
+                                 const struct vh5_array *src,
+                                 size_t nslices,
+                                 const uint64_t *src_start,
+                                 const uint64_t *dst_start,
+                                 const uint64_t *count,
+                                 const uint64_t *src_step,
+                                 const uint64_t *dst_step,
+                                 uint32_t flags);
 
 #ifdef __cplusplus
 }  // extern "C"

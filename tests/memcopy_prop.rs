@@ -59,6 +59,7 @@ struct R {
 
 /// Reference: per row, clip (or fail), gather the source elements into a temporary, then
 /// scatter them (memmove rule). Works on one buffer holding both arrays.
+#[allow(clippy::needless_range_loop)]
 fn reference(buf: &mut [u8], src: &Lay, dst: &Lay, size: usize, rows: &[R], clip: bool) -> Result<(), (usize, usize)> {
     let n = src.shape.len();
     let mut eff = vec![];
@@ -263,8 +264,8 @@ fn generator_exercises_copies() {
 
 #[test]
 fn errors_name_the_culprit() {
-    let src = vec![1u8; 80];
-    let mut dst = vec![0u8; 80];
+    let src = [1u8; 80];
+    let mut dst = [0u8; 80];
     let sl = layout(&[10], 8, 0, 0, &[false], 0);
     let sa = varr(src.as_ptr() as *mut u8, 80, &sl, Dtype::Float64, 8);
     let da = varr(dst.as_mut_ptr(), 80, &sl, Dtype::Float64, 8);

@@ -194,6 +194,7 @@ pub unsafe fn copy_many_slices_raw(
 
 /// Copy between two distinct buffers (see [`copy_many_slices_raw`] for semantics and errors).
 /// `src_layout.base_len` / `dst_layout.base_len` must equal the buffer lengths.
+#[allow(clippy::too_many_arguments)]
 pub fn copy_many_slices(src: &[u8], src_layout: &ArrayLayout, src_dtype: Dtype, dst: &mut [u8], dst_layout: &ArrayLayout, dst_dtype: Dtype, table: &SliceTable, flags: u32) -> Result<CopyStats> {
     if src.len() != src_layout.base_len || dst.len() != dst_layout.base_len {
         bail!(InvalidArgument, "internal: layout base_len ({}, {}) differs from the buffer lengths ({}, {})", src_layout.base_len, dst_layout.base_len, src.len(), dst.len());
