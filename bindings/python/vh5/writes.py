@@ -1,0 +1,129 @@
+"""Many-slice writes (numpy -> HDF5) and memory copies (numpy -> numpy).
+
+Both use the row semantics of :func:`vh5.read_many_slices`: row i copies, on every axis j,
+``dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]`` (elements); rows run in order,
+the later row wins where destinations overlap, every row is validated before anything is
+written.
+
+Writes go to a :class:`vh5.Dataset` of a file opened with ``vh5.File(path, "r+")``. An
+``h5py.Dataset`` is refused as a destination: h5py uses a *different* libhdf5 instance, and
+two libhdf5 instances writing one open file corrupt it (each caches the file's metadata).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ._errors import make_error
+from ._lib import VH5_SLICES_CLIP, VH5_SLICES_CONVERT, check, lib
+from .hdf5 import Dataset, _is_h5py_dataset, coordinate_tables, describe_array
+
+__all__ = ["write_many_slices", "copy_many_slices"]
+
+
+def _native_view(a: np.ndarray) -> np.ndarray:
+    """A native-byte-order view of the same bytes (a reinterpretation, not a conversion)."""
+    if a.dtype.isnative or a.dtype.itemsize == 1 or a.dtype.kind == "V":
+        return a
+    return a.view(a.dtype.newbyteorder("="))
+
+
+def write_many_slices(
+    src,
+    dst,
+    src_start,
+    dst_start,
+    count,
+    src_step=None,
+    dst_step=None,
+    *,
+    clip: bool = False,
+    convert: bool = False,
+):
+    """Write many slices of a numpy array into an HDF5 dataset in one library call.
+
+    ``src_*`` coordinates index the ARRAY ``src``; ``dst_*`` index the DATASET ``dst``
+    (all in elements; steps default to 1, never 0). Coordinate arrays are integer
+    array-likes of shape ``(ndim,)`` or ``(nslices, ndim)``, broadcast together.
+
+    Args:
+        src (numpy.ndarray): any layout (C/Fortran order, sliced, stepped, negative or zero
+            strides), native byte order, ``src.ndim == dst.ndim``; only read.
+        dst (vh5.Dataset): a dataset of a file opened with ``vh5.File(path, "r+")``.
+        clip: versioned-hdf5 semantics: counts clipped to both extents, empty rows skipped,
+            instead of :class:`vh5.OutOfBoundsError`.
+        convert: let libhdf5 convert ``src.dtype`` to the dataset's type (e.g. float64 ->
+            int16); otherwise the dtypes must match (byte order aside: a big-endian dataset
+            is converted by libhdf5 from native order).
+
+    Chunked datasets are written chunk by chunk: each touched chunk is written once per call,
+    read first only when the rows cover it in part. Data reaches the file at the latest
+    when the dataset and file are closed.
+
+    Raises:
+        TypeError: ``dst`` is not a vh5.Dataset (an ``h5py.Dataset`` is refused, see the
+            module docs) or ``src`` is not a numpy array; bad coordinate arrays.
+        vh5.InvalidArgumentError: file opened read-only ("no write intent"), ndim mismatch,
+            step 0 (naming row and axis); vh5.OutOfBoundsError (without clip);
+            vh5.DtypeError (dtype mismatch, non-native ``src``); vh5.HDF5Error (libhdf5
+            failed part-way: the message lists the rows written completely / in part).
+    """
+    if not isinstance(src, np.ndarray):
+        raise TypeError(f"src must be a numpy.ndarray, not {type(src).__name__}")
+    if _is_h5py_dataset(dst):
+        raise TypeError(
+            "dst is an h5py.Dataset: vh5 writes through its own libhdf5, which must not write a "
+            "file h5py holds open (two metadata caches corrupt it). Close it in h5py and use "
+            "vh5.File(path, 'r+')[name], or write through h5py"
+        )
+    if not isinstance(dst, Dataset):
+        raise TypeError(f"dst must be a vh5.Dataset, not {type(dst).__name__}")
+    tables, nslices = coordinate_tables(dst.ndim, src_start, dst_start, count, src_step, dst_step)
+    arr, keep = describe_array(src)
+    ptrs = [None if t is None else t.ctypes.data for t in tables]
+    flags = (VH5_SLICES_CLIP if clip else 0) | (VH5_SLICES_CONVERT if convert else 0)
+    status = lib().vh5_write_many_slices(dst.id, ctypes.byref(arr), nslices, *ptrs, flags)
+    del keep
+    check(status)
+
+
+def copy_many_slices(
+    src,
+    dst,
+    src_start,
+    dst_start,
+    count,
+    src_step=None,
+    dst_step=None,
+    *,
+    clip: bool = False,
+):
+    """Copy many slices between two numpy arrays in one library call (numpy -> numpy).
+
+    Same row semantics as :func:`vh5.read_many_slices`. ``src`` and ``dst`` must have the
+    same dtype (byte order included: bytes are moved unchanged) and ndim; any layouts. They
+    may share memory (even be the same array): each row then behaves as if its source were
+    first copied to a temporary, like ``dst[...] = src[...]`` in numpy.
+
+    Raises:
+        TypeError / ValueError: non-numpy arguments, read-only ``dst``, bad coordinates.
+        vh5.DtypeError: different dtypes; vh5.InvalidArgumentError: ndim mismatch, step 0,
+            ``dst`` strides under which elements overlap; vh5.OutOfBoundsError (without clip).
+    """
+    if not isinstance(src, np.ndarray) or not isinstance(dst, np.ndarray):
+        raise TypeError(f"src and dst must be numpy arrays, not {type(src).__name__} and {type(dst).__name__}")
+    if not dst.flags.writeable:
+        raise ValueError("dst must be writeable")
+    if src.dtype != dst.dtype:
+        raise make_error(7, "VH5_ERR_DTYPE", f"dtype mismatch: src is {src.dtype.str}, dst is {dst.dtype.str} (memory copies never convert)")
+    if src.ndim != dst.ndim:
+        raise make_error(2, "VH5_ERR_INVALID_ARGUMENT", f"dimensionality mismatch: src.ndim={src.ndim} != dst.ndim={dst.ndim}")
+    tables, nslices = coordinate_tables(dst.ndim, src_start, dst_start, count, src_step, dst_step)
+    sa, k1 = describe_array(_native_view(src))
+    da, k2 = describe_array(_native_view(dst))
+    ptrs = [None if t is None else t.ctypes.data for t in tables]
+    status = lib().vh5_copy_many_slices(ctypes.byref(sa), ctypes.byref(da), nslices, *ptrs, VH5_SLICES_CLIP if clip else 0)
+    del k1, k2
+    check(status)
