@@ -133,6 +133,26 @@ pub fn copy_strided_runs(
     Ok(())
 }
 
+/// Whether [`copy_runs_unchecked`] applies: at least one axis, and the innermost axis a dense
+/// run on both sides (inner strides equal to `itemsize`) or one element per run.
+pub fn runs_apply(src_strides: &[isize], dst_strides: &[isize], counts: &[usize], itemsize: usize) -> bool {
+    let n = counts.len();
+    n > 0 && (counts[n - 1] == 1 || (src_strides[n - 1] == itemsize as isize && dst_strides[n - 1] == itemsize as isize))
+}
+
+/// The core of [`copy_strided_runs`] without its bounds checks, for callers that have already
+/// proven them (the many-slice memory copy validates every row against its arrays first).
+/// Copies `prod(counts)` elements in C order, one `memcpy`-like move per innermost run.
+///
+/// # Safety
+/// [`runs_apply`] must hold and no count be 0; every element address
+/// `s + sum(idx[k]*ss[k])` must be valid for reads and `d + sum(idx[k]*ds[k])` for writes of
+/// `itemsize` bytes, and no source byte may be a destination byte.
+pub unsafe fn copy_runs_unchecked(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts: &[usize], itemsize: usize) {
+    debug_assert!(runs_apply(ss, ds, counts, itemsize) && !counts.contains(&0));
+    copy_raw(s, d, ss, ds, counts, itemsize)
+}
+
 /// Element strides and a base pointer moved to the lowest address, plus the axes to invert.
 fn normalize(off: usize, strides: &[isize], counts: &[usize], size: usize) -> Option<(usize, Vec<usize>, Vec<usize>)> {
     let mut base = off as isize;

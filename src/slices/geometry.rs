@@ -96,7 +96,6 @@ pub fn row(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip:
 /// `["source array", "destination array"]` for memory copies).
 pub fn row_named(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip: bool, names: [&str; 2]) -> Result<Option<Row>> {
     let n = t.ndim;
-    debug_assert!(src_shape.len() == n && dst_shape.len() == n);
     let mut r = Row {
         ndim: n,
         src_start: [0; MAX_RANK],
@@ -105,43 +104,54 @@ pub fn row_named(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64],
         src_step: [1; MAX_RANK],
         dst_step: [1; MAX_RANK],
     };
+    if !row_counts(t, i, src_shape, dst_shape, clip, names, &mut r.count[..n])? {
+        return Ok(None);
+    }
+    let base = i * n;
+    for j in 0..n {
+        r.src_start[j] = t.src_start[base + j];
+        r.dst_start[j] = t.dst_start[base + j];
+        r.src_step[j] = t.src_step.map_or(1, |s| s[base + j]);
+        r.dst_step[j] = t.dst_step.map_or(1, |s| s[base + j]);
+    }
+    Ok(Some(r))
+}
+
+/// The validation of [`row_named`] without building a [`Row`] (cheap enough for per-row use
+/// in hot loops): writes the row's counts, clipped with `clip`, into `count_out` (`ndim`
+/// entries) and returns `Ok(true)`, or `Ok(false)` when the row copies nothing. Same errors.
+pub fn row_counts(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip: bool, names: [&str; 2], count_out: &mut [u64]) -> Result<bool> {
+    let n = t.ndim;
+    debug_assert!(src_shape.len() == n && dst_shape.len() == n && count_out.len() == n);
     let base = i * n;
     let mut empty = false;
     for j in 0..n {
-        let ss = t.src_step.map_or(1, |s| s[base + j]);
-        let ds = t.dst_step.map_or(1, |s| s[base + j]);
-        if ss == 0 {
+        if t.src_step.is_some_and(|s| s[base + j] == 0) {
             bail!(InvalidArgument, "row {i} axis {j}: src_step is 0 (steps must be >= 1)");
         }
-        if ds == 0 {
+        if t.dst_step.is_some_and(|s| s[base + j] == 0) {
             bail!(InvalidArgument, "row {i} axis {j}: dst_step is 0 (steps must be >= 1)");
         }
-        let (s, d, c) = (t.src_start[base + j], t.dst_start[base + j], t.count[base + j]);
-        r.src_start[j] = s;
-        r.dst_start[j] = d;
-        r.src_step[j] = ss;
-        r.dst_step[j] = ds;
-        r.count[j] = c;
-        if c == 0 {
-            empty = true;
-        }
+        let c = t.count[base + j];
+        count_out[j] = c;
+        empty |= c == 0;
     }
     if empty {
-        return Ok(None);
+        return Ok(false);
     }
     for j in 0..n {
-        let c = r.count[j];
+        let c = count_out[j];
+        let (s, d) = (t.src_start[base + j], t.dst_start[base + j]);
+        let ss = t.src_step.map_or(1, |x| x[base + j]);
+        let ds = t.dst_step.map_or(1, |x| x[base + j]);
         if clip {
-            let c2 = c.min(fit(r.src_start[j], r.src_step[j], src_shape[j])).min(fit(r.dst_start[j], r.dst_step[j], dst_shape[j]));
+            let c2 = c.min(fit(s, ss, src_shape[j])).min(fit(d, ds, dst_shape[j]));
             if c2 == 0 {
-                return Ok(None);
+                return Ok(false);
             }
-            r.count[j] = c2;
+            count_out[j] = c2;
         } else {
-            for (side, start, step, extent, what) in [
-                ("src", r.src_start[j], r.src_step[j], src_shape[j], names[0]),
-                ("dst", r.dst_start[j], r.dst_step[j], dst_shape[j], names[1]),
-            ] {
+            for (side, start, step, extent, what) in [("src", s, ss, src_shape[j], names[0]), ("dst", d, ds, dst_shape[j], names[1])] {
                 let last = (c - 1).checked_mul(step).and_then(|x| x.checked_add(start)).ok_or_else(|| {
                     err!(OutOfBounds, "row {i} axis {j}: {side}_start {start} + (count {c} - 1) * {side}_step {step} overflows uint64")
                 })?;
@@ -157,7 +167,7 @@ pub fn row_named(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64],
             }
         }
     }
-    Ok(Some(r))
+    Ok(true)
 }
 
 /// Validate every row (before anything is read or written). Returns the number of rows that

@@ -18,8 +18,8 @@
 //! row's source byte range and its destination byte range, and only at the same time when
 //! those ranges are disjoint.
 
-use super::copy::copy_strided_runs as copy_strided;
-use super::geometry::{row_named, ArrayLayout, SliceTable, MAX_RANK};
+use super::copy::{copy_runs_unchecked, copy_strided_runs as copy_strided, runs_apply};
+use super::geometry::{row_counts, ArrayLayout, SliceTable, MAX_RANK};
 use super::read::SLICES_CLIP;
 use crate::dtype::Dtype;
 use crate::error::Result;
@@ -42,8 +42,9 @@ const NAMES: [&str; 2] = ["source array", "destination array"];
 
 /// Check everything that does not depend on the memory: flags, dtypes, item sizes, ndim,
 /// layouts (the destination must not overlap itself; the source may), and every row.
-/// Returns the number of rows that copy something.
-fn check(src: &ArrayLayout, src_dtype: Dtype, dst: &ArrayLayout, dst_dtype: Dtype, table: &SliceTable, flags: u32) -> Result<usize> {
+/// Returns the number of rows that copy something and, with clip, every row's clipped
+/// counts (`ndim` per row, zeros for rows that copy nothing).
+fn check(src: &ArrayLayout, src_dtype: Dtype, dst: &ArrayLayout, dst_dtype: Dtype, table: &SliceTable, flags: u32) -> Result<(usize, Vec<u64>)> {
     if flags & !SLICES_CLIP != 0 {
         bail!(
             InvalidArgument,
@@ -72,12 +73,18 @@ fn check(src: &ArrayLayout, src_dtype: Dtype, dst: &ArrayLayout, dst_dtype: Dtyp
     src.validate_bounds().map_err(|e| crate::error::Error::new(e.kind, format!("src: {}", e.message)))?;
     dst.validate().map_err(|e| crate::error::Error::new(e.kind, format!("dst: {}", e.message)))?;
     let mut todo = 0;
+    let clip = flags & SLICES_CLIP != 0;
+    let mut clipped = if clip { vec![0u64; table.nslices * n] } else { Vec::new() };
+    let mut cnt = [0u64; MAX_RANK];
     for i in 0..table.nslices {
-        if row_named(table, i, &src.shape, &dst.shape, flags & SLICES_CLIP != 0, NAMES)?.is_some() {
+        if row_counts(table, i, &src.shape, &dst.shape, clip, NAMES, &mut cnt[..n])? {
             todo += 1;
+            if clip {
+                clipped[i * n..(i + 1) * n].copy_from_slice(&cnt[..n]);
+            }
         }
     }
-    Ok(todo)
+    Ok((todo, clipped))
 }
 
 /// Lowest and one-past-highest byte (relative to the buffer start) of the block starting at
@@ -119,7 +126,7 @@ pub unsafe fn copy_many_slices_raw(
     table: &SliceTable,
     flags: u32,
 ) -> Result<CopyStats> {
-    let todo = check(src_layout, src_dtype, dst_layout, dst_dtype, table, flags)?;
+    let (todo, clipped) = check(src_layout, src_dtype, dst_layout, dst_dtype, table, flags)?;
     let mut stats = CopyStats { rows_skipped: table.nslices - todo, ..Default::default() };
     if todo == 0 || src_layout.is_empty() || dst_layout.is_empty() {
         return Ok(stats);
@@ -132,33 +139,48 @@ pub unsafe fn copy_many_slices_raw(
     let mut ss = [0isize; MAX_RANK];
     let mut ds = [0isize; MAX_RANK];
     let mut dense = [0isize; MAX_RANK];
+    let mut cnt = [0u64; MAX_RANK];
     for i in 0..table.nslices {
-        let Some(r) = row_named(table, i, &src_layout.shape, &dst_layout.shape, clip, NAMES)? else { continue };
-        stats.rows_copied += 1;
-        stats.elements += r.elements();
-        for j in 0..n {
-            counts[j] = r.count[j] as usize;
-            ss[j] = src_layout.strides[j] as isize * r.src_step[j] as isize;
-            ds[j] = dst_layout.strides[j] as isize * r.dst_step[j] as isize;
+        let base = i * n;
+        // Every row was validated by `check`: its counts are the table's (or the clipped ones).
+        cnt[..n].copy_from_slice(if clip { &clipped[base..base + n] } else { &table.count[base..base + n] });
+        if cnt[..n].contains(&0) {
+            continue;
         }
+        let mut elems = 1u64;
+        let (mut so, mut d_o) = (src_layout.offset as isize, dst_layout.offset as isize);
+        for j in 0..n {
+            elems *= cnt[j];
+            counts[j] = cnt[j] as usize;
+            ss[j] = src_layout.strides[j] as isize * table.src_step.map_or(1, |x| x[base + j]) as isize;
+            ds[j] = dst_layout.strides[j] as isize * table.dst_step.map_or(1, |x| x[base + j]) as isize;
+            so += table.src_start[base + j] as isize * src_layout.strides[j] as isize;
+            d_o += table.dst_start[base + j] as isize * dst_layout.strides[j] as isize;
+        }
+        stats.rows_copied += 1;
+        stats.elements += elems;
         let (counts, ss, ds) = (&counts[..n], &ss[..n], &ds[..n]);
-        let so = src_layout.byte_offset(&r.src_start[..n]);
-        let d_o = dst_layout.byte_offset(&r.dst_start[..n]);
+        // Inside the validated arrays (validated row), so non-negative and in the buffers.
+        let (so, d_o) = (so as usize, d_o as usize);
         // Both blocks lie inside their validated arrays, hence inside their buffers.
         let (slo, shi) = span(so, ss, counts, size);
         let (dlo, dhi) = span(d_o, ds, counts, size);
         let (sa, da) = (src as usize, dst as usize);
         let disjoint = sa + shi <= da + dlo || da + dhi <= sa + slo;
-        if disjoint {
-            // SAFETY: [slo, shi) is inside the source buffer and [dlo, dhi) inside the
-            // destination buffer (validated layouts, validated row); the two address ranges do
-            // not intersect (checked just above), so a shared and a mutable borrow of them may
-            // coexist; the caller guarantees nothing else uses this memory during the call.
+        if disjoint && runs_apply(ss, ds, counts, size) {
+            // SAFETY: every element of the source block lies in [slo, shi) inside the source
+            // buffer and every element of the destination block in [dlo, dhi) inside the
+            // destination buffer (validated layouts and row); the two address ranges do not
+            // intersect, so no source byte is a destination byte; no count is 0.
+            unsafe { copy_runs_unchecked(src.add(so), dst.add(d_o), ss, ds, counts, size) };
+        } else if disjoint {
+            // SAFETY: as above; the two ranges are disjoint, so a shared and a mutable borrow
+            // of them may coexist; the caller guarantees nothing else uses this memory.
             let (s, d) = unsafe { (std::slice::from_raw_parts(src.add(slo), shi - slo), std::slice::from_raw_parts_mut(dst.add(dlo), dhi - dlo)) };
             copy_strided(s, so - slo, ss, d, d_o - dlo, ds, counts, size)?;
         } else {
             stats.rows_staged += 1;
-            let bytes = r.elements() as usize * size;
+            let bytes = elems as usize * size;
             if scratch.len() < bytes {
                 scratch.resize(bytes, 0);
             }

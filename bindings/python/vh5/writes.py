@@ -16,11 +16,65 @@ import ctypes
 
 import numpy as np
 
+from . import _dtypes
 from ._errors import make_error
-from ._lib import VH5_SLICES_CLIP, VH5_SLICES_CONVERT, check, lib
-from .hdf5 import Dataset, _is_h5py_dataset, coordinate_tables, describe_array
+from ._lib import VH5_SLICES_CLIP, VH5_SLICES_CONVERT, Array, check, lib
+from .hdf5 import Dataset, _is_h5py_dataset, coordinate_tables
 
 __all__ = ["write_many_slices", "copy_many_slices"]
+
+
+def _describe(a: np.ndarray):
+    """A ``vh5_array`` for numpy array ``a`` (any layout, native byte order) and the ctypes
+    arrays that must stay alive while it is used. Plain-Python arithmetic: a few µs."""
+    code, itemsize, order = _dtypes.from_numpy(a.dtype)
+    if order not in (_dtypes.ORDER_NONE, _dtypes.NATIVE_ORDER):
+        raise make_error(7, "VH5_ERR_DTYPE", f"array has non-native byte order {a.dtype.str}; use a native-order array")
+    ptr = a.__array_interface__["data"][0]
+    shape, strides = a.shape, a.strides
+    lo = hi = ptr
+    if a.size:
+        hi += itemsize
+        for n, st in zip(shape, strides):
+            reach = (n - 1) * st
+            if reach < 0:
+                lo += reach
+            else:
+                hi += reach
+    nd = len(shape)
+    cshape = (ctypes.c_uint64 * nd)(*shape)
+    cstrides = (ctypes.c_int64 * nd)(*strides)
+    arr = Array()
+    arr.base = lo
+    arr.base_len = hi - lo
+    arr.offset = ptr - lo
+    arr.dtype = code
+    arr.itemsize = itemsize
+    arr.ndim = nd
+    arr.shape = ctypes.cast(cshape, ctypes.POINTER(ctypes.c_uint64))
+    arr.strides = ctypes.cast(cstrides, ctypes.POINTER(ctypes.c_int64))
+    return arr, (cshape, cstrides)
+
+
+def _tables(ndim, src_start, dst_start, count, src_step, dst_step):
+    """Slice tables as C-contiguous (nslices, ndim) uint64 arrays: used as they are when they
+    already are such arrays with the same number of rows, else via ``coordinate_tables``."""
+    given = (src_start, dst_start, count, src_step, dst_step)
+    rows = None
+    for k, t in enumerate(given):
+        if t is None and k >= 3:
+            continue
+        if not (
+            isinstance(t, np.ndarray)
+            and t.dtype == np.uint64
+            and t.ndim == 2
+            and t.shape[1] == ndim
+            and t.flags.c_contiguous
+            and (rows is None or t.shape[0] == rows)
+        ):
+            return coordinate_tables(ndim, *given)
+        rows = t.shape[0]
+    return list(given), rows
 
 
 def _native_view(a: np.ndarray) -> np.ndarray:
@@ -80,8 +134,8 @@ def write_many_slices(
         )
     if not isinstance(dst, Dataset):
         raise TypeError(f"dst must be a vh5.Dataset, not {type(dst).__name__}")
-    tables, nslices = coordinate_tables(dst.ndim, src_start, dst_start, count, src_step, dst_step)
-    arr, keep = describe_array(src)
+    tables, nslices = _tables(dst.ndim, src_start, dst_start, count, src_step, dst_step)
+    arr, keep = _describe(src)
     ptrs = [None if t is None else t.ctypes.data for t in tables]
     flags = (VH5_SLICES_CLIP if clip else 0) | (VH5_SLICES_CONVERT if convert else 0)
     status = lib().vh5_write_many_slices(dst.id, ctypes.byref(arr), nslices, *ptrs, flags)
@@ -120,9 +174,9 @@ def copy_many_slices(
         raise make_error(7, "VH5_ERR_DTYPE", f"dtype mismatch: src is {src.dtype.str}, dst is {dst.dtype.str} (memory copies never convert)")
     if src.ndim != dst.ndim:
         raise make_error(2, "VH5_ERR_INVALID_ARGUMENT", f"dimensionality mismatch: src.ndim={src.ndim} != dst.ndim={dst.ndim}")
-    tables, nslices = coordinate_tables(dst.ndim, src_start, dst_start, count, src_step, dst_step)
-    sa, k1 = describe_array(_native_view(src))
-    da, k2 = describe_array(_native_view(dst))
+    tables, nslices = _tables(dst.ndim, src_start, dst_start, count, src_step, dst_step)
+    sa, k1 = _describe(_native_view(src))
+    da, k2 = _describe(_native_view(dst))
     ptrs = [None if t is None else t.ctypes.data for t in tables]
     status = lib().vh5_copy_many_slices(ctypes.byref(sa), ctypes.byref(da), nslices, *ptrs, VH5_SLICES_CLIP if clip else 0)
     del k1, k2
