@@ -149,7 +149,7 @@ def main():
         if comp is None:
             target, met = ">= 10x", ratio >= 10
         elif comp:
-            target, met = "> 1x", ratio > 1
+            target, met = "> 1x", ratio > 1.05  # a win beyond noise
         else:
             target, met = ">= 1x", ratio >= 0.97  # within noise of par
         ok &= met
