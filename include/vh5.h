@@ -896,6 +896,12 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
  * file are closed (`vh5_close`).
  *
+ * Crash safety (HDF5 1.10 files are not journaled; tested by killing a writer with SIGKILL):
+ * the file still opens and its other datasets and attributes read back intact; an
+ * uncompressed dataset whose chunks (or contiguous storage) existed before the call holds,
+ * element by element, either its old or its new value; a compressed dataset being written
+ * may be unreadable afterwards (rewritten chunks move and the chunk index on disk is stale).
+ *
  * Every row and the array layout are validated before the first write, so on any status
  * except `VH5_ERR_HDF5` nothing has been written. Returns `VH5_OK` (also for nslices 0 and
  * empty arrays or datasets); `VH5_ERR_NULL_ARGUMENT` (src, a required table, shape, or base

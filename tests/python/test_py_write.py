@@ -11,7 +11,8 @@
   itself (same values, same exception types);
 - crash safety: a child process SIGKILLed in the middle of large writes leaves a file that
   h5py opens, with untouched datasets intact and every element of the written (uncompressed,
-  pre-allocated) dataset holding either its old or its new value.
+  pre-allocated) dataset holding either its old or its new value (a gzip dataset being
+  written may be unreadable afterwards: HDF5 1.10 has no journal).
 """
 
 import os
@@ -349,13 +350,20 @@ CHILD = textwrap.dedent(
 )
 
 
-def test_sigkill_mid_write_leaves_a_readable_file():
+@pytest.mark.parametrize("target_filter", [None, "gzip"])
+def test_sigkill_mid_write_leaves_a_readable_file(target_filter):
+    """HDF5 1.10 files are not journaled. What holds after a SIGKILL mid-write: the file
+    opens, its attributes and untouched datasets read back intact; an uncompressed target
+    whose chunks were allocated before (rewritten in place) reads back with every element
+    old or new. A gzip target's chunks are re-allocated when rewritten and the chunk index
+    on disk is stale: its metadata still reads, its data may not (libhdf5: "filter returned
+    failure during read"), so only the metadata is asserted for it."""
     path = new_path("crash")
     untouched = np.arange(100 * 100, dtype="i4").reshape(100, 100)
     with h5py.File(path, "w") as f:
         f.create_dataset("untouched", data=untouched, chunks=(10, 10), compression="gzip")
-        # uncompressed, every chunk allocated before the write: rewritten in place
-        f.create_dataset("target", data=np.zeros((2000, 2000)), chunks=(100, 100))
+        # every chunk allocated before the write
+        f.create_dataset("target", data=np.zeros((2000, 2000)), chunks=(100, 100), compression=target_filter)
         f.attrs["note"] = "crash test"
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO / "bindings" / "python") + os.pathsep + env.get("PYTHONPATH", "")
@@ -369,8 +377,11 @@ def test_sigkill_mid_write_leaves_a_readable_file():
     with h5py.File(path, "r") as f:
         assert f.attrs["note"] == "crash test"
         np.testing.assert_array_equal(f["untouched"][()], untouched)
+        assert f["target"].shape == (2000, 2000) and f["target"].chunks == (100, 100)
+        assert f["target"].compression == target_filter
+        if target_filter:
+            return
         t = f["target"][()]
-    assert t.shape == (2000, 2000)
     # every element is either its old value (0) or one the child wrote (7 + k)
     vals = np.unique(t)
     assert ((vals == 0) | ((vals >= 7) & (vals == np.round(vals)))).all(), vals[:10]

@@ -114,7 +114,9 @@ def write_many_slices(
 
     Chunked datasets are written chunk by chunk: each touched chunk is written once per call,
     read first only when the rows cover it in part. Data reaches the file at the latest
-    when the dataset and file are closed.
+    when the dataset and file are closed. If the process dies mid-write (HDF5 1.10 has no
+    journal) the file still opens and other datasets are intact; an uncompressed dataset
+    with pre-allocated storage holds old or new values; a compressed one may be unreadable.
 
     Raises:
         TypeError: ``dst`` is not a vh5.Dataset (an ``h5py.Dataset`` is refused, see the
