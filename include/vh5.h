@@ -28,7 +28,7 @@
 
 /**
  * `vh5_file_open` flag: open for reading and writing (`H5F_ACC_RDWR`). Without it (flags 0)
- * the file is opened read-only. Writes through vh5 come in a later release.
+ * the file is opened read-only. Needed by `vh5_write_many_slices`.
  */
 #define VH5_FILE_READ_WRITE 1
 
@@ -919,6 +919,129 @@ vh5_status vh5_set_num_threads(uint32_t n);
 uint32_t vh5_get_num_threads(void);
 
 /**
+ * Copy many slices from the array `*src` into the array `*dst`, both in memory (numpy ->
+ * numpy).
+ *
+ * Row i (0 <= i < nslices) copies, on every axis j (0 <= j < ndim),
+ * `dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j]
+ * (an index into `*src`), d = dst_start[i*ndim+j] (an index into `*dst`),
+ * c = count[i*ndim+j], ss = src_step[i*ndim+j] and ds = dst_step[i*ndim+j] (1 when the
+ * table is NULL); all in ELEMENTS. Each table holds `nslices * ndim` uint64 values,
+ * row-major (NULL allowed when that product is 0). Rows run in order: where destinations
+ * overlap, the later row wins. A row with a count of 0 on some axis copies nothing and is not
+ * bounds-checked. `src->ndim` and `dst->ndim` must be equal (0-d arrays: every row copies
+ * the single element).
+ *
+ * Same memory: `src` and `dst` may describe the same buffer or overlapping views of it. Each
+ * row then behaves as if its source block were first copied to a temporary (memmove
+ * semantics, like numpy's `dst[...] = src[...]`): it sees the results of earlier rows. Rows
+ * whose source and destination byte ranges intersect go through an internal scratch buffer;
+ * others are copied directly.
+ *
+ * `flags`: 0 or `VH5_SLICES_CLIP` (counts silently clipped to both extents, rows clipped to
+ * nothing skipped). `VH5_SLICES_CONVERT` is refused: the dtypes (and item sizes) must be
+ * equal and bytes are moved unchanged (so two arrays of the same non-native byte order work).
+ *
+ * Every row and both layouts are validated before the first byte is written, so on any
+ * error nothing has been written. Returns `VH5_OK` (also for nslices 0 and empty arrays);
+ * `VH5_ERR_NULL_ARGUMENT` (src, dst, a required table, a shape, or a base with base_len > 0
+ * NULL); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits or CONVERT; ndim mismatch; step 0,
+ * naming row, axis and table; itemsize not the dtype's size; destination strides under which
+ * two indices share a byte: the message starts with "dst:"); `VH5_ERR_DTYPE` (unknown dtype
+ * code, different dtypes or item sizes); `VH5_ERR_UNSUPPORTED` (more than 32 axes);
+ * `VH5_ERR_BUFFER_TOO_SMALL` (an array reaching outside `[base, base+base_len)`: the message
+ * starts with "src:" or "dst:" and gives the byte offsets); `VH5_ERR_OUT_OF_BOUNDS` (without
+ * CLIP, a row reaching outside an extent: the message names row, axis and side).
+ *
+ * The source may have strides under which indices share bytes (e.g. a broadcast array with
+ * stride 0): it is only read. Thread-safe; no libhdf5 call is made.
+ *
+ * # Safety
+ * `src` and `dst` must be NULL or point to `vh5_array`s whose `shape`/`strides` hold `ndim`
+ * entries; `src->base` must be valid for reads of `src->base_len` bytes and `dst->base` for
+ * reads and writes of `dst->base_len` bytes for the call. Nothing is retained.
+ */
+vh5_status vh5_copy_many_slices(const struct vh5_array *src,
+                                const struct vh5_array *dst,
+                                size_t nslices,
+                                const uint64_t *src_start,
+                                const uint64_t *dst_start,
+                                const uint64_t *count,
+                                const uint64_t *src_step,
+                                const uint64_t *dst_step,
+                                uint32_t flags);
+
+/**
+ * Copy many slices of the caller's array `*src` into the HDF5 dataset `dset` (numpy ->
+ * HDF5). `src_*` tables index the ARRAY `*src`; `dst_*` tables index the DATASET.
+ *
+ * Row i (0 <= i < nslices) writes, on every axis j (0 <= j < ndim),
+ * `dataset[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
+ * d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j], ds =
+ * dst_step[i*ndim+j] (steps 1 when the table is NULL); all in ELEMENTS. Each table holds
+ * `nslices * ndim` uint64 values, row-major (NULL allowed when that product is 0). Rows run
+ * in order: where destinations overlap, the later row wins. A row with a count of 0 on some
+ * axis writes nothing and is not bounds-checked. The dataset must have `src->ndim` axes; a
+ * scalar dataset is written with `ndim` 0 and empty tables (the single element).
+ *
+ * The file must have been opened for writing (`vh5_file_open` with `VH5_FILE_READ_WRITE`,
+ * or the caller's own `H5Fopen(..., H5F_ACC_RDWR, ...)`). The source array may have any
+ * layout (C or Fortran order, sliced, stepped, negative strides, stride 0 broadcasting); it
+ * is only read. Elements are written in native byte order with the dataset's native memory
+ * type; libhdf5 converts to the file's byte order (e.g. into a big-endian dataset).
+ *
+ * `flags`: `VH5_SLICES_CLIP` (counts silently clipped to the array and dataset extents,
+ * rows clipped to nothing skipped), `VH5_SLICES_CONVERT` (let libhdf5 convert from the
+ * array's dtype to the dataset's, e.g. float64 -> int16) or 0.
+ *
+ * Chunked datasets (compressed or not): each chunk the rows touch is written ONCE per call;
+ * chunks the rows cover completely are assembled in memory and written without being read;
+ * chunks covered in part are read once (unallocated chunks read as the fill value), merged
+ * in row order and written once. Contiguous and compact datasets get one `H5Dwrite` per row.
+ * Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
+ * file are closed (`vh5_close`).
+ *
+ * Crash safety (HDF5 1.10 files are not journaled; tested by killing a writer with SIGKILL):
+ * the file still opens and its other datasets and attributes read back intact; an
+ * uncompressed dataset whose chunks (or contiguous storage) existed before the call holds,
+ * element by element, either its old or its new value; a compressed dataset being written
+ * may be unreadable afterwards (rewritten chunks move and the chunk index on disk is stale).
+ *
+ * Every row and the array layout are validated before the first write, so on any status
+ * except `VH5_ERR_HDF5` nothing has been written. Returns `VH5_OK` (also for nslices 0 and
+ * empty arrays or datasets); `VH5_ERR_NULL_ARGUMENT` (src, a required table, shape, or base
+ * with base_len > 0 NULL); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; the file was
+ * opened read-only: the message says "no write intent" and names VH5_FILE_READ_WRITE; ndim
+ * of the table/array different from the dataset's; a step of 0, naming row, axis and
+ * table; itemsize not the dtype's size); `VH5_ERR_UNSUPPORTED` (more than 32 axes;
+ * variable-length, vlen or reference dataset types); `VH5_ERR_BUFFER_TOO_SMALL` (the array
+ * reaches outside `[base, base+base_len)`; message starts with "src:");
+ * `VH5_ERR_OUT_OF_BOUNDS` (without CLIP, a row reaching outside the array or the dataset:
+ * the message names row, axis and side); `VH5_ERR_DTYPE` (unknown dtype code, dtype
+ * mismatch without CONVERT, no libhdf5 conversion with it); `VH5_ERR_INVALID_HANDLE`
+ * (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5 failed part-way, e.g. a
+ * corrupt chunk that had to be read, a filter failure, a full disk: the message says which
+ * rows had been written completely, which in part, and carries libhdf5's error stack).
+ *
+ * Thread-safe (libhdf5 calls serialised by vh5's lock); the caller must not modify `*src`'s
+ * memory from another thread during the call.
+ *
+ * # Safety
+ * `src` must be NULL or point to a `vh5_array` whose `base` is valid for reads of
+ * `base_len` bytes and whose `shape`/`strides` hold `ndim` entries; each non-NULL table must
+ * hold `nslices * ndim` values. Nothing is retained after the call.
+ */
+vh5_status vh5_write_many_slices(int64_t dset,
+                                 const struct vh5_array *src,
+                                 size_t nslices,
+                                 const uint64_t *src_start,
+                                 const uint64_t *dst_start,
+                                 const uint64_t *count,
+                                 const uint64_t *src_step,
+                                 const uint64_t *dst_step,
+                                 uint32_t flags);
+
+/**
  * Decode the payload in `buf` (`len` bytes) into `*out`, a view pointing INTO `buf`.
  *
  * Formats (detected from the first byte): Reductionist CBOR maps (reductionist-rs 0.12,
@@ -990,6 +1113,129 @@ vh5_status payload_copy_data(const uint8_t *buf,
                              void *out,
                              size_t out_len,
                              size_t *written);
+
+/**
+ * Copy many slices from the array `*src` into the array `*dst`, both in memory (numpy ->
+ * numpy).
+ *
+ * Row i (0 <= i < nslices) copies, on every axis j (0 <= j < ndim),
+ * `dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j]
+ * (an index into `*src`), d = dst_start[i*ndim+j] (an index into `*dst`),
+ * c = count[i*ndim+j], ss = src_step[i*ndim+j] and ds = dst_step[i*ndim+j] (1 when the
+ * table is NULL); all in ELEMENTS. Each table holds `nslices * ndim` uint64 values,
+ * row-major (NULL allowed when that product is 0). Rows run in order: where destinations
+ * overlap, the later row wins. A row with a count of 0 on some axis copies nothing and is not
+ * bounds-checked. `src->ndim` and `dst->ndim` must be equal (0-d arrays: every row copies
+ * the single element).
+ *
+ * Same memory: `src` and `dst` may describe the same buffer or overlapping views of it. Each
+ * row then behaves as if its source block were first copied to a temporary (memmove
+ * semantics, like numpy's `dst[...] = src[...]`): it sees the results of earlier rows. Rows
+ * whose source and destination byte ranges intersect go through an internal scratch buffer;
+ * others are copied directly.
+ *
+ * `flags`: 0 or `VH5_SLICES_CLIP` (counts silently clipped to both extents, rows clipped to
+ * nothing skipped). `VH5_SLICES_CONVERT` is refused: the dtypes (and item sizes) must be
+ * equal and bytes are moved unchanged (so two arrays of the same non-native byte order work).
+ *
+ * Every row and both layouts are validated before the first byte is written, so on any
+ * error nothing has been written. Returns `VH5_OK` (also for nslices 0 and empty arrays);
+ * `VH5_ERR_NULL_ARGUMENT` (src, dst, a required table, a shape, or a base with base_len > 0
+ * NULL); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits or CONVERT; ndim mismatch; step 0,
+ * naming row, axis and table; itemsize not the dtype's size; destination strides under which
+ * two indices share a byte: the message starts with "dst:"); `VH5_ERR_DTYPE` (unknown dtype
+ * code, different dtypes or item sizes); `VH5_ERR_UNSUPPORTED` (more than 32 axes);
+ * `VH5_ERR_BUFFER_TOO_SMALL` (an array reaching outside `[base, base+base_len)`: the message
+ * starts with "src:" or "dst:" and gives the byte offsets); `VH5_ERR_OUT_OF_BOUNDS` (without
+ * CLIP, a row reaching outside an extent: the message names row, axis and side).
+ *
+ * The source may have strides under which indices share bytes (e.g. a broadcast array with
+ * stride 0): it is only read. Thread-safe; no libhdf5 call is made.
+ *
+ * # Safety
+ * `src` and `dst` must be NULL or point to `vh5_array`s whose `shape`/`strides` hold `ndim`
+ * entries; `src->base` must be valid for reads of `src->base_len` bytes and `dst->base` for
+ * reads and writes of `dst->base_len` bytes for the call. Nothing is retained.
+ */
+vh5_status vh5_copy_many_slices(const struct vh5_array *src,
+                                const struct vh5_array *dst,
+                                size_t nslices,
+                                const uint64_t *src_start,
+                                const uint64_t *dst_start,
+                                const uint64_t *count,
+                                const uint64_t *src_step,
+                                const uint64_t *dst_step,
+                                uint32_t flags);
+
+/**
+ * Copy many slices of the caller's array `*src` into the HDF5 dataset `dset` (numpy ->
+ * HDF5). `src_*` tables index the ARRAY `*src`; `dst_*` tables index the DATASET.
+ *
+ * Row i (0 <= i < nslices) writes, on every axis j (0 <= j < ndim),
+ * `dataset[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
+ * d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j], ds =
+ * dst_step[i*ndim+j] (steps 1 when the table is NULL); all in ELEMENTS. Each table holds
+ * `nslices * ndim` uint64 values, row-major (NULL allowed when that product is 0). Rows run
+ * in order: where destinations overlap, the later row wins. A row with a count of 0 on some
+ * axis writes nothing and is not bounds-checked. The dataset must have `src->ndim` axes; a
+ * scalar dataset is written with `ndim` 0 and empty tables (the single element).
+ *
+ * The file must have been opened for writing (`vh5_file_open` with `VH5_FILE_READ_WRITE`,
+ * or the caller's own `H5Fopen(..., H5F_ACC_RDWR, ...)`). The source array may have any
+ * layout (C or Fortran order, sliced, stepped, negative strides, stride 0 broadcasting); it
+ * is only read. Elements are written in native byte order with the dataset's native memory
+ * type; libhdf5 converts to the file's byte order (e.g. into a big-endian dataset).
+ *
+ * `flags`: `VH5_SLICES_CLIP` (counts silently clipped to the array and dataset extents,
+ * rows clipped to nothing skipped), `VH5_SLICES_CONVERT` (let libhdf5 convert from the
+ * array's dtype to the dataset's, e.g. float64 -> int16) or 0.
+ *
+ * Chunked datasets (compressed or not): each chunk the rows touch is written ONCE per call;
+ * chunks the rows cover completely are assembled in memory and written without being read;
+ * chunks covered in part are read once (unallocated chunks read as the fill value), merged
+ * in row order and written once. Contiguous and compact datasets get one `H5Dwrite` per row.
+ * Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
+ * file are closed (`vh5_close`).
+ *
+ * Crash safety (HDF5 1.10 files are not journaled; tested by killing a writer with SIGKILL):
+ * the file still opens and its other datasets and attributes read back intact; an
+ * uncompressed dataset whose chunks (or contiguous storage) existed before the call holds,
+ * element by element, either its old or its new value; a compressed dataset being written
+ * may be unreadable afterwards (rewritten chunks move and the chunk index on disk is stale).
+ *
+ * Every row and the array layout are validated before the first write, so on any status
+ * except `VH5_ERR_HDF5` nothing has been written. Returns `VH5_OK` (also for nslices 0 and
+ * empty arrays or datasets); `VH5_ERR_NULL_ARGUMENT` (src, a required table, shape, or base
+ * with base_len > 0 NULL); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; the file was
+ * opened read-only: the message says "no write intent" and names VH5_FILE_READ_WRITE; ndim
+ * of the table/array different from the dataset's; a step of 0, naming row, axis and
+ * table; itemsize not the dtype's size); `VH5_ERR_UNSUPPORTED` (more than 32 axes;
+ * variable-length, vlen or reference dataset types); `VH5_ERR_BUFFER_TOO_SMALL` (the array
+ * reaches outside `[base, base+base_len)`; message starts with "src:");
+ * `VH5_ERR_OUT_OF_BOUNDS` (without CLIP, a row reaching outside the array or the dataset:
+ * the message names row, axis and side); `VH5_ERR_DTYPE` (unknown dtype code, dtype
+ * mismatch without CONVERT, no libhdf5 conversion with it); `VH5_ERR_INVALID_HANDLE`
+ * (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5 failed part-way, e.g. a
+ * corrupt chunk that had to be read, a filter failure, a full disk: the message says which
+ * rows had been written completely, which in part, and carries libhdf5's error stack).
+ *
+ * Thread-safe (libhdf5 calls serialised by vh5's lock); the caller must not modify `*src`'s
+ * memory from another thread during the call.
+ *
+ * # Safety
+ * `src` must be NULL or point to a `vh5_array` whose `base` is valid for reads of
+ * `base_len` bytes and whose `shape`/`strides` hold `ndim` entries; each non-NULL table must
+ * hold `nslices * ndim` values. Nothing is retained after the call.
+ */
+vh5_status vh5_write_many_slices(int64_t dset,
+                                 const struct vh5_array *src,
+                                 size_t nslices,
+                                 const uint64_t *src_start,
+                                 const uint64_t *dst_start,
+                                 const uint64_t *count,
+                                 const uint64_t *src_step,
+                                 const uint64_t *dst_step,
+                                 uint32_t flags);
 
 /**
  * Set how many threads `vh5_read_many_slices` may use to decompress and scatter chunks

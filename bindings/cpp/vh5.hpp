@@ -3,7 +3,8 @@
 // - Every failing C call throws vh5::Error carrying the vh5_status and the library's
 //   message (vh5_last_error_message of the calling thread).
 // - vh5::File / vh5::Dataset are move-only RAII owners of vh5 (libhdf5) ids.
-// - vh5::read_many_slices takes any contiguous containers (std::vector, std::array, ...).
+// - vh5::read_many_slices / write_many_slices / copy_many_slices take any contiguous
+//   containers (std::vector, std::array, ...) as slice tables.
 // - vh5::PayloadView decodes a payload WITHOUT copying: it borrows the caller's bytes, which
 //   must outlive it. Typed element access is safe on misaligned data and non-native byte
 //   order (memcpy + byte swap); counts decode into std::vector<int64_t>.
@@ -278,6 +279,68 @@ class PayloadView {
   size_t len_;
   payload_view v_{};
 };
+
+// ---------------------------------------------------------------------------------------
+// Writes (array -> dataset) and memory copies (array -> array).
+
+/// Flag for vh5::File: open read-write (needed by write_many_slices): File f(path, vh5::READ_WRITE).
+constexpr uint32_t READ_WRITE = VH5_FILE_READ_WRITE;
+
+namespace detail {
+/// nslices from the tables (each nslices x ndim values; steps may be empty), or throw.
+template <class Table>
+size_t table_rows(size_t ndim, const Table &src_start, const Table &dst_start, const Table &count,
+                  const Table &src_step, const Table &dst_step) {
+  static_assert(std::is_same<typename std::decay<decltype(*std::data(src_start))>::type, uint64_t>::value,
+                "slice tables hold uint64_t");
+  if (ndim == 0) throw Error(VH5_ERR_INVALID_ARGUMENT, "arrays must have at least one axis");
+  const size_t n = std::size(count) / ndim;
+  auto check_len = [&](const Table &t, const char *name, bool optional) {
+    size_t len = std::size(t);
+    if ((optional && len == 0) || len == n * ndim) return;
+    throw Error(VH5_ERR_INVALID_ARGUMENT, std::string(name) + " has " + std::to_string(len) +
+                                              " values, expected nslices*ndim = " + std::to_string(n * ndim));
+  };
+  check_len(src_start, "src_start", false);
+  check_len(dst_start, "dst_start", false);
+  check_len(count, "count", false);
+  check_len(src_step, "src_step", true);
+  check_len(dst_step, "dst_step", true);
+  return n;
+}
+template <class Table>
+const uint64_t *opt_table(const Table &t) {
+  return std::size(t) ? std::data(t) : nullptr;
+}
+}  // namespace detail
+
+/// Write many slices of the array `src` into dataset `dst` (see vh5_write_many_slices):
+/// src_* tables index the ARRAY, dst_* tables the DATASET. The file must be open read-write
+/// (File(path, vh5::READ_WRITE)). Flags: VH5_SLICES_CLIP, VH5_SLICES_CONVERT. Throws vh5::Error
+/// (nothing written unless the status is VH5_ERR_HDF5, whose message names the rows written).
+template <class T, class Table>
+void write_many_slices(const ArrayRef<T> &src, const Dataset &dst, const Table &src_start, const Table &dst_start,
+                       const Table &count, const Table &src_step = Table(), const Table &dst_step = Table(),
+                       uint32_t flags = 0) {
+  const size_t n = detail::table_rows(src.shape.size(), src_start, dst_start, count, src_step, dst_step);
+  vh5_array a = src.c_array();
+  detail::check(vh5_write_many_slices(dst.id(), &a, n, std::data(src_start), std::data(dst_start), std::data(count),
+                                      detail::opt_table(src_step), detail::opt_table(dst_step), flags));
+}
+
+/// Copy many slices from array `src` into array `dst` in memory (see vh5_copy_many_slices).
+/// They may share memory: each row then behaves as if its source were copied to a temporary
+/// first (memmove semantics). Flags: VH5_SLICES_CLIP. Throws vh5::Error (nothing written).
+template <class T, class Table>
+void copy_many_slices(const ArrayRef<T> &src, const ArrayRef<T> &dst, const Table &src_start, const Table &dst_start,
+                      const Table &count, const Table &src_step = Table(), const Table &dst_step = Table(),
+                      uint32_t flags = 0) {
+  const size_t n = detail::table_rows(dst.shape.size(), src_start, dst_start, count, src_step, dst_step);
+  vh5_array a = src.c_array();
+  vh5_array b = dst.c_array();
+  detail::check(vh5_copy_many_slices(&a, &b, n, std::data(src_start), std::data(dst_start), std::data(count),
+                                     detail::opt_table(src_step), detail::opt_table(dst_step), flags));
+}
 
 }  // namespace vh5
 

@@ -21,7 +21,7 @@ use crate::slices::{self, ArrayLayout, DstArray, SliceTable};
 pub const VH5_MAX_RANK: u32 = 32;
 
 /// `vh5_file_open` flag: open for reading and writing (`H5F_ACC_RDWR`). Without it (flags 0)
-/// the file is opened read-only. Writes through vh5 come in a later release.
+/// the file is opened read-only. Needed by `vh5_write_many_slices`.
 pub const VH5_FILE_READ_WRITE: u32 = 1;
 
 /// `vh5_read_many_slices` flag: versioned-hdf5 semantics. Counts are silently clipped so that

@@ -20,6 +20,7 @@ use crate::error::{Error, ErrorKind, Result};
 pub mod payload;
 pub mod hdf5;
 pub mod threads;
+pub mod slices_write;
 
 /// Status code returned by every fallible vh5 function. Values are stable across releases.
 #[repr(i32)]

@@ -11,8 +11,10 @@ pub mod handle;
 pub mod meta;
 pub mod lock;
 pub mod types;
+pub mod write;
 
 pub use dataset::{close, dataset_info, list_datasets, open_dataset, open_file, DatasetInfo, HyperslabReader, Layout, FILE_READ_WRITE, MAX_RANK};
 pub use error::{session, H5Session};
 pub use handle::Handle;
 pub use types::TypeInfo;
+pub use write::{file_is_writable, HyperslabWriter};

@@ -94,6 +94,76 @@ pub fn copy_strided(
     Ok(())
 }
 
+/// Same contract and result as [`copy_strided`], tuned for many small blocks: when the
+/// innermost axis is a dense run on both sides (both inner strides equal `itemsize`, or one
+/// element per run) the block is copied as one `memcpy` per run with no allocation and no
+/// `ndarray` setup; other blocks go to [`copy_strided`]. Used by the many-slice memory copies
+/// and writes, where per-row overhead dominates for small rows.
+#[allow(clippy::too_many_arguments)]
+pub fn copy_strided_runs(
+    src: &[u8],
+    src_off: usize,
+    src_strides: &[isize],
+    dst: &mut [u8],
+    dst_off: usize,
+    dst_strides: &[isize],
+    counts: &[usize],
+    itemsize: usize,
+) -> Result<()> {
+    let n = counts.len();
+    let runs = n > 0
+        && src_strides.len() == n
+        && dst_strides.len() == n
+        && itemsize > 0
+        && (counts[n - 1] == 1 || (src_strides[n - 1] == itemsize as isize && dst_strides[n - 1] == itemsize as isize));
+    if !runs || counts.contains(&0) {
+        return copy_strided(src, src_off, src_strides, dst, dst_off, dst_strides, counts, itemsize);
+    }
+    for (name, buf_len, off, strides) in [("source", src.len(), src_off, src_strides), ("destination", dst.len(), dst_off, dst_strides)] {
+        let (lo, hi) = extent(off, strides, counts, itemsize);
+        if lo < 0 || hi > buf_len as i128 {
+            bail!(OutOfBounds, "copy: {name} block spans bytes [{lo}, {hi}) outside its buffer of {buf_len} bytes");
+        }
+    }
+    // SAFETY: both blocks were checked to lie inside their buffers; src and dst are distinct
+    // borrows, so every single copy inside copy_raw is between non-overlapping bytes (if the
+    // destination block overlaps itself, runs are written in C order and the last one wins,
+    // as in copy_strided).
+    unsafe { copy_raw(src.as_ptr().add(src_off), dst.as_mut_ptr().add(dst_off), src_strides, dst_strides, counts, itemsize) };
+    Ok(())
+}
+
+/// Whether [`copy_runs_unchecked`] applies: at least one axis, and the innermost axis a dense
+/// run on both sides (inner strides equal to `itemsize`) or one element per run.
+pub fn runs_apply(src_strides: &[isize], dst_strides: &[isize], counts: &[usize], itemsize: usize) -> bool {
+    let n = counts.len();
+    n > 0 && (counts[n - 1] == 1 || (src_strides[n - 1] == itemsize as isize && dst_strides[n - 1] == itemsize as isize))
+}
+
+/// The core of [`copy_strided_runs`] without its bounds checks, for callers that have already
+/// proven them (the many-slice memory copy validates every row against its arrays first).
+/// Copies `prod(counts)` elements in C order, one `memcpy`-like move per innermost run.
+///
+/// # Safety
+/// [`runs_apply`] must hold and no count be 0; every element address
+/// `s + sum(idx[k]*ss[k])` must be valid for reads and `d + sum(idx[k]*ds[k])` for writes of
+/// `itemsize` bytes, and no source byte may be a destination byte.
+pub unsafe fn copy_runs_unchecked(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts: &[usize], itemsize: usize) {
+    debug_assert!(runs_apply(ss, ds, counts, itemsize) && !counts.contains(&0));
+    if counts.len() == 2 {
+        // The common 2-D case without the general odometer.
+        let len = counts[1] * itemsize;
+        let (mut sp, mut dp) = (s, d);
+        for _ in 0..counts[0] {
+            copy_run(sp, dp, len);
+            sp = sp.wrapping_offset(ss[0]);
+            dp = dp.wrapping_offset(ds[0]);
+        }
+        return;
+    }
+    copy_raw(s, d, ss, ds, counts, itemsize)
+}
+
 /// Element strides and a base pointer moved to the lowest address, plus the axes to invert.
 fn normalize(off: usize, strides: &[isize], counts: &[usize], size: usize) -> Option<(usize, Vec<usize>, Vec<usize>)> {
     let mut base = off as isize;
@@ -148,6 +218,42 @@ fn try_ndarray<T: Copy>(src: &[u8], so: usize, ss: &[isize], dst: &mut [u8], d_o
     true
 }
 
+/// `copy_nonoverlapping` of `len` bytes, with straight-line fixed-size moves for runs of up to
+/// 128 bytes (the common small-slice case, where a `memcpy` call costs more than the copy).
+///
+/// # Safety
+/// As `std::ptr::copy_nonoverlapping(s, d, len)`.
+#[inline(always)]
+unsafe fn copy_run(s: *const u8, d: *mut u8, len: usize) {
+    #[inline(always)]
+    unsafe fn mv<const N: usize>(s: *const u8, d: *mut u8, at: usize) {
+        std::ptr::copy_nonoverlapping(s.add(at), d.add(at), N);
+    }
+    match len {
+        0 => {}
+        1..=7 => std::ptr::copy_nonoverlapping(s, d, len),
+        8..=16 => {
+            mv::<8>(s, d, 0);
+            mv::<8>(s, d, len - 8);
+        }
+        17..=32 => {
+            mv::<16>(s, d, 0);
+            mv::<16>(s, d, len - 16);
+        }
+        33..=64 => {
+            mv::<32>(s, d, 0);
+            mv::<32>(s, d, len - 32);
+        }
+        65..=128 => {
+            mv::<32>(s, d, 0);
+            mv::<32>(s, d, 32);
+            mv::<32>(s, d, len - 64);
+            mv::<32>(s, d, len - 32);
+        }
+        _ => std::ptr::copy_nonoverlapping(s, d, len),
+    }
+}
+
 /// Byte-level strided copy.
 ///
 /// # Safety
@@ -161,7 +267,7 @@ unsafe fn copy_raw(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts:
     let row = |so: isize, dof: isize| {
         let (sp, dp) = (s.offset(so), d.offset(dof));
         if contiguous {
-            std::ptr::copy_nonoverlapping(sp, dp, inner * itemsize);
+            copy_run(sp, dp, inner * itemsize);
         } else {
             for k in 0..inner as isize {
                 std::ptr::copy_nonoverlapping(sp.offset(k * iss), dp.offset(k * ids), itemsize);
@@ -274,7 +380,16 @@ mod tests {
             let mut want = got.clone();
             copy_strided(&src, so, &ss, &mut got, off as usize, &ds, &counts, size).unwrap();
             reference(&src, so, &ss, &mut want, off as usize, &ds, &counts, size);
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(&got, &want);
+            let mut got2 = vec![0xAAu8; dst_len];
+            copy_strided_runs(&src, so, &ss, &mut got2, off as usize, &ds, &counts, size).unwrap();
+            prop_assert_eq!(&got2, &want);
+            if runs_apply(&ss, &ds, &counts, size) {
+                let mut got3 = vec![0xAAu8; dst_len];
+                // SAFETY: copy_strided_runs just checked both blocks lie in their buffers.
+                unsafe { copy_runs_unchecked(src.as_ptr().add(so), got3.as_mut_ptr().add(off as usize), &ss, &ds, &counts, size) };
+                prop_assert_eq!(got3, want);
+            }
         }
     }
 }

@@ -88,8 +88,14 @@ fn fit(start: u64, step: u64, extent: u64) -> u64 {
 /// including `start + (count-1)*step` overflowing uint64 (`OutOfBounds`). With `clip`
 /// (versioned-hdf5's semantics) counts are silently reduced so both sides fit.
 pub fn row(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip: bool) -> Result<Option<Row>> {
+    row_named(t, i, src_shape, dst_shape, clip, ["dataset", "destination"])
+}
+
+/// [`row`] with the names the bounds messages give the source and destination extents
+/// (`["dataset", "destination"]` for reads, `["source array", "dataset"]` for writes,
+/// `["source array", "destination array"]` for memory copies).
+pub fn row_named(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip: bool, names: [&str; 2]) -> Result<Option<Row>> {
     let n = t.ndim;
-    debug_assert!(src_shape.len() == n && dst_shape.len() == n);
     let mut r = Row {
         ndim: n,
         src_start: [0; MAX_RANK],
@@ -98,43 +104,54 @@ pub fn row(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip:
         src_step: [1; MAX_RANK],
         dst_step: [1; MAX_RANK],
     };
+    if !row_counts(t, i, src_shape, dst_shape, clip, names, &mut r.count[..n])? {
+        return Ok(None);
+    }
+    let base = i * n;
+    for j in 0..n {
+        r.src_start[j] = t.src_start[base + j];
+        r.dst_start[j] = t.dst_start[base + j];
+        r.src_step[j] = t.src_step.map_or(1, |s| s[base + j]);
+        r.dst_step[j] = t.dst_step.map_or(1, |s| s[base + j]);
+    }
+    Ok(Some(r))
+}
+
+/// The validation of [`row_named`] without building a [`Row`] (cheap enough for per-row use
+/// in hot loops): writes the row's counts, clipped with `clip`, into `count_out` (`ndim`
+/// entries) and returns `Ok(true)`, or `Ok(false)` when the row copies nothing. Same errors.
+pub fn row_counts(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip: bool, names: [&str; 2], count_out: &mut [u64]) -> Result<bool> {
+    let n = t.ndim;
+    debug_assert!(src_shape.len() == n && dst_shape.len() == n && count_out.len() == n);
     let base = i * n;
     let mut empty = false;
     for j in 0..n {
-        let ss = t.src_step.map_or(1, |s| s[base + j]);
-        let ds = t.dst_step.map_or(1, |s| s[base + j]);
-        if ss == 0 {
+        if t.src_step.is_some_and(|s| s[base + j] == 0) {
             bail!(InvalidArgument, "row {i} axis {j}: src_step is 0 (steps must be >= 1)");
         }
-        if ds == 0 {
+        if t.dst_step.is_some_and(|s| s[base + j] == 0) {
             bail!(InvalidArgument, "row {i} axis {j}: dst_step is 0 (steps must be >= 1)");
         }
-        let (s, d, c) = (t.src_start[base + j], t.dst_start[base + j], t.count[base + j]);
-        r.src_start[j] = s;
-        r.dst_start[j] = d;
-        r.src_step[j] = ss;
-        r.dst_step[j] = ds;
-        r.count[j] = c;
-        if c == 0 {
-            empty = true;
-        }
+        let c = t.count[base + j];
+        count_out[j] = c;
+        empty |= c == 0;
     }
     if empty {
-        return Ok(None);
+        return Ok(false);
     }
     for j in 0..n {
-        let c = r.count[j];
+        let c = count_out[j];
+        let (s, d) = (t.src_start[base + j], t.dst_start[base + j]);
+        let ss = t.src_step.map_or(1, |x| x[base + j]);
+        let ds = t.dst_step.map_or(1, |x| x[base + j]);
         if clip {
-            let c2 = c.min(fit(r.src_start[j], r.src_step[j], src_shape[j])).min(fit(r.dst_start[j], r.dst_step[j], dst_shape[j]));
+            let c2 = c.min(fit(s, ss, src_shape[j])).min(fit(d, ds, dst_shape[j]));
             if c2 == 0 {
-                return Ok(None);
+                return Ok(false);
             }
-            r.count[j] = c2;
+            count_out[j] = c2;
         } else {
-            for (side, start, step, extent, what) in [
-                ("src", r.src_start[j], r.src_step[j], src_shape[j], "dataset"),
-                ("dst", r.dst_start[j], r.dst_step[j], dst_shape[j], "destination"),
-            ] {
+            for (side, start, step, extent, what) in [("src", s, ss, src_shape[j], names[0]), ("dst", d, ds, dst_shape[j], names[1])] {
                 let last = (c - 1).checked_mul(step).and_then(|x| x.checked_add(start)).ok_or_else(|| {
                     err!(OutOfBounds, "row {i} axis {j}: {side}_start {start} + (count {c} - 1) * {side}_step {step} overflows uint64")
                 })?;
@@ -150,7 +167,7 @@ pub fn row(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip:
             }
         }
     }
-    Ok(Some(r))
+    Ok(true)
 }
 
 /// Validate every row (before anything is read or written). Returns the number of rows that
@@ -214,6 +231,17 @@ impl ArrayLayout {
     /// must be at least the span of all smaller axes plus the item size; rare interleaved
     /// layouts that do not overlap but fail this test are rejected too. Zero-size arrays pass.
     pub fn validate(&self) -> Result<()> {
+        self.validate_bounds()?;
+        if self.is_empty() {
+            return Ok(());
+        }
+        self.validate_no_overlap()
+    }
+
+    /// The bounds half of [`ArrayLayout::validate`] only: every element inside the buffer.
+    /// Enough for an array that is only READ (a source), where strides under which indices
+    /// share bytes (e.g. numpy broadcasting with stride 0) are harmless.
+    pub fn validate_bounds(&self) -> Result<()> {
         let n = self.shape.len();
         if self.strides.len() != n {
             bail!(InvalidArgument, "array has {n} axes but {} strides", self.strides.len());
@@ -254,6 +282,11 @@ impl ArrayLayout {
                 self.itemsize
             );
         }
+        Ok(())
+    }
+
+    fn validate_no_overlap(&self) -> Result<()> {
+        let n = self.shape.len();
         let mut axes: Vec<usize> = (0..n).filter(|&j| self.shape[j] > 1).collect();
         axes.sort_by_key(|&j| self.strides[j].unsigned_abs());
         let mut span: u128 = self.itemsize as u128;

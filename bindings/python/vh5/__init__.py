@@ -7,7 +7,8 @@ not load the library until it is first used.
 - :func:`decode_payload`: Reductionist CBOR, RFC 8746 typed arrays, msgpack-numpy ->
   numpy views of the caller's buffer (no copy), counts as int64 arrays, masks.
 - :class:`File` / :class:`Dataset` / :func:`read_many_slices`: many hyperslabs from an HDF5
-  dataset into any numpy array layout in one call.
+  dataset into any numpy array layout in one call; :func:`write_many_slices` (numpy -> HDF5,
+  ``File(path, "r+")``) and :func:`copy_many_slices` (numpy -> numpy) the other directions.
 - :mod:`vh5.compat.versioned_hdf5`, :mod:`vh5.compat.pyactivestorage`: drop-in shims.
 
 Every library failure raises a subclass of :class:`Error` (``.status``, ``.status_name``,
@@ -35,6 +36,7 @@ from ._errors import (
 )
 from .hdf5 import Dataset, File, get_num_threads, read_many_slices, set_num_threads
 from .payload import Payload, decode_payload
+from .writes import copy_many_slices, write_many_slices
 
 __version__ = "0.1.0"
 
@@ -46,6 +48,8 @@ __all__ = [
     "read_many_slices",
     "set_num_threads",
     "get_num_threads",
+    "write_many_slices",
+    "copy_many_slices",
     "library_path",
     "library_version",
     "Error",

@@ -42,7 +42,7 @@ __all__ = ["lib", "library_path", "check", "PayloadView", "DatasetInfo", "Array"
 #: Flags of ``payload_decode_view``.
 PAYLOAD_REQUIRE_ALIGNED = 1
 PAYLOAD_REQUIRE_NATIVE = 2
-#: Flags of ``vh5_read_many_slices``.
+#: Flags of ``vh5_read_many_slices`` / ``vh5_write_many_slices`` / ``vh5_copy_many_slices``.
 VH5_SLICES_CLIP = 1
 VH5_SLICES_CONVERT = 2
 
@@ -153,6 +153,14 @@ _SIGNATURES = {
             c_void_p,
             c_uint32,
         ],
+    ),
+    "vh5_write_many_slices": (
+        c_int32,
+        [c_int64, POINTER(Array), c_size_t, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_uint32],
+    ),
+    "vh5_copy_many_slices": (
+        c_int32,
+        [POINTER(Array), POINTER(Array), c_size_t, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_uint32],
     ),
 }
 

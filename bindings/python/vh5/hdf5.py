@@ -73,7 +73,8 @@ class _Handle:
 
 
 class File(_Handle):
-    """An HDF5 file opened read-only through vh5's libhdf5.
+    """An HDF5 file opened through vh5's libhdf5: read-only (mode ``"r"``, the default) or
+    read-write (mode ``"r+"``, needed by :func:`vh5.write_many_slices`).
 
     Use as a context manager or call :meth:`close`; an unreferenced File is closed at
     garbage collection. Datasets opened from it stay valid after the File is closed (HDF5
@@ -81,22 +82,25 @@ class File(_Handle):
 
     Args:
         path (str | os.PathLike): file name.
+        mode (str): ``"r"`` (read-only) or ``"r+"`` (read-write; the file must exist).
 
     Raises:
+        ValueError: another mode.
         vh5.IoError: missing file, permission denied, not an HDF5 file, or locked by a writer
             (see the module docs on ``HDF5_USE_FILE_LOCKING``).
 
     Thread-safety: a File may be shared by threads; vh5 serialises libhdf5 calls internally.
     """
 
-    __slots__ = ("filename",)
+    __slots__ = ("filename", "mode")
 
     def __init__(self, path, mode: str = "r"):
-        if mode != "r":
-            raise ValueError(f"vh5.File supports mode 'r' only (read-only), not {mode!r}")
+        if mode not in ("r", "r+"):
+            raise ValueError(f"vh5.File supports modes 'r' (read-only) and 'r+' (read-write), not {mode!r}")
         self.filename = os.fspath(path)
+        self.mode = mode
         out = ctypes.c_int64(0)
-        check(lib().vh5_file_open(os.fsencode(self.filename), 0, ctypes.byref(out)))
+        check(lib().vh5_file_open(os.fsencode(self.filename), 1 if mode == "r+" else 0, ctypes.byref(out)))
         super().__init__(out.value)
 
     def dataset(self, name: str) -> "Dataset":
@@ -238,7 +242,7 @@ def resolve_source(src):
         return d, [d, f]
     raise TypeError(
         f"src must be a vh5.Dataset or an h5py.Dataset, not {type(src).__name__} "
-        "(numpy -> numpy and numpy -> HDF5 transfers are not in the library yet)"
+        "(numpy sources go with a numpy dst or a vh5.Dataset dst)"
     )
 
 
@@ -395,6 +399,10 @@ def read_many_slices(
 ):
     """Copy many hyperslabs from an HDF5 dataset into a numpy array in one library call.
 
+    The other two directions go through the same function: a numpy ``src`` with a numpy
+    ``dst`` is a memory copy (:func:`vh5.copy_many_slices`), a numpy ``src`` with a
+    :class:`vh5.Dataset` ``dst`` a write (:func:`vh5.write_many_slices`).
+
     Row i of the tables copies, on every axis j::
 
         dst[d[i,j] : d[i,j] + (c[i,j]-1)*ds[i,j] + 1 : ds[i,j]] =
@@ -437,6 +445,10 @@ def read_many_slices(
     call. The GIL is released during the library call (ctypes does so for every call), so
     other threads run meanwhile; do not let another thread resize or free ``dst``.
     """
+    if isinstance(src, np.ndarray) and isinstance(dst, Dataset):
+        from .writes import write_many_slices
+
+        return write_many_slices(src, dst, src_start, dst_start, count, src_step, dst_step, clip=clip, convert=convert)
     if not isinstance(dst, np.ndarray):
         raise TypeError(f"dst must be a numpy.ndarray, not {type(dst).__name__}")
     if not dst.flags.writeable:
@@ -446,6 +458,12 @@ def read_many_slices(
         tables, nslices = coordinate_tables(len(src.shape), src_start, dst_start, count, src_step, dst_step)
         _call_read(src, dst, tables, nslices, clip=clip, convert=convert)
         return
+    if isinstance(src, np.ndarray):
+        if convert:
+            raise ValueError("convert=True is not supported for numpy -> numpy copies (dtypes must match)")
+        from .writes import copy_many_slices
+
+        return copy_many_slices(src, dst, src_start, dst_start, count, src_step, dst_step, clip=clip)
     dset, to_close = resolve_source(src)
     try:
         tables, nslices = coordinate_tables(dset.ndim, src_start, dst_start, count, src_step, dst_step)

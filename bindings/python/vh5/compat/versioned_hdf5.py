@@ -1,7 +1,18 @@
 """Drop-in ``read_many_slices`` of versioned-hdf5 2.6.0 (``versioned_hdf5.slicetools``), backed by vh5.
 
-Same signature, same clipping semantics and the same exception *types* for HDF5 -> numpy
-reads, checked in the same order as the original:
+Same signature, same clipping semantics and the same exception *types* as the original, in
+all three directions it supports (checked by experiment against versioned-hdf5 2.6.0):
+
+- HDF5 dataset (``h5py.Dataset`` or :class:`vh5.Dataset`) -> numpy array: ``vh5_read_many_slices``;
+- numpy array -> numpy array: ``vh5_copy_many_slices`` (rows whose source and destination
+  memory overlap behave as numpy's ``dst[...] = src[...]``, i.e. as if copied to a
+  temporary first, which is what the original does);
+- numpy array -> HDF5 dataset: a :class:`vh5.Dataset` of a file opened with
+  ``vh5.File(path, "r+")`` is written by ``vh5_write_many_slices`` (chunk-aware). An
+  ``h5py.Dataset`` destination is written through *h5py's* libhdf5, because vh5's libhdf5
+  must not write a file that h5py holds open (two metadata caches corrupt the file): the
+  call is delegated to versioned-hdf5 when it is importable, else done by a per-row h5py
+  loop here (:func:`write_h5py`).
 
 ==============================================  ===========================================
 input                                           behaviour
@@ -9,7 +20,7 @@ input                                           behaviour
 0-d dst (or src and dst)                        ValueError "must operate on at least one dimension"
 ``src.ndim != dst.ndim``                        ValueError "dimensionality mismatch"
 ``src.dtype != dst.dtype`` (byte order too)      ValueError "dtype mismatch" (no conversion)
-read-only dst                                   ValueError "dst must be writeable"
+read-only numpy dst                             ValueError "dst must be writeable"
 empty src or dst, an empty coordinate array     returns, touching nothing
 negative coordinate                             OverflowError
 float coordinate                                truncated toward zero (``numpy.asarray(x, uint64)``)
@@ -18,19 +29,19 @@ wrong number of columns, rows not broadcastable ValueError
 any step == 0 (even on rows clipped away)       ValueError "Strides must be strictly greater than zero"
 out of bounds                                   counts clipped to both extents; empty rows skipped
 overlapping destinations                        later row wins
+write to a file opened read-only                RuntimeError
 HDF5 failure                                    RuntimeError (a :class:`vh5.HDF5Error`)
 ==============================================  ===========================================
 
-``fast`` is accepted and ignored: vh5 handles every destination layout (Fortran order,
-negative and inner steps) in the library, where versioned-hdf5 falls back to Python.
+``fast`` is accepted and ignored: vh5 handles every layout (Fortran order, negative and inner
+steps) in the library, where versioned-hdf5 falls back to Python.
 
-Directions the vh5 library does not implement yet (numpy -> numpy, numpy -> HDF5, or any
-source/destination other than an HDF5 dataset and a numpy array) are delegated to
-versioned-hdf5's own function when it is importable, and otherwise raise
-``NotImplementedError`` (planned in a later issue). When vh5 cannot re-open the dataset
-that h5py holds (h5py opened the file for writing and ``HDF5_USE_FILE_LOCKING`` is not
-``FALSE``, an in-memory file, ...), the call is likewise delegated to versioned-hdf5 when
-available (with a ``RuntimeWarning``), else vh5's error is raised.
+Other combinations (e.g. a non-numpy array-like) are delegated to versioned-hdf5's own
+function when it is importable, and otherwise raise ``NotImplementedError``. When vh5
+cannot re-open the dataset that h5py holds for a read (h5py opened the file for writing and
+``HDF5_USE_FILE_LOCKING`` is not ``FALSE``, an in-memory file, ...), the call is likewise
+delegated to versioned-hdf5 when available (with a ``RuntimeWarning``), else vh5's error is
+raised.
 """
 
 from __future__ import annotations
@@ -41,8 +52,9 @@ import numpy as np
 
 from .. import _errors
 from ..hdf5 import Dataset, _call_read, _is_h5py_dataset, resolve_source
+from ..writes import copy_many_slices, write_many_slices
 
-__all__ = ["read_many_slices"]
+__all__ = ["read_many_slices", "write_h5py"]
 
 
 def _original():
@@ -92,13 +104,16 @@ def read_many_slices(
         NotImplementedError: a direction vh5 does not support and versioned-hdf5 is not installed.
     """
     hdf5_src = isinstance(src, Dataset) or _is_h5py_dataset(src)
-    if not (hdf5_src and isinstance(dst, np.ndarray)):
+    np_src = isinstance(src, np.ndarray)
+    np_dst = isinstance(dst, np.ndarray)
+    h5_dst = isinstance(dst, Dataset) or _is_h5py_dataset(dst)
+    if not ((hdf5_src and np_dst) or (np_src and (np_dst or h5_dst))):
         orig = _original()
         if orig is None:
             raise NotImplementedError(
-                "vh5.compat.versioned_hdf5.read_many_slices supports HDF5 dataset -> numpy array "
-                "only; numpy -> numpy and numpy -> HDF5 transfers are planned in a later issue "
-                "(install versioned-hdf5 to have them delegated)"
+                "vh5.compat.versioned_hdf5.read_many_slices supports HDF5 dataset -> numpy, "
+                "numpy -> numpy and numpy -> HDF5 dataset; install versioned-hdf5 to have other "
+                f"combinations ({type(src).__name__} -> {type(dst).__name__}) delegated"
             )
         return orig(src, dst, src_start, dst_start, count, src_stride, dst_stride, fast)
 
@@ -108,37 +123,36 @@ def read_many_slices(
         raise ValueError(f"dimensionality mismatch: src.ndim={src.ndim} != dst.ndim={dst.ndim}")
     if src.dtype != dst.dtype:
         raise ValueError(f"dtype mismatch: src.dtype={src.dtype!r} != dst.dtype={dst.dtype!r}")
-    if not dst.flags.writeable:
+    if np_dst and not dst.flags.writeable:
         raise ValueError("dst must be writeable")
-    if int(np.prod(src.shape, dtype=np.int64)) == 0 or dst.size == 0:
+    if int(np.prod(src.shape, dtype=np.int64)) == 0 or int(np.prod(dst.shape, dtype=np.int64)) == 0:
         return
 
-    ndim = dst.ndim
-    given = [src_start, dst_start, count, src_stride, dst_stride]
-    arrays = []
-    for k, a in enumerate(given):
-        if a is None and k >= 3:  # strides default to 1; a None start/count fails to convert
-            arrays.append(None)
-            continue
-        arr = _as_uint64(a)
-        if arr.ndim not in (1, 2):
-            raise ValueError("Coordinates arrays must have 1 or 2 dimensions")
-        arrays.append(arr)
-    present = [a for a in arrays if a is not None]
-    if any(a.size == 0 for a in present):
+    parsed = _tables(dst.ndim, src_start, dst_start, count, src_stride, dst_stride)
+    if parsed is None:
         return
-    # The (1, ndim) template makes a wrong number of columns a broadcast error, as upstream.
-    bcast = np.broadcast_arrays(np.empty((1, ndim), dtype=np.uint64), *present)[1:]
-    if bcast[0].shape[1] != ndim:  # (1, ndim) broadcasts against a (n, k) template
-        raise ValueError("Coordinates arrays must have as many columns as src.ndim")
-    tables = []
-    it = iter(bcast)
-    for a in arrays:
-        tables.append(None if a is None else np.ascontiguousarray(next(it)))
-    for t in tables[3:]:
-        if t is not None and (t == 0).any():
-            raise ValueError("Strides must be strictly greater than zero")
-    nslices = tables[0].shape[0]
+    tables, nslices = parsed
+
+    if np_src:
+        if np_dst:
+            try:
+                copy_many_slices(src, dst, *tables, clip=True)
+            except _errors.Error as e:
+                _reraise(e)
+            return
+        if _is_h5py_dataset(dst):
+            orig = _original()
+            if orig is not None:
+                return orig(src, dst, src_start, dst_start, count, src_stride, dst_stride, fast)
+            return write_h5py(src, dst, tables)
+        source = src
+        if not src.dtype.isnative and src.dtype.itemsize > 1:
+            source = src.astype(src.dtype.newbyteorder("="))  # libhdf5 converts back to the file order
+        try:
+            write_many_slices(source, dst, *tables, clip=True)
+        except _errors.Error as e:
+            _reraise(e)
+        return
 
     try:
         dset, to_close = resolve_source(src)
@@ -169,3 +183,62 @@ def read_many_slices(
     finally:
         for h in to_close:
             h.close()
+
+
+def _reraise(e):
+    """versioned-hdf5's exception types for a vh5 error: ValueError stays, writes to a
+    read-only file and libhdf5 failures are RuntimeError."""
+    if isinstance(e, ValueError) and "no write intent" not in e.message:
+        raise e
+    raise RuntimeError(str(e)) from e
+
+
+def _tables(ndim, src_start, dst_start, count, src_stride, dst_stride):
+    """versioned-hdf5's coordinate handling: (5 tables, nslices) or None when some array is
+    empty (nothing to do). Raises as the original (see the module docs)."""
+    given = [src_start, dst_start, count, src_stride, dst_stride]
+    arrays = []
+    for k, a in enumerate(given):
+        if a is None and k >= 3:  # strides default to 1; a None start/count fails to convert
+            arrays.append(None)
+            continue
+        arr = _as_uint64(a)
+        if arr.ndim not in (1, 2):
+            raise ValueError("Coordinates arrays must have 1 or 2 dimensions")
+        arrays.append(arr)
+    present = [a for a in arrays if a is not None]
+    if any(a.size == 0 for a in present):
+        return None
+    # The (1, ndim) template makes a wrong number of columns a broadcast error, as upstream.
+    bcast = np.broadcast_arrays(np.empty((1, ndim), dtype=np.uint64), *present)[1:]
+    if bcast[0].shape[1] != ndim:  # (1, ndim) broadcasts against a (n, k) template
+        raise ValueError("Coordinates arrays must have as many columns as src.ndim")
+    tables = []
+    it = iter(bcast)
+    for a in arrays:
+        tables.append(None if a is None else np.ascontiguousarray(next(it)))
+    for t in tables[3:]:
+        if t is not None and (t == 0).any():
+            raise ValueError("Strides must be strictly greater than zero")
+    return tables, tables[0].shape[0]
+
+
+def write_h5py(src: np.ndarray, dst, tables) -> None:
+    """numpy -> ``h5py.Dataset`` through h5py's own libhdf5, one ``dst[...] = src[...]`` per
+    row after clipping every count to both extents (versioned-hdf5's semantics). Used when
+    versioned-hdf5 is not importable; ``tables`` as returned by :func:`_tables`."""
+    s, d, c = (t.astype(np.int64) for t in tables[:3])
+    ss = np.ones_like(s) if tables[3] is None else tables[3].astype(np.int64)
+    ds = np.ones_like(d) if tables[4] is None else tables[4].astype(np.int64)
+    sext = np.asarray(src.shape, dtype=np.int64)
+    dext = np.asarray(dst.shape, dtype=np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fit_s = np.where(s < sext, (sext - 1 - s) // ss + 1, 0)
+        fit_d = np.where(d < dext, (dext - 1 - d) // ds + 1, 0)
+    c = np.minimum(c, np.minimum(fit_s, fit_d))
+    for i in range(c.shape[0]):
+        if (c[i] <= 0).any():
+            continue
+        sidx = tuple(slice(a, a + (n - 1) * st + 1, st) for a, n, st in zip(s[i], c[i], ss[i]))
+        didx = tuple(slice(a, a + (n - 1) * st + 1, st) for a, n, st in zip(d[i], c[i], ds[i]))
+        dst[didx] = src[sidx]

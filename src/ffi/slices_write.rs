@@ -1,0 +1,232 @@
+//! C ABI of the other two directions of many-slice transfers: `vh5_copy_many_slices` (array ->
+//! array in memory) and `vh5_write_many_slices` (array -> HDF5 dataset).
+//!
+//! Thread safety: as `vh5_read_many_slices` (see the notes of the HDF5 exports): callable from
+//! any thread; libhdf5 calls are serialised by vh5's process-wide lock. The caller must not
+//! modify (or, for a destination, access) the arrays' memory from another thread during a call.
+
+use super::hdf5::{vh5_array, VH5_MAX_RANK};
+use super::{guard, null_arg, slice_arg, vh5_status};
+use crate::dtype::Dtype;
+use crate::error::Result;
+use crate::slices::{ArrayLayout, SliceTable};
+
+/// Describe a `vh5_array` (argument `name`) without borrowing its memory: base pointer (NULL
+/// when `base_len` is 0), dtype and layout.
+///
+/// # Safety
+/// `a.shape`/`a.strides` must hold `ndim` entries when not NULL.
+unsafe fn array_parts(a: &vh5_array, name: &str) -> Result<(*mut u8, Dtype, ArrayLayout)> {
+    let dtype = Dtype::from_code(a.dtype).ok_or_else(|| err!(Dtype, "{name}.dtype: unknown dtype code {}", a.dtype))?;
+    if a.ndim > VH5_MAX_RANK {
+        bail!(Unsupported, "{name}.ndim {}: at most {VH5_MAX_RANK} axes are supported", a.ndim);
+    }
+    if a.itemsize == 0 {
+        bail!(InvalidArgument, "{name}.itemsize is 0");
+    }
+    if let Some(sz) = dtype.itemsize() {
+        if sz != a.itemsize {
+            bail!(InvalidArgument, "{name}.itemsize {} does not match its dtype {} ({sz} bytes)", a.itemsize, dtype.name());
+        }
+    }
+    let n = a.ndim as usize;
+    let shape = slice_arg(a.shape, n, &format!("{name}.shape"))?.to_vec();
+    let strides = if a.strides.is_null() {
+        ArrayLayout::c_strides(&shape, a.itemsize).ok_or_else(|| err!(InvalidArgument, "{name}.shape {shape:?} x itemsize {} overflows", a.itemsize))?
+    } else {
+        slice_arg(a.strides, n, &format!("{name}.strides"))?.to_vec()
+    };
+    if a.base.is_null() && a.base_len != 0 {
+        return Err(null_arg(&format!("{name}.base")));
+    }
+    let base = if a.base_len == 0 { std::ptr::NonNull::<u8>::dangling().as_ptr() } else { a.base as *mut u8 };
+    Ok((base, dtype, ArrayLayout { shape, strides, offset: a.offset, base_len: a.base_len, itemsize: a.itemsize }))
+}
+
+/// Borrow the five tables of `nslices * ndim` values (steps optional).
+///
+/// # Safety
+/// Each non-NULL pointer must hold `nslices * ndim` values.
+#[allow(clippy::too_many_arguments)]
+unsafe fn table_args<'a>(
+    ndim: usize,
+    nslices: usize,
+    src_start: *const u64,
+    dst_start: *const u64,
+    count: *const u64,
+    src_step: *const u64,
+    dst_step: *const u64,
+) -> Result<SliceTable<'a>> {
+    let len = nslices.checked_mul(ndim).ok_or_else(|| err!(InvalidArgument, "nslices {nslices} x ndim {ndim} overflows"))?;
+    let opt = |p: *const u64, name: &str| -> Result<Option<&'a [u64]>> {
+        if p.is_null() {
+            Ok(None)
+        } else {
+            Ok(Some(slice_arg(p, len, name)?))
+        }
+    };
+    SliceTable::new(
+        ndim,
+        nslices,
+        slice_arg(src_start, len, "src_start")?,
+        slice_arg(dst_start, len, "dst_start")?,
+        slice_arg(count, len, "count")?,
+        opt(src_step, "src_step")?,
+        opt(dst_step, "dst_step")?,
+    )
+}
+
+/// Copy many slices from the array `*src` into the array `*dst`, both in memory (numpy ->
+/// numpy).
+///
+/// Row i (0 <= i < nslices) copies, on every axis j (0 <= j < ndim),
+/// `dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j]
+/// (an index into `*src`), d = dst_start[i*ndim+j] (an index into `*dst`),
+/// c = count[i*ndim+j], ss = src_step[i*ndim+j] and ds = dst_step[i*ndim+j] (1 when the
+/// table is NULL); all in ELEMENTS. Each table holds `nslices * ndim` uint64 values,
+/// row-major (NULL allowed when that product is 0). Rows run in order: where destinations
+/// overlap, the later row wins. A row with a count of 0 on some axis copies nothing and is not
+/// bounds-checked. `src->ndim` and `dst->ndim` must be equal (0-d arrays: every row copies
+/// the single element).
+///
+/// Same memory: `src` and `dst` may describe the same buffer or overlapping views of it. Each
+/// row then behaves as if its source block were first copied to a temporary (memmove
+/// semantics, like numpy's `dst[...] = src[...]`): it sees the results of earlier rows. Rows
+/// whose source and destination byte ranges intersect go through an internal scratch buffer;
+/// others are copied directly.
+///
+/// `flags`: 0 or `VH5_SLICES_CLIP` (counts silently clipped to both extents, rows clipped to
+/// nothing skipped). `VH5_SLICES_CONVERT` is refused: the dtypes (and item sizes) must be
+/// equal and bytes are moved unchanged (so two arrays of the same non-native byte order work).
+///
+/// Every row and both layouts are validated before the first byte is written, so on any
+/// error nothing has been written. Returns `VH5_OK` (also for nslices 0 and empty arrays);
+/// `VH5_ERR_NULL_ARGUMENT` (src, dst, a required table, a shape, or a base with base_len > 0
+/// NULL); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits or CONVERT; ndim mismatch; step 0,
+/// naming row, axis and table; itemsize not the dtype's size; destination strides under which
+/// two indices share a byte: the message starts with "dst:"); `VH5_ERR_DTYPE` (unknown dtype
+/// code, different dtypes or item sizes); `VH5_ERR_UNSUPPORTED` (more than 32 axes);
+/// `VH5_ERR_BUFFER_TOO_SMALL` (an array reaching outside `[base, base+base_len)`: the message
+/// starts with "src:" or "dst:" and gives the byte offsets); `VH5_ERR_OUT_OF_BOUNDS` (without
+/// CLIP, a row reaching outside an extent: the message names row, axis and side).
+///
+/// The source may have strides under which indices share bytes (e.g. a broadcast array with
+/// stride 0): it is only read. Thread-safe; no libhdf5 call is made.
+///
+/// # Safety
+/// `src` and `dst` must be NULL or point to `vh5_array`s whose `shape`/`strides` hold `ndim`
+/// entries; `src->base` must be valid for reads of `src->base_len` bytes and `dst->base` for
+/// reads and writes of `dst->base_len` bytes for the call. Nothing is retained.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_copy_many_slices(
+    src: *const vh5_array,
+    dst: *const vh5_array,
+    nslices: usize,
+    src_start: *const u64,
+    dst_start: *const u64,
+    count: *const u64,
+    src_step: *const u64,
+    dst_step: *const u64,
+    flags: u32,
+) -> vh5_status {
+    guard(|| {
+        if src.is_null() {
+            return Err(null_arg("src"));
+        }
+        if dst.is_null() {
+            return Err(null_arg("dst"));
+        }
+        let (sp, sd, sl) = array_parts(&*src, "src")?;
+        let (dp, dd, dl) = array_parts(&*dst, "dst")?;
+        let table = table_args(dl.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step)?;
+        // SAFETY: the caller's contract on src/dst memory; the core never holds a shared and a
+        // mutable borrow of the same bytes at once.
+        crate::slices::memcopy::copy_many_slices_raw(sp, &sl, sd, dp, &dl, dd, &table, flags)?;
+        Ok(())
+    })
+}
+
+/// Copy many slices of the caller's array `*src` into the HDF5 dataset `dset` (numpy ->
+/// HDF5). `src_*` tables index the ARRAY `*src`; `dst_*` tables index the DATASET.
+///
+/// Row i (0 <= i < nslices) writes, on every axis j (0 <= j < ndim),
+/// `dataset[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
+/// d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j], ds =
+/// dst_step[i*ndim+j] (steps 1 when the table is NULL); all in ELEMENTS. Each table holds
+/// `nslices * ndim` uint64 values, row-major (NULL allowed when that product is 0). Rows run
+/// in order: where destinations overlap, the later row wins. A row with a count of 0 on some
+/// axis writes nothing and is not bounds-checked. The dataset must have `src->ndim` axes; a
+/// scalar dataset is written with `ndim` 0 and empty tables (the single element).
+///
+/// The file must have been opened for writing (`vh5_file_open` with `VH5_FILE_READ_WRITE`,
+/// or the caller's own `H5Fopen(..., H5F_ACC_RDWR, ...)`). The source array may have any
+/// layout (C or Fortran order, sliced, stepped, negative strides, stride 0 broadcasting); it
+/// is only read. Elements are written in native byte order with the dataset's native memory
+/// type; libhdf5 converts to the file's byte order (e.g. into a big-endian dataset).
+///
+/// `flags`: `VH5_SLICES_CLIP` (counts silently clipped to the array and dataset extents,
+/// rows clipped to nothing skipped), `VH5_SLICES_CONVERT` (let libhdf5 convert from the
+/// array's dtype to the dataset's, e.g. float64 -> int16) or 0.
+///
+/// Chunked datasets (compressed or not): each chunk the rows touch is written ONCE per call;
+/// chunks the rows cover completely are assembled in memory and written without being read;
+/// chunks covered in part are read once (unallocated chunks read as the fill value), merged
+/// in row order and written once. Contiguous and compact datasets get one `H5Dwrite` per row.
+/// Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
+/// file are closed (`vh5_close`).
+///
+/// Crash safety (HDF5 1.10 files are not journaled; tested by killing a writer with SIGKILL):
+/// the file still opens and its other datasets and attributes read back intact; an
+/// uncompressed dataset whose chunks (or contiguous storage) existed before the call holds,
+/// element by element, either its old or its new value; a compressed dataset being written
+/// may be unreadable afterwards (rewritten chunks move and the chunk index on disk is stale).
+///
+/// Every row and the array layout are validated before the first write, so on any status
+/// except `VH5_ERR_HDF5` nothing has been written. Returns `VH5_OK` (also for nslices 0 and
+/// empty arrays or datasets); `VH5_ERR_NULL_ARGUMENT` (src, a required table, shape, or base
+/// with base_len > 0 NULL); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; the file was
+/// opened read-only: the message says "no write intent" and names VH5_FILE_READ_WRITE; ndim
+/// of the table/array different from the dataset's; a step of 0, naming row, axis and
+/// table; itemsize not the dtype's size); `VH5_ERR_UNSUPPORTED` (more than 32 axes;
+/// variable-length, vlen or reference dataset types); `VH5_ERR_BUFFER_TOO_SMALL` (the array
+/// reaches outside `[base, base+base_len)`; message starts with "src:");
+/// `VH5_ERR_OUT_OF_BOUNDS` (without CLIP, a row reaching outside the array or the dataset:
+/// the message names row, axis and side); `VH5_ERR_DTYPE` (unknown dtype code, dtype
+/// mismatch without CONVERT, no libhdf5 conversion with it); `VH5_ERR_INVALID_HANDLE`
+/// (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5 failed part-way, e.g. a
+/// corrupt chunk that had to be read, a filter failure, a full disk: the message says which
+/// rows had been written completely, which in part, and carries libhdf5's error stack).
+///
+/// Thread-safe (libhdf5 calls serialised by vh5's lock); the caller must not modify `*src`'s
+/// memory from another thread during the call.
+///
+/// # Safety
+/// `src` must be NULL or point to a `vh5_array` whose `base` is valid for reads of
+/// `base_len` bytes and whose `shape`/`strides` hold `ndim` entries; each non-NULL table must
+/// hold `nslices * ndim` values. Nothing is retained after the call.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_write_many_slices(
+    dset: i64,
+    src: *const vh5_array,
+    nslices: usize,
+    src_start: *const u64,
+    dst_start: *const u64,
+    count: *const u64,
+    src_step: *const u64,
+    dst_step: *const u64,
+    flags: u32,
+) -> vh5_status {
+    guard(|| {
+        if src.is_null() {
+            return Err(null_arg("src"));
+        }
+        let (p, dtype, layout) = array_parts(&*src, "src")?;
+        let table = table_args(layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step)?;
+        // SAFETY: the caller's contract: `base` valid for reads of `base_len` bytes (a dangling
+        // non-null pointer when base_len is 0, valid for an empty slice).
+        let buf: &[u8] = std::slice::from_raw_parts(p as *const u8, layout.base_len);
+        let a = crate::slices::SrcArray { buf, layout, dtype };
+        crate::slices::write_many_slices(dset, &a, &table, flags)?;
+        Ok(())
+    })
+}
