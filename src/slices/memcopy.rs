@@ -347,10 +347,7 @@ unsafe fn copy_fast(src: *const u8, sl: &ArrayLayout, dst: *mut u8, dl: &ArrayLa
     let ss: Vec<isize> = sl.strides.iter().map(|&x| x as isize).collect();
     let ds: Vec<isize> = dl.strides.iter().map(|&x| x as isize).collect();
     let off = |l: &ArrayLayout, st: &[u64]| -> usize {
-        let mut o = l.offset as isize;
-        for j in 0..n {
-            o += st[j] as isize * l.strides[j] as isize;
-        }
+        let o = st.iter().zip(&l.strides).fold(l.offset as isize, |o, (&i, &s)| o + i as isize * s as isize);
         o as usize
     };
     for i in 0..table.nslices {

@@ -13,7 +13,9 @@
 //!   merged into it in row order (the later row wins) and the result written. So a compressed
 //!   chunk is decompressed at most once and compressed once however many rows touch it.
 //!   (Edge chunks clipped by the dataset extent are never "entire" for libhdf5, which then
-//!   reads them itself before the write.)
+//!   reads them itself before the write.) Filtered datasets whose pipeline vh5 implements
+//!   (deflate, shuffle, fletcher32) and that need no type conversion skip `H5Dwrite`: vh5
+//!   encodes the chunks on worker threads and stores them raw ([`super::rawwrite`]).
 //! - **Contiguous, compact (and virtual) datasets**: one `H5Dwrite` per row of the row's
 //!   hyperslab; steps on the dataset side, the inner axis included, go to libhdf5 as the
 //!   hyperslab stride (its sieve buffer merges the small pieces of a contiguous dataset).
