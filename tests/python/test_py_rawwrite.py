@@ -74,3 +74,23 @@ def test_filtered_write_reads_back_in_h5py(pipe, shape, chunks, threads):
             dsid = f[name].id
             masks = {dsid.get_chunk_info(i).filter_mask for i in range(dsid.get_num_chunks())}
             assert masks == {0}, masks
+
+
+def test_raw_write_is_seen_through_the_same_open_dataset():
+    """A chunk cached by libhdf5 (a small read goes through H5Dread and its chunk cache) and
+    then stored raw by a write is read back with the new values through the same handle."""
+    p = str(TMP / "cache.h5")
+    with h5py.File(p, "w") as f:
+        f.create_dataset("d", data=np.arange(400.0).reshape(20, 20), chunks=(10, 10), compression="gzip", shuffle=True)
+    with vh5.File(p, "r+") as f:
+        d = f["d"]
+        out = np.zeros((5, 5))
+        vh5.read_many_slices(d, out, [[0, 0]], [[0, 0]], [[5, 5]])
+        np.testing.assert_array_equal(out, np.arange(400.0).reshape(20, 20)[:5, :5])
+        vh5.write_many_slices(np.full((3, 3), -1.0), d, [[0, 0]], [[1, 1]], [[3, 3]])
+        vh5.read_many_slices(d, out, [[0, 0]], [[0, 0]], [[5, 5]])
+    want = np.arange(400.0).reshape(20, 20)
+    want[1:4, 1:4] = -1
+    np.testing.assert_array_equal(out, want[:5, :5])
+    with h5py.File(p, "r") as f:
+        np.testing.assert_array_equal(f["d"][()], want)
