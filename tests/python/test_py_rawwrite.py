@@ -89,6 +89,7 @@ def test_raw_write_is_seen_through_the_same_open_dataset():
         np.testing.assert_array_equal(out, np.arange(400.0).reshape(20, 20)[:5, :5])
         vh5.write_many_slices(np.full((3, 3), -1.0), d, [[0, 0]], [[1, 1]], [[3, 3]])
         vh5.read_many_slices(d, out, [[0, 0]], [[0, 0]], [[5, 5]])
+        d.close()  # the file only really closes once its datasets are closed too
     want = np.arange(400.0).reshape(20, 20)
     want[1:4, 1:4] = -1
     np.testing.assert_array_equal(out, want[:5, :5])
