@@ -998,6 +998,12 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * chunks the rows cover completely are assembled in memory and written without being read;
  * chunks covered in part are read once (unallocated chunks read as the fill value), merged
  * in row order and written once. Contiguous and compact datasets get one `H5Dwrite` per row.
+ * Filtered chunked datasets whose whole pipeline is deflate / shuffle / fletcher32 and whose
+ * file type needs no conversion from the array's (byte order aside): vh5 runs the filters
+ * itself (deflate at the dataset's level) on up to `vh5_get_num_threads()` worker threads
+ * outside the libhdf5 lock and stores each chunk with `H5Dwrite_chunk`, filter mask 0;
+ * chunks covered in part are read raw (`H5Dread_chunk`) and decoded by vh5. Other
+ * pipelines (szip, nbit, scaleoffset, plugins) and conversions go through `H5Dwrite`.
  * Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
  * file are closed (`vh5_close`).
  *
@@ -1194,6 +1200,12 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * chunks the rows cover completely are assembled in memory and written without being read;
  * chunks covered in part are read once (unallocated chunks read as the fill value), merged
  * in row order and written once. Contiguous and compact datasets get one `H5Dwrite` per row.
+ * Filtered chunked datasets whose whole pipeline is deflate / shuffle / fletcher32 and whose
+ * file type needs no conversion from the array's (byte order aside): vh5 runs the filters
+ * itself (deflate at the dataset's level) on up to `vh5_get_num_threads()` worker threads
+ * outside the libhdf5 lock and stores each chunk with `H5Dwrite_chunk`, filter mask 0;
+ * chunks covered in part are read raw (`H5Dread_chunk`) and decoded by vh5. Other
+ * pipelines (szip, nbit, scaleoffset, plugins) and conversions go through `H5Dwrite`.
  * Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
  * file are closed (`vh5_close`).
  *

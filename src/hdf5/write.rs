@@ -109,3 +109,25 @@ impl<'l> HyperslabWriter<'l> {
         Ok(())
     }
 }
+
+/// Store `data`, the already-filtered bytes of one whole chunk, as the chunk whose first
+/// element is at dataset coordinates `origin` (one entry per axis, a multiple of the chunk
+/// shape), with `filter_mask` (bit i set = filter i of the pipeline was skipped; 0 = all
+/// applied): `H5Dwrite_chunk` (libhdf5 >= 1.10.3), which allocates or reallocates the
+/// chunk's file space and evicts any cached copy of the chunk. The caller holds the lock
+/// and has checked the dataset is chunked and writable. `Hdf5` error naming the chunk.
+pub fn write_raw_chunk(lock: &H5Lock, dset: hid_t, origin: &[u64], filter_mask: u32, data: &[u8]) -> Result<()> {
+    if u32::try_from(data.len()).is_err() {
+        bail!(Unsupported, "chunk at {origin:?}: {} stored bytes exceed the 4 GiB chunk limit of HDF5 1.10", data.len());
+    }
+    // SAFETY: valid chunked dataset id (checked by the caller); lock held; `origin` has the
+    // dataset's rank; libhdf5 reads exactly `data.len()` bytes from `data`.
+    unsafe {
+        check(
+            lock,
+            hdf5_sys::h5d::H5Dwrite_chunk(dset, H5P_DEFAULT, filter_mask, origin.as_ptr(), data.len(), data.as_ptr() as *const _),
+            format_args!("H5Dwrite_chunk of the chunk at {origin:?}"),
+        )?;
+    }
+    Ok(())
+}

@@ -6,11 +6,13 @@
 pub mod chunked;
 pub mod chunks;
 pub mod copy;
+pub mod encode;
 pub mod filters;
 pub mod geometry;
 pub mod memcopy;
 pub mod options;
 pub mod plan;
+pub mod rawwrite;
 pub mod read;
 pub mod scatter;
 pub mod write;

@@ -13,7 +13,9 @@
 //!   merged into it in row order (the later row wins) and the result written. So a compressed
 //!   chunk is decompressed at most once and compressed once however many rows touch it.
 //!   (Edge chunks clipped by the dataset extent are never "entire" for libhdf5, which then
-//!   reads them itself before the write.)
+//!   reads them itself before the write.) Filtered datasets whose pipeline vh5 implements
+//!   (deflate, shuffle, fletcher32) and that need no type conversion skip `H5Dwrite`: vh5
+//!   encodes the chunks on worker threads and stores them raw ([`super::rawwrite`]).
 //! - **Contiguous, compact (and virtual) datasets**: one `H5Dwrite` per row of the row's
 //!   hyperslab; steps on the dataset side, the inner axis included, go to libhdf5 as the
 //!   hyperslab stride (its sieve buffer merges the small pieces of a contiguous dataset).
@@ -61,6 +63,9 @@ pub struct WriteStats {
     pub chunks_written: usize,
     /// Chunked datasets: chunks read first because the rows covered them only in part.
     pub chunks_read: usize,
+    /// Chunked filtered datasets: chunks whose filters vh5 ran itself and stored raw with
+    /// `H5Dwrite_chunk` (counted in `chunks_written` and `hdf5_writes` too).
+    pub raw_chunks: usize,
 }
 
 const NAMES: [&str; 2] = ["source array", "dataset"];
@@ -161,7 +166,7 @@ pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags:
 }
 
 /// Row ranges as text: "0-3, 7, 9-12" (or "none").
-fn ranges(rows: &[usize]) -> String {
+pub(super) fn ranges(rows: &[usize]) -> String {
     if rows.is_empty() {
         return "none".into();
     }
@@ -199,7 +204,7 @@ fn failed(e: Error, what: &str, done: &[usize], partial: &[usize]) -> Error {
 }
 
 /// Dense C-order byte strides of `count` elements of `itemsize`.
-fn dense_strides(count: &[u64], itemsize: usize, out: &mut [isize]) {
+pub(super) fn dense_strides(count: &[u64], itemsize: usize, out: &mut [isize]) {
     let mut acc = itemsize as isize;
     for j in (0..count.len()).rev() {
         out[j] = acc;
@@ -259,10 +264,10 @@ fn write_rows(writer: &mut HyperslabWriter, dshape: &[u64], src: &SrcArray, tabl
 /// One piece of a row inside one chunk: sort key (chunk linear index, then order of
 /// creation, which is row order), the row and where the geometry lives in `geo`.
 #[derive(Clone, Copy)]
-struct PieceRef {
-    chunk: u64,
-    seq: u32,
-    row: u32,
+pub(super) struct PieceRef {
+    pub chunk: u64,
+    pub seq: u32,
+    pub row: u32,
 }
 
 /// Chunked datasets: each touched chunk read (only if partially covered), merged, written once.
@@ -304,25 +309,23 @@ fn write_chunked(
     }
     pieces.sort_unstable_by_key(|p| (p.chunk, p.seq));
 
-    // 2. One chunk at a time.
+    // 2. One chunk at a time: raw (filters run by vh5 on worker threads) when vh5 implements
+    //    the whole pipeline and no type conversion is needed, else through H5Dwrite.
+    let ctx = MergeCtx { table, src, dshape: &dshape, clip, geo: &geo, n };
+    if let Some(raw) = super::rawwrite::raw_plan(l, dset, mem_type, src)? {
+        let mut reader = HyperslabReader::new(l, dset, mem_type, itemsize)?;
+        return super::rawwrite::write_chunks_raw(l, dset, &raw, grid, &ctx, &pieces, &pieces_per_row, &mut reader, stats);
+    }
     let mut reader = HyperslabReader::new(l, dset, mem_type, itemsize)?;
     let mut buf: Vec<u8> = Vec::new();
     let mut covered: Vec<u8> = Vec::new();
     let mut written_per_row = vec![0u32; table.nslices];
     let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
-    let (mut counts, mut ss, mut cs, mut dense) = ([0usize; MAX_RANK], [0isize; MAX_RANK], [0isize; MAX_RANK], [0isize; MAX_RANK]);
+    let mut dense = [0isize; MAX_RANK];
     let mut rows_here: Vec<usize> = Vec::new();
-    let mut cached: Option<(usize, Row)> = None;
-    let mut a = 0;
-    while a < pieces.len() {
-        let chunk = pieces[a].chunk;
-        let mut b = a;
-        while b < pieces.len() && pieces[b].chunk == chunk {
-            b += 1;
-        }
-        let group = &pieces[a..b];
-        a = b;
-        grid.chunk_coord(chunk, &mut coord[..n]);
+    for group in chunk_groups(&pieces) {
+        let group = &pieces[group];
+        grid.chunk_coord(group[0].chunk, &mut coord[..n]);
         grid.chunk_origin(&coord[..n], &mut origin[..n]);
         grid.chunk_extent(&coord[..n], &mut extent[..n]);
         let elems: u64 = extent[..n].iter().product();
@@ -331,43 +334,7 @@ fn write_chunked(
         if buf.len() < bytes {
             buf.resize(bytes, 0);
         }
-        let row_of = |p: &PieceRef, cached: &mut Option<(usize, Row)>| -> Result<Row> {
-            let i = p.row as usize;
-            if let Some((ci, r)) = cached {
-                if *ci == i {
-                    return Ok(*r);
-                }
-            }
-            let r = row_named(table, i, &src.layout.shape, &dshape, clip, NAMES)?.ok_or_else(|| err!(InvalidArgument, "internal: row {i} vanished"))?;
-            *cached = Some((i, r));
-            Ok(r)
-        };
-        // Does the union of the pieces cover the whole chunk?
-        let total: u64 = group.iter().map(|p| geo_count(&geo, p.seq, n).iter().product::<u64>()).sum();
-        let mut full = false;
-        if total >= elems {
-            let single = group.iter().any(|p| geo_count(&geo, p.seq, n) == &extent[..n]);
-            full = single || {
-                covered.clear();
-                covered.resize(elems as usize, 0);
-                let mut ncov = 0u64;
-                for p in group {
-                    let r = row_of(p, &mut cached)?;
-                    let (k0, pc) = (geo_k0(&geo, p.seq, n), geo_count(&geo, p.seq, n));
-                    for_each_index(pc, |t| {
-                        let mut lin = 0u64;
-                        for j in 0..n {
-                            let pos = r.dst_start[j] + (k0[j] + t[j]) * r.dst_step[j] - origin[j];
-                            lin = lin * extent[j] + pos;
-                        }
-                        let c = &mut covered[lin as usize];
-                        ncov += (*c == 0) as u64;
-                        *c = 1;
-                    });
-                }
-                ncov == elems
-            };
-        }
+        let full = ctx.covers(group, &origin[..n], &extent[..n], &mut covered)?;
         rows_here.clear();
         rows_here.extend(group.iter().map(|p| p.row as usize));
         rows_here.dedup();
@@ -378,10 +345,102 @@ fn write_chunked(
             }
             stats.chunks_read += 1;
         }
-        // Merge the pieces in row order.
+        ctx.merge(group, &origin[..n], &dense[..n], &mut buf[..bytes])?;
+        if let Err(e) = writer.write(&origin[..n], None, &extent[..n], &buf[..bytes]) {
+            return Err(report(e, &chunk_what(), &written_per_row, &pieces_per_row));
+        }
+        stats.chunks_written += 1;
+        stats.hdf5_writes += 1;
         for p in group {
-            let r = row_of(p, &mut cached)?;
-            let (k0, pc) = (geo_k0(&geo, p.seq, n), geo_count(&geo, p.seq, n));
+            written_per_row[p.row as usize] += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Index ranges of `pieces` (sorted by chunk) that share a chunk.
+pub(super) fn chunk_groups(pieces: &[PieceRef]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut a = 0;
+    while a < pieces.len() {
+        let mut b = a + 1;
+        while b < pieces.len() && pieces[b].chunk == pieces[a].chunk {
+            b += 1;
+        }
+        out.push(a..b);
+        a = b;
+    }
+    out
+}
+
+/// What merging row pieces into a chunk buffer needs (shared, read-only: usable from worker
+/// threads).
+pub(super) struct MergeCtx<'a> {
+    pub table: &'a SliceTable<'a>,
+    pub src: &'a SrcArray<'a>,
+    pub dshape: &'a [u64],
+    pub clip: bool,
+    pub geo: &'a [u64],
+    pub n: usize,
+}
+
+impl MergeCtx<'_> {
+    fn row_of(&self, p: &PieceRef, cached: &mut Option<(usize, Row)>) -> Result<Row> {
+        let i = p.row as usize;
+        if let Some((ci, r)) = cached {
+            if *ci == i {
+                return Ok(*r);
+            }
+        }
+        let r = row_named(self.table, i, &self.src.layout.shape, self.dshape, self.clip, NAMES)?.ok_or_else(|| err!(InvalidArgument, "internal: row {i} vanished"))?;
+        *cached = Some((i, r));
+        Ok(r)
+    }
+
+    /// Whether the union of the pieces of `group` covers every element of the chunk region
+    /// `origin` + `extent` (clipped to the dataset). `covered` is scratch.
+    pub(super) fn covers(&self, group: &[PieceRef], origin: &[u64], extent: &[u64], covered: &mut Vec<u8>) -> Result<bool> {
+        let (n, geo) = (self.n, self.geo);
+        let elems: u64 = extent.iter().product();
+        let total: u64 = group.iter().map(|p| geo_count(geo, p.seq, n).iter().product::<u64>()).sum();
+        if total < elems {
+            return Ok(false);
+        }
+        if group.iter().any(|p| geo_count(geo, p.seq, n) == extent) {
+            return Ok(true);
+        }
+        covered.clear();
+        covered.resize(elems as usize, 0);
+        let mut ncov = 0u64;
+        let mut cached = None;
+        for p in group {
+            let r = self.row_of(p, &mut cached)?;
+            let (k0, pc) = (geo_k0(geo, p.seq, n), geo_count(geo, p.seq, n));
+            for_each_index(pc, |t| {
+                let mut lin = 0u64;
+                for j in 0..n {
+                    let pos = r.dst_start[j] + (k0[j] + t[j]) * r.dst_step[j] - origin[j];
+                    lin = lin * extent[j] + pos;
+                }
+                let c = &mut covered[lin as usize];
+                ncov += (*c == 0) as u64;
+                *c = 1;
+            });
+        }
+        Ok(ncov == elems)
+    }
+
+    /// Copy the pieces of `group`, in row order, from the source array into `buf`, a chunk
+    /// buffer whose element at dataset coordinates `origin` is at byte 0, with byte strides
+    /// `dense`.
+    pub(super) fn merge(&self, group: &[PieceRef], origin: &[u64], dense: &[isize], buf: &mut [u8]) -> Result<()> {
+        let n = self.n;
+        let src = self.src;
+        let (mut counts, mut ss, mut cs) = ([0usize; MAX_RANK], [0isize; MAX_RANK], [0isize; MAX_RANK]);
+        let mut cached = None;
+        for p in group {
+            let r = self.row_of(p, &mut cached)?;
+            let (k0, pc) = (geo_k0(self.geo, p.seq, n), geo_count(self.geo, p.seq, n));
             let mut sidx = [0u64; MAX_RANK];
             let mut coff = 0usize;
             for j in 0..n {
@@ -393,18 +452,10 @@ fn write_chunked(
                 cs[j] = dense[j] * r.dst_step[j] as isize;
             }
             let so = src.layout.byte_offset(&sidx[..n]);
-            copy_strided_runs(src.buf, so, &ss[..n], &mut buf[..bytes], coff, &cs[..n], &counts[..n], itemsize)?;
+            copy_strided_runs(src.buf, so, &ss[..n], buf, coff, &cs[..n], &counts[..n], src.layout.itemsize)?;
         }
-        if let Err(e) = writer.write(&origin[..n], None, &extent[..n], &buf[..bytes]) {
-            return Err(report(e, &chunk_what(), &written_per_row, &pieces_per_row));
-        }
-        stats.chunks_written += 1;
-        stats.hdf5_writes += 1;
-        for p in group {
-            written_per_row[p.row as usize] += 1;
-        }
+        Ok(())
     }
-    Ok(())
 }
 
 fn geo_k0(geo: &[u64], seq: u32, n: usize) -> &[u64] {
@@ -418,7 +469,7 @@ fn geo_count(geo: &[u64], seq: u32, n: usize) -> &[u64] {
 }
 
 /// The failure message for a chunked write: rows complete / in part from the piece counts.
-fn report(e: Error, what: &str, written: &[u32], total: &[u32]) -> Error {
+pub(super) fn report(e: Error, what: &str, written: &[u32], total: &[u32]) -> Error {
     let done: Vec<usize> = (0..total.len()).filter(|&i| total[i] > 0 && written[i] == total[i]).collect();
     let partial: Vec<usize> = (0..total.len()).filter(|&i| written[i] > 0 && written[i] < total[i]).collect();
     failed(e, what, &done, &partial)

@@ -19,7 +19,7 @@ import numpy as np
 from . import _dtypes
 from ._errors import make_error
 from ._lib import VH5_SLICES_CLIP, VH5_SLICES_CONVERT, Array, check, lib
-from .hdf5 import Dataset, _is_h5py_dataset, coordinate_tables
+from .hdf5 import Dataset, _is_h5py_dataset, coordinate_tables, describe_array
 
 __all__ = ["write_many_slices", "copy_many_slices"]
 
@@ -177,9 +177,10 @@ def copy_many_slices(
     if src.ndim != dst.ndim:
         raise make_error(2, "VH5_ERR_INVALID_ARGUMENT", f"dimensionality mismatch: src.ndim={src.ndim} != dst.ndim={dst.ndim}")
     tables, nslices = _tables(dst.ndim, src_start, dst_start, count, src_step, dst_step)
-    sa, k1 = _describe(_native_view(src))
-    da, k2 = _describe(_native_view(dst))
-    ptrs = [None if t is None else t.ctypes.data for t in tables]
+    # describe_array caches the shape/stride description per (dtype, shape, strides).
+    sa, k1 = describe_array(_native_view(src))
+    da, k2 = describe_array(_native_view(dst))
+    ptrs = [None if t is None else t.__array_interface__["data"][0] for t in tables]
     status = lib().vh5_copy_many_slices(ctypes.byref(sa), ctypes.byref(da), nslices, *ptrs, VH5_SLICES_CLIP if clip else 0)
     del k1, k2
     check(status)

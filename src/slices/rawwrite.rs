@@ -1,0 +1,322 @@
+//! Raw chunk writes for filtered chunked datasets: vh5 runs the filter pipeline itself, on
+//! worker threads outside the libhdf5 lock, and stores each chunk with `H5Dwrite_chunk`.
+//!
+//! Used by [`super::write`] when (checked by [`raw_plan`]) the dataset's whole pipeline is made
+//! of filters vh5 encodes AND decodes (deflate at the dataset's level, shuffle, fletcher32:
+//! [`super::encode`], [`super::filters`]) and the file type's bytes are the memory type's,
+//! possibly byte-swapped (no libhdf5 type conversion). Any other pipeline (szip, nbit,
+//! scaleoffset, plugins), an unfiltered dataset, or a conversion goes through `H5Dwrite`.
+//!
+//! Per touched chunk (pieces grouped by [`super::write::chunk_groups`]), the calling thread,
+//! holding the lock, prepares a job: a chunk the rows cover entirely starts from a zeroed
+//! buffer (its bytes outside the dataset extent, in edge chunks, are never read); a chunk
+//! covered in part is fetched raw (`H5Dread_chunk`, after one `H5Dflush` so cached chunks
+//! are on disk) when stored, or read through `H5Dread` of its region when unallocated (the
+//! fill value). Workers ([`super::options::num_threads`]; 1 = everything on the calling
+//! thread) decode a raw chunk, byte-swap to memory order if needed, merge the row pieces in
+//! row order, swap back, encode; the calling thread stores the result with filter mask 0.
+//! Results are what libhdf5 would store (any zlib stream inflates to the same bytes).
+
+use std::sync::{mpsc, Mutex};
+
+use hdf5_sys::h5i::hid_t;
+
+use super::chunks::ChunkGrid;
+use super::copy::copy_strided_runs;
+use super::encode::{encode_pipeline, EncodeFilter, Encoder};
+use super::filters::{pipeline, swap_bytes, Decoder, Filter};
+use super::geometry::MAX_RANK;
+use super::options::num_threads;
+use super::write::{chunk_groups, dense_strides, ranges, report, MergeCtx, PieceRef, SrcArray, WriteStats};
+use crate::dtype::{ByteOrder, Dtype};
+use crate::error::{Error, Result};
+use crate::hdf5::chunk::{chunk_layout, chunk_state, flush_dataset, read_raw_chunk, types_equal, ChunkState};
+use crate::hdf5::dataset::HyperslabReader;
+use crate::hdf5::handle::Handle;
+use crate::hdf5::lock::H5Lock;
+use crate::hdf5::types::classify;
+use crate::hdf5::write::write_raw_chunk;
+
+/// How to store chunks raw: the pipeline both ways and the byte swap between memory and file.
+pub struct RawPlan {
+    encode: Vec<EncodeFilter>,
+    decode: Vec<Filter>,
+    /// `Some(unit)`: the file stores the other byte order; reverse every `unit`-byte word.
+    swap: Option<usize>,
+}
+
+/// Whether (and how) chunks of `dset` can be written raw for a source of `src`'s dtype in
+/// memory type `mem_type`; `None` = through `H5Dwrite` (see the module docs).
+pub fn raw_plan(l: &H5Lock, dset: hid_t, mem_type: hid_t, src: &SrcArray) -> Result<Option<RawPlan>> {
+    let layout = chunk_layout(l, dset)?;
+    if layout.chunk.is_none() || layout.filters.is_empty() {
+        return Ok(None);
+    }
+    let specs: Vec<(i32, &[u32])> = layout.filters.iter().map(|f| (f.id, f.cd_values.as_slice())).collect();
+    let (Some(encode), Some(decode)) = (encode_pipeline(&specs), pipeline(&specs)) else { return Ok(None) };
+    // SAFETY: dset is an open dataset (checked by the caller); lock held.
+    let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
+    let finfo = classify(l, ftype.id())?;
+    let itemsize = src.layout.itemsize;
+    if finfo.file_itemsize != itemsize || finfo.mem_itemsize != itemsize {
+        return Ok(None);
+    }
+    let swap = if types_equal(l, ftype.id(), mem_type) {
+        None
+    } else {
+        let native = if cfg!(target_endian = "little") { ByteOrder::Little } else { ByteOrder::Big };
+        match finfo.dtype {
+            Some(d) if d == src.dtype && itemsize == 1 && matches!(d, Dtype::Int8 | Dtype::UInt8 | Dtype::Bool) => None,
+            Some(d) if d == src.dtype && finfo.byte_order.is_some() && finfo.byte_order != Some(native) => match d {
+                Dtype::Int16 | Dtype::Int32 | Dtype::Int64 | Dtype::UInt16 | Dtype::UInt32 | Dtype::UInt64 | Dtype::Float16 | Dtype::Float32 | Dtype::Float64 => Some(itemsize),
+                Dtype::Complex64 | Dtype::Complex128 => Some(itemsize / 2),
+                _ => return Ok(None),
+            },
+            _ => return Ok(None),
+        }
+    };
+    Ok(Some(RawPlan { encode, decode, swap }))
+}
+
+/// Where a job's starting bytes come from.
+enum Start {
+    /// Rows cover the chunk: start from zeros.
+    Fresh,
+    /// Stored bytes of the chunk and their filter mask, to decode.
+    Raw(Vec<u8>, u32),
+    /// The chunk in memory order over the full chunk shape (from `H5Dread`).
+    Mem(Vec<u8>),
+}
+
+struct Job {
+    group: usize,
+    start: Start,
+}
+
+/// Per-worker state.
+#[derive(Default)]
+struct Worker {
+    dec: Decoder,
+    enc: Encoder,
+}
+
+/// Everything a job needs besides its start bytes (shared by the workers).
+struct Shared<'a> {
+    plan: &'a RawPlan,
+    ctx: &'a MergeCtx<'a>,
+    grid: &'a ChunkGrid,
+    pieces: &'a [PieceRef],
+    groups: &'a [std::ops::Range<usize>],
+    /// Bytes of a whole (unclipped) chunk in memory.
+    chunk_bytes: usize,
+    dense: [isize; MAX_RANK],
+}
+
+impl Shared<'_> {
+    /// Decode, merge, encode one chunk: the bytes to store with filter mask 0, or
+    /// `Ok(Err(reason))` when vh5 could not decode the stored bytes (the caller then lets
+    /// libhdf5 read the chunk).
+    fn run(&self, w: &mut Worker, job: Job) -> Result<std::result::Result<Vec<u8>, String>> {
+        let n = self.ctx.n;
+        let group = &self.pieces[self.groups[job.group].clone()];
+        let mut origin = [0u64; MAX_RANK];
+        let mut coord = [0u64; MAX_RANK];
+        self.grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+        self.grid.chunk_origin(&coord[..n], &mut origin[..n]);
+        let mut buf = match job.start {
+            Start::Fresh => vec![0u8; self.chunk_bytes],
+            Start::Mem(b) => b,
+            Start::Raw(mut b, mask) => {
+                if let Err(m) = w.dec.decode(&self.plan.decode, mask, &mut b, self.chunk_bytes) {
+                    return Ok(Err(m));
+                }
+                if b.len() != self.chunk_bytes {
+                    return Ok(Err(format!("decoded to {} bytes, expected {}", b.len(), self.chunk_bytes)));
+                }
+                if let Some(u) = self.plan.swap {
+                    swap_bytes(&mut b, u);
+                }
+                b
+            }
+        };
+        self.ctx.merge(group, &origin[..n], &self.dense[..n], &mut buf)?;
+        if let Some(u) = self.plan.swap {
+            swap_bytes(&mut buf, u);
+        }
+        w.enc.encode(&self.plan.encode, &mut buf).map_err(|m| err!(Hdf5, "chunk {:?}: {m}", &coord[..n]))?;
+        Ok(Ok(buf))
+    }
+}
+
+/// Write every chunk touched by `pieces` (sorted by chunk) raw (see the module docs).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn write_chunks_raw(
+    l: &H5Lock,
+    dset: hid_t,
+    plan: &RawPlan,
+    grid: &ChunkGrid,
+    ctx: &MergeCtx,
+    pieces: &[PieceRef],
+    pieces_per_row: &[u32],
+    reader: &mut HyperslabReader,
+    stats: &mut WriteStats,
+) -> Result<()> {
+    let n = ctx.n;
+    let itemsize = ctx.src.layout.itemsize;
+    let groups = chunk_groups(pieces);
+    let chunk_elems: u64 = grid.chunk().iter().product();
+    let chunk_bytes = usize::try_from(chunk_elems as u128 * itemsize as u128).map_err(|_| err!(Unsupported, "chunk of {chunk_elems} elements does not fit in memory"))?;
+    let mut dense = [0isize; MAX_RANK];
+    dense_strides(grid.chunk(), itemsize, &mut dense);
+    let shared = Shared { plan, ctx, grid, pieces, groups: &groups, chunk_bytes, dense };
+    let mut written_per_row = vec![0u32; ctx.table.nslices];
+    let mut flushed = false;
+    let mut covered = Vec::new();
+    let mut clipped = Vec::new();
+    let what = |gi: usize| {
+        let group = &pieces[groups[gi].clone()];
+        let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
+        grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+        grid.chunk_origin(&coord[..n], &mut origin[..n]);
+        grid.chunk_extent(&coord[..n], &mut extent[..n]);
+        let mut rows: Vec<usize> = group.iter().map(|p| p.row as usize).collect();
+        rows.dedup();
+        format!("chunk {:?} (dataset elements {:?} + {:?}, rows {})", &coord[..n], &origin[..n], &extent[..n], ranges(&rows))
+    };
+    // Prepare the job of group `gi` (calling thread, lock held).
+    let mut prepare = |gi: usize, stats: &mut WriteStats, force_mem: bool| -> Result<Job> {
+        let group = &pieces[groups[gi].clone()];
+        let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
+        grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+        grid.chunk_origin(&coord[..n], &mut origin[..n]);
+        grid.chunk_extent(&coord[..n], &mut extent[..n]);
+        if !force_mem {
+            if ctx.covers(group, &origin[..n], &extent[..n], &mut covered)? {
+                return Ok(Job { group: gi, start: Start::Fresh });
+            }
+            stats.chunks_read += 1;
+            if !flushed {
+                flush_dataset(l, dset)?;
+                flushed = true;
+            }
+        }
+        if let (false, ChunkState::Stored { size, .. }) = (force_mem, chunk_state(l, dset, &origin[..n])) {
+            let mut b = Vec::new();
+            let mask = read_raw_chunk(l, dset, &origin[..n], size, &mut b)?;
+            return Ok(Job { group: gi, start: Start::Raw(b, mask) });
+        }
+        // Unallocated (or unknown, or undecodable by vh5): libhdf5 gives the fill value (or
+        // the data) in memory order.
+        let elems: u64 = extent[..n].iter().product();
+        clipped.resize(elems as usize * itemsize, 0);
+        reader.read(&origin[..n], None, &extent[..n], &mut clipped)?;
+        let mut b = vec![0u8; chunk_bytes];
+        let mut cdense = [0isize; MAX_RANK];
+        dense_strides(&extent[..n], itemsize, &mut cdense);
+        let counts: Vec<usize> = extent[..n].iter().map(|&e| e as usize).collect();
+        copy_strided_runs(&clipped, 0, &cdense[..n], &mut b, 0, &dense[..n], &counts, itemsize)?;
+        Ok(Job { group: gi, start: Start::Mem(b) })
+    };
+    let store = |gi: usize, bytes: &[u8], stats: &mut WriteStats, written: &mut [u32]| -> Result<()> {
+        let group = &pieces[groups[gi].clone()];
+        let (mut coord, mut origin) = ([0u64; MAX_RANK], [0u64; MAX_RANK]);
+        grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+        grid.chunk_origin(&coord[..n], &mut origin[..n]);
+        write_raw_chunk(l, dset, &origin[..n], 0, bytes)?;
+        stats.chunks_written += 1;
+        stats.hdf5_writes += 1;
+        stats.raw_chunks += 1;
+        for p in group {
+            written[p.row as usize] += 1;
+        }
+        Ok(())
+    };
+    // Store a worker's result; a chunk vh5 could not decode is read again through libhdf5
+    // (which either decodes it or fails with its own error stack) and redone here.
+    let finish = |gi: usize,
+                  res: std::result::Result<Vec<u8>, String>,
+                  prepare: &mut dyn FnMut(usize, &mut WriteStats, bool) -> Result<Job>,
+                  w: &mut Worker,
+                  stats: &mut WriteStats,
+                  written: &mut [u32]|
+     -> Result<()> {
+        let bytes = match res {
+            Ok(b) => b,
+            Err(why) => {
+                let job = prepare(gi, stats, true).map_err(|e| Error::new(e.kind, format!("vh5 could not decode the stored chunk ({why}) and libhdf5 could not read it: {}", e.message)))?;
+                match shared.run(w, job)? {
+                    Ok(b) => b,
+                    Err(m) => bail!(Hdf5, "internal: chunk read through libhdf5 still undecodable: {m}"),
+                }
+            }
+        };
+        store(gi, &bytes, stats, written)
+    };
+    let threads = num_threads().min(groups.len());
+    if threads <= 1 {
+        let mut w = Worker::default();
+        for gi in 0..groups.len() {
+            let r = prepare(gi, stats, false)
+                .and_then(|job| shared.run(&mut w, job))
+                .and_then(|res| finish(gi, res, &mut prepare, &mut w, stats, &mut written_per_row));
+            if let Err(e) = r {
+                return Err(report(e, &what(gi), &written_per_row, pieces_per_row));
+            }
+        }
+        return Ok(());
+    }
+    // Worker threads: jobs in, stored bytes out; at most 2 jobs in flight per thread.
+    let (job_tx, job_rx) = mpsc::channel::<Job>();
+    let job_rx = Mutex::new(job_rx);
+    std::thread::scope(|sc| -> Result<()> {
+        let (res_tx, res_rx) = mpsc::channel::<(usize, Result<std::result::Result<Vec<u8>, String>>)>();
+        for _ in 0..threads {
+            let (job_rx, res_tx, shared) = (&job_rx, res_tx.clone(), &shared);
+            sc.spawn(move || {
+                let mut w = Worker::default();
+                loop {
+                    let job = match job_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    let gi = job.group;
+                    if res_tx.send((gi, shared.run(&mut w, job))).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(res_tx);
+        let mut main_worker = Worker::default();
+        let mut in_flight = 0usize;
+        let mut next = 0usize;
+        let mut outcome: Result<()> = Ok(());
+        while next < groups.len() || in_flight > 0 {
+            if outcome.is_ok() && next < groups.len() && in_flight < 2 * threads {
+                match prepare(next, stats, false) {
+                    Ok(job) => {
+                        let _ = job_tx.send(job);
+                        in_flight += 1;
+                    }
+                    Err(e) => outcome = Err(report(e, &what(next), &written_per_row, pieces_per_row)),
+                }
+                next += 1;
+                continue;
+            }
+            if in_flight == 0 {
+                break;
+            }
+            let Ok((gi, res)) = res_rx.recv() else { break };
+            in_flight -= 1;
+            if outcome.is_err() {
+                continue;
+            }
+            if let Err(e) = res.and_then(|r| finish(gi, r, &mut prepare, &mut main_worker, stats, &mut written_per_row)) {
+                outcome = Err(report(e, &what(gi), &written_per_row, pieces_per_row));
+            }
+        }
+        drop(job_tx);
+        outcome
+    })
+}
