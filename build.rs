@@ -28,18 +28,10 @@ fn main() {
         "\n/** Version of the vh5 release this header belongs to (same as vh5_version_string()). */\n#define VH5_VERSION_STRING \"{}\"\n",
         env::var("CARGO_PKG_VERSION").unwrap()
     ));
-    // Only src/ffi/ is parsed: the C ABI lives there and nowhere else, so Rust-internal
-    // constants and types of the pure modules can never leak into the C namespace.
-    let mut builder = cbindgen::Builder::new();
-    let mut ffi_files: Vec<PathBuf> = std::fs::read_dir(crate_dir.join("src").join("ffi"))
-        .expect("src/ffi")
-        .map(|e| e.expect("src/ffi entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .collect();
-    ffi_files.sort(); // deterministic header
-    for f in &ffi_files {
-        builder = builder.with_src(f);
-    }
+    // Only src/ffi/ is parsed (cbindgen follows its `mod` declarations from mod.rs): the C
+    // ABI lives there and nowhere else, so Rust-internal constants and types of the pure
+    // modules can never leak into the C namespace.
+    let builder = cbindgen::Builder::new().with_src(crate_dir.join("src").join("ffi").join("mod.rs"));
     let bindings = builder
         .with_config(config)
         .generate()

@@ -22,52 +22,6 @@
 
 
 /**
- * Maximum number of axes of a dataset or array (HDF5's `H5S_MAX_RANK`).
- */
-#define VH5_MAX_RANK 32
-
-/**
- * `vh5_file_open` flag: open for reading and writing (`H5F_ACC_RDWR`). Without it (flags 0)
- * the file is opened read-only. Needed by `vh5_write_many_slices`.
- */
-#define VH5_FILE_READ_WRITE 1
-
-/**
- * `vh5_read_many_slices` flag: versioned-hdf5 semantics. Counts are silently clipped so that
- * both the source and the destination selections fit in their extents (taking steps into
- * account); rows clipped to zero elements are skipped and later rows still run. Without it,
- * any row reaching outside either extent is an error and nothing is written.
- */
-#define VH5_SLICES_CLIP 1
-
-/**
- * `vh5_read_many_slices` flag: let libhdf5 convert the dataset's element type into the
- * destination dtype (e.g. int16 file -> float64 array). Without it the destination dtype
- * must be the dataset's (byte order aside: big-endian files are always converted to native).
- */
-#define VH5_SLICES_CONVERT 2
-
-/**
- * Storage layout codes (`layout` field of `vh5_dataset_info`).
- */
-#define VH5_LAYOUT_CONTIGUOUS 0
-
-/**
- * Chunked storage (see `chunk`).
- */
-#define VH5_LAYOUT_CHUNKED 1
-
-/**
- * Compact storage (data inside the object header).
- */
-#define VH5_LAYOUT_COMPACT 2
-
-/**
- * Virtual dataset (HDF5 1.10 VDS).
- */
-#define VH5_LAYOUT_VIRTUAL 3
-
-/**
  * Major version of the library (the soname is `libvh5.so.<major>`).
  */
 #define VH5_VERSION_MAJOR 0
@@ -178,6 +132,52 @@
  * VH5_ERR_UNSUPPORTED.
  */
 #define PAYLOAD_MAX_COUNT_DEPTH 64
+
+/**
+ * Maximum number of axes of a dataset or array (HDF5's `H5S_MAX_RANK`).
+ */
+#define VH5_MAX_RANK 32
+
+/**
+ * `vh5_file_open` flag: open for reading and writing (`H5F_ACC_RDWR`). Without it (flags 0)
+ * the file is opened read-only. Needed by `vh5_write_many_slices`.
+ */
+#define VH5_FILE_READ_WRITE 1
+
+/**
+ * `vh5_read_many_slices` flag: versioned-hdf5 semantics. Counts are silently clipped so that
+ * both the source and the destination selections fit in their extents (taking steps into
+ * account); rows clipped to zero elements are skipped and later rows still run. Without it,
+ * any row reaching outside either extent is an error and nothing is written.
+ */
+#define VH5_SLICES_CLIP 1
+
+/**
+ * `vh5_read_many_slices` flag: let libhdf5 convert the dataset's element type into the
+ * destination dtype (e.g. int16 file -> float64 array). Without it the destination dtype
+ * must be the dataset's (byte order aside: big-endian files are always converted to native).
+ */
+#define VH5_SLICES_CONVERT 2
+
+/**
+ * Storage layout codes (`layout` field of `vh5_dataset_info`).
+ */
+#define VH5_LAYOUT_CONTIGUOUS 0
+
+/**
+ * Chunked storage (see `chunk`).
+ */
+#define VH5_LAYOUT_CHUNKED 1
+
+/**
+ * Compact storage (data inside the object header).
+ */
+#define VH5_LAYOUT_COMPACT 2
+
+/**
+ * Virtual dataset (HDF5 1.10 VDS).
+ */
+#define VH5_LAYOUT_VIRTUAL 3
 
 /**
  * Status code returned by every fallible vh5 function. Values are stable across releases.
@@ -333,6 +333,111 @@ typedef uint32_t vh5_byte_order;
 #endif // __cplusplus
 
 /**
+ * A decoded payload: where its data is inside the caller's buffer and how to read it.
+ *
+ * Every pointer points INTO the `buf` given to payload_decode_view and is valid exactly as
+ * long as that buffer is (vh5 keeps nothing). On failure the struct is zeroed.
+ */
+typedef struct payload_view {
+  /**
+   * First data byte, inside `buf` (for empty data: `buf + data_offset`, not dereferenceable).
+   * May be misaligned for the element type (see `aligned`): read with memcpy.
+   */
+  const uint8_t *data;
+  /**
+   * Length of the data in bytes (= nelements * itemsize).
+   */
+  size_t data_len;
+  /**
+   * `data - buf`, in bytes.
+   */
+  size_t data_offset;
+  /**
+   * PAYLOAD_FORMAT_*.
+   */
+  uint32_t format;
+  /**
+   * PAYLOAD_LAYOUT_* (PAYLOAD_LAYOUT_NONE unless format is PAYLOAD_FORMAT_REDUCTIONIST).
+   */
+  uint32_t layout;
+  /**
+   * Element type, a VH5_DTYPE_* code.
+   */
+  uint32_t dtype;
+  /**
+   * Size of one element in bytes.
+   */
+  uint32_t itemsize;
+  /**
+   * Wire byte order of the data: VH5_ORDER_LITTLE / VH5_ORDER_BIG, or VH5_ORDER_NONE for
+   * 1-byte element types.
+   */
+  uint32_t byte_order;
+  /**
+   * 1 when the host must byte-swap each element (each half of a complex) to read it natively.
+   */
+  uint8_t needs_swap;
+  /**
+   * 1 when `data` (the address) is aligned for the element type (complex: for its halves).
+   */
+  uint8_t aligned;
+  /**
+   * 1 when elements are in column-major (Fortran) order of `shape` (RFC 8746 tag 1040);
+   * 0: C order.
+   */
+  uint8_t fortran_order;
+  /**
+   * Always 0.
+   */
+  uint8_t reserved;
+  /**
+   * Number of axes (0 for a scalar), at most PAYLOAD_MAX_NDIM.
+   */
+  uint32_t ndim;
+  /**
+   * Extent of each axis in elements; entries at and after `ndim` are 0.
+   */
+  uint64_t shape[64];
+  /**
+   * prod(shape) in elements (1 for a scalar), overflow-checked.
+   */
+  uint64_t nelements;
+  /**
+   * PAYLOAD_COUNT_*: how the per-element count is stored.
+   */
+  uint32_t count_form;
+  /**
+   * Element type of the count: for PAYLOAD_COUNT_BYTES the type of the bytes at
+   * `count_data` (VH5_DTYPE_INT64 for Reductionist's count_as_bytes); VH5_DTYPE_INT64 for
+   * SCALAR and ARRAY (what payload_decode_count produces); VH5_DTYPE_INVALID when absent.
+   */
+  uint32_t count_dtype;
+  /**
+   * Byte order of the bytes at `count_data` (VH5_ORDER_NONE for other forms).
+   */
+  uint32_t count_byte_order;
+  /**
+   * Number of count elements: 0 absent, 1 scalar, else the array or byte-string length
+   * (leaves of a nested array). Size the payload_decode_count output with it.
+   */
+  uint64_t count_len;
+  /**
+   * The count for PAYLOAD_COUNT_SCALAR, else 0.
+   */
+  int64_t count_scalar;
+  /**
+   * For PAYLOAD_COUNT_BYTES: the count bytes inside `buf` (count_len * size of count_dtype
+   * bytes, possibly misaligned); else NULL.
+   */
+  const uint8_t *count_data;
+  /**
+   * Byte offset in `buf` of the count value (array head, integer head, or first byte of the
+   * byte string); 0 when absent.
+   */
+  size_t count_offset;
+} payload_view;
+
+/**
  * Description of a dataset, filled by `vh5_dataset_get_info`. Every field is written on
  * success; the struct is zeroed on failure.
  */
@@ -463,225 +568,9 @@ typedef struct vh5_array {
   const int64_t *strides;
 } vh5_array;
 
-/**
- * A decoded payload: where its data is inside the caller's buffer and how to read it.
- *
- * Every pointer points INTO the `buf` given to payload_decode_view and is valid exactly as
- * long as that buffer is (vh5 keeps nothing). On failure the struct is zeroed.
- */
-typedef struct payload_view {
-  /**
-   * First data byte, inside `buf` (for empty data: `buf + data_offset`, not dereferenceable).
-   * May be misaligned for the element type (see `aligned`): read with memcpy.
-   */
-  const uint8_t *data;
-  /**
-   * Length of the data in bytes (= nelements * itemsize).
-   */
-  size_t data_len;
-  /**
-   * `data - buf`, in bytes.
-   */
-  size_t data_offset;
-  /**
-   * PAYLOAD_FORMAT_*.
-   */
-  uint32_t format;
-  /**
-   * PAYLOAD_LAYOUT_* (PAYLOAD_LAYOUT_NONE unless format is PAYLOAD_FORMAT_REDUCTIONIST).
-   */
-  uint32_t layout;
-  /**
-   * Element type, a VH5_DTYPE_* code.
-   */
-  uint32_t dtype;
-  /**
-   * Size of one element in bytes.
-   */
-  uint32_t itemsize;
-  /**
-   * Wire byte order of the data: VH5_ORDER_LITTLE / VH5_ORDER_BIG, or VH5_ORDER_NONE for
-   * 1-byte element types.
-   */
-  uint32_t byte_order;
-  /**
-   * 1 when the host must byte-swap each element (each half of a complex) to read it natively.
-   */
-  uint8_t needs_swap;
-  /**
-   * 1 when `data` (the address) is aligned for the element type (complex: for its halves).
-   */
-  uint8_t aligned;
-  /**
-   * 1 when elements are in column-major (Fortran) order of `shape` (RFC 8746 tag 1040);
-   * 0: C order.
-   */
-  uint8_t fortran_order;
-  /**
-   * Always 0.
-   */
-  uint8_t reserved;
-  /**
-   * Number of axes (0 for a scalar), at most PAYLOAD_MAX_NDIM.
-   */
-  uint32_t ndim;
-  /**
-   * Extent of each axis in elements; entries at and after `ndim` are 0.
-   */
-  uint64_t shape[64];
-  /**
-   * prod(shape) in elements (1 for a scalar), overflow-checked.
-   */
-  uint64_t nelements;
-  /**
-   * PAYLOAD_COUNT_*: how the per-element count is stored.
-   */
-  uint32_t count_form;
-  /**
-   * Element type of the count: for PAYLOAD_COUNT_BYTES the type of the bytes at
-   * `count_data` (VH5_DTYPE_INT64 for Reductionist's count_as_bytes); VH5_DTYPE_INT64 for
-   * SCALAR and ARRAY (what payload_decode_count produces); VH5_DTYPE_INVALID when absent.
-   */
-  uint32_t count_dtype;
-  /**
-   * Byte order of the bytes at `count_data` (VH5_ORDER_NONE for other forms).
-   */
-  uint32_t count_byte_order;
-  /**
-   * Number of count elements: 0 absent, 1 scalar, else the array or byte-string length
-   * (leaves of a nested array). Size the payload_decode_count output with it.
-   */
-  uint64_t count_len;
-  /**
-   * The count for PAYLOAD_COUNT_SCALAR, else 0.
-   */
-  int64_t count_scalar;
-  /**
-   * For PAYLOAD_COUNT_BYTES: the count bytes inside `buf` (count_len * size of count_dtype
-   * bytes, possibly misaligned); else NULL.
-   */
-  const uint8_t *count_data;
-  /**
-   * Byte offset in `buf` of the count value (array head, integer head, or first byte of the
-   * byte string); 0 when absent.
-   */
-  size_t count_offset;
-} payload_view;
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
-
-/**
- * Open the HDF5 file at `path` (NUL-terminated UTF-8) and store its id in `*file_out`.
- *
- * `flags`: 0 (read-only) or `VH5_FILE_READ_WRITE`. The id is a libhdf5 `hid_t` (int64_t);
- * close it with `vh5_close`. The file is opened with the `H5F_CLOSE_WEAK` close degree:
- * closing the file id while datasets opened from it are still open is allowed, and the file
- * stays open until the last of them is closed.
- *
- * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`path` or `file_out` NULL);
- * `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits, path not UTF-8); `VH5_ERR_IO` (missing or
- * unreadable file, a directory, or not an HDF5 file — e.g. a netCDF classic file: the
- * message says "not an HDF5 file"); `VH5_ERR_HDF5` (libhdf5 failed to open it; message with
- * its error stack). `*file_out` is set to -1 on failure. Thread-safe.
- *
- * # Safety
- * `path` must be NULL or a NUL-terminated string; `file_out` NULL or valid for one write.
- */
-vh5_status vh5_file_open(const char *path, uint32_t flags, int64_t *file_out);
-
-/**
- * Open the dataset `name` (NUL-terminated UTF-8 path, through groups: "grp/var" or
- * "/grp/var") in the file (or group) `file` and store its id in `*dset_out`; close it with
- * `vh5_close`.
- *
- * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`file` is not an open
- * file or group id: closed, never opened, or an id of another libhdf5 instance);
- * `VH5_ERR_NOT_FOUND` (the message names the missing path component);
- * `VH5_ERR_INVALID_ARGUMENT` (the object is a group or a named datatype, not a dataset);
- * `VH5_ERR_HDF5`. `*dset_out` is set to -1 on failure. Chunked datasets get a chunk cache of
- * 8 chunks (at least 8 MiB, at most 64 MiB; libhdf5 1.10's default is 1 MiB) so that many
- * small reads decompress each chunk once. Thread-safe.
- *
- * # Safety
- * `name` must be NULL or a NUL-terminated string; `dset_out` NULL or valid for one write.
- */
-vh5_status vh5_dataset_open(int64_t file, const char *name, int64_t *dset_out);
-
-/**
- * Describe the dataset `dset` into `*out` (see `vh5_dataset_info`; fully written on success,
- * zeroed on failure).
- *
- * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`dset` is not an open
- * dataset id); `VH5_ERR_HDF5`. A dataset whose type vh5 cannot read still succeeds, with
- * `dtype` = `VH5_DTYPE_INVALID`. Thread-safe.
- *
- * # Safety
- * `out` must be NULL or valid for writing one `vh5_dataset_info`.
- */
-vh5_status vh5_dataset_get_info(int64_t dset, struct vh5_dataset_info *out);
-
-/**
- * Close a file or dataset id obtained from `vh5_file_open` / `vh5_dataset_open` (or any
- * file/dataset `hid_t` of the same libhdf5 the caller owns).
- *
- * Returns `VH5_OK`; `VH5_ERR_INVALID_HANDLE` (not an open file or dataset id, e.g. closed
- * twice); `VH5_ERR_HDF5`. Thread-safe; do not close an id another thread is still using.
- */
-vh5_status vh5_close(int64_t id);
-
-/**
- * Copy many hyperslabs of dataset `dset` into the caller's array `*dst`.
- *
- * Row i (0 <= i < nslices) copies, on every axis j (0 <= j < dst->ndim),
- * `dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
- * d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j] (1 if `src_step` is
- * NULL), ds = dst_step[i*ndim+j] (1 if NULL); all in ELEMENTS. Each table holds
- * `nslices * dst->ndim` uint64 values, row-major, borrowed for the call (may be NULL when
- * that product is 0). Rows run in order: where destinations overlap, the later row wins.
- * A row with a count of 0 on any axis copies nothing and is not bounds-checked.
- * The dataset must have `dst->ndim` axes. A scalar (0-d) dataset is read with `ndim` 0 and
- * empty tables: each row copies the single element.
- *
- * `flags`: `VH5_SLICES_CLIP`, `VH5_SLICES_CONVERT` (or 0).
- *
- * Every row and the array layout are validated before the first read, so on any status
- * below except `VH5_ERR_HDF5` nothing has been written. Unallocated chunks read as the
- * dataset's fill value. Big-endian datasets are delivered in native byte order.
- *
- * Returns `VH5_OK` (also for nslices 0 and zero-size arrays, which touch nothing);
- * `VH5_ERR_NULL_ARGUMENT` (dst, a required table, shape, or base with base_len > 0 NULL);
- * `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; a step of 0 — naming row, axis and table;
- * ndim of the table/array different from the dataset's; itemsize not the dtype's size;
- * array strides under which two indices share a byte); `VH5_ERR_UNSUPPORTED` (more than 32
- * axes; variable-length, vlen or reference dataset types); `VH5_ERR_BUFFER_TOO_SMALL`
- * (shape x strides reaching outside `[base, base+base_len)`: the message gives the byte
- * offsets); `VH5_ERR_OUT_OF_BOUNDS` (without CLIP: a row reaching outside the dataset or the
- * array extent, or whose `start + (count-1)*step` overflows uint64 — naming row, axis and the
- * numbers); `VH5_ERR_DTYPE` (unknown dtype code; dataset dtype differs from `dst->dtype`
- * without CONVERT; no libhdf5 conversion path with CONVERT; opaque itemsize mismatch);
- * `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5
- * failed during a read, e.g. a corrupt chunk or a missing filter plugin; earlier rows may
- * have been written).
- *
- * Thread-safe (see the module notes); the caller must not access `*dst`'s memory from
- * another thread during the call.
- *
- * # Safety
- * `dst` must be NULL or point to a `vh5_array` whose `base` is valid for reads and writes of
- * `base_len` bytes and whose `shape`/`strides` hold `ndim` entries; each non-NULL table must
- * hold `nslices * ndim` values. Nothing is retained after the call.
- */
-vh5_status vh5_read_many_slices(int64_t dset,
-                                const struct vh5_array *dst,
-                                size_t nslices,
-                                const uint64_t *src_start,
-                                const uint64_t *dst_start,
-                                const uint64_t *count,
-                                const uint64_t *src_step,
-                                const uint64_t *dst_step,
-                                uint32_t flags);
 
 /**
  * Copy the message of the last failure on the calling thread into `buf`.
@@ -1046,230 +935,6 @@ vh5_status vh5_write_many_slices(int64_t dset,
                                  const uint64_t *src_step,
                                  const uint64_t *dst_step,
                                  uint32_t flags);
-
-/**
- * Decode the payload in `buf` (`len` bytes) into `*out`, a view pointing INTO `buf`.
- *
- * Formats (detected from the first byte): Reductionist CBOR maps (reductionist-rs 0.12,
- * 0.13.0, 0.13.1 and client fixtures), RFC 8746 typed arrays (tags 64-87) and
- * multi-dimensional arrays (tags 40/1040), msgpack-numpy maps. Nothing is copied or
- * allocated in proportion to the data; a `count` integer array is walked once (validated,
- * counted) to reach the keys after it.
- *
- * `flags`: 0, or PAYLOAD_REQUIRE_ALIGNED | PAYLOAD_REQUIRE_NATIVE.
- *
- * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`out` NULL, or `buf` NULL with `len` > 0);
- * VH5_ERR_INVALID_ARGUMENT (unknown flag bits); VH5_ERR_MALFORMED (truncated, wrong types,
- * duplicate keys, data length != prod(shape) * itemsize, trailing bytes, negative counts...:
- * the message names the key and byte offset); VH5_ERR_UNSUPPORTED (pickled/structured
- * msgpack-numpy, indefinite-length data byte string, more than 64 axes, count nesting
- * deeper than 64, float128, reserved tags); VH5_ERR_DTYPE (unknown dtype, `dtype` key
- * contradicting a typed-array tag); VH5_ERR_SERVER_ERROR (`buf` is a server JSON error body;
- * the message carries the server's text); VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER (only
- * with the matching flag). On failure `*out` is zeroed (when `out` is not NULL) and
- * vh5_last_error_message() explains. `buf` is only read, within [buf, buf+len).
- * Thread-safe; no state is kept.
- */
-vh5_status payload_decode_view(const uint8_t *buf,
-                               size_t len,
-                               uint32_t flags,
-                               struct payload_view *out);
-
-/**
- * Decode the count of the payload in `buf` (`len` bytes) into `out` as native int64.
- *
- * Every count form: a bare integer (1 value); a CBOR integer array, flat or nested
- * (flattened in C order); `count_as_bytes` or a typed array (converted from its type and
- * byte order). `cap` is the capacity of `out` in ELEMENTS (`out` may be NULL when `cap` is
- * 0); `*written` receives the number of values written (0 when the payload has no count).
- *
- * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`written` NULL, `buf` NULL with `len` > 0, `out`
- * NULL with `cap` > 0); VH5_ERR_BUFFER_TOO_SMALL when `cap` < count length: nothing is
- * written beyond `out[cap-1]` (for an integer array the first `cap` values may be written,
- * as counts are decoded in a single pass), `*written` is set to the NEEDED count and the
- * message gives it;
- * VH5_ERR_MALFORMED for a negative count or one above INT64_MAX (the message names its
- * index and byte offset), and any status payload_decode_view returns for the message.
- * On other failures `*written` is 0 (and `out` may hold partial values up to `cap`).
- * Thread-safe.
- */
-vh5_status payload_decode_count(const uint8_t *buf,
-                                size_t len,
-                                int64_t *out,
-                                size_t cap,
-                                size_t *written);
-
-/**
- * Copy the data of the payload in `buf` (`len` bytes) into `out` in NATIVE byte order,
- * keeping the payload's element order (C order, or Fortran order when the view says so).
- *
- * `out_len` is the capacity of `out` in BYTES (`out` may be NULL when `out_len` is 0);
- * `*written` receives the number of bytes written (nelements * itemsize). `out` needs no
- * particular alignment, but an aligned buffer lets the caller use it as a typed array.
- * Unlike payload_decode_view this also reads data stored as an indefinite-length (chunked)
- * CBOR byte string.
- *
- * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT; VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
- * than the data length (nothing written; `*written` is set to the NEEDED byte count; the
- * message gives it); and any status payload_decode_view returns for the message (except
- * VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER, which do not apply). Thread-safe.
- */
-vh5_status payload_copy_data(const uint8_t *buf,
-                             size_t len,
-                             void *out,
-                             size_t out_len,
-                             size_t *written);
-
-/**
- * Copy many slices from the array `*src` into the array `*dst`, both in memory (numpy ->
- * numpy).
- *
- * Row i (0 <= i < nslices) copies, on every axis j (0 <= j < ndim),
- * `dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j]
- * (an index into `*src`), d = dst_start[i*ndim+j] (an index into `*dst`),
- * c = count[i*ndim+j], ss = src_step[i*ndim+j] and ds = dst_step[i*ndim+j] (1 when the
- * table is NULL); all in ELEMENTS. Each table holds `nslices * ndim` uint64 values,
- * row-major (NULL allowed when that product is 0). Rows run in order: where destinations
- * overlap, the later row wins. A row with a count of 0 on some axis copies nothing and is not
- * bounds-checked. `src->ndim` and `dst->ndim` must be equal (0-d arrays: every row copies
- * the single element).
- *
- * Same memory: `src` and `dst` may describe the same buffer or overlapping views of it. Each
- * row then behaves as if its source block were first copied to a temporary (memmove
- * semantics, like numpy's `dst[...] = src[...]`): it sees the results of earlier rows. Rows
- * whose source and destination byte ranges intersect go through an internal scratch buffer;
- * others are copied directly.
- *
- * `flags`: 0 or `VH5_SLICES_CLIP` (counts silently clipped to both extents, rows clipped to
- * nothing skipped). `VH5_SLICES_CONVERT` is refused: the dtypes (and item sizes) must be
- * equal and bytes are moved unchanged (so two arrays of the same non-native byte order work).
- *
- * Every row and both layouts are validated before the first byte is written, so on any
- * error nothing has been written. Returns `VH5_OK` (also for nslices 0 and empty arrays);
- * `VH5_ERR_NULL_ARGUMENT` (src, dst, a required table, a shape, or a base with base_len > 0
- * NULL); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits or CONVERT; ndim mismatch; step 0,
- * naming row, axis and table; itemsize not the dtype's size; destination strides under which
- * two indices share a byte: the message starts with "dst:"); `VH5_ERR_DTYPE` (unknown dtype
- * code, different dtypes or item sizes); `VH5_ERR_UNSUPPORTED` (more than 32 axes);
- * `VH5_ERR_BUFFER_TOO_SMALL` (an array reaching outside `[base, base+base_len)`: the message
- * starts with "src:" or "dst:" and gives the byte offsets); `VH5_ERR_OUT_OF_BOUNDS` (without
- * CLIP, a row reaching outside an extent: the message names row, axis and side).
- *
- * The source may have strides under which indices share bytes (e.g. a broadcast array with
- * stride 0): it is only read. Thread-safe; no libhdf5 call is made.
- *
- * # Safety
- * `src` and `dst` must be NULL or point to `vh5_array`s whose `shape`/`strides` hold `ndim`
- * entries; `src->base` must be valid for reads of `src->base_len` bytes and `dst->base` for
- * reads and writes of `dst->base_len` bytes for the call. Nothing is retained.
- */
-vh5_status vh5_copy_many_slices(const struct vh5_array *src,
-                                const struct vh5_array *dst,
-                                size_t nslices,
-                                const uint64_t *src_start,
-                                const uint64_t *dst_start,
-                                const uint64_t *count,
-                                const uint64_t *src_step,
-                                const uint64_t *dst_step,
-                                uint32_t flags);
-
-/**
- * Copy many slices of the caller's array `*src` into the HDF5 dataset `dset` (numpy ->
- * HDF5). `src_*` tables index the ARRAY `*src`; `dst_*` tables index the DATASET.
- *
- * Row i (0 <= i < nslices) writes, on every axis j (0 <= j < ndim),
- * `dataset[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
- * d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j], ds =
- * dst_step[i*ndim+j] (steps 1 when the table is NULL); all in ELEMENTS. Each table holds
- * `nslices * ndim` uint64 values, row-major (NULL allowed when that product is 0). Rows run
- * in order: where destinations overlap, the later row wins. A row with a count of 0 on some
- * axis writes nothing and is not bounds-checked. The dataset must have `src->ndim` axes; a
- * scalar dataset is written with `ndim` 0 and empty tables (the single element).
- *
- * The file must have been opened for writing (`vh5_file_open` with `VH5_FILE_READ_WRITE`,
- * or the caller's own `H5Fopen(..., H5F_ACC_RDWR, ...)`). The source array may have any
- * layout (C or Fortran order, sliced, stepped, negative strides, stride 0 broadcasting); it
- * is only read. Elements are written in native byte order with the dataset's native memory
- * type; libhdf5 converts to the file's byte order (e.g. into a big-endian dataset).
- *
- * `flags`: `VH5_SLICES_CLIP` (counts silently clipped to the array and dataset extents,
- * rows clipped to nothing skipped), `VH5_SLICES_CONVERT` (let libhdf5 convert from the
- * array's dtype to the dataset's, e.g. float64 -> int16) or 0.
- *
- * Chunked datasets (compressed or not): each chunk the rows touch is written ONCE per call;
- * chunks the rows cover completely are assembled in memory and written without being read;
- * chunks covered in part are read once (unallocated chunks read as the fill value), merged
- * in row order and written once. Contiguous and compact datasets get one `H5Dwrite` per row.
- * Filtered chunked datasets whose whole pipeline is deflate / shuffle / fletcher32 and whose
- * file type needs no conversion from the array's (byte order aside): vh5 runs the filters
- * itself (deflate at the dataset's level) on up to `vh5_get_num_threads()` worker threads
- * outside the libhdf5 lock and stores each chunk with `H5Dwrite_chunk`, filter mask 0;
- * chunks covered in part are read raw (`H5Dread_chunk`) and decoded by vh5. Other
- * pipelines (szip, nbit, scaleoffset, plugins) and conversions go through `H5Dwrite`.
- * Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
- * file are closed (`vh5_close`).
- *
- * Crash safety (HDF5 1.10 files are not journaled; tested by killing a writer with SIGKILL):
- * the file still opens and its other datasets and attributes read back intact; an
- * uncompressed dataset whose chunks (or contiguous storage) existed before the call holds,
- * element by element, either its old or its new value; a compressed dataset being written
- * may be unreadable afterwards (rewritten chunks move and the chunk index on disk is stale).
- *
- * Every row and the array layout are validated before the first write, so on any status
- * except `VH5_ERR_HDF5` nothing has been written. Returns `VH5_OK` (also for nslices 0 and
- * empty arrays or datasets); `VH5_ERR_NULL_ARGUMENT` (src, a required table, shape, or base
- * with base_len > 0 NULL); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; the file was
- * opened read-only: the message says "no write intent" and names VH5_FILE_READ_WRITE; ndim
- * of the table/array different from the dataset's; a step of 0, naming row, axis and
- * table; itemsize not the dtype's size); `VH5_ERR_UNSUPPORTED` (more than 32 axes;
- * variable-length, vlen or reference dataset types); `VH5_ERR_BUFFER_TOO_SMALL` (the array
- * reaches outside `[base, base+base_len)`; message starts with "src:");
- * `VH5_ERR_OUT_OF_BOUNDS` (without CLIP, a row reaching outside the array or the dataset:
- * the message names row, axis and side); `VH5_ERR_DTYPE` (unknown dtype code, dtype
- * mismatch without CONVERT, no libhdf5 conversion with it); `VH5_ERR_INVALID_HANDLE`
- * (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5 failed part-way, e.g. a
- * corrupt chunk that had to be read, a filter failure, a full disk: the message says which
- * rows had been written completely, which in part, and carries libhdf5's error stack).
- *
- * Thread-safe (libhdf5 calls serialised by vh5's lock); the caller must not modify `*src`'s
- * memory from another thread during the call.
- *
- * # Safety
- * `src` must be NULL or point to a `vh5_array` whose `base` is valid for reads of
- * `base_len` bytes and whose `shape`/`strides` hold `ndim` entries; each non-NULL table must
- * hold `nslices * ndim` values. Nothing is retained after the call.
- */
-vh5_status vh5_write_many_slices(int64_t dset,
-                                 const struct vh5_array *src,
-                                 size_t nslices,
-                                 const uint64_t *src_start,
-                                 const uint64_t *dst_start,
-                                 const uint64_t *count,
-                                 const uint64_t *src_step,
-                                 const uint64_t *dst_step,
-                                 uint32_t flags);
-
-/**
- * Set how many threads `vh5_read_many_slices` may use to decompress and scatter chunks
- * (process-wide; takes effect on the next call). `n` = 1: everything runs on the calling
- * thread, no extra threads; `n` > 1: up to `n` worker threads per call, started and joined
- * inside the call (vh5 keeps no thread between calls); `n` = 0: back to the default, which
- * is env `VH5_THREADS` (read once) when set to a positive integer, else the number of cores
- * available (`std::thread::available_parallelism`).
- *
- * Worker threads never call libhdf5: the calling thread reads the stored chunk bytes under
- * vh5's libhdf5 lock and the workers inflate / unshuffle / checksum / byte-swap and copy them
- * into the destination, outside the lock.
- *
- * Returns `VH5_OK` (always). Thread-safe.
- */
-vh5_status vh5_set_num_threads(uint32_t n);
-
-/**
- * The number of threads `vh5_read_many_slices` may use now (>= 1): the value set with
- * `vh5_set_num_threads`, else `VH5_THREADS`, else the cores available. Thread-safe.
- */
-uint32_t vh5_get_num_threads(void);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -78,3 +78,26 @@ fn header_names_are_prefixed() {
     bad.dedup();
     assert!(bad.is_empty(), "include/vh5.h defines unprefixed names: {bad:?}");
 }
+
+/// Each function is declared exactly once (cbindgen must not see a source file twice).
+#[test]
+fn header_declares_each_function_once() {
+    let h = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/vh5.h")).unwrap();
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    for line in h.lines() {
+        let t = line.trim_start();
+        if t.starts_with('*') || t.starts_with('/') || t.starts_with('#') {
+            continue;
+        }
+        if let Some(paren) = t.find('(') {
+            if let Some(name) = t[..paren].rsplit([' ', '*']).next() {
+                if name.starts_with("vh5_") || name.starts_with("payload_") {
+                    *seen.entry(name.to_string()).or_default() += 1;
+                }
+            }
+        }
+    }
+    let dups: Vec<_> = seen.iter().filter(|(_, &n)| n > 1).collect();
+    assert!(dups.is_empty(), "functions declared more than once in include/vh5.h: {dups:?}");
+    assert!(seen.len() >= 16, "expected the whole ABI, found {} functions: {:?}", seen.len(), seen.keys());
+}
