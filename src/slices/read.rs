@@ -116,7 +116,10 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         ),
     };
     let itemsize = dst.layout.itemsize;
-    let mut reader = HyperslabReader::new(l, dset, mem.id(), itemsize)?;
+    let mut reader = match meta.space_cache() {
+        Some(slot) => HyperslabReader::with_cache(l, dset, mem.id(), itemsize, slot)?,
+        None => HyperslabReader::new(l, dset, mem.id(), itemsize)?,
+    };
     let src_shape: Vec<u64> = reader.shape().to_vec();
     if src_shape.len() != n {
         bail!(InvalidArgument, "dimensionality mismatch: the dataset has {} axes, the destination {n}", src_shape.len());
