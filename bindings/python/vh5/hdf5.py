@@ -498,12 +498,15 @@ def read_many_slices(
             if dt is not _U64 and dt != _U64 and (dt != _I64 or (a.size and a.min() < 0)):
                 break
             r, k = a.shape
-            if k != ndim or (nslices >= 0 and r != nslices) or not a.flags.c_contiguous:
+            if k != ndim or (nslices >= 0 and r != nslices):
                 break
             nslices = r
             try:
+                # Succeeds only for a writable C-contiguous buffer (numpy refuses others).
                 addrs.append(_addressof(_from_buffer(a)))
             except (TypeError, ValueError, BufferError):
+                if not a.flags.c_contiguous:
+                    break
                 addrs.append(a.__array_interface__["data"][0])
         else:
             if nslices >= 0 and addrs[0] is not None and addrs[1] is not None and addrs[2] is not None:
@@ -511,7 +514,21 @@ def read_many_slices(
                     addrs += (None, None)
                 if not src._finalizer.alive:
                     src.id  # raises InvalidHandleError
-                arr = _dst_struct(dst)
+                # _dst_struct inlined: the per-thread cached vh5_array for dst's layout.
+                try:
+                    cache = _TLS.arrays
+                except AttributeError:
+                    cache = _TLS.arrays = {}
+                ent = cache.get((dst.dtype, dst.shape, dst.strides))
+                if ent is None:
+                    arr = _dst_struct(dst)
+                else:
+                    arr = ent[0]
+                    try:
+                        ptr = _addressof(_from_buffer(dst))
+                    except (TypeError, ValueError, BufferError):
+                        ptr = dst.__array_interface__["data"][0]
+                    arr.base = ptr + ent[1]
                 flags = (VH5_SLICES_CLIP if clip else 0) | (VH5_SLICES_CONVERT if convert else 0)
                 status = (_READ_FN or _read_fn())(src._id, arr, nslices, addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], flags)
                 if status:
