@@ -16,8 +16,9 @@
 //!    otherwise, and for unallocated chunks (fill value), through libhdf5 (`H5Dread` of the
 //!    chunk's region: filters, conversion and fill value by libhdf5). Fetched chunks are
 //!    decoded ([`Decoder`]: inflate, unshuffle, fletcher32, byte swap) and their pieces
-//!    scattered by `threads - 1` worker threads (see [`super::options::num_threads`]) outside
-//!    any lock, pipelined with the fetches: the calling thread queues each chunk (at most
+//!    scattered by `threads - 1` worker threads (see [`super::options::num_threads`]; in
+//!    `auto` mode only for filtered chunks, unfiltered ones are scattered by the calling
+//!    thread) outside any lock, pipelined with the fetches: the calling thread queues each chunk (at most
 //!    [`QUEUE_PER_WORKER`] per worker) and, when the queue is full, decodes that chunk itself
 //!    instead of waiting, so it never blocks on the workers while holding the libhdf5 lock
 //!    (at the end it helps drain the queue; the join waits for at most one chunk per worker).
@@ -47,9 +48,6 @@ pub(crate) const CHUNK_FETCH_NS: u64 = 4_000;
 pub(crate) const HDF5_READ_NS: u64 = 2_000;
 /// Estimated bytes moved per ns (read from the page cache + copy).
 pub(crate) const BYTES_PER_NS: u64 = 4;
-/// Below this many bytes of whole chunks to fetch (unfiltered data, `auto` mode), no worker
-/// threads (spawning costs more than the parallel scatter saves).
-pub(crate) const MIN_PARALLEL_BYTES: u64 = 4 << 20;
 /// Fetched chunks queued per worker thread before the calling thread decodes one itself.
 const QUEUE_PER_WORKER: usize = 4;
 
@@ -231,8 +229,11 @@ pub(crate) fn read_chunked(
     let filters = filters.unwrap_or_default();
     let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, chunk_bytes };
     let threads = num_threads();
-    let whole_bytes = nwhole as u64 * chunk_bytes as u64;
-    let worth = filtered || whole_bytes >= MIN_PARALLEL_BYTES || mode == PlannerMode::Chunks;
+    // Workers only where decoding dominates (filtered chunks; `chunks` mode always, which the
+    // tests use to exercise them): for unfiltered chunks the scatter is a copy no larger than
+    // the fetch, and handing chunks to another core cost more than it saved (case 2 of
+    // docs/BENCHMARKS.md: 8 ms on one thread, 10 ms with a worker taking 60% of the chunks).
+    let worth = filtered || mode == PlannerMode::Chunks;
     // The calling thread fetches and also decodes (see the module docs): `threads - 1` workers.
     let nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1) } else { 0 };
 
