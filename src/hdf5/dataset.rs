@@ -2,6 +2,7 @@
 //! and read hyperslabs with reused dataspaces.
 
 use std::ffi::{c_char, c_int, c_uint, CStr, CString};
+use std::sync::Mutex;
 
 use hdf5_sys::h5d::*;
 use hdf5_sys::h5f::*;
@@ -305,6 +306,18 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// The file and memory dataspaces of one dataset, kept across calls by [`super::meta`] when
+/// the dataset's extent cannot change while it is open (see
+/// [`super::meta::DatasetMeta::space_cache`]). `shape` is the extent of `file_space`;
+/// `mem_extent` the current extent of `mem_space`.
+#[derive(Debug)]
+pub struct SpaceCache {
+    file_space: Handle,
+    mem_space: Handle,
+    shape: Vec<u64>,
+    mem_extent: Vec<u64>,
+}
+
 /// Reads hyperslabs of one dataset with one memory type, reusing its file and memory
 /// dataspaces across reads. Create one per operation, under the lock.
 pub struct HyperslabReader<'l> {
@@ -312,37 +325,40 @@ pub struct HyperslabReader<'l> {
     dset: hid_t,
     mem_type: hid_t,
     mem_itemsize: usize,
-    file_space: Handle,
-    mem_space: Handle,
-    shape: Vec<u64>,
-    /// Current extent of `mem_space` (reset only when a row's count differs).
-    mem_extent: Vec<u64>,
+    /// Always `Some` while the reader lives (taken back by `Drop` when it has a `home`).
+    spaces: Option<SpaceCache>,
+    /// Where the dataspaces are returned on drop (a dataset's cache slot), if anywhere.
+    home: Option<&'l Mutex<Option<SpaceCache>>>,
 }
 
 impl<'l> HyperslabReader<'l> {
     /// `mem_type` must stay open for the reader's life; `mem_itemsize` is its size in bytes.
     pub fn new(lock: &'l H5Lock, dset: hid_t, mem_type: hid_t, mem_itemsize: usize) -> Result<Self> {
-        // SAFETY: valid dataset id (checked by the caller); lock held.
-        unsafe {
-            let file_space = Handle::new(lock, H5Dget_space(dset), "H5Dget_space")?;
-            if H5Sget_simple_extent_type(file_space.id()) == H5S_class_t::H5S_NULL {
-                // h5py.Empty / H5S_NULL: no elements at all (not a scalar, which has one).
-                bail!(Unsupported, "the dataset has a null dataspace (H5S_NULL, h5py.Empty): it holds no elements to read");
-            }
-            let (shape, _) = space_dims(lock, file_space.id())?;
-            let one = [1u64];
-            let mem_space = if shape.is_empty() {
-                Handle::new(lock, H5Screate(H5S_class_t::H5S_SCALAR), "H5Screate(scalar)")?
-            } else {
-                Handle::new(lock, H5Screate_simple(1, one.as_ptr(), std::ptr::null()), "H5Screate_simple")?
-            };
-            Ok(HyperslabReader { lock, dset, mem_type, mem_itemsize, file_space, mem_space, shape, mem_extent: vec![1] })
-        }
+        let spaces = new_spaces(lock, dset)?;
+        Ok(HyperslabReader { lock, dset, mem_type, mem_itemsize, spaces: Some(spaces), home: None })
+    }
+
+    /// Like [`HyperslabReader::new`], but takes the dataspaces from `slot` when it holds
+    /// some (created on first use otherwise) and puts them back there when dropped. `slot`
+    /// must belong to `dset` and only be given when its extent cannot change (see
+    /// [`super::meta::DatasetMeta::space_cache`]). A slot already in use (a second reader of
+    /// the same dataset in one operation) leaves this reader with dataspaces of its own.
+    pub fn with_cache(lock: &'l H5Lock, dset: hid_t, mem_type: hid_t, mem_itemsize: usize, slot: &'l Mutex<Option<SpaceCache>>) -> Result<Self> {
+        let cached = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let spaces = match cached {
+            Some(sp) => sp,
+            None => new_spaces(lock, dset)?,
+        };
+        Ok(HyperslabReader { lock, dset, mem_type, mem_itemsize, spaces: Some(spaces), home: Some(slot) })
+    }
+
+    fn sp(&self) -> &SpaceCache {
+        self.spaces.as_ref().expect("reader dataspaces present until drop")
     }
 
     /// Current extent of the dataset (empty for a scalar dataset).
     pub fn shape(&self) -> &[u64] {
-        &self.shape
+        &self.sp().shape
     }
 
     /// Read the hyperslab `start`, `stride` (`None` = all 1), `count` (elements per axis,
@@ -351,39 +367,76 @@ impl<'l> HyperslabReader<'l> {
     /// `prod(count) * mem_itemsize`. For a scalar dataset the slices are empty and one
     /// element is read.
     pub fn read(&mut self, start: &[u64], stride: Option<&[u64]>, count: &[u64], buf: &mut [u8]) -> Result<()> {
-        let n = self.shape.len();
+        let l = self.lock;
+        let (dset, mem_type, mem_itemsize) = (self.dset, self.mem_type, self.mem_itemsize);
+        let spc = self.spaces.as_mut().expect("reader dataspaces present until drop");
+        let n = spc.shape.len();
         if start.len() != n || count.len() != n || stride.is_some_and(|s| s.len() != n) {
             bail!(InvalidArgument, "internal: hyperslab rank mismatch");
         }
         let elems: u64 = count.iter().product();
-        if (elems as u128) * (self.mem_itemsize as u128) != buf.len() as u128 {
-            bail!(BufferTooSmall, "internal: hyperslab buffer of {} bytes for {elems} elements of {} bytes", buf.len(), self.mem_itemsize);
+        if (elems as u128) * (mem_itemsize as u128) != buf.len() as u128 {
+            bail!(BufferTooSmall, "internal: hyperslab buffer of {} bytes for {elems} elements of {} bytes", buf.len(), mem_itemsize);
         }
-        let l = self.lock;
         // SAFETY: ids are valid; selection arrays have `n` entries; `buf` holds exactly the
         // selected number of elements of the memory type, so H5Dread writes inside it.
         unsafe {
             if n == 0 {
-                check(l, H5Dread(self.dset, self.mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.as_mut_ptr() as *mut _), "H5Dread (scalar)")?;
+                check(l, H5Dread(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.as_mut_ptr() as *mut _), "H5Dread (scalar)")?;
                 return Ok(());
             }
             let sp = stride.map_or(std::ptr::null(), |s| s.as_ptr());
             check(
                 l,
-                H5Sselect_hyperslab(self.file_space.id(), H5S_seloper_t::H5S_SELECT_SET, start.as_ptr(), sp, count.as_ptr(), std::ptr::null()),
+                H5Sselect_hyperslab(spc.file_space.id(), H5S_seloper_t::H5S_SELECT_SET, start.as_ptr(), sp, count.as_ptr(), std::ptr::null()),
                 "H5Sselect_hyperslab (file)",
             )?;
-            if self.mem_extent != count {
-                check(l, H5Sset_extent_simple(self.mem_space.id(), n as c_int, count.as_ptr(), std::ptr::null()), "H5Sset_extent_simple (memory)")?;
-                self.mem_extent.clear();
-                self.mem_extent.extend_from_slice(count);
+            if spc.mem_extent != count {
+                // Forget the extent first: if the call fails the space's extent is unknown.
+                spc.mem_extent.clear();
+                check(l, H5Sset_extent_simple(spc.mem_space.id(), n as c_int, count.as_ptr(), std::ptr::null()), "H5Sset_extent_simple (memory)")?;
+                spc.mem_extent.extend_from_slice(count);
             }
             check(
                 l,
-                H5Dread(self.dset, self.mem_type, self.mem_space.id(), self.file_space.id(), H5P_DEFAULT, buf.as_mut_ptr() as *mut _),
+                H5Dread(dset, mem_type, spc.mem_space.id(), spc.file_space.id(), H5P_DEFAULT, buf.as_mut_ptr() as *mut _),
                 format_args!("H5Dread of hyperslab start {start:?} stride {:?} count {count:?}", stride.unwrap_or(&[])),
             )?;
         }
         Ok(())
+    }
+}
+
+impl Drop for HyperslabReader<'_> {
+    fn drop(&mut self) {
+        if let (Some(home), Some(sp)) = (self.home, self.spaces.take()) {
+            let mut slot = home.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_none() {
+                *slot = Some(sp);
+                return;
+            }
+            drop(slot);
+            drop(sp); // another reader returned its dataspaces first: close ours
+        }
+    }
+}
+
+/// Fresh file and memory dataspaces for reading `dset` (`Unsupported` for a null dataspace).
+fn new_spaces(lock: &H5Lock, dset: hid_t) -> Result<SpaceCache> {
+    // SAFETY: valid dataset id (checked by the caller); lock held.
+    unsafe {
+        let file_space = Handle::new(lock, H5Dget_space(dset), "H5Dget_space")?;
+        if H5Sget_simple_extent_type(file_space.id()) == H5S_class_t::H5S_NULL {
+            // h5py.Empty / H5S_NULL: no elements at all (not a scalar, which has one).
+            bail!(Unsupported, "the dataset has a null dataspace (H5S_NULL, h5py.Empty): it holds no elements to read");
+        }
+        let (shape, _) = space_dims(lock, file_space.id())?;
+        let one = [1u64];
+        let mem_space = if shape.is_empty() {
+            Handle::new(lock, H5Screate(H5S_class_t::H5S_SCALAR), "H5Screate(scalar)")?
+        } else {
+            Handle::new(lock, H5Screate_simple(1, one.as_ptr(), std::ptr::null()), "H5Screate_simple")?
+        };
+        Ok(SpaceCache { file_space, mem_space, shape, mem_extent: vec![1] })
     }
 }

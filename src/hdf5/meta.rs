@@ -5,7 +5,9 @@
 //! Keyed by the dataset's `hid_t`: libhdf5 1.10 never hands out an id number twice in a
 //! process (ids grow monotonically per type), and [`super::dataset::close`] forgets the entry;
 //! an id closed behind vh5's back fails the "open dataset" check before the cache is
-//! consulted. The extent is NOT cached (datasets can grow). At most [`MAX_ENTRIES`] entries
+//! consulted. The extent (and the dataspaces that carry it) is cached only when it cannot
+//! change while the id is open: the file was opened read-only without SWMR
+//! ([`DatasetMeta::space_cache`]); otherwise every call asks libhdf5 again. At most [`MAX_ENTRIES`] entries
 //! are kept (the cache is emptied beyond that). Every access happens under the libhdf5 lock.
 
 use std::collections::HashMap;
@@ -14,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use hdf5_sys::h5i::hid_t;
 
 use super::chunk::{chunk_layout, ChunkLayout};
+use super::dataset::SpaceCache;
 use super::handle::Handle;
 use super::lock::H5Lock;
 use super::types::{classify, TypeInfo};
@@ -31,6 +34,39 @@ pub struct DatasetMeta {
     pub finfo: TypeInfo,
     /// Chunk shape and filter pipeline.
     pub layout: ChunkLayout,
+    /// The file's intent is exactly read-only (no `H5F_ACC_RDWR`, no SWMR flag): nothing in
+    /// this process can change the dataset's extent while it is open.
+    fixed_extent: bool,
+    /// Dataspaces kept across calls (when `fixed_extent`), lent to one reader at a time.
+    spaces: Mutex<Option<SpaceCache>>,
+}
+
+impl DatasetMeta {
+    /// The dataspace slot to give [`super::dataset::HyperslabReader::with_cache`], or `None`
+    /// when the dataset's extent may change (file opened read-write or SWMR: `H5Dset_extent`,
+    /// `H5Drefresh`), in which case every reader creates fresh dataspaces.
+    pub fn space_cache(&self) -> Option<&Mutex<Option<SpaceCache>>> {
+        self.fixed_extent.then_some(&self.spaces)
+    }
+}
+
+/// Whether the file holding `dset` is open read-only without SWMR (its datasets' extents
+/// cannot change while open). Any failure answers `false` (no caching).
+fn extent_is_fixed(lock: &H5Lock, dset: hid_t) -> bool {
+    use hdf5_sys::h5f::{H5Fget_intent, H5F_ACC_RDWR, H5F_ACC_SWMR_READ, H5F_ACC_SWMR_WRITE};
+    // SAFETY: valid dataset id (checked by the caller); lock held; `intent` is a local.
+    unsafe {
+        let Ok(f) = Handle::new(lock, hdf5_sys::h5i::H5Iget_file_id(dset), "H5Iget_file_id") else {
+            super::error::clear_stack(lock);
+            return false;
+        };
+        let mut intent: std::ffi::c_uint = 0;
+        if H5Fget_intent(f.id(), &mut intent) < 0 {
+            super::error::clear_stack(lock);
+            return false;
+        }
+        intent & (H5F_ACC_RDWR | H5F_ACC_SWMR_READ | H5F_ACC_SWMR_WRITE) == 0
+    }
 }
 
 static CACHE: Mutex<Option<HashMap<hid_t, Arc<DatasetMeta>>>> = Mutex::new(None);
@@ -45,7 +81,8 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
     let ftype = Handle::new(lock, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
     let finfo = classify(lock, ftype.id())?;
     let layout = chunk_layout(lock, dset)?;
-    let m = Arc::new(DatasetMeta { ftype, finfo, layout });
+    let fixed_extent = extent_is_fixed(lock, dset);
+    let m = Arc::new(DatasetMeta { ftype, finfo, layout, fixed_extent, spaces: Mutex::new(None) });
     let old = {
         let mut g = CACHE.lock().unwrap_or_else(|p| p.into_inner());
         let c = g.get_or_insert_with(HashMap::new);

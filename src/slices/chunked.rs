@@ -14,9 +14,15 @@
 //!    grid: raw (`H5Dget_chunk_info_by_coord` + `H5Dread_chunk`) when vh5 can decode the
 //!    filter pipeline and the file type's bytes are the memory type's (possibly byte-swapped);
 //!    otherwise, and for unallocated chunks (fill value), through libhdf5 (`H5Dread` of the
-//!    chunk's region: filters, conversion and fill value by libhdf5). Worker threads (see
-//!    [`super::options::num_threads`]) decode raw chunks ([`Decoder`]: inflate, unshuffle,
-//!    fletcher32, byte swap) and scatter their pieces, outside any lock. A chunk vh5 fails to
+//!    chunk's region: filters, conversion and fill value by libhdf5). Fetched chunks are
+//!    decoded ([`Decoder`]: inflate, unshuffle, fletcher32, byte swap) and their pieces
+//!    scattered by `threads - 1` worker threads (see [`super::options::num_threads`]; in
+//!    `auto` mode only for filtered chunks, unfiltered ones are scattered by the calling
+//!    thread) outside any lock, pipelined with the fetches: the calling thread queues each chunk (at most
+//!    [`QUEUE_PER_WORKER`] per worker) and, when the queue is full, decodes that chunk itself
+//!    instead of waiting, so it never blocks on the workers while holding the libhdf5 lock
+//!    (at the end it helps drain the queue; the join waits for at most one chunk per worker).
+//!    Chunk buffers are recycled between fetches. A chunk vh5 fails to
 //!    decode is read again through libhdf5; if libhdf5 fails too the call fails with
 //!    `Hdf5`, naming the chunk and both reasons (never garbage in the destination for it).
 
@@ -42,9 +48,8 @@ pub(crate) const CHUNK_FETCH_NS: u64 = 4_000;
 pub(crate) const HDF5_READ_NS: u64 = 2_000;
 /// Estimated bytes moved per ns (read from the page cache + copy).
 pub(crate) const BYTES_PER_NS: u64 = 4;
-/// Below this many bytes of whole chunks to fetch (unfiltered data, `auto` mode), no worker
-/// threads (spawning costs more than the parallel scatter saves).
-pub(crate) const MIN_PARALLEL_BYTES: u64 = 4 << 20;
+/// Fetched chunks queued per worker thread before the calling thread decodes one itself.
+const QUEUE_PER_WORKER: usize = 4;
 
 /// Whether to read a chunk whole (true) or read its pieces through libhdf5 (false).
 ///
@@ -173,27 +178,30 @@ pub(crate) fn read_chunked(
     let n = ctx.src_shape.len();
     let grid = ChunkGrid::new(ctx.src_shape, chunk)?;
     let itemsize = ctx.itemsize;
-    // Pass 1: destination boxes of the rows that copy something.
+    // One pass over the rows: destination boxes and pieces of the rows that copy something.
     let mut boxes = Vec::new();
     let mut valid: Vec<usize> = Vec::new();
+    let mut plan = Plan::new(n);
+    let mut elements = 0u64;
     for i in 0..table.nslices {
         if let Some(r) = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)? {
             push_dst_box(&r, &mut boxes);
             valid.push(i);
-        }
-    }
-    let overlap = overlapping_rows(&boxes, ctx.dst_shape);
-    drop(boxes);
-    // Pass 2: pieces of the rows that overlap no other row.
-    let mut plan = Plan::new(n);
-    let (mut rows_read, mut elements) = (0usize, 0u64);
-    for (k, &i) in valid.iter().enumerate() {
-        let r = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)?.expect("validated row");
-        rows_read += 1;
-        elements += r.elements();
-        if !overlap[k] {
+            elements += r.elements();
             plan.add_row(&grid, i, &r);
         }
+    }
+    let rows_read = valid.len();
+    let rows_skipped = table.nslices - rows_read;
+    // Rows whose destination overlaps another row's run last, in row order: not planned.
+    let overlap = overlapping_rows(&boxes, ctx.dst_shape);
+    drop(boxes);
+    if overlap.iter().any(|&o| o) {
+        let mut is_overlapping = vec![false; table.nslices];
+        for (k, &i) in valid.iter().enumerate() {
+            is_overlapping[i] = overlap[k];
+        }
+        plan.retain_rows(|i| !is_overlapping[i]);
     }
     plan.finish();
 
@@ -209,6 +217,7 @@ pub(crate) fn read_chunked(
     }
     let chunk_bytes = usize::try_from(chunk_bytes).map_err(|_| err!(BufferTooSmall, "chunk of {chunk_elems} elements does not fit in memory"))?;
     stats.rows_read += rows_read;
+    stats.rows_skipped += rows_skipped;
     stats.elements += elements;
 
     let specs: Vec<(i32, &[u32])> = filter_specs.iter().map(|f| (f.id, f.cd_values.as_slice())).collect();
@@ -220,13 +229,28 @@ pub(crate) fn read_chunked(
     let filters = filters.unwrap_or_default();
     let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, chunk_bytes };
     let threads = num_threads();
-    let whole_bytes = nwhole as u64 * chunk_bytes as u64;
-    let worth = filtered || whole_bytes >= MIN_PARALLEL_BYTES || mode == PlannerMode::Chunks;
-    let nworkers = if threads > 1 && nwhole >= 2 && worth { threads.min(nwhole) } else { 0 };
+    // Workers only where decoding dominates (filtered chunks; `chunks` mode always, which the
+    // tests use to exercise them): for unfiltered chunks the scatter is a copy no larger than
+    // the fetch, and handing chunks to another core cost more than it saved (case 2 of
+    // docs/BENCHMARKS.md: 8 ms on one thread, 10 ms with a worker taking 60% of the chunks).
+    let worth = filtered || mode == PlannerMode::Chunks;
+    // The calling thread fetches and also decodes (see the module docs): `threads - 1` workers.
+    let nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1) } else { 0 };
 
     let stop = AtomicBool::new(false);
     let failed: Mutex<Option<(usize, Error)>> = Mutex::new(None);
     let retry: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
+    // Chunk buffers handed back by whoever processed a job, reused for the next fetches.
+    let pool: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+    let pool_max = QUEUE_PER_WORKER * nworkers + 2;
+    let recycle = |buf: Vec<u8>| {
+        if buf.capacity() > 0 {
+            let mut p = pool.lock().unwrap_or_else(|p| p.into_inner());
+            if p.len() < pool_max {
+                p.push(buf);
+            }
+        }
+    };
     let fail = |g: usize, e: Error| {
         let mut f = failed.lock().unwrap_or_else(|p| p.into_inner());
         if f.as_ref().is_none_or(|(g0, _)| g < *g0) {
@@ -234,15 +258,18 @@ pub(crate) fn read_chunked(
         }
         stop.store(true, Ordering::Relaxed);
     };
-    let handle = |job: &mut Job, dec: &mut Decoder| match shared.process(job, dec) {
-        Ok(()) => {}
-        Err(Ok(msg)) => retry.lock().unwrap_or_else(|p| p.into_inner()).push((job.group, msg)),
-        Err(Err(e)) => fail(job.group, e),
+    let handle = |mut job: Job, dec: &mut Decoder| {
+        match shared.process(&mut job, dec) {
+            Ok(()) => {}
+            Err(Ok(msg)) => retry.lock().unwrap_or_else(|p| p.into_inner()).push((job.group, msg)),
+            Err(Err(e)) => fail(job.group, e),
+        }
+        recycle(job.buf);
     };
     let mut scratch = Vec::new();
     let (mut raw_chunks, mut hdf5_reads) = (0usize, 0usize);
     std::thread::scope(|sc| -> Result<()> {
-        let (tx, rx) = mpsc::sync_channel::<Job>(2 * nworkers.max(1));
+        let (tx, rx) = mpsc::sync_channel::<Job>(QUEUE_PER_WORKER * nworkers.max(1));
         let rx = Arc::new(Mutex::new(rx));
         for _ in 0..nworkers {
             let rx = Arc::clone(&rx);
@@ -251,8 +278,8 @@ pub(crate) fn read_chunked(
                 let mut dec = Decoder::default();
                 loop {
                     let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok(mut job) = job else { return };
-                    handle(&mut job, &mut dec);
+                    let Ok(job) = job else { return };
+                    handle(job, &mut dec);
                 }
             });
         }
@@ -272,7 +299,8 @@ pub(crate) fn read_chunked(
                     continue;
                 }
                 let (coord, origin, extent) = shared.origin_extent(g);
-                let mut job = Job { group: g, buf: Vec::new(), raw_mask: None };
+                let buf = pool.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_default();
+                let mut job = Job { group: g, buf, raw_mask: None };
                 let state = if raw_ok { chunk_state(l, dset, &origin[..n]) } else { ChunkState::Unknown };
                 match state {
                     ChunkState::Stored { size, .. } => {
@@ -282,14 +310,30 @@ pub(crate) fn read_chunked(
                     _ => read_region(reader, &origin[..n], &extent[..n], itemsize, &mut job.buf)?,
                 }
                 if nworkers == 0 {
-                    handle(&mut job, &mut dec);
-                } else if tx.send(job).is_err() {
-                    break;
+                    handle(job, &mut dec);
+                    continue;
+                }
+                // Hand the chunk to a worker; when they are all busy and the queue is full,
+                // decode it here instead of waiting (the caller never blocks on the workers).
+                match tx.try_send(job) {
+                    Ok(()) => {}
+                    Err(mpsc::TrySendError::Full(job)) => handle(job, &mut dec),
+                    Err(mpsc::TrySendError::Disconnected(_)) => break,
                 }
             }
             Ok(())
         })();
         drop(tx);
+        // Help drain the queue, then the scope joins the workers (each finishes at most the
+        // job it holds).
+        if nworkers > 0 {
+            while let Ok(job) = {
+                let r = rx.lock().unwrap_or_else(|p| p.into_inner()).try_recv();
+                r
+            } {
+                handle(job, &mut dec);
+            }
+        }
         result
     })?;
     if let Some((_, e)) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {

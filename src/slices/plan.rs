@@ -6,8 +6,6 @@
 //! A [`Plan`] holds the pieces ([`super::chunks::Piece`] plus where each goes in the
 //! destination) grouped by chunk in C order of the chunk grid, and inside a chunk in row order.
 
-use std::collections::HashMap;
-
 use super::chunks::ChunkGrid;
 use super::geometry::Row;
 #[cfg(test)]
@@ -55,6 +53,12 @@ impl Plan {
             }
             self.coords.extend_from_slice(p.count);
         });
+    }
+
+    /// Drop the pieces of the rows for which `keep(row)` is false (before [`Plan::finish`];
+    /// their coordinates stay stored, unused).
+    pub fn retain_rows(&mut self, mut keep: impl FnMut(usize) -> bool) {
+        self.pieces.retain(|p| keep(p.row));
     }
 
     /// Group the pieces by chunk (C order of the grid), keeping row order inside a chunk.
@@ -112,7 +116,8 @@ pub fn push_dst_box(r: &Row, out: &mut Vec<u64>) {
 /// count as overlapping (conservative: they then run in row order, which is always correct).
 /// Boxes are bucketed on a grid over the destination's two widest axes, with cells as large
 /// as the largest box on that axis, so each box lands in at most 4 cells and only boxes
-/// sharing a cell are compared. When the comparisons would exceed a budget (pathological
+/// sharing a cell are compared (cells found by sorting (cell, box) pairs: no hashing, one
+/// allocation). When the comparisons would exceed a budget (pathological
 /// layouts) every row is reported as overlapping.
 pub fn overlapping_rows(boxes: &[u64], dst_shape: &[u64]) -> Vec<bool> {
     let n = dst_shape.len();
@@ -128,7 +133,8 @@ pub fn overlapping_rows(boxes: &[u64], dst_shape: &[u64]) -> Vec<bool> {
     axes.sort_by_key(|&j| std::cmp::Reverse(dst_shape[j]));
     axes.truncate(2);
     let cell: Vec<u64> = axes.iter().map(|&j| (0..m).map(|k| hi(k, j) - lo(k, j) + 1).max().unwrap_or(1)).collect();
-    let mut grid: HashMap<(u64, u64), Vec<u32>> = HashMap::new();
+    // (cell on axis a0, cell on axis a1, box): sorted, boxes sharing a cell are adjacent.
+    let mut cells: Vec<(u64, u64, u32)> = Vec::with_capacity(m);
     for k in 0..m {
         let r = |a: usize| -> (u64, u64) {
             match axes.get(a) {
@@ -140,27 +146,37 @@ pub fn overlapping_rows(boxes: &[u64], dst_shape: &[u64]) -> Vec<bool> {
         let (b0, b1) = r(1);
         for x in a0..=a1 {
             for y in b0..=b1 {
-                grid.entry((x, y)).or_default().push(k as u32);
+                cells.push((x, y, k as u32));
             }
         }
     }
+    cells.sort_unstable();
     let budget = 64 * m as u64 + 1_000_000;
     let mut work = 0u64;
     let intersects = |a: usize, b: usize| (0..n).all(|j| lo(a, j) <= hi(b, j) && lo(b, j) <= hi(a, j));
-    for members in grid.values() {
-        let c = members.len() as u64;
+    let mut i = 0;
+    while i < cells.len() {
+        let (x, y, _) = cells[i];
+        let mut e = i + 1;
+        while e < cells.len() && cells[e].0 == x && cells[e].1 == y {
+            e += 1;
+        }
+        let c = (e - i) as u64;
         work += c * (c - 1) / 2;
         if work > budget {
             return vec![true; m];
         }
-        for (x, &a) in members.iter().enumerate() {
-            for &b in &members[x + 1..] {
-                if intersects(a as usize, b as usize) {
-                    out[a as usize] = true;
-                    out[b as usize] = true;
+        for p in i..e {
+            let a = cells[p].2 as usize;
+            for q in &cells[p + 1..e] {
+                let b = q.2 as usize;
+                if intersects(a, b) {
+                    out[a] = true;
+                    out[b] = true;
                 }
             }
         }
+        i = e;
     }
     out
 }

@@ -116,7 +116,10 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         ),
     };
     let itemsize = dst.layout.itemsize;
-    let mut reader = HyperslabReader::new(l, dset, mem.id(), itemsize)?;
+    let mut reader = match meta.space_cache() {
+        Some(slot) => HyperslabReader::with_cache(l, dset, mem.id(), itemsize, slot)?,
+        None => HyperslabReader::new(l, dset, mem.id(), itemsize)?,
+    };
     let src_shape: Vec<u64> = reader.shape().to_vec();
     if src_shape.len() != n {
         bail!(InvalidArgument, "dimensionality mismatch: the dataset has {} axes, the destination {n}", src_shape.len());
@@ -126,10 +129,10 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         return Ok(stats);
     }
     let dst_shape = dst.layout.shape.clone();
-    let to_run = check_rows(table, &src_shape, &dst_shape, clip)?;
-    stats.rows_skipped = table.nslices - to_run;
 
     if n == 0 {
+        let to_run = check_rows(table, &src_shape, &dst_shape, clip)?;
+        stats.rows_skipped = table.nslices - to_run;
         // Scalar dataset: every row copies the one element.
         let off = dst.layout.offset;
         reader.read(&[], None, &[], &mut dst.buf[off..off + itemsize])?;
@@ -144,11 +147,14 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         let filtered = !meta.layout.filters.is_empty();
         if !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk, filtered)?) {
             let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize);
+            // Validates every row before reading anything (as `check_rows` below).
             if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, raw, mode, &mut stats)? {
                 return Ok(st);
             }
         }
     }
+    let to_run = check_rows(table, &src_shape, &dst_shape, clip)?;
+    stats.rows_skipped = table.nslices - to_run;
     let mut scratch: Vec<u8> = Vec::new();
     for i in 0..table.nslices {
         let Some(r) = row(table, i, &src_shape, &dst_shape, clip)? else { continue };

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 import weakref
 
 import numpy as np
@@ -328,6 +329,8 @@ def _fast_tables(ndim: int, given):
 
 _c_char = ctypes.c_char
 _addressof = ctypes.addressof
+_from_buffer = ctypes.c_char.from_buffer
+_ndarray = np.ndarray
 
 
 def _address(a: np.ndarray) -> int:
@@ -383,6 +386,44 @@ def describe_array(dst: np.ndarray):
     ptr = _address(dst)
     a = Array(ptr + lo, span, -lo, code, itemsize, nd, shape_p, strides_p)
     return a, (shape, strides)
+
+
+_TLS = threading.local()
+_READ_FN = None
+
+
+def _read_fn():
+    """The ctypes function ``vh5_read_many_slices`` (looked up once)."""
+    global _READ_FN
+    fn = _READ_FN
+    if fn is None:
+        fn = _READ_FN = lib().vh5_read_many_slices
+    return fn
+
+
+def _dst_struct(dst: np.ndarray) -> Array:
+    """The ``vh5_array`` describing ``dst`` (same fields as :func:`describe_array`), from a
+    per-thread cache keyed by (dtype, shape, strides): only its ``base`` is set per call. The
+    struct keeps its shape/strides tables alive; per thread, so a call releasing the GIL
+    never sees another thread's ``base``."""
+    try:
+        cache = _TLS.arrays
+    except AttributeError:
+        cache = _TLS.arrays = {}
+    key = (dst.dtype, dst.shape, dst.strides)
+    ent = cache.get(key)
+    if ent is None:
+        code, itemsize, lo, span, nd, shape_p, strides_p, shape, strides = _array_template(dst)
+        if len(cache) >= _ARRAY_CACHE_MAX:
+            cache.clear()
+        ent = cache[key] = (Array(0, span, -lo, code, itemsize, nd, shape_p, strides_p), lo, shape, strides)
+    arr = ent[0]
+    try:
+        ptr = _addressof(_from_buffer(dst))
+    except (TypeError, ValueError, BufferError):
+        ptr = dst.__array_interface__["data"][0]
+    arr.base = ptr + ent[1]
+    return arr
 
 
 def read_many_slices(
@@ -454,8 +495,58 @@ def read_many_slices(
     if not dst.flags.writeable:
         raise ValueError("dst must be writeable")
     if type(src) is Dataset:
-        # Fast path (a vh5.Dataset, nothing to close): no try/finally, no broadcasting.
-        tables, nslices = coordinate_tables(len(src.shape), src_start, dst_start, count, src_step, dst_step)
+        # Fast path (a vh5.Dataset, nothing to close): no try/finally, no broadcasting; the
+        # common table layout is handled inline (one Python frame: ~2 µs of a ~6 µs call).
+        ndim = len(src.shape)
+        addrs = []
+        nslices = -1
+        for a in (src_start, dst_start, count) if src_step is None and dst_step is None else (src_start, dst_start, count, src_step, dst_step):
+            if a is None:
+                addrs.append(None)
+                continue
+            if type(a) is not _ndarray or a.ndim != 2:
+                break
+            dt = a.dtype
+            if dt is not _U64 and dt != _U64 and (dt != _I64 or (a.size and a.min() < 0)):
+                break
+            r, k = a.shape
+            if k != ndim or (nslices >= 0 and r != nslices):
+                break
+            nslices = r
+            try:
+                # Succeeds only for a writable C-contiguous buffer (numpy refuses others).
+                addrs.append(_addressof(_from_buffer(a)))
+            except (TypeError, ValueError, BufferError):
+                if not a.flags.c_contiguous:
+                    break
+                addrs.append(a.__array_interface__["data"][0])
+        else:
+            if nslices >= 0 and addrs[0] is not None and addrs[1] is not None and addrs[2] is not None:
+                if len(addrs) == 3:
+                    addrs += (None, None)
+                if not src._finalizer.alive:
+                    src.id  # raises InvalidHandleError
+                # _dst_struct inlined: the per-thread cached vh5_array for dst's layout.
+                try:
+                    cache = _TLS.arrays
+                except AttributeError:
+                    cache = _TLS.arrays = {}
+                ent = cache.get((dst.dtype, dst.shape, dst.strides))
+                if ent is None:
+                    arr = _dst_struct(dst)
+                else:
+                    arr = ent[0]
+                    try:
+                        ptr = _addressof(_from_buffer(dst))
+                    except (TypeError, ValueError, BufferError):
+                        ptr = dst.__array_interface__["data"][0]
+                    arr.base = ptr + ent[1]
+                flags = (VH5_SLICES_CLIP if clip else 0) | (VH5_SLICES_CONVERT if convert else 0)
+                status = (_READ_FN or _read_fn())(src._id, arr, nslices, addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], flags)
+                if status:
+                    check(status)
+                return
+        tables, nslices = coordinate_tables(ndim, src_start, dst_start, count, src_step, dst_step)
         _call_read(src, dst, tables, nslices, clip=clip, convert=convert)
         return
     if isinstance(src, np.ndarray):

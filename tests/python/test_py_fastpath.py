@@ -1,0 +1,138 @@
+"""The inline fast path of ``vh5.read_many_slices`` (a ``vh5.Dataset`` with ``(n, ndim)``
+uint64/int64 tables): tables it must hand to the general path (Fortran order, read-only,
+wrong dtype, negative int64), the per-thread ``vh5_array`` cache (same layout from several
+threads at once, layouts changed in place), and a closed dataset. Every result is compared
+with numpy slicing of an h5py read.
+"""
+
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if os.environ.get("VH5_TEST_INSTALLED") != "1":
+    sys.path.insert(0, str(REPO / "bindings" / "python"))
+
+import vh5  # noqa: E402
+from vh5 import _lib  # noqa: E402
+
+if not hasattr(_lib.lib().cdll, "vh5_read_many_slices"):
+    pytest.skip(f"the loaded library ({_lib.library_path()}) has no HDF5 exports yet", allow_module_level=True)
+
+h5py = pytest.importorskip("h5py")
+
+TMP = Path(tempfile.mkdtemp(prefix="vh5-py-fast-"))
+
+
+@pytest.fixture(scope="module")
+def data_file():
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((60, 50))
+    path = str(TMP / "fast.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=data, chunks=(8, 7))
+    return path, data
+
+
+def expected(data, src, count, dst_shape):
+    want = np.zeros(dst_shape)
+    for i in range(src.shape[0]):
+        a, b = int(src[i, 0]), int(src[i, 1])
+        ca, cb = int(count[i, 0]), int(count[i, 1])
+        want[i * 4 : i * 4 + ca, :cb] = data[a : a + ca, b : b + cb]
+    return want
+
+
+def tables(n, seed):
+    rng = np.random.default_rng(seed)
+    src = np.stack([rng.integers(0, 56, n), rng.integers(0, 47, n)], axis=1).astype(np.uint64)
+    dst = np.zeros((n, 2), np.uint64)
+    dst[:, 0] = np.arange(n, dtype=np.uint64) * 4
+    cnt = np.tile(np.array([[4, 3]], np.uint64), (n, 1))
+    return src, dst, cnt
+
+
+def test_tables_the_fast_path_hands_on(data_file):
+    path, data = data_file
+    src, dst, cnt = tables(30, 1)
+    want = expected(data, src, cnt, (120, 3))
+    with vh5.File(path) as f:
+        d = f.dataset("x")
+        ro = src.copy()
+        ro.flags.writeable = False
+        variants = [
+            (src, dst, cnt),
+            (np.asfortranarray(src), dst, cnt),  # not C-contiguous
+            (ro, dst, cnt),  # read-only: address through __array_interface__
+            (src.astype(np.int64), dst.astype(np.int64), cnt.astype(np.int64)),
+            (src.astype(np.int32), dst, cnt),  # other integer dtype: general path converts
+            (src.tolist(), dst, cnt),  # not an ndarray
+            (src, dst, np.array([4, 3], np.uint64)),  # broadcast 1-D count
+        ]
+        for k, (s, dd, c) in enumerate(variants):
+            out = np.zeros((120, 3))
+            vh5.read_many_slices(d, out, s, dd, c)
+            assert np.array_equal(out, want), f"variant {k}"
+        bad = src.astype(np.int64)
+        bad[7, 1] = -1
+        with pytest.raises(ValueError, match="negative"):
+            vh5.read_many_slices(d, np.zeros((120, 3)), bad, dst, cnt)
+
+
+def test_dst_layout_cache_per_thread_and_layout_changes(data_file):
+    path, data = data_file
+    with vh5.File(path) as f:
+        d = f.dataset("x")
+        errors = []
+
+        def job(seed):
+            try:
+                src, dst, cnt = tables(25, seed)
+                want = expected(data, src, cnt, (100, 3))
+                for _ in range(200):
+                    out = np.zeros((100, 3))  # same (dtype, shape, strides) in every thread
+                    vh5.read_many_slices(d, out, src, dst, cnt)
+                    if not np.array_equal(out, want):
+                        errors.append(f"seed {seed}: wrong result")
+                        return
+            except Exception as e:  # pragma: no cover - reported below
+                errors.append(repr(e))
+
+        ts = [threading.Thread(target=job, args=(s,)) for s in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert not errors, errors
+
+        # One array object whose layout changes in place between calls (shape and strides).
+        src, dst, cnt = tables(10, 9)
+        want = expected(data, src, cnt, (40, 3))
+        buf = np.zeros(40 * 3)
+        out = buf.reshape(40, 3)
+        vh5.read_many_slices(d, out, src, dst, cnt)
+        assert np.array_equal(out, want)
+        big = np.zeros((40, 6))
+        view = big[:, ::2]  # same shape, other strides
+        vh5.read_many_slices(d, view, src, dst, cnt)
+        assert np.array_equal(view, want) and not big[:, 1::2].any()
+        out.shape = (40, 3)
+        out[...] = 0
+        vh5.read_many_slices(d, out, src, dst, cnt)
+        assert np.array_equal(out, want)
+
+
+def test_closed_dataset_raises(data_file):
+    path, _ = data_file
+    f = vh5.File(path)
+    d = f.dataset("x")
+    src, dst, cnt = tables(3, 2)
+    d.close()
+    with pytest.raises(vh5.InvalidHandleError):
+        vh5.read_many_slices(d, np.zeros((12, 3)), src, dst, cnt)
+    f.close()
