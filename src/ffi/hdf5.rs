@@ -250,6 +250,10 @@ pub unsafe extern "C" fn vh5_dataset_get_info(dset: i64, out: *mut vh5_dataset_i
 /// Close a file or dataset id obtained from `vh5_file_open` / `vh5_dataset_open` (or any
 /// file/dataset `hid_t` of the same libhdf5 the caller owns).
 ///
+/// Closing a file opened with `VH5_FILE_READ_WRITE` flushes it first, so everything written
+/// through vh5 is on disk even while datasets opened from it are still open (they keep the
+/// file open until they are closed: `H5F_CLOSE_WEAK`).
+///
 /// Returns `VH5_OK`; `VH5_ERR_INVALID_HANDLE` (not an open file or dataset id, e.g. closed
 /// twice); `VH5_ERR_HDF5`. Thread-safe; do not close an id another thread is still using.
 #[no_mangle]

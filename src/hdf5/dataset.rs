@@ -159,6 +159,18 @@ pub fn close(lock: &H5Lock, id: hid_t) -> Result<()> {
         bail!(InvalidHandle, "id {id} is not an open libhdf5 id (already closed or never opened)");
     }
     super::meta::forget(id);
+    if id_type(lock, id) == Some(H5I_type_t::H5I_FILE) {
+        // With H5F_CLOSE_WEAK the file stays open while datasets opened from it live: flush
+        // a writable file now, so what was written is on disk for other readers (another
+        // libhdf5, e.g. h5py's) as soon as the caller closes the file id.
+        let mut intent: std::os::raw::c_uint = 0;
+        // SAFETY: valid file id under the lock; `intent` is a valid out pointer.
+        let writable = unsafe { hdf5_sys::h5f::H5Fget_intent(id, &mut intent) } >= 0 && intent & hdf5_sys::h5f::H5F_ACC_RDWR != 0;
+        if writable {
+            // SAFETY: as above.
+            check(lock, unsafe { hdf5_sys::h5f::H5Fflush(id, hdf5_sys::h5f::H5F_scope_t::H5F_SCOPE_LOCAL) }, format_args!("flushing file id {id} before closing it"))?;
+        }
+    }
     close_id(lock, id)
 }
 

@@ -46,3 +46,21 @@ def test_h5py_dataset_backed_by_a_python_file_object_is_explained():
         out = np.zeros(3)
         with pytest.raises(vh5.Error, match="file-like|in-memory|cannot be reopened"):
             vh5.read_many_slices(f["x"], out, [2], [0], [3])
+
+
+def test_closing_a_writable_file_flushes_even_while_a_dataset_lives():
+    p = str(TMP / "flush.h5")
+    with h5py.File(p, "w") as f:
+        f.create_dataset("x", data=np.zeros((4, 4)), chunks=(2, 2))
+    with vh5.File(p, mode="r+") as f:
+        d = f["x"]  # stays alive after the with block: libhdf5 keeps the file open
+        vh5.write_many_slices(np.arange(4.0).reshape(2, 2), d, [0, 0], [1, 1], [2, 2])
+    # h5py (its own libhdf5) sees the data although `d` still holds the file open
+    # vh5's libhdf5 still holds the file (and its write lock) through `d`: h5py reads it
+    # with locking off, as documented for files open for writing elsewhere.
+    with h5py.File(p, "r", locking=False) as g:
+        got = g["x"][()]
+    want = np.zeros((4, 4))
+    want[1:3, 1:3] = [[0, 1], [2, 3]]
+    np.testing.assert_array_equal(got, want)
+    d.close()
