@@ -38,6 +38,9 @@ impl DstPtr {
     ///
     /// # Safety
     /// No other thread may access these bytes while the slice lives.
+    // The mutable slice out of `&self` is the point of this type (disjoint ranges handed to
+    // worker threads); the exclusivity is the caller's documented obligation above.
+    #[allow(clippy::mut_from_ref)]
     pub unsafe fn range(&self, off: usize, len: usize) -> Result<&mut [u8]> {
         if off.checked_add(len).is_none_or(|e| e > self.len) {
             bail!(OutOfBounds, "scatter: bytes [{off}, +{len}) outside the destination of {} bytes", self.len);
