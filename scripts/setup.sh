@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
 
-APT_PKGS="libhdf5-dev pkg-config cmake binutils gcc g++ python3-venv"
+# clang + libclang-rt-14-dev (ASan/UBSan runtime) and valgrind: c_tests/sanitize.sh.
+APT_PKGS="libhdf5-dev pkg-config cmake binutils gcc g++ python3-venv clang libclang-rt-14-dev valgrind"
 missing=""
 for p in $APT_PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -23,7 +23,13 @@ grep -q "^test result: ok" "$log" || { echo "cargo test ran nothing"; exit 1; }
 
 echo "== C and C++ tests"
 bash c_tests/run.sh target/release
+bash c_tests/sanitize.sh target/release   # ASan+UBSan+LSan and valgrind on the C programs
 bash c_tests/install_check.sh
+
+if [ "${VH5_FUZZ_SMOKE:-0}" = 1 ]; then
+  echo "== fuzz smoke (VH5_FUZZ_SMOKE=1): 30 s per payload target"
+  bash scripts/fuzz.sh 30
+fi
 
 echo "== Python tests"
 export VH5_LIBRARY="$PWD/target/release/libvh5.so"

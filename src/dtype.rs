@@ -178,7 +178,8 @@ impl Dtype {
             b'|' => None,
             _ => return None,
         };
-        let size: usize = s[2..].parse().ok()?;
+        // `get`, not `[2..]`: byte 2 may fall inside a multi-byte UTF-8 character ("<é").
+        let size: usize = s.get(2..)?.parse().ok()?;
         let d = ALL_NUMERIC
             .iter()
             .copied()

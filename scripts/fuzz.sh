@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Fuzz every payload entry point with libFuzzer (cargo-fuzz), one target after another.
+#
+#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET ...]     (default 60 s, all targets)
+#
+# Targets (fuzz/fuzz_targets/): payload_decode (arbitrary bytes), payload_cbor_structured,
+# payload_msgpack_structured (structure-aware builders), payload_ffi (the C ABI with raw
+# pointers and guard bytes). Each starts from the committed seeds in fuzz/corpus/<target>/
+# plus, for the byte-level targets, the real vectors of ../shared/data (fuzz/seed.sh);
+# new inputs go to fuzz/work/<target>/ (not committed). Crashes, OOMs and timeouts land in
+# fuzz/artifacts/<target>/ and make the script exit 1 after all targets have run.
+# Prints per target: executions (stat::number_of_executed_units), libFuzzer's final cov:
+# (edges) and ft: (features), corpus size, and the verdict.
+#
+# Toolchain: cargo-fuzz passes nightly-only flags (-Zsanitizer=address, ...) to rustc. The
+# project pins stable Rust, so this script sets RUSTC_BOOTSTRAP=1, which lets a stable rustc
+# accept -Z flags. It is used for this out-of-workspace fuzz build only, never for the
+# library the project ships. cargo-fuzz is installed with `cargo install cargo-fuzz` when
+# missing. Jobs run under `nice -n 19` (set VH5_FUZZ_NICE=0 to disable).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-60}
+shift || true
+ALL="payload_decode payload_cbor_structured payload_msgpack_structured payload_ffi"
+TARGETS=${*:-$ALL}
+export RUSTC_BOOTSTRAP=1
+NICE="nice -n 19"
+[ "${VH5_FUZZ_NICE:-1}" = 0 ] && NICE=""
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "== installing cargo-fuzz"
+  t0=$(date +%s)
+  $NICE cargo install cargo-fuzz --locked 2>&1 | tail -n 1
+  echo "cargo-fuzz installed in $(( $(date +%s) - t0 )) s"
+fi
+
+echo "== building fuzz targets (release + debug assertions, ASan)"
+t0=$(date +%s)
+(cd fuzz && $NICE cargo fuzz build -O 2>&1 | grep -E "^error|Finished" || true)
+[ -x fuzz/target/x86_64-unknown-linux-gnu/release/payload_decode ] || { echo "fuzz build failed"; exit 1; }
+echo "built in $(( $(date +%s) - t0 )) s"
+
+mkdir -p fuzz/work
+SUMMARY=fuzz/work/summary.txt
+: > "$SUMMARY"
+failed=""
+for t in $TARGETS; do
+  work=fuzz/work/$t
+  mkdir -p "$work" "fuzz/corpus/$t" "fuzz/artifacts/$t"
+  case $t in
+    payload_decode|payload_ffi) bash fuzz/seed.sh "fuzz/work/shared-seeds" >/dev/null ;;
+  esac
+  extra=""
+  case $t in
+    payload_decode) [ -d fuzz/work/shared-seeds ] && extra=fuzz/work/shared-seeds ;;
+    payload_ffi) [ -d fuzz/work/shared-seeds-ffi ] || {
+        # the FFI target reads 2 header bytes (flags, alignment pad) before the payload
+        mkdir -p fuzz/work/shared-seeds-ffi
+        for f in fuzz/work/shared-seeds/*; do [ -e "$f" ] && { printf '\0\0'; cat "$f"; } > "fuzz/work/shared-seeds-ffi/$(basename "$f")"; done
+      }
+      extra=fuzz/work/shared-seeds-ffi ;;
+  esac
+  log=fuzz/work/$t.log
+  echo "== fuzzing $t for $SECS s"
+  set +e
+  (cd fuzz && $NICE cargo fuzz run -O "$t" "work/$t" "corpus/$t" ${extra:+"../$extra"} -- \
+      -max_total_time="$SECS" -print_final_stats=1 -rss_limit_mb=2048 -timeout=10 -max_len=16384 \
+      > "work/$t.log" 2>&1)
+  rc=$?
+  set -e
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  final=$(grep -E "^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE)" "$log" | tail -n 1)
+  cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$final")
+  ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$final")
+  corp=$(sed -n 's/.* corp: \([0-9]*\/[0-9a-zA-Z]*\).*/\1/p' <<<"$final")
+  verdict=ok
+  if [ $rc != 0 ]; then
+    verdict="FAILED (rc $rc): $(grep -E "ERROR: libFuzzer|SUMMARY|panicked at|Test unit written" "$log" | head -n 3 | tr '\n' ' ')"
+    failed="$failed $t"
+  fi
+  line="$t: ${SECS}s executions=${execs:-?} cov=${cov:-?} ft=${ft:-?} corpus=${corp:-?} $verdict"
+  echo "$line" | tee -a "$SUMMARY"
+done
+echo "== summary (also in $SUMMARY)"
+cat "$SUMMARY"
+[ -z "$failed" ] || { echo "fuzzing found failures in:$failed (artifacts in fuzz/artifacts/, logs in fuzz/work/)"; exit 1; }
