@@ -576,8 +576,9 @@ extern "C" {
  * Copy the message of the last failure on the calling thread into `buf`.
  *
  * `buf` (may be NULL when `cap` is 0) receives at most `cap - 1` bytes of UTF-8 text plus a
- * terminating NUL, like `snprintf`. Returns the full length of the message in bytes (not
- * counting the NUL), so a return value `>= cap` means it was truncated. The message is the
+ * terminating NUL, like `snprintf`, cut at a character boundary so it stays valid UTF-8.
+ * Returns the full length of the message in bytes (not counting the NUL), so a return value
+ * `>= cap` means it was truncated. The message is the
  * empty string after a successful call. Thread-safe: each thread has its own message.
  */
 size_t vh5_last_error_message(char *buf, size_t cap);

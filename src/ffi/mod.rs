@@ -202,8 +202,9 @@ pub(crate) unsafe fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a s
 /// Copy the message of the last failure on the calling thread into `buf`.
 ///
 /// `buf` (may be NULL when `cap` is 0) receives at most `cap - 1` bytes of UTF-8 text plus a
-/// terminating NUL, like `snprintf`. Returns the full length of the message in bytes (not
-/// counting the NUL), so a return value `>= cap` means it was truncated. The message is the
+/// terminating NUL, like `snprintf`, cut at a character boundary so it stays valid UTF-8.
+/// Returns the full length of the message in bytes (not counting the NUL), so a return value
+/// `>= cap` means it was truncated. The message is the
 /// empty string after a successful call. Thread-safe: each thread has its own message.
 #[no_mangle]
 pub unsafe extern "C" fn vh5_last_error_message(buf: *mut c_char, cap: usize) -> usize {
@@ -212,7 +213,11 @@ pub unsafe extern "C" fn vh5_last_error_message(buf: *mut c_char, cap: usize) ->
             let e = e.borrow();
             let bytes = e.as_bytes();
             if !buf.is_null() && cap > 0 {
-                let n = bytes.len().min(cap - 1);
+                // Truncate at a UTF-8 character boundary, so the copy is always valid UTF-8.
+                let mut n = bytes.len().min(cap - 1);
+                while n > 0 && !e.is_char_boundary(n) {
+                    n -= 1;
+                }
                 std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf as *mut u8, n);
                 *buf.add(n) = 0;
             }
@@ -305,6 +310,13 @@ mod tests {
         assert_eq!(st, vh5_status::VH5_ERR_PANIC);
         let n = unsafe { vh5_last_error_message(std::ptr::null_mut(), 0) };
         assert!(n > 0);
+
+        // truncation never splits a UTF-8 character: "é" is 2 bytes
+        guard(|| Err(Error::new(ErrorKind::Malformed, "aé")));
+        let mut three = [0 as c_char; 3];
+        let n = unsafe { vh5_last_error_message(three.as_mut_ptr(), three.len()) };
+        assert_eq!(n, 3);
+        assert_eq!(unsafe { CStr::from_ptr(three.as_ptr()) }.to_str().unwrap(), "a");
 
         assert_eq!(guard(|| Ok(())), vh5_status::VH5_OK);
         assert_eq!(unsafe { vh5_last_error_message(std::ptr::null_mut(), 0) }, 0);
