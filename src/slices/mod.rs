@@ -15,6 +15,7 @@ pub mod plan;
 pub mod rawwrite;
 pub mod read;
 pub mod scatter;
+pub(crate) mod transfer;
 pub mod write;
 
 pub use geometry::{ArrayLayout, Row, SliceTable};

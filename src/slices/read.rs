@@ -25,7 +25,7 @@ use crate::hdf5::chunk::types_equal;
 use crate::hdf5::meta::dataset_meta;
 use crate::hdf5::dataset::{expect_kind, HyperslabReader};
 use crate::hdf5::error::session;
-use crate::hdf5::types::{conversion_exists, mem_type_for, mem_type_of, MemType};
+use super::transfer::{check_array, memory_type, parse_flags, Direction};
 
 /// Flag: versioned-hdf5 semantics: counts silently clipped to both extents, rows that end up
 /// copying nothing are skipped.
@@ -67,23 +67,9 @@ pub struct ReadStats {
 /// Copy every row of `table` from dataset `dset` into `dst` (see the module docs and
 /// `vh5_read_many_slices` in the C header for the exact semantics and errors).
 pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, flags: u32) -> Result<ReadStats> {
-    if flags & !(SLICES_CLIP | SLICES_CONVERT) != 0 {
-        bail!(InvalidArgument, "argument `flags`: unknown bits {:#x} (defined: VH5_SLICES_CLIP = 1, VH5_SLICES_CONVERT = 2)", flags & !(SLICES_CLIP | SLICES_CONVERT));
-    }
-    let clip = flags & SLICES_CLIP != 0;
-    let convert = flags & SLICES_CONVERT != 0;
+    let (clip, convert) = parse_flags(flags)?;
     let n = dst.layout.shape.len();
-    if table.ndim != n {
-        bail!(InvalidArgument, "slice table has {} columns but the destination has {n} axes", table.ndim);
-    }
-    if let Some(sz) = dst.dtype.itemsize() {
-        if sz != dst.layout.itemsize {
-            bail!(InvalidArgument, "destination itemsize {} does not match its dtype {} ({sz} bytes)", dst.layout.itemsize, dst.dtype.name());
-        }
-    }
-    if dst.layout.base_len != dst.buf.len() {
-        bail!(InvalidArgument, "internal: layout base_len {} != buffer length {}", dst.layout.base_len, dst.buf.len());
-    }
+    check_array(Direction::Read, table, &dst.layout, dst.dtype, dst.buf.len())?;
     dst.layout.validate()?;
 
     let s = session();
@@ -91,30 +77,7 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
     expect_kind(l, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
     let meta = dataset_meta(l, dset)?;
     let (ftype, finfo) = (&meta.ftype, &meta.finfo);
-    let fdesc = &finfo.description;
-    let mem: MemType = match finfo.dtype {
-        None => bail!(Unsupported, "dataset has a {}: vh5 reads fixed-size types only", finfo.unsupported.as_deref().unwrap_or("unsupported type")),
-        Some(fd) if fd == dst.dtype => {
-            let m = mem_type_of(l, &finfo, ftype.id())?;
-            if fd == Dtype::Opaque && finfo.mem_itemsize != dst.layout.itemsize {
-                bail!(Dtype, "dataset type ({fdesc}) has {} bytes per element in memory but the destination itemsize is {}", finfo.mem_itemsize, dst.layout.itemsize);
-            }
-            m
-        }
-        Some(_) if convert && dst.dtype != Dtype::Opaque => {
-            let m = mem_type_for(l, dst.dtype)?;
-            if !conversion_exists(l, ftype.id(), m.id()) {
-                bail!(Dtype, "libhdf5 has no conversion from the dataset type ({fdesc}) to {}", dst.dtype.name());
-            }
-            m
-        }
-        Some(_) => bail!(
-            Dtype,
-            "dtype mismatch: dataset is {fdesc}, destination is {}{}",
-            dst.dtype.name(),
-            if dst.dtype == Dtype::Opaque { "" } else { " (pass VH5_SLICES_CONVERT to let libhdf5 convert)" }
-        ),
-    };
+    let mem = memory_type(l, Direction::Read, ftype.id(), finfo, dst.dtype, dst.layout.itemsize, convert)?;
     let itemsize = dst.layout.itemsize;
     let mut reader = match meta.space_cache() {
         Some(slot) => HyperslabReader::with_cache(l, dset, mem.id(), itemsize, slot)?,

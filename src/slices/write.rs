@@ -31,14 +31,14 @@ use hdf5_sys::h5i::{hid_t, H5I_type_t};
 use super::chunks::ChunkGrid;
 use super::copy::copy_strided_runs;
 use super::geometry::{row_named, ArrayLayout, Row, SliceTable, MAX_RANK};
-use super::read::{SLICES_CLIP, SLICES_CONVERT};
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::hdf5::dataset::{dataset_info, expect_kind, HyperslabReader, Layout};
 use crate::hdf5::error::session;
 use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::H5Lock;
-use crate::hdf5::types::{classify, conversion_exists, mem_type_for, mem_type_of, MemType};
+use super::transfer::{check_array, memory_type, parse_flags, Direction};
+use crate::hdf5::types::classify;
 use crate::hdf5::write::{file_is_writable, HyperslabWriter};
 
 /// A caller-owned source: its whole buffer, the layout of the array inside it, the dtype.
@@ -73,23 +73,9 @@ const NAMES: [&str; 2] = ["source array", "dataset"];
 /// Write every row of `table` from `src` into dataset `dset` (see the module docs and
 /// `vh5_write_many_slices` in the C header for the exact semantics and errors).
 pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -> Result<WriteStats> {
-    if flags & !(SLICES_CLIP | SLICES_CONVERT) != 0 {
-        bail!(InvalidArgument, "argument `flags`: unknown bits {:#x} (defined: VH5_SLICES_CLIP = 1, VH5_SLICES_CONVERT = 2)", flags & !(SLICES_CLIP | SLICES_CONVERT));
-    }
-    let clip = flags & SLICES_CLIP != 0;
-    let convert = flags & SLICES_CONVERT != 0;
+    let (clip, convert) = parse_flags(flags)?;
     let n = src.layout.shape.len();
-    if table.ndim != n {
-        bail!(InvalidArgument, "slice table has {} columns but the source array has {n} axes", table.ndim);
-    }
-    if let Some(sz) = src.dtype.itemsize() {
-        if sz != src.layout.itemsize {
-            bail!(InvalidArgument, "source itemsize {} does not match its dtype {} ({sz} bytes)", src.layout.itemsize, src.dtype.name());
-        }
-    }
-    if src.layout.base_len != src.buf.len() {
-        bail!(InvalidArgument, "internal: layout base_len {} != buffer length {}", src.layout.base_len, src.buf.len());
-    }
+    check_array(Direction::Write, table, &src.layout, src.dtype, src.buf.len())?;
     src.layout.validate_bounds().map_err(|e| Error::new(e.kind, format!("src: {}", e.message)))?;
 
     let s = session();
@@ -104,29 +90,7 @@ pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags:
     // SAFETY: dset is an open dataset (checked); lock held.
     let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
     let finfo = classify(l, ftype.id())?;
-    let fdesc = &finfo.description;
-    let mem: MemType = match finfo.dtype {
-        None => bail!(Unsupported, "dataset has a {}: vh5 writes fixed-size types only", finfo.unsupported.as_deref().unwrap_or("unsupported type")),
-        Some(fd) if fd == src.dtype => {
-            if fd == Dtype::Opaque && finfo.mem_itemsize != src.layout.itemsize {
-                bail!(Dtype, "dataset type ({fdesc}) has {} bytes per element in memory but the source itemsize is {}", finfo.mem_itemsize, src.layout.itemsize);
-            }
-            mem_type_of(l, &finfo, ftype.id())?
-        }
-        Some(_) if convert && src.dtype != Dtype::Opaque => {
-            let m = mem_type_for(l, src.dtype)?;
-            if !conversion_exists(l, m.id(), ftype.id()) {
-                bail!(Dtype, "libhdf5 has no conversion from {} to the dataset type ({fdesc})", src.dtype.name());
-            }
-            m
-        }
-        Some(_) => bail!(
-            Dtype,
-            "dtype mismatch: source is {}, dataset is {fdesc}{}",
-            src.dtype.name(),
-            if src.dtype == Dtype::Opaque { "" } else { " (pass VH5_SLICES_CONVERT to let libhdf5 convert)" }
-        ),
-    };
+    let mem = memory_type(l, Direction::Write, ftype.id(), &finfo, src.dtype, src.layout.itemsize, convert)?;
     let itemsize = src.layout.itemsize;
     let mut writer = HyperslabWriter::new(l, dset, mem.id(), itemsize)?;
     let dshape: Vec<u64> = writer.shape().to_vec();

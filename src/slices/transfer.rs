@@ -1,0 +1,106 @@
+//! Checks shared by every many-slice transfer between a caller's array and a dataset
+//! (reads and writes): flag bits, the array's description against the table, and the
+//! memory type libhdf5 moves elements as. One place, so reads and writes cannot drift apart.
+
+use hdf5_sys::h5i::hid_t;
+
+use super::geometry::{ArrayLayout, SliceTable};
+use super::read::{SLICES_CLIP, SLICES_CONVERT};
+use crate::dtype::Dtype;
+use crate::error::Result;
+use crate::hdf5::lock::H5Lock;
+use crate::hdf5::types::{conversion_exists, mem_type_for, mem_type_of, MemType, TypeInfo};
+
+/// Which way elements move; it only changes the wording of errors and the direction of a
+/// libhdf5 conversion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// dataset -> caller's array (the array is the "destination").
+    Read,
+    /// caller's array -> dataset (the array is the "source").
+    Write,
+}
+
+impl Direction {
+    fn array(self) -> &'static str {
+        match self {
+            Direction::Read => "destination",
+            Direction::Write => "source",
+        }
+    }
+}
+
+/// `(clip, convert)` from the flag bits; unknown bits are `InvalidArgument`.
+pub(crate) fn parse_flags(flags: u32) -> Result<(bool, bool)> {
+    if flags & !(SLICES_CLIP | SLICES_CONVERT) != 0 {
+        bail!(InvalidArgument, "argument `flags`: unknown bits {:#x} (defined: VH5_SLICES_CLIP = 1, VH5_SLICES_CONVERT = 2)", flags & !(SLICES_CLIP | SLICES_CONVERT));
+    }
+    Ok((flags & SLICES_CLIP != 0, flags & SLICES_CONVERT != 0))
+}
+
+/// The caller's array against the table: axes, item size against the dtype, and the buffer
+/// length the layout was built for (`InvalidArgument`).
+pub(crate) fn check_array(dir: Direction, table: &SliceTable, layout: &ArrayLayout, dtype: Dtype, buf_len: usize) -> Result<()> {
+    let n = layout.shape.len();
+    if table.ndim != n {
+        let what = match dir {
+            Direction::Read => "destination",
+            Direction::Write => "source array",
+        };
+        bail!(InvalidArgument, "slice table has {} columns but the {what} has {n} axes", table.ndim);
+    }
+    if let Some(sz) = dtype.itemsize() {
+        if sz != layout.itemsize {
+            bail!(InvalidArgument, "{} itemsize {} does not match its dtype {} ({sz} bytes)", dir.array(), layout.itemsize, dtype.name());
+        }
+    }
+    if layout.base_len != buf_len {
+        bail!(InvalidArgument, "internal: layout base_len {} != buffer length {buf_len}", layout.base_len);
+    }
+    Ok(())
+}
+
+/// The memory type to move elements of the dataset (file type `ftype`, classified as
+/// `finfo`) to or from an array of `dtype` with `itemsize` bytes per element.
+///
+/// Same dtype: the file type's native memory type (big-endian files are converted by byte
+/// order only). Different dtypes: `Dtype` error, unless `convert` and libhdf5 has a
+/// conversion path in the transfer's direction. Types vh5 does not move (variable-length,
+/// references): `Unsupported`.
+pub(crate) fn memory_type(l: &H5Lock, dir: Direction, ftype: hid_t, finfo: &TypeInfo, dtype: Dtype, itemsize: usize, convert: bool) -> Result<MemType> {
+    let fdesc = &finfo.description;
+    let side = dir.array();
+    Ok(match finfo.dtype {
+        None => bail!(
+            Unsupported,
+            "dataset has a {}: vh5 {} fixed-size types only",
+            finfo.unsupported.as_deref().unwrap_or("unsupported type"),
+            if dir == Direction::Read { "reads" } else { "writes" }
+        ),
+        Some(fd) if fd == dtype => {
+            if fd == Dtype::Opaque && finfo.mem_itemsize != itemsize {
+                bail!(Dtype, "dataset type ({fdesc}) has {} bytes per element in memory but the {side} itemsize is {itemsize}", finfo.mem_itemsize);
+            }
+            mem_type_of(l, finfo, ftype)?
+        }
+        Some(_) if convert && dtype != Dtype::Opaque => {
+            let m = mem_type_for(l, dtype)?;
+            match dir {
+                Direction::Read if !conversion_exists(l, ftype, m.id()) => {
+                    bail!(Dtype, "libhdf5 has no conversion from the dataset type ({fdesc}) to {}", dtype.name())
+                }
+                Direction::Write if !conversion_exists(l, m.id(), ftype) => {
+                    bail!(Dtype, "libhdf5 has no conversion from {} to the dataset type ({fdesc})", dtype.name())
+                }
+                _ => m,
+            }
+        }
+        Some(_) => {
+            let hint = if dtype == Dtype::Opaque { "" } else { " (pass VH5_SLICES_CONVERT to let libhdf5 convert)" };
+            match dir {
+                Direction::Read => bail!(Dtype, "dtype mismatch: dataset is {fdesc}, destination is {}{hint}", dtype.name()),
+                Direction::Write => bail!(Dtype, "dtype mismatch: source is {}, dataset is {fdesc}{hint}", dtype.name()),
+            }
+        }
+    })
+}
