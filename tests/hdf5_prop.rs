@@ -11,23 +11,10 @@ use vh5::dtype::Dtype;
 use vh5::ffi::vh5_status;
 use vh5::slices::options::{with_overrides, PlannerMode};
 
-const DTYPES: [Dtype; 15] = [
-    Dtype::Bool,
-    Dtype::Int8,
-    Dtype::Int16,
-    Dtype::Int32,
-    Dtype::Int64,
-    Dtype::UInt8,
-    Dtype::UInt16,
-    Dtype::UInt32,
-    Dtype::UInt64,
-    Dtype::Float16,
-    Dtype::Float32,
-    Dtype::Float64,
-    Dtype::Complex64,
-    Dtype::Complex128,
-    Dtype::Opaque,
-];
+/// Every dtype vh5 moves: the numeric ones plus opaque (compound) types.
+fn dtypes() -> Vec<Dtype> {
+    vh5::dtype::ALL_NUMERIC.iter().copied().chain([Dtype::Opaque]).collect()
+}
 
 #[derive(Debug, Clone)]
 struct Case {
@@ -67,7 +54,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         (
             shapes,
             any::<bool>(),
-            (any::<bool>(), any::<bool>(), prop::sample::select(DTYPES.to_vec()), any::<bool>(), any::<bool>()),
+            (any::<bool>(), any::<bool>(), prop::sample::select(dtypes()), any::<bool>(), any::<bool>()),
             (any::<bool>(), proptest::collection::vec(1u64..3, n), proptest::collection::vec(any::<bool>(), n), 0usize..4),
             proptest::collection::vec(row_strategy(n), 0..6),
             (any::<bool>(), any::<bool>(), any::<bool>(), any::<u64>()),

@@ -274,7 +274,15 @@ unsafe fn copy_raw(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts:
             }
         }
     };
-    // Odometer over the outer axes.
+    for_each_outer(ss, ds, counts, row);
+}
+
+/// Call `row(src_offset, dst_offset)` (bytes) for every index of the outer axes (all but the
+/// last) in C order; offsets are `sum(idx[k] * strides[k])` over those axes. `counts` must
+/// have at least one axis and no zero count. The walk both copy engines share.
+#[inline]
+pub(crate) fn for_each_outer(ss: &[isize], ds: &[isize], counts: &[usize], mut row: impl FnMut(isize, isize)) {
+    let n = counts.len();
     let mut idx = [0usize; super::geometry::MAX_RANK];
     let (mut so, mut dof) = (0isize, 0isize);
     loop {

@@ -123,27 +123,7 @@ unsafe fn copy_raw(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts:
     }
     let inner = counts[n - 1];
     let (iss, ids) = (ss[n - 1], ds[n - 1]);
-    let mut idx = [0usize; super::geometry::MAX_RANK];
-    let (mut so, mut dof) = (0isize, 0isize);
-    loop {
-        run(s.offset(so), d.offset(dof), iss, ids, inner, itemsize);
-        let mut k = n - 1;
-        loop {
-            if k == 0 {
-                return;
-            }
-            k -= 1;
-            idx[k] += 1;
-            so += ss[k];
-            dof += ds[k];
-            if idx[k] < counts[k] {
-                break;
-            }
-            so -= ss[k] * counts[k] as isize;
-            dof -= ds[k] * counts[k] as isize;
-            idx[k] = 0;
-        }
-    }
+    super::copy::for_each_outer(ss, ds, counts, |so, dof| run(s.offset(so), d.offset(dof), iss, ids, inner, itemsize));
 }
 
 #[cfg(test)]

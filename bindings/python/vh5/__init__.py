@@ -15,25 +15,8 @@ Every library failure raises a subclass of :class:`Error` (``.status``, ``.statu
 ``.message``). The GIL is released during every library call.
 """
 
-from ._errors import (
-    BufferTooSmallError,
-    ByteOrderError,
-    DtypeError,
-    Error,
-    HDF5Error,
-    InvalidArgumentError,
-    InvalidHandleError,
-    IoError,
-    MalformedError,
-    MisalignedError,
-    NotFoundError,
-    NullArgumentError,
-    OutOfBoundsError,
-    PanicError,
-    ServerError,
-    UnsupportedError,
-    error_class,
-)
+from . import _errors
+from ._errors import *  # noqa: F401,F403  (the names in _errors.__all__)
 from .hdf5 import Dataset, File, get_num_threads, read_many_slices, set_num_threads
 from .payload import Payload, decode_payload
 from .writes import copy_many_slices, write_many_slices
@@ -52,24 +35,8 @@ __all__ = [
     "copy_many_slices",
     "library_path",
     "library_version",
-    "Error",
-    "NullArgumentError",
-    "InvalidArgumentError",
-    "MalformedError",
-    "UnsupportedError",
-    "BufferTooSmallError",
-    "OutOfBoundsError",
-    "DtypeError",
-    "HDF5Error",
-    "IoError",
-    "PanicError",
-    "MisalignedError",
-    "ByteOrderError",
-    "NotFoundError",
-    "InvalidHandleError",
-    "ServerError",
-    "error_class",
 ]
+__all__ += _errors.__all__
 
 
 def library_path() -> str:
