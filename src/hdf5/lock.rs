@@ -34,6 +34,64 @@ pub fn lock() -> H5Lock {
     H5Lock { _guard: guard }
 }
 
+/// Run `f` with the libhdf5 lock released, then take it back before returning (also when
+/// `f` unwinds). A vh5 operation calls this before it waits on, or works alongside, its own
+/// worker threads, so that other threads' libhdf5 calls are never blocked by a thread that is
+/// itself waiting (issue #8: "the libhdf5 lock is never held while waiting on our worker
+/// threads"). Inside `f`, code that needs libhdf5 takes the lock afresh with [`lock`].
+///
+/// Releases ONE level of the reentrant lock: when the calling thread holds it more than once
+/// (a nested operation, or a `hdf5-metno` caller that already holds `hdf5_sys::LOCK`), it
+/// stays held and `f` simply runs under it — correct, only less concurrent.
+///
+/// While the lock is released other threads may run any libhdf5 call, including closing the
+/// ids this operation uses (a caller error): every later libhdf5 call of the operation is
+/// checked and then fails with a status, never undefined behaviour, because libhdf5 1.10 does
+/// not reuse id numbers.
+///
+/// # Safety
+/// `f` must not call libhdf5 on the strength of `held` or of any other [`H5Lock`] taken
+/// before this call (such calls would run without the lock); it must take a fresh one.
+pub unsafe fn released<R>(held: &H5Lock, f: impl FnOnce() -> R) -> R {
+    struct Relock;
+    impl Drop for Relock {
+        fn drop(&mut self) {
+            // Take one level back; its guard is forgotten because `held`'s guard (still
+            // alive) releases that level when dropped.
+            std::mem::forget(hdf5_sys::LOCK.lock());
+        }
+    }
+    let _ = held;
+    // SAFETY: `held` proves this thread holds the lock at least once; we give back exactly one
+    // level here and take exactly one back in `Relock::drop`, so the guard inside `held`
+    // releases a level this thread owns, as parking_lot's `ReentrantMutexGuard::unlocked` does.
+    unsafe { hdf5_sys::LOCK.force_unlock() };
+    let _relock = Relock;
+    f()
+}
+
+/// Hand the libhdf5 lock to a thread waiting for it, if any (a fair unlock), and take it
+/// back: called between the steps of a long operation (the planner's chunk fetches) so that
+/// other threads' libhdf5 calls interleave with it instead of waiting for the whole call.
+/// Nearly free when nobody waits. Like [`released`], gives back one level only.
+///
+/// # Safety
+/// As for [`released`]: libhdf5 state the caller set up before this call (selections, error
+/// handlers of other threads) may have been used by other threads when it returns; the
+/// caller's own ids stay valid unless another thread closes them (a caller error, reported).
+pub unsafe fn bump(held: &H5Lock) {
+    let _ = held;
+    // SAFETY: `held` proves this thread holds the lock; one level is given back fairly and
+    // taken back at once (its guard forgotten: `held`'s guard releases that level later).
+    unsafe { hdf5_sys::LOCK.force_unlock_fair() };
+    std::mem::forget(hdf5_sys::LOCK.lock());
+}
+
+/// Whether the calling thread holds the libhdf5 lock (tests and debug assertions).
+pub fn held_by_current_thread() -> bool {
+    hdf5_sys::LOCK.is_owned_by_current_thread()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +111,52 @@ mod tests {
         drop(a);
         rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
         t.join().unwrap();
+    }
+
+    #[test]
+    fn released_lets_other_threads_in_and_takes_the_lock_back() {
+        let a = lock();
+        let (tx, rx) = std::sync::mpsc::channel();
+        // SAFETY: the closure calls no libhdf5 function.
+        let v = unsafe {
+            released(&a, || {
+                assert!(!held_by_current_thread());
+                let t = std::thread::spawn(move || {
+                    let _l = lock();
+                    tx.send(()).unwrap();
+                });
+                // The other thread gets the lock while we are inside `released`.
+                rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+                t.join().unwrap();
+                7
+            })
+        };
+        assert_eq!(v, 7);
+        assert!(held_by_current_thread());
+        // Held again: another thread cannot take it.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let _l = lock();
+            tx.send(()).unwrap();
+        });
+        assert!(rx.recv_timeout(std::time::Duration::from_millis(100)).is_err());
+        drop(a);
+        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        t.join().unwrap();
+        assert!(!held_by_current_thread());
+    }
+
+    #[test]
+    fn released_relocks_on_unwind_and_keeps_outer_levels() {
+        let a = lock();
+        let b = lock(); // nested: `released` gives back one level only
+        // SAFETY: the closures call no libhdf5 function.
+        unsafe { released(&b, || assert!(held_by_current_thread())) };
+        drop(b);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { released(&a, || panic!("boom")) }));
+        assert!(r.is_err());
+        assert!(held_by_current_thread(), "lock taken back during unwinding");
+        drop(a);
+        assert!(!held_by_current_thread());
     }
 }

@@ -40,7 +40,7 @@ use super::read::{read_row, Ctx, RawKind, ReadStats};
 use crate::error::{Error, Result};
 use crate::hdf5::chunk::{chunk_state, flush_dataset, opened_read_write, read_raw_chunk, ChunkState, FilterSpec};
 use crate::hdf5::dataset::HyperslabReader;
-use crate::hdf5::lock::H5Lock;
+use crate::hdf5::lock::{bump, lock, released, H5Lock};
 
 /// Estimated fixed cost of fetching one whole chunk raw (chunk lookup + `H5Dread_chunk`), ns.
 pub(crate) const CHUNK_FETCH_NS: u64 = 4_000;
@@ -268,74 +268,97 @@ pub(crate) fn read_chunked(
     };
     let mut scratch = Vec::new();
     let (mut raw_chunks, mut hdf5_reads) = (0usize, 0usize);
-    std::thread::scope(|sc| -> Result<()> {
-        let (tx, rx) = mpsc::sync_channel::<Job>(QUEUE_PER_WORKER * nworkers.max(1));
-        let rx = Arc::new(Mutex::new(rx));
-        for _ in 0..nworkers {
-            let rx = Arc::clone(&rx);
-            let handle = &handle;
-            sc.spawn(move || {
-                let mut dec = Decoder::default();
-                loop {
-                    let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok(job) = job else { return };
+    // The libhdf5 lock is held only while fetching: decoding a chunk on the calling thread,
+    // draining the queue and joining the workers all run with it released, so no thread ever
+    // waits on our workers while holding it (and other threads' vh5/libhdf5 calls interleave
+    // with our decoding).
+    let run = || {
+        std::thread::scope(|sc| -> Result<()> {
+            let (tx, rx) = mpsc::sync_channel::<Job>(QUEUE_PER_WORKER * nworkers.max(1));
+            let rx = Arc::new(Mutex::new(rx));
+            for _ in 0..nworkers {
+                let rx = Arc::clone(&rx);
+                let handle = &handle;
+                sc.spawn(move || {
+                    let mut dec = Decoder::default();
+                    loop {
+                        let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        let Ok(job) = job else { return };
+                        handle(job, &mut dec);
+                    }
+                });
+            }
+            let mut dec = Decoder::default();
+            let result = (|| -> Result<()> {
+                let fl = lock();
+                let l = &fl;
+                for g in 0..plan.groups.len() {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if g > 0 {
+                        // Let a waiting thread's libhdf5 call in between two fetches.
+                        // SAFETY: nothing of ours is in flight in libhdf5 here.
+                        unsafe { bump(l) };
+                    }
+                    if !whole[g] {
+                        for p in &plan.pieces[plan.groups[g].1.clone()] {
+                            let r = piece_row(&plan, table, p.row, p);
+                            // SAFETY: the piece's row overlaps no other row (see the module docs).
+                            unsafe { read_row(reader, &r, p.row, ctx, &mut scratch)? };
+                            hdf5_reads += 1;
+                        }
+                        continue;
+                    }
+                    let (coord, origin, extent) = shared.origin_extent(g);
+                    let buf = pool.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_default();
+                    let mut job = Job { group: g, buf, raw_mask: None };
+                    let state = if raw_ok { chunk_state(l, dset, &origin[..n]) } else { ChunkState::Unknown };
+                    match state {
+                        ChunkState::Stored { size, .. } => {
+                            job.raw_mask = Some(read_raw_chunk(l, dset, &origin[..n], size, &mut job.buf).map_err(|e| err!(Hdf5, "chunk {:?}: {}", &coord[..n], e.message))?);
+                            raw_chunks += 1;
+                        }
+                        _ => read_region(reader, &origin[..n], &extent[..n], itemsize, &mut job.buf)?,
+                    }
+                    // Hand the chunk to a worker; when there are none, or they are all busy and
+                    // the queue is full, process it here (decoding with the lock released).
+                    let job = if nworkers == 0 {
+                        job
+                    } else {
+                        match tx.try_send(job) {
+                            Ok(()) => continue,
+                            Err(mpsc::TrySendError::Full(job)) => job,
+                            Err(mpsc::TrySendError::Disconnected(_)) => break,
+                        }
+                    };
+                    if filtered {
+                        // SAFETY: `handle` decodes and scatters in memory, no libhdf5 call.
+                        unsafe { released(l, || handle(job, &mut dec)) };
+                    } else {
+                        // An unfiltered chunk is one copy: cheaper than giving the lock away.
+                        handle(job, &mut dec);
+                    }
+                }
+                Ok(())
+            })();
+            drop(tx);
+            // Help drain the queue, then the scope joins the workers (each finishes at most
+            // the job it holds).
+            if nworkers > 0 {
+                while let Ok(job) = {
+                    let r = rx.lock().unwrap_or_else(|p| p.into_inner()).try_recv();
+                    r
+                } {
                     handle(job, &mut dec);
                 }
-            });
-        }
-        let mut dec = Decoder::default();
-        let result = (|| -> Result<()> {
-            for g in 0..plan.groups.len() {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                if !whole[g] {
-                    for p in &plan.pieces[plan.groups[g].1.clone()] {
-                        let r = piece_row(&plan, table, p.row, p);
-                        // SAFETY: the piece's row overlaps no other row (see the module docs).
-                        unsafe { read_row(reader, &r, p.row, ctx, &mut scratch)? };
-                        hdf5_reads += 1;
-                    }
-                    continue;
-                }
-                let (coord, origin, extent) = shared.origin_extent(g);
-                let buf = pool.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_default();
-                let mut job = Job { group: g, buf, raw_mask: None };
-                let state = if raw_ok { chunk_state(l, dset, &origin[..n]) } else { ChunkState::Unknown };
-                match state {
-                    ChunkState::Stored { size, .. } => {
-                        job.raw_mask = Some(read_raw_chunk(l, dset, &origin[..n], size, &mut job.buf).map_err(|e| err!(Hdf5, "chunk {:?}: {}", &coord[..n], e.message))?);
-                        raw_chunks += 1;
-                    }
-                    _ => read_region(reader, &origin[..n], &extent[..n], itemsize, &mut job.buf)?,
-                }
-                if nworkers == 0 {
-                    handle(job, &mut dec);
-                    continue;
-                }
-                // Hand the chunk to a worker; when they are all busy and the queue is full,
-                // decode it here instead of waiting (the caller never blocks on the workers).
-                match tx.try_send(job) {
-                    Ok(()) => {}
-                    Err(mpsc::TrySendError::Full(job)) => handle(job, &mut dec),
-                    Err(mpsc::TrySendError::Disconnected(_)) => break,
-                }
             }
-            Ok(())
-        })();
-        drop(tx);
-        // Help drain the queue, then the scope joins the workers (each finishes at most the
-        // job it holds).
-        if nworkers > 0 {
-            while let Ok(job) = {
-                let r = rx.lock().unwrap_or_else(|p| p.into_inner()).try_recv();
-                r
-            } {
-                handle(job, &mut dec);
-            }
-        }
-        result
-    })?;
+            result
+        })
+    };
+    // SAFETY: inside `run`, libhdf5 is only called under the fresh lock `fl`.
+    unsafe { released(l, run)? };
+    debug_assert!(crate::hdf5::lock::held_by_current_thread());
     if let Some((_, e)) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }

@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 use crate::hdf5::chunk::{chunk_layout, chunk_state, flush_dataset, read_raw_chunk, types_equal, ChunkState};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::handle::Handle;
-use crate::hdf5::lock::H5Lock;
+use crate::hdf5::lock::{lock, released, H5Lock};
 use crate::hdf5::types::classify;
 use crate::hdf5::write::write_raw_chunk;
 
@@ -268,7 +268,9 @@ pub(super) fn write_chunks_raw(
     // Worker threads: jobs in, stored bytes out; at most 2 jobs in flight per thread.
     let (job_tx, job_rx) = mpsc::channel::<Job>();
     let job_rx = Mutex::new(job_rx);
-    std::thread::scope(|sc| -> Result<()> {
+    // The lock is held while preparing and storing chunks, never while waiting for a worker's
+    // result or joining the workers.
+    let run = || std::thread::scope(|sc| -> Result<()> {
         let (res_tx, res_rx) = mpsc::channel::<(usize, Result<std::result::Result<Vec<u8>, String>>)>();
         for _ in 0..threads {
             let (job_rx, res_tx, shared) = (&job_rx, res_tx.clone(), &shared);
@@ -288,6 +290,7 @@ pub(super) fn write_chunks_raw(
             });
         }
         drop(res_tx);
+        let fl = lock();
         let mut main_worker = Worker::default();
         let mut in_flight = 0usize;
         let mut next = 0usize;
@@ -307,7 +310,8 @@ pub(super) fn write_chunks_raw(
             if in_flight == 0 {
                 break;
             }
-            let Ok((gi, res)) = res_rx.recv() else { break };
+            // SAFETY: waiting on a channel calls no libhdf5 function.
+            let Ok((gi, res)) = (unsafe { released(&fl, || res_rx.recv()) }) else { break };
             in_flight -= 1;
             if outcome.is_err() {
                 continue;
@@ -317,6 +321,10 @@ pub(super) fn write_chunks_raw(
             }
         }
         drop(job_tx);
+        drop(fl);
         outcome
-    })
+    });
+    // SAFETY: inside `run`, libhdf5 is only called while the fresh lock `fl` is held (the
+    // `prepare`/`store`/`finish` closures run only then).
+    unsafe { released(l, run) }
 }
