@@ -128,12 +128,12 @@ fn make_read_task(ds_index: usize, ds: &Ds, rng: &mut Rng) -> ReadTask {
     let rows = (0..nrows)
         .map(|_| {
             let (mut s, mut d, mut c, mut ss, mut dsx) = (vec![], vec![], vec![], vec![], vec![]);
-            for j in 0..n {
+            for (&extent, &dst_extent) in ds.shape.iter().zip(&dst_shape) {
                 let step = if rng.below(4) == 0 { 1 + rng.below(3) } else { 1 };
                 let dstep = if rng.below(6) == 0 { 2 } else { 1 };
                 let cnt = 1 + rng.below(6);
-                let sj = rng.below(ds.shape[j]);
-                let dj = rng.below(dst_shape[j]);
+                let sj = rng.below(extent);
+                let dj = rng.below(dst_extent);
                 s.push(sj);
                 d.push(dj);
                 c.push(cnt);
@@ -312,7 +312,7 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
         for tid in 0..nthreads {
             let (reads, payloads, copies, datasets, handles, ops, copy_src) = (&reads, &payloads, &copies, &datasets, &handles, &ops, &copy_src);
             sc.spawn(move || {
-                let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ (tid as u64 + 1) * 0x9E37_79B9);
+                let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ ((tid as u64 + 1) * 0x9E37_79B9));
                 while Instant::now() < end {
                     match rng.below(10) {
                         // Reads on a handle shared by all threads, any mode and thread count.
