@@ -12,7 +12,12 @@ use crate::slices::options;
 ///
 /// Worker threads never call libhdf5: the calling thread reads the stored chunk bytes under
 /// vh5's libhdf5 lock and the workers inflate / unshuffle / checksum / byte-swap and copy them
-/// into the destination, outside the lock.
+/// into the destination, outside the lock. The same holds for `vh5_write_many_slices` of
+/// filtered datasets (workers merge and compress, the calling thread stores). The calling
+/// thread holds the lock only while it fetches or stores chunks: never while it decodes a
+/// chunk itself or waits for the workers, and between two chunk fetches it hands the lock to
+/// any thread waiting for it, so vh5 calls from other threads (and other libhdf5 users of the
+/// same lock) interleave with a long call instead of waiting for its end.
 ///
 /// Returns `VH5_OK` (always). Thread-safe.
 #[no_mangle]
