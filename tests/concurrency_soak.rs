@@ -1,6 +1,7 @@
 //! Concurrency soak (issue #8): many threads mixing payload decoding, slice reads on several
 //! files (shared handles and handles opened per call, every planner mode, 1-3 worker threads)
-//! and memory-to-memory copies, for a bounded time. Every result must equal the result
+//! memory-to-memory copies and writes (each thread to its own gzip file, read back), for a
+//! bounded time. Every result must equal the result
 //! computed single-threaded beforehand (itself checked against an independent reference), and
 //! the run must finish: a watchdog aborts the process with a message if it does not (deadlock).
 //!
@@ -287,6 +288,22 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
         })
         .collect();
 
+    // One writable gzip file per soak thread (writes of different threads go to different
+    // files; each thread checks its file against its own model after every write).
+    let wshape = [60u64, 80];
+    let writable: Vec<(std::path::PathBuf, Vec<u8>)> = (0..nthreads)
+        .map(|tid| {
+            let p = tmp.path(&format!("w{tid}.h5"));
+            let data = data_for(Dtype::Float64, 60 * 80, 500 + tid as u64);
+            let mut s = DsSpec::new("w", &wshape, Dtype::Float64, Some(&data));
+            s.chunk = Some(vec![10, 16]);
+            s.gzip = Some(2);
+            s.shuffle = tid % 2 == 0;
+            create_file(&p, &[s]);
+            (p, data)
+        })
+        .collect();
+
     // Watchdog: a deadlock must fail the run, not hang CI.
     let done = std::sync::Arc::new(AtomicBool::new(false));
     let limit = Duration::from_secs(secs + 180);
@@ -305,16 +322,36 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
         });
     }
 
-    let ops = [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
+    let ops = [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
     let end = Instant::now() + Duration::from_secs(secs);
     let modes = [PlannerMode::Auto, PlannerMode::Chunks, PlannerMode::Rows];
     std::thread::scope(|sc| {
         for tid in 0..nthreads {
             let (reads, payloads, copies, datasets, handles, ops, copy_src) = (&reads, &payloads, &copies, &datasets, &handles, &ops, &copy_src);
+            let (wpath, mut model) = writable[tid].clone();
             sc.spawn(move || {
                 let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ ((tid as u64 + 1) * 0x9E37_79B9));
+                let (wf, wd) = write_common::open_rw(&wpath, "w", true);
                 while Instant::now() < end {
-                    match rng.below(10) {
+                    match rng.below(11) {
+                        // Writes to this thread's own file, read back whole and compared.
+                        10 => {
+                            let src = data_for(Dtype::Float64, 30 * 40, rng.next());
+                            let lay = write_common::SrcLay::c(&[30, 40], 8);
+                            let rows: Vec<TRow> = (0..1 + rng.below(30))
+                                .map(|_| TRow { s: vec![rng.below(30), rng.below(40)], d: vec![rng.below(60), rng.below(80)], c: vec![1 + rng.below(12), 1 + rng.below(20)], ss: vec![1, 1], ds: vec![1, 1 + rng.below(2)] })
+                                .collect();
+                            let thr = 1 + rng.below(3) as usize;
+                            let (st, m) = with_overrides(None, Some(thr), || write_common::ffi_write(wd, &src, &lay, Dtype::Float64, 8, &rows, vh5::ffi::hdf5::VH5_SLICES_CLIP));
+                            assert_eq!(st, VH5_OK, "thread {tid}: write: {m}");
+                            write_common::ref_write(&mut model, &wshape, &src, &lay, 8, &rows, true).unwrap();
+                            let mut back = vec![0u8; model.len()];
+                            let whole = [TRow { s: vec![0, 0], d: vec![0, 0], c: wshape.to_vec(), ss: vec![1, 1], ds: vec![1, 1] }];
+                            let (st, m) = ffi_read(wd, &mut back, 0, Dtype::Float64, 8, &wshape, None, &whole, 0, true);
+                            assert_eq!(st, VH5_OK, "thread {tid}: read back: {m}");
+                            assert!(back == model, "thread {tid}: its file differs from its model after a write ({thr} threads)");
+                            ops[4].fetch_add(1, Ordering::Relaxed);
+                        }
                         // Reads on a handle shared by all threads, any mode and thread count.
                         0..=3 => {
                             let t = &reads[rng.below(reads.len() as u64) as usize];
@@ -348,6 +385,7 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
                         }
                     }
                 }
+                ffi_close(&[wd, wf]);
             });
         }
     });
@@ -357,13 +395,14 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
     }
     let n: Vec<usize> = ops.iter().map(|o| o.load(Ordering::Relaxed)).collect();
     println!(
-        "soak: {nthreads} threads for {secs} s over {} datasets, {} payloads: {} shared-handle reads, {} own-handle reads, {} payload decodes, {} copies, all identical to single-threaded",
+        "soak: {nthreads} threads for {secs} s over {} datasets, {} payloads: {} shared-handle reads, {} own-handle reads, {} payload decodes, {} copies, {} writes (+ read back), all identical to single-threaded",
         datasets.len(),
         payloads.len(),
         n[0],
         n[1],
         n[2],
-        n[3]
+        n[3],
+        n[4]
     );
     assert!(n.iter().all(|&k| k > 0), "every kind of operation ran: {n:?}");
 }
