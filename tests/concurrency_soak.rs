@@ -1,8 +1,7 @@
 //! Concurrency soak (issue #8): many threads mixing payload decoding, slice reads on several
-//! files (shared handles and handles opened per call, every planner mode, 1-3 worker threads)
+//! files (shared handles and handles opened per call, every planner mode, 1-3 worker threads),
 //! memory-to-memory copies and writes (each thread to its own gzip file, read back), for a
-//! bounded time. Every result must equal the result
-//! computed single-threaded beforehand (itself checked against an independent reference), and
+//! bounded time. Every result must equal the result computed single-threaded beforehand (itself checked against an independent reference), and
 //! the run must finish: a watchdog aborts the process with a message if it does not (deadlock).
 //!
 //! A second test checks the promise behind "no deadlock": the libhdf5 lock is never held
@@ -326,9 +325,9 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
     let end = Instant::now() + Duration::from_secs(secs);
     let modes = [PlannerMode::Auto, PlannerMode::Chunks, PlannerMode::Rows];
     std::thread::scope(|sc| {
-        for tid in 0..nthreads {
+        for (tid, (wpath, model)) in writable.iter().cloned().enumerate() {
             let (reads, payloads, copies, datasets, handles, ops, copy_src) = (&reads, &payloads, &copies, &datasets, &handles, &ops, &copy_src);
-            let (wpath, mut model) = writable[tid].clone();
+            let mut model = model;
             sc.spawn(move || {
                 let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ ((tid as u64 + 1) * 0x9E37_79B9));
                 let (wf, wd) = write_common::open_rw(&wpath, "w", true);
