@@ -624,6 +624,10 @@ const char *vh5_dtype_name(uint32_t dtype);
  * with the matching flag). On failure `*out` is zeroed (when `out` is not NULL) and
  * vh5_last_error_message() explains. `buf` is only read, within [buf, buf+len).
  * Thread-safe; no state is kept.
+ *
+ * # Safety
+ * `buf` must be NULL or valid for reads of `len` bytes; `out` must be NULL or point to a
+ * writable `payload_view`. The pointers in `*out` borrow `buf`: valid while `buf` is.
  */
 vh5_status payload_decode_view(const uint8_t *buf,
                                size_t len,
@@ -647,6 +651,10 @@ vh5_status payload_decode_view(const uint8_t *buf,
  * index and byte offset), and any status payload_decode_view returns for the message.
  * On other failures `*written` is 0 (and `out` may hold partial values up to `cap`).
  * Thread-safe.
+ *
+ * # Safety
+ * `buf` must be NULL or valid for reads of `len` bytes; `out` NULL or valid for writes of
+ * `cap` int64 values; `written` NULL or a writable `size_t`. Nothing is retained.
  */
 vh5_status payload_decode_count(const uint8_t *buf,
                                 size_t len,
@@ -668,6 +676,10 @@ vh5_status payload_decode_count(const uint8_t *buf,
  * than the data length (nothing written; `*written` is set to the NEEDED byte count; the
  * message gives it); and any status payload_decode_view returns for the message (except
  * VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER, which do not apply). Thread-safe.
+ *
+ * # Safety
+ * `buf` must be NULL or valid for reads of `len` bytes; `out` NULL or valid for writes of
+ * `out_len` bytes; `written` NULL or a writable `size_t`. Nothing is retained.
  */
 vh5_status payload_copy_data(const uint8_t *buf,
                              size_t len,

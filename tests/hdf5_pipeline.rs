@@ -28,7 +28,7 @@ fn pipeline_matches_reference_for_every_thread_count() {
     u.gzip = Some(4);
     u.fill = Some(&fill);
     create_file(&p, &[s, u]);
-    let block: Vec<u8> = (0..30 * 40).flat_map(|i| (i as i32).to_ne_bytes()).collect();
+    let block: Vec<u8> = (0..30 * 40i32).flat_map(|i| i.to_ne_bytes()).collect();
     write_block(&p, "u", Dtype::Int32, &[10, 0], &[30, 40], &block); // rows 0..10 stay unwritten
 
     for (name, dtype, size, shape) in [("x", Dtype::Float64, 8usize, [240u64, 180]), ("u", Dtype::Int32, 4, [40, 40])] {

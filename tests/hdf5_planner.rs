@@ -89,6 +89,7 @@ fn create(path: &std::path::Path, sp: &Spec, fill: &[u8], data: &[u8], written: 
 }
 
 /// Read through the Rust API with a strategy and thread count; returns the stats.
+#[allow(clippy::too_many_arguments)]
 fn read(d: i64, buf: &mut [u8], dtype: Dtype, shape: &[u64], rows: &[TRow], clip: bool, mode: PlannerMode, threads: usize) -> vh5::error::Result<ReadStats> {
     let t = tables(rows);
     let size = size_of(dtype);

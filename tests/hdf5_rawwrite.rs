@@ -103,17 +103,17 @@ fn masks(path: &std::path::Path) -> Vec<u32> {
 }
 
 fn rows() -> Vec<TRow> {
-    let mut v = vec![];
     // chunk (0,0) covered exactly by two rows; chunk (4,4) (the corner edge chunk, 3x1)
     // covered by one row; partial pieces elsewhere, stepped rows, overlaps (later row wins).
-    v.push(TRow { s: vec![0, 0], d: vec![0, 0], c: vec![3, 4], ss: vec![1, 1], ds: vec![1, 1] });
-    v.push(TRow { s: vec![3, 0], d: vec![3, 0], c: vec![2, 4], ss: vec![1, 1], ds: vec![1, 1] });
-    v.push(TRow { s: vec![1, 1], d: vec![20, 16], c: vec![3, 1], ss: vec![1, 1], ds: vec![1, 1] });
-    v.push(TRow { s: vec![0, 2], d: vec![6, 3], c: vec![9, 7], ss: vec![1, 1], ds: vec![2, 1] });
-    v.push(TRow { s: vec![5, 5], d: vec![7, 5], c: vec![3, 3], ss: vec![2, 1], ds: vec![1, 3] });
-    v.push(TRow { s: vec![2, 0], d: vec![11, 0], c: vec![12, 17], ss: vec![1, 1], ds: vec![1, 1] });
-    v.push(TRow { s: vec![0, 0], d: vec![18, 10], c: vec![1, 1], ss: vec![1, 1], ds: vec![1, 1] });
-    v
+    vec![
+        TRow { s: vec![0, 0], d: vec![0, 0], c: vec![3, 4], ss: vec![1, 1], ds: vec![1, 1] },
+        TRow { s: vec![3, 0], d: vec![3, 0], c: vec![2, 4], ss: vec![1, 1], ds: vec![1, 1] },
+        TRow { s: vec![1, 1], d: vec![20, 16], c: vec![3, 1], ss: vec![1, 1], ds: vec![1, 1] },
+        TRow { s: vec![0, 2], d: vec![6, 3], c: vec![9, 7], ss: vec![1, 1], ds: vec![2, 1] },
+        TRow { s: vec![5, 5], d: vec![7, 5], c: vec![3, 3], ss: vec![2, 1], ds: vec![1, 3] },
+        TRow { s: vec![2, 0], d: vec![11, 0], c: vec![12, 17], ss: vec![1, 1], ds: vec![1, 1] },
+        TRow { s: vec![0, 0], d: vec![18, 10], c: vec![1, 1], ss: vec![1, 1], ds: vec![1, 1] },
+    ]
 }
 
 /// Write `rows()` with `threads`; returns (stats, expected values).

@@ -180,6 +180,10 @@ const _: () = assert!(CountForm::Array as u32 == PAYLOAD_COUNT_ARRAY && PAYLOAD_
 /// with the matching flag). On failure `*out` is zeroed (when `out` is not NULL) and
 /// vh5_last_error_message() explains. `buf` is only read, within [buf, buf+len).
 /// Thread-safe; no state is kept.
+///
+/// # Safety
+/// `buf` must be NULL or valid for reads of `len` bytes; `out` must be NULL or point to a
+/// writable `payload_view`. The pointers in `*out` borrow `buf`: valid while `buf` is.
 #[no_mangle]
 pub unsafe extern "C" fn payload_decode_view(buf: *const u8, len: usize, flags: u32, out: *mut payload_view) -> vh5_status {
     if !out.is_null() {
@@ -215,6 +219,10 @@ pub unsafe extern "C" fn payload_decode_view(buf: *const u8, len: usize, flags: 
 /// index and byte offset), and any status payload_decode_view returns for the message.
 /// On other failures `*written` is 0 (and `out` may hold partial values up to `cap`).
 /// Thread-safe.
+///
+/// # Safety
+/// `buf` must be NULL or valid for reads of `len` bytes; `out` NULL or valid for writes of
+/// `cap` int64 values; `written` NULL or a writable `size_t`. Nothing is retained.
 #[no_mangle]
 pub unsafe extern "C" fn payload_decode_count(buf: *const u8, len: usize, out: *mut i64, cap: usize, written: *mut usize) -> vh5_status {
     if !written.is_null() {
@@ -271,6 +279,10 @@ pub unsafe extern "C" fn payload_decode_count(buf: *const u8, len: usize, out: *
 /// than the data length (nothing written; `*written` is set to the NEEDED byte count; the
 /// message gives it); and any status payload_decode_view returns for the message (except
 /// VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER, which do not apply). Thread-safe.
+///
+/// # Safety
+/// `buf` must be NULL or valid for reads of `len` bytes; `out` NULL or valid for writes of
+/// `out_len` bytes; `written` NULL or a writable `size_t`. Nothing is retained.
 #[no_mangle]
 pub unsafe extern "C" fn payload_copy_data(buf: *const u8, len: usize, out: *mut std::ffi::c_void, out_len: usize, written: *mut usize) -> vh5_status {
     if !written.is_null() {

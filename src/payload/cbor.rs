@@ -297,7 +297,6 @@ pub(crate) fn parse<'a, F: FnMut(u64, i64)>(buf: &'a [u8], sink: &mut F) -> Resu
     let mut ty = d.datatype().map_err(|e| cbor_err(e, "first item", len))?;
     let mut p = d.probe();
     if ty == Type::Tag && p.tag().is_ok_and(|t| t.as_u64() == TAG_SELF_DESCRIBE) {
-        drop(p);
         d.tag().map_err(|e| cbor_err(e, "self-describe tag", len))?;
         ty = d.datatype().map_err(|e| cbor_err(e, "item after the self-describe tag 55799", len))?;
     }
@@ -322,7 +321,6 @@ fn parse_tagged<'a>(d: &mut Decoder<'a>) -> Result<Parsed<'a>> {
     let pos = d.position();
     let mut probe = d.probe();
     let tag = probe.tag().map_err(|e| cbor_err(e, "top-level tag", len))?.as_u64();
-    drop(probe);
     if typed_array_tag(tag)?.is_some() {
         let b = read_bytes_like(d, "typed array", true)?;
         let (dtype, order, _) = b.tag.expect("tagged");

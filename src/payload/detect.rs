@@ -38,7 +38,8 @@ pub fn detect(buf: &[u8]) -> Result<Detected> {
         return Err(json_error(buf));
     }
     Ok(match b {
-        0xa0..=0xbf | 0xc0..=0xdb => Detected::Cbor,
+        // CBOR maps (0xa0-0xbf) and tags (0xc0-0xdb).
+        0xa0..=0xdb => Detected::Cbor,
         0x80..=0x8f | 0xde | 0xdf => Detected::Msgpack,
         _ => bail!(
             Malformed,

@@ -188,13 +188,12 @@ mod tests {
 
     fn row(s: &[u64], d: &[u64], c: &[u64], ss: &[u64], ds: &[u64]) -> Row {
         let mut r = Row { ndim: s.len(), src_start: [0; MAX_RANK], dst_start: [0; MAX_RANK], count: [0; MAX_RANK], src_step: [1; MAX_RANK], dst_step: [1; MAX_RANK] };
-        for j in 0..s.len() {
-            r.src_start[j] = s[j];
-            r.dst_start[j] = d[j];
-            r.count[j] = c[j];
-            r.src_step[j] = ss[j];
-            r.dst_step[j] = ds[j];
-        }
+        let n = s.len();
+        r.src_start[..n].copy_from_slice(s);
+        r.dst_start[..n].copy_from_slice(d);
+        r.count[..n].copy_from_slice(c);
+        r.src_step[..n].copy_from_slice(ss);
+        r.dst_step[..n].copy_from_slice(ds);
         r
     }
 
