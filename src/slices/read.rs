@@ -244,7 +244,7 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
     let stride = if strided { Some(&fstride[..n]) } else { None };
     let block_elems: u64 = fcount[..n].iter().product();
     let block_bytes = usize::try_from(block_elems as u128 * itemsize as u128)
-        .map_err(|_| err!(BufferTooSmall, "row {i}: hyperslab of {block_elems} elements does not fit in memory"))?;
+        .map_err(|_| err!(NoMemory, "row {i}: hyperslab of {block_elems} elements does not fit in memory"))?;
     let dst_off = ctx.layout.byte_offset(&r.dst_start[..n]);
 
     // Direct read: no steps at all and the destination block is dense in C order.
@@ -257,7 +257,7 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
         return Ok(true);
     }
     if scratch.len() < block_bytes {
-        scratch.resize(block_bytes, 0);
+        super::alloc::resize_zeroed(scratch, block_bytes, || format!("row {i}: scratch buffer for its hyperslab"))?;
     }
     reader.read(&fstart[..n], stride, &fcount[..n], &mut scratch[..block_bytes])?;
     // Scratch is dense C order of fcount; the inner step (if read as a span) applies here.
