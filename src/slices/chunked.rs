@@ -120,12 +120,16 @@ impl Shared<'_> {
         let (coord, origin, extent) = self.origin_extent(job.group);
         let dims: &[u64] = if let Some(mask) = job.raw_mask {
             let stored = job.buf.len();
+            // A stream that decodes but to the wrong size is corrupt for certain: not retried
+            // through libhdf5, which would deliver it (cut, or padded with uninitialised bytes).
+            let at = |m: &str| format!("chunk {:?} (dataset offset {:?}, {stored} bytes stored, filter mask {mask:#x}): {m}", &coord[..n], &origin[..n]);
             dec.decode_checked(self.filters, mask, &mut job.buf, self.chunk_bytes).map_err(|e| match e.kind {
-                ErrorKind::NoMemory => Err(err!(NoMemory, "chunk {:?} (dataset offset {:?}, {stored} bytes stored): {}", &coord[..n], &origin[..n], e.message)),
+                ErrorKind::NoMemory => Err(Error::new(e.kind, at(&e.message))),
+                ErrorKind::Hdf5 => Err(Error::new(e.kind, at(&format!("{}: the chunk is corrupted", e.message)))),
                 _ => Ok(format!("{} ({stored} bytes stored, filter mask {mask:#x})", e.message)),
             })?;
             if job.buf.len() != self.chunk_bytes {
-                return Err(Ok(format!("decoded to {} bytes, expected {} ({stored} bytes stored, filter mask {mask:#x})", job.buf.len(), self.chunk_bytes)));
+                return Err(Err(err!(Hdf5, "{}", at(&format!("its filters decode to {} bytes, the chunk holds {}: the chunk is corrupted", job.buf.len(), self.chunk_bytes)))));
             }
             if let Some(RawKind::Swap(u)) = self.raw {
                 swap_bytes(&mut job.buf, u);
@@ -328,7 +332,8 @@ pub(crate) fn read_chunked(
                         job.raw_mask = Some(read_raw_chunk(l, dset, &origin[..n], size, &mut job.buf).map_err(|e| Error::new(e.kind, format!("chunk {:?}: {}", &coord[..n], e.message)))?);
                         raw_chunks += 1;
                     }
-                    _ => read_region(reader, &origin[..n], &extent[..n], itemsize, &mut job.buf)?,
+                    _ => read_region(reader, &origin[..n], &extent[..n], itemsize, &mut job.buf)
+                        .map_err(|e| Error::new(e.kind, format!("chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], e.message)))?,
                 }
                 if nworkers == 0 {
                     handle(job, &mut dec);
@@ -367,7 +372,7 @@ pub(crate) fn read_chunked(
         let (coord, origin, extent) = shared.origin_extent(g);
         let mut buf = Vec::new();
         read_region(reader, &origin[..n], &extent[..n], itemsize, &mut buf).map_err(|e| match e.kind {
-            ErrorKind::NoMemory => e,
+            ErrorKind::NoMemory => err!(NoMemory, "chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], e.message),
             _ => err!(Hdf5, "chunk {:?} (dataset offset {:?}): vh5 could not decode it ({msg}), and libhdf5 failed too: {}", &coord[..n], &origin[..n], e.message),
         })?;
         shared.scatter(g, &buf, &origin[..n], &extent[..n])?;
@@ -410,7 +415,7 @@ fn piece_row(plan: &Plan, table: &SliceTable, i: usize, p: &super::plan::PieceKe
 /// dense C order): filters, type conversion and fill values by libhdf5.
 fn read_region(reader: &mut HyperslabReader, origin: &[u64], extent: &[u64], itemsize: usize, buf: &mut Vec<u8>) -> Result<()> {
     let elems: u64 = extent.iter().product();
-    let what = || format!("chunk at dataset offset {origin:?} (extent {extent:?})");
+    let what = || format!("region of extent {extent:?}");
     let bytes = usize::try_from(elems as u128 * itemsize as u128).map_err(|_| err!(NoMemory, "{}: {elems} elements do not fit in memory", what()))?;
     buf.clear();
     super::alloc::resize_zeroed(buf, bytes, what)?;

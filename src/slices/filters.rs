@@ -62,8 +62,10 @@ impl Decoder {
     }
 
     /// [`Decoder::decode`] with typed errors: `Malformed` when the stored bytes are not a
-    /// valid encoding (corrupt stream, checksum mismatch, a zlib stream that inflates to more
-    /// than the chunk can hold), `NoMemory` when a buffer could not be allocated.
+    /// valid encoding vh5 can decode (corrupt stream, checksum mismatch); `Hdf5` when they are
+    /// a valid zlib stream that inflates to more than the chunk can hold (the chunk is corrupt
+    /// for certain: libhdf5 would silently keep the first bytes); `NoMemory` when a buffer
+    /// could not be allocated.
     ///
     /// Memory is bounded by the chunk, never by the stored bytes: inflate stops (error) as
     /// soon as its output exceeds `expect_len` plus 4 bytes per filter (room for fletcher32
@@ -120,7 +122,7 @@ fn inflate(z: &mut Decompress, input: &[u8], out: &mut Vec<u8>, limit: usize) ->
             Status::Ok | Status::BufError => {
                 let progressed = z.total_in() as usize != before_in || out.len() != before_out;
                 if out.len() >= limit.max(64) {
-                    bail!(Malformed, "inflate: the zlib stream produces more than {limit} bytes after {} bytes of input (the chunk holds {limit} at most): refused", z.total_in());
+                    bail!(Hdf5, "inflate: the zlib stream produces more than {limit} bytes after {} bytes of input (the chunk holds {limit} at most): refused", z.total_in());
                 } else if out.len() == out.capacity() {
                     let grow = out.capacity().max(4096).min(limit.max(64) - out.len());
                     super::alloc::reserve_total(out, out.len() + grow, || "inflate buffer".to_string())?;
@@ -344,7 +346,7 @@ mod tests {
         let bomb = deflate(&vec![0u8; 64 << 20]);
         let mut buf = bomb.clone();
         let e = d.decode_checked(&[Filter::Deflate], 0, &mut buf, 4000).unwrap_err();
-        assert_eq!(e.kind, crate::error::ErrorKind::Malformed);
+        assert_eq!(e.kind, crate::error::ErrorKind::Hdf5);
         assert!(e.message.contains("more than 4004 bytes"), "{}", e.message);
         assert!(d.spare.capacity() < 1 << 20 && buf.capacity() < 1 << 20, "the output grew past the limit");
         // a stream that produces fewer bytes decodes (the caller checks the length)

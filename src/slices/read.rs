@@ -253,13 +253,13 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
         // SAFETY: the block's bytes are exactly this row's destination elements (dense), which
         // the caller guarantees no other thread touches.
         let out = ctx.dst.range(dst_off, block_bytes)?;
-        reader.read(&fstart[..n], None, &fcount[..n], out)?;
+        reader.read(&fstart[..n], None, &fcount[..n], out).map_err(|e| in_row(i, e))?;
         return Ok(true);
     }
     if scratch.len() < block_bytes {
         super::alloc::resize_zeroed(scratch, block_bytes, || format!("row {i}: scratch buffer for its hyperslab"))?;
     }
-    reader.read(&fstart[..n], stride, &fcount[..n], &mut scratch[..block_bytes])?;
+    reader.read(&fstart[..n], stride, &fcount[..n], &mut scratch[..block_bytes]).map_err(|e| in_row(i, e))?;
     // Scratch is dense C order of fcount; the inner step (if read as a span) applies here.
     let mut acc = itemsize as isize;
     for j in (0..n).rev() {
@@ -273,6 +273,11 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
     }
     ctx.dst.copy_in(&scratch[..block_bytes], 0, &sstrides[..n], dst_off, &dstrides[..n], &counts[..n], itemsize)?;
     Ok(false)
+}
+
+/// A libhdf5 read failure of row `i`, naming the row.
+fn in_row(i: usize, e: crate::error::Error) -> crate::error::Error {
+    crate::error::Error::new(e.kind, format!("row {i}: {}", e.message))
 }
 
 /// Whether a block of `count` elements with the array's byte `strides` is one dense C-order run.
