@@ -92,6 +92,7 @@ pub fn run(rep: &mut Report) {
     let mut room = vec![0u8; good.len() + 16];
     let pad = (0..8).find(|p| (room.as_ptr() as usize + p + v.data_offset) % 8 == 1).unwrap();
     room[pad..pad + good.len()].copy_from_slice(&good);
+    rep.replace.push((format!("{:#x}", room.as_ptr() as usize + pad + v.data_offset), "<address>".into()));
     rep.check(C, "float64 data at an odd address with PAYLOAD_REQUIRE_ALIGNED", V, VH5_ERR_MISALIGNED, view(&room[pad..pad + good.len()], PAYLOAD_REQUIRE_ALIGNED), &["align"]);
     let st = unsafe { payload_decode_view(good.as_ptr(), good.len(), 0, std::ptr::null_mut()) };
     rep.check(C, "out = NULL", V, VH5_ERR_NULL_ARGUMENT, (st, last_error()), &["`out`"]);
