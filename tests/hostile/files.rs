@@ -129,6 +129,7 @@ pub fn row(s: &[u64], d: &[u64], c: &[u64]) -> TRow {
     TRow { s: s.to_vec(), d: d.to_vec(), c: c.to_vec(), ss: vec![1; s.len()], ds: vec![1; s.len()] }
 }
 
+#[allow(clippy::too_many_arguments)]
 /// Open `path`/`name`, read `rows` into a fresh guarded (rows x 5 x 5 float64) buffer in
 /// `mode`, close. Returns the status, message and buffer. Open failures are returned as is.
 pub fn read_x(path: &Path, name: &str, rows: &[TRow], shape: &[u64], mode: Option<PlannerMode>, threads: usize, flags: u32, dtype: Dtype) -> (vh5_status, String, Guarded) {
@@ -251,7 +252,7 @@ pub fn run(rep: &mut Report, tmp: &TempDir) {
             let (st, m, g) = read_x(&bad, "x", &r, &[5, 5], mode, threads, 0, Dtype::Float64);
             let names: &[&str] = if mname == "chunks" { &["chunk [1, 2]", "dataset offset [10, 20]"] } else { &["row 0", "start [12, 21]", "inflate() failed"] };
             if threads == 1 {
-                rep.check("corrupt chunk", format!("8 bytes overwritten inside a gzip chunk; VH5_PLANNER={mname}"), "vh5_read_many_slices", VH5_ERR_HDF5, (st.clone(), m.clone()), names);
+                rep.check("corrupt chunk", format!("8 bytes overwritten inside a gzip chunk; VH5_PLANNER={mname}"), "vh5_read_many_slices", VH5_ERR_HDF5, (st, m.clone()), names);
             } else {
                 rep.ensure(st == VH5_ERR_HDF5, || format!("flipped {mname} 2 threads: {st:?} {m}"));
             }

@@ -22,6 +22,7 @@ use crate::common::{last_error, tables, TRow, TempDir};
 
 /// Create `name` (float64) with the given dims / max dims / chunk and fill value, written
 /// nowhere (or, with `gzip`, compressed) — every chunk unallocated.
+#[allow(clippy::too_many_arguments)]
 pub fn make_sparse(path: &Path, name: &str, dims: &[u64], maxdims: &[u64], chunk: &[u64], fill: f64, gzip: bool, mtype_u8: bool) -> Result<(), String> {
     let s = vh5::hdf5::session();
     unsafe {

@@ -145,16 +145,16 @@ pub fn flips(rep: &mut super::Report, tmp: &crate::common::TempDir) {
     let cases: Vec<(String, u64, u8, &str)> = vec![
         ("superblock: size of offsets (byte 13)".into(), 13, 0x04, EXPECT[0]),
         ("superblock: root group object header address".into(), 64, 0x40, EXPECT[1]),
-        (format!("object header of x: version byte (+0)"), xh, 0xff, EXPECT[2]),
-        (format!("object header of x: message count (+3)"), xh + 3, 0x40, EXPECT[3]),
-        (format!("object header of x: header size (+10)"), xh + 10, 0x10, EXPECT[4]),
+        ("object header of x: version byte (+0)".into(), xh, 0xff, EXPECT[2]),
+        ("object header of x: message count (+3)".into(), xh + 3, 0x40, EXPECT[3]),
+        ("object header of x: header size (+10)".into(), xh + 10, 0x10, EXPECT[4]),
         (format!("object header of x: middle byte (+{})", xh_len / 2), xh + xh_len / 2, 0xff, EXPECT[5]),
-        (format!("chunk B-tree of x: signature"), tree, 0x20, EXPECT[6]),
-        (format!("chunk B-tree of x: entries used (+6)"), tree + 6, 0x40, EXPECT[7]),
-        (format!("chunk B-tree of x: first child address (+63, high byte)"), tree + 63, 0x10, EXPECT[8]),
-        (format!("chunk B-tree of x: first key offset (+36)"), tree + 36, 0x01, EXPECT[9]),
-        (format!("local heap: signature"), heap, 0x01, EXPECT[10]),
-        (format!("symbol table node: signature"), snod, 0x01, EXPECT[11]),
+        ("chunk B-tree of x: signature".into(), tree, 0x20, EXPECT[6]),
+        ("chunk B-tree of x: entries used (+6)".into(), tree + 6, 0x40, EXPECT[7]),
+        ("chunk B-tree of x: first child address (+63, high byte)".into(), tree + 63, 0x10, EXPECT[8]),
+        ("chunk B-tree of x: first key offset (+36)".into(), tree + 36, 0x01, EXPECT[9]),
+        ("local heap: signature".into(), heap, 0x01, EXPECT[10]),
+        ("symbol table node: signature".into(), snod, 0x01, EXPECT[11]),
     ];
     for (k, (what, off, mask, expected)) in cases.into_iter().enumerate() {
         let f = tmp.path(&format!("flip{k}.h5"));
