@@ -29,6 +29,7 @@ fn hostile_inputs_table() {
     hostile::shapes::run(&mut rep, &tmp);
     hostile::memory::run(&mut rep, &tmp);
     hostile::tables::run(&mut rep, &tmp);
+    hostile::writes::run(&mut rep, &tmp);
     hostile::payloads::run(&mut rep);
 
     let table = rep.render();

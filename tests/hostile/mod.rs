@@ -8,6 +8,7 @@ pub mod payloads;
 pub mod shapes;
 pub mod subproc;
 pub mod tables;
+pub mod writes;
 
 use std::ffi::CStr;
 use std::path::Path;
