@@ -31,6 +31,10 @@ fn hostile_inputs_table() {
     hostile::tables::run(&mut rep, &tmp);
     hostile::writes::run(&mut rep, &tmp);
     hostile::payloads::run(&mut rep);
+    // Every error path closed what it opened: no libhdf5 file, dataset, group, type or
+    // dataspace id is left open by the calls above.
+    let open = unsafe { hdf5_sys::h5f::H5Fget_obj_count(hdf5_sys::h5f::H5F_OBJ_ALL as i64, hdf5_sys::h5f::H5F_OBJ_ALL) };
+    rep.ensure(open == 0, || format!("{open} libhdf5 ids left open by the hostile cases"));
 
     let table = rep.render();
     if std::env::var_os("VH5_HOSTILE_PRINT").is_some() {
