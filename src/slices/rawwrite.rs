@@ -181,6 +181,8 @@ pub(super) fn write_chunks_raw(
     let shared = Shared { plan, ctx, grid, pieces, groups: &groups, chunk_bytes, dense };
     let mut written_per_row = vec![0u32; ctx.table.nslices];
     let mut flushed = false;
+    // File size after the flush (chunks cached by earlier writes are then allocated).
+    let mut fsize = u64::MAX;
     let mut covered = Vec::new();
     let mut clipped = Vec::new();
     let what = |gi: usize| {
@@ -208,12 +210,17 @@ pub(super) fn write_chunks_raw(
             if !flushed {
                 flush_dataset(l, dset)?;
                 flushed = true;
+                fsize = crate::hdf5::chunk::file_size(l, dset)?;
             }
         }
+        // A stored size past the end of the file (a number from the chunk index) is never
+        // trusted for an allocation: libhdf5 reads that chunk (and fails with its reason).
         if let (false, ChunkState::Stored { size, .. }) = (force_mem, chunk_state(l, dset, &origin[..n])) {
-            let mut b = Vec::new();
-            let mask = read_raw_chunk(l, dset, &origin[..n], size, &mut b)?;
-            return Ok(Job { group: gi, start: Start::Raw(b, mask) });
+            if size <= fsize {
+                let mut b = Vec::new();
+                let mask = read_raw_chunk(l, dset, &origin[..n], size, &mut b)?;
+                return Ok(Job { group: gi, start: Start::Raw(b, mask) });
+            }
         }
         // Unallocated (or unknown, or undecodable by vh5): libhdf5 gives the fill value (or
         // the data) in memory order.

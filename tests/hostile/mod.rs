@@ -73,7 +73,7 @@ impl Report {
 
     /// A message shortened to what is stable across machines and runs: temporary paths
     /// replaced by `<tmp>`, libhdf5's error stack reduced to its innermost frame's description
-    /// (no source file names or line numbers), at most 160 characters.
+    /// (no source file names or line numbers), at most 220 characters.
     pub fn excerpt(&self, msg: &str) -> String {
         let mut m = msg.to_string();
         for p in &self.tmp_prefixes {
@@ -108,7 +108,7 @@ impl Report {
         }
         out.push_str(rest);
         let one: String = out.split_whitespace().collect::<Vec<_>>().join(" ");
-        let mut cut = one.len().min(160);
+        let mut cut = one.len().min(220);
         while !one.is_char_boundary(cut) {
             cut -= 1;
         }

@@ -81,5 +81,43 @@ pub fn run(rep: &mut Report, tmp: &TempDir) {
             }
         }
     }
-    let _ = find;
+    // The chunk index claims 2147418112 stored bytes for "b" chunk [0, 0] (file: 36 KB).
+    {
+        let src = tmp.path("w-bigsize-src.h5");
+        std::fs::copy(&sample, &src).unwrap();
+        let bytes = std::fs::read(&src).unwrap();
+        let mut at = 0;
+        while let Some(t) = find(&bytes, b"TREE", at) {
+            if bytes[t + 4] == 1 && u32::from_le_bytes(bytes[t + 24..t + 28].try_into().unwrap()) as u64 == sb {
+                patch(&src, t as u64 + 24, &0x7fff_0000u32.to_le_bytes());
+            }
+            at = t + 4;
+        }
+        for threads in [1, 2] {
+            let (got, _, _) = write_into_unchecked(&src, &tmp.path("w-bigsize.h5"), "b", threads);
+            if threads == 1 {
+                rep.check(C, "row covering part of a chunk whose index entry claims 2147418112 stored bytes", W, VH5_ERR_HDF5, got, &["chunk [0, 0]", "addr overflow"]);
+            } else {
+                rep.ensure(got.0 == VH5_ERR_HDF5, || format!("bigsize write threads 2: {got:?}"));
+            }
+        }
+    }
+}
+
+/// [`write_into`] without reading the chunk's stored bytes (its index entry is bogus).
+fn write_into_unchecked(src: &Path, dst: &Path, name: &str, threads: usize) -> ((vh5_status, String), (), ()) {
+    std::fs::copy(src, dst).unwrap();
+    let (st, m, f) = c_open(dst, VH5_FILE_READ_WRITE);
+    assert_eq!(st, VH5_OK, "{m}");
+    let (st, m, d) = c_dopen(f, name);
+    assert_eq!(st, VH5_OK, "{m}");
+    let mut g = Guarded::new(6 * 8, 0);
+    let shape = [2u64, 3];
+    let a = vh5_array { base: g.ptr() as *mut _, base_len: g.len, offset: 0, dtype: Dtype::Float64.code(), itemsize: 8, ndim: 2, shape: shape.as_ptr(), strides: std::ptr::null() };
+    let t = tables(&[row(&[0, 0], &[5, 6], &[2, 3])]);
+    let st = with_overrides(None, Some(threads), || unsafe { vh5_write_many_slices(d, &a, 1, t[0].as_ptr(), t[1].as_ptr(), t[2].as_ptr(), std::ptr::null(), std::ptr::null(), 0) });
+    let msg = last_error();
+    c_close(d);
+    c_close(f);
+    ((st, msg), (), ())
 }
