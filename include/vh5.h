@@ -255,6 +255,12 @@ enum vh5_status
    * an array payload; the message carries the server's own text.
    */
   VH5_ERR_SERVER_ERROR = 15,
+  /**
+   * An allocation vh5 needed failed (the system refused the memory) or would exceed a
+   * configured limit; the message names the chunk (or row) and the number of bytes. Sizes
+   * read from a file (chunk shape, stored chunk size, decoded size) never abort the process.
+   */
+  VH5_ERR_NO_MEMORY = 16,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -782,7 +788,15 @@ vh5_status vh5_close(int64_t id);
  * without CONVERT; no libhdf5 conversion path with CONVERT; opaque itemsize mismatch);
  * `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5
  * failed during a read, e.g. a corrupt chunk or a missing filter plugin; earlier rows may
- * have been written).
+ * have been written); `VH5_ERR_NO_MEMORY` (a buffer vh5 needed — a whole chunk, its stored
+ * bytes, a row's staging buffer — could not be allocated; the message names the chunk or
+ * row and the bytes; earlier rows may have been written).
+ *
+ * Memory: vh5 reads a chunk whole into a buffer of its own only when its decoded size is at
+ * most env `VH5_MAX_CHUNK_BYTES` (bytes, read once; default 1 GiB); pieces of larger chunks
+ * are read through libhdf5 (`H5Dread`), with the same results. Sizes read from the file
+ * (stored chunk size, decoded size) are checked against the file size and the chunk size,
+ * and a failed allocation is a status, never an abort.
  *
  * Thread-safe (see the module notes); the caller must not access `*dst`'s memory from
  * another thread during the call.
@@ -938,7 +952,9 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * mismatch without CONVERT, no libhdf5 conversion with it); `VH5_ERR_INVALID_HANDLE`
  * (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5 failed part-way, e.g. a
  * corrupt chunk that had to be read, a filter failure, a full disk: the message says which
- * rows had been written completely, which in part, and carries libhdf5's error stack).
+ * rows had been written completely, which in part, and carries libhdf5's error stack);
+ * `VH5_ERR_NO_MEMORY` (a chunk-sized or row-sized staging buffer could not be allocated;
+ * the message names the chunk or row and the bytes; earlier rows may have been written).
  *
  * Thread-safe (libhdf5 calls serialised by vh5's lock); the caller must not modify `*src`'s
  * memory from another thread during the call.

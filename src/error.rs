@@ -42,6 +42,9 @@ pub enum ErrorKind {
     InvalidHandle,
     /// The input is a JSON error body from a server (e.g. Reductionist), not an array payload.
     ServerError,
+    /// An allocation vh5 needed failed, or its size (set by numbers in a file: chunk shape,
+    /// stored chunk size) exceeds a configured limit; the message names the chunk and the bytes.
+    NoMemory,
 }
 
 /// An error with its kind and a message naming the culprit.

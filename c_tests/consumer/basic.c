@@ -41,6 +41,7 @@ int main(void) {
   check_str(vh5_status_name(VH5_OK), "VH5_OK", "vh5_status_name(VH5_OK)");
   check_str(vh5_status_name(VH5_ERR_MALFORMED), "VH5_ERR_MALFORMED", "vh5_status_name(VH5_ERR_MALFORMED)");
   check_str(vh5_status_name(VH5_ERR_SERVER_ERROR), "VH5_ERR_SERVER_ERROR", "vh5_status_name(VH5_ERR_SERVER_ERROR)");
+  check_str(vh5_status_name(VH5_ERR_NO_MEMORY), "VH5_ERR_NO_MEMORY", "vh5_status_name(VH5_ERR_NO_MEMORY)");
   check_str(vh5_status_name(-1), "VH5_UNKNOWN_STATUS", "vh5_status_name(-1)");
   check_str(vh5_status_name(1000), "VH5_UNKNOWN_STATUS", "vh5_status_name(1000)");
 

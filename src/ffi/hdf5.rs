@@ -327,7 +327,15 @@ unsafe fn dst_array<'a>(a: &vh5_array) -> Result<DstArray<'a>> {
 /// without CONVERT; no libhdf5 conversion path with CONVERT; opaque itemsize mismatch);
 /// `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5
 /// failed during a read, e.g. a corrupt chunk or a missing filter plugin; earlier rows may
-/// have been written).
+/// have been written); `VH5_ERR_NO_MEMORY` (a buffer vh5 needed — a whole chunk, its stored
+/// bytes, a row's staging buffer — could not be allocated; the message names the chunk or
+/// row and the bytes; earlier rows may have been written).
+///
+/// Memory: vh5 reads a chunk whole into a buffer of its own only when its decoded size is at
+/// most env `VH5_MAX_CHUNK_BYTES` (bytes, read once; default 1 GiB); pieces of larger chunks
+/// are read through libhdf5 (`H5Dread`), with the same results. Sizes read from the file
+/// (stored chunk size, decoded size) are checked against the file size and the chunk size,
+/// and a failed allocation is a status, never an abort.
 ///
 /// Thread-safe (see the module notes); the caller must not access `*dst`'s memory from
 /// another thread during the call.

@@ -63,6 +63,10 @@ pub enum vh5_status {
     /// The input is a server's JSON error body (e.g. Reductionist's `{"error": ...}`), not
     /// an array payload; the message carries the server's own text.
     VH5_ERR_SERVER_ERROR = 15,
+    /// An allocation vh5 needed failed (the system refused the memory) or would exceed a
+    /// configured limit; the message names the chunk (or row) and the number of bytes. Sizes
+    /// read from a file (chunk shape, stored chunk size, decoded size) never abort the process.
+    VH5_ERR_NO_MEMORY = 16,
 }
 
 /// Element type codes used in `dtype` fields (plain `uint32_t` in structs). Stable forever.
@@ -129,6 +133,7 @@ impl From<ErrorKind> for vh5_status {
             ErrorKind::NotFound => VH5_ERR_NOT_FOUND,
             ErrorKind::InvalidHandle => VH5_ERR_INVALID_HANDLE,
             ErrorKind::ServerError => VH5_ERR_SERVER_ERROR,
+            ErrorKind::NoMemory => VH5_ERR_NO_MEMORY,
         }
     }
 }
@@ -249,6 +254,7 @@ pub extern "C" fn vh5_status_name(status: i32) -> *const c_char {
         13 => b"VH5_ERR_NOT_FOUND\0",
         14 => b"VH5_ERR_INVALID_HANDLE\0",
         15 => b"VH5_ERR_SERVER_ERROR\0",
+        16 => b"VH5_ERR_NO_MEMORY\0",
         _ => b"VH5_UNKNOWN_STATUS\0",
     };
     s.as_ptr() as *const c_char
@@ -324,7 +330,7 @@ mod tests {
 
     #[test]
     fn names() {
-        for (code, name) in [(0, "VH5_OK"), (3, "VH5_ERR_MALFORMED"), (15, "VH5_ERR_SERVER_ERROR"), (99, "VH5_UNKNOWN_STATUS"), (-1, "VH5_UNKNOWN_STATUS")] {
+        for (code, name) in [(0, "VH5_OK"), (3, "VH5_ERR_MALFORMED"), (15, "VH5_ERR_SERVER_ERROR"), (16, "VH5_ERR_NO_MEMORY"), (99, "VH5_UNKNOWN_STATUS"), (-1, "VH5_UNKNOWN_STATUS")] {
             assert_eq!(unsafe { CStr::from_ptr(vh5_status_name(code)) }.to_str().unwrap(), name);
         }
         for d in crate::dtype::ALL_NUMERIC {

@@ -201,7 +201,9 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
 /// mismatch without CONVERT, no libhdf5 conversion with it); `VH5_ERR_INVALID_HANDLE`
 /// (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5 failed part-way, e.g. a
 /// corrupt chunk that had to be read, a filter failure, a full disk: the message says which
-/// rows had been written completely, which in part, and carries libhdf5's error stack).
+/// rows had been written completely, which in part, and carries libhdf5's error stack);
+/// `VH5_ERR_NO_MEMORY` (a chunk-sized or row-sized staging buffer could not be allocated;
+/// the message names the chunk or row and the bytes; earlier rows may have been written).
 ///
 /// Thread-safe (libhdf5 calls serialised by vh5's lock); the caller must not modify `*src`'s
 /// memory from another thread during the call.

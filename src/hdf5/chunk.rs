@@ -78,6 +78,18 @@ pub fn opened_read_write(lock: &H5Lock, dset: hid_t) -> Result<bool> {
     }
 }
 
+/// Size in bytes of the file holding `dset` (`H5Fget_filesize`: the end of the file's
+/// allocated space or of the file on disk, whichever is larger).
+pub fn file_size(lock: &H5Lock, dset: hid_t) -> Result<u64> {
+    // SAFETY: valid dataset id; lock held; the out-pointer is a local.
+    unsafe {
+        let f = Handle::new(lock, hdf5_sys::h5i::H5Iget_file_id(dset), "H5Iget_file_id")?;
+        let mut size: hdf5_sys::h5::hsize_t = 0;
+        check(lock, hdf5_sys::h5f::H5Fget_filesize(f.id(), &mut size), "H5Fget_filesize")?;
+        Ok(size)
+    }
+}
+
 /// Write the dataset's cached modified chunks to the file (`H5Dflush`) so raw chunk reads see them.
 pub fn flush_dataset(lock: &H5Lock, dset: hid_t) -> Result<()> {
     // SAFETY: valid dataset id; lock held.
@@ -113,11 +125,13 @@ pub fn chunk_state(lock: &H5Lock, dset: hid_t, origin: &[u64]) -> ChunkState {
 }
 
 /// Read the stored bytes of the chunk at `origin` (size from [`chunk_state`]) into `buf`,
-/// resized to `size`. Returns the chunk's filter mask. `Hdf5` error naming the chunk on failure.
+/// resized to `size`. Returns the chunk's filter mask. `Hdf5` error naming the chunk on
+/// failure; `NoMemory` when `size` bytes cannot be allocated (the caller checks `size`
+/// against the file size first: it is a number read from the file's chunk index).
 pub fn read_raw_chunk(lock: &H5Lock, dset: hid_t, origin: &[u64], size: u64, buf: &mut Vec<u8>) -> Result<u32> {
-    let size = usize::try_from(size).map_err(|_| err!(Hdf5, "chunk at {origin:?}: stored size {size} does not fit in memory"))?;
+    let size = usize::try_from(size).map_err(|_| err!(NoMemory, "chunk at {origin:?}: stored size {size} bytes does not fit in memory"))?;
     buf.clear();
-    buf.reserve_exact(size);
+    crate::slices::alloc::reserve_total(buf, size, || format!("stored bytes of the chunk at dataset offset {origin:?}"))?;
     let mut mask: c_uint = 0;
     // SAFETY: valid dataset id; `origin` has the dataset's rank; `buf` has capacity for the
     // `size` bytes libhdf5 reports for this chunk, which is what H5Dread_chunk writes.

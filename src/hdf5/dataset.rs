@@ -77,7 +77,8 @@ pub fn expect_kind(lock: &H5Lock, id: hid_t, kinds: &[H5I_type_t], what: &str) -
 /// that many small reads inside the same chunks read and decompress each chunk once.
 ///
 /// Errors: `InvalidHandle` when `loc` is not an open file or group; `NotFound` when a path
-/// component does not exist (naming it); `InvalidArgument` when the object is not a dataset.
+/// component does not exist (naming it); `InvalidArgument` when the object is not a dataset;
+/// `Hdf5` when libhdf5 cannot read the links or the object (damaged metadata).
 pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
     expect_kind(lock, loc, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_GROUP], "file")?;
     if name.is_empty() {
@@ -96,7 +97,12 @@ pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
         let c = CString::new(prefix.as_str()).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
         // SAFETY: valid C string and loc; lock held.
         let e = unsafe { H5Lexists(loc, c.as_ptr(), H5P_DEFAULT) };
-        if e <= 0 {
+        if e < 0 {
+            // Not "missing": libhdf5 could not read the group's links (damaged metadata, a
+            // component that is not a group).
+            return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("cannot look up `{prefix}` (opening dataset `{name}`)")));
+        }
+        if e == 0 {
             clear_stack(lock);
             if prefix == name.trim_end_matches('/') {
                 bail!(NotFound, "no dataset `{name}` in this file");

@@ -25,6 +25,12 @@
 //!    Chunk buffers are recycled between fetches. A chunk vh5 fails to
 //!    decode is read again through libhdf5; if libhdf5 fails too the call fails with
 //!    `Hdf5`, naming the chunk and both reasons (never garbage in the destination for it).
+//!    So is a chunk whose stored size (a number in the file's chunk index) exceeds the file.
+//!
+//! Memory: chunks whose decoded size exceeds [`super::options::max_chunk_bytes`]
+//! (`VH5_MAX_CHUNK_BYTES`, 1 GiB by default) are never read whole: their pieces go through
+//! libhdf5 (`H5Dread`). Every chunk-sized buffer is reserved fallibly (`NoMemory` naming the
+//! chunk and the bytes, never an abort), and inflate output is bounded by the chunk size.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -34,11 +40,12 @@ use hdf5_sys::h5i::hid_t;
 use super::chunks::ChunkGrid;
 use super::filters::{pipeline, swap_bytes, Decoder, Filter};
 use super::geometry::{row, SliceTable, MAX_RANK};
-use super::options::{num_threads, PlannerMode};
+use super::options::{max_chunk_bytes, num_threads, PlannerMode};
 use super::plan::{overlapping_rows, push_dst_box, Plan};
 use super::read::{read_row, Ctx, RawKind, ReadStats};
 use crate::error::{Error, Result};
-use crate::hdf5::chunk::{chunk_state, flush_dataset, opened_read_write, read_raw_chunk, ChunkState, FilterSpec};
+use crate::error::ErrorKind;
+use crate::hdf5::chunk::{chunk_state, file_size, flush_dataset, opened_read_write, read_raw_chunk, ChunkState, FilterSpec};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{bump, lock, released, H5Lock};
 
@@ -110,12 +117,19 @@ impl Shared<'_> {
     /// the chunk (retry through libhdf5); `Err(Err(e))` = a hard error.
     fn process(&self, job: &mut Job, dec: &mut Decoder) -> std::result::Result<(), std::result::Result<String, Error>> {
         let n = self.grid.ndim();
-        let (_, origin, extent) = self.origin_extent(job.group);
+        let (coord, origin, extent) = self.origin_extent(job.group);
         let dims: &[u64] = if let Some(mask) = job.raw_mask {
             let stored = job.buf.len();
-            dec.decode(self.filters, mask, &mut job.buf, self.chunk_bytes).map_err(|m| Ok(format!("{m} ({stored} bytes stored, filter mask {mask:#x})")))?;
+            // A stream that decodes but to the wrong size is corrupt for certain: not retried
+            // through libhdf5, which would deliver it (cut, or padded with uninitialised bytes).
+            let at = |m: &str| format!("chunk {:?} (dataset offset {:?}, {stored} bytes stored, filter mask {mask:#x}): {m}", &coord[..n], &origin[..n]);
+            dec.decode_checked(self.filters, mask, &mut job.buf, self.chunk_bytes).map_err(|e| match e.kind {
+                ErrorKind::NoMemory => Err(Error::new(e.kind, at(&e.message))),
+                ErrorKind::Hdf5 => Err(Error::new(e.kind, at(&format!("{}: the chunk is corrupted", e.message)))),
+                _ => Ok(format!("{} ({stored} bytes stored, filter mask {mask:#x})", e.message)),
+            })?;
             if job.buf.len() != self.chunk_bytes {
-                return Err(Ok(format!("decoded to {} bytes, expected {} ({stored} bytes stored, filter mask {mask:#x})", job.buf.len(), self.chunk_bytes)));
+                return Err(Err(err!(Hdf5, "{}", at(&format!("its filters decode to {} bytes, the chunk holds {}: the chunk is corrupted", job.buf.len(), self.chunk_bytes)))));
             }
             if let Some(RawKind::Swap(u)) = self.raw {
                 swap_bytes(&mut job.buf, u);
@@ -210,7 +224,11 @@ pub(crate) fn read_chunked(
     let chunk_bytes = chunk_elems.saturating_mul(itemsize as u64);
     let group_stats: Vec<(usize, u64)> =
         plan.groups.iter().map(|(_, rg)| (rg.len(), plan.pieces[rg.clone()].iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum())).collect();
-    let whole = decide(mode, filtered, chunk_bytes, &group_stats);
+    let mut whole = decide(mode, filtered, chunk_bytes, &group_stats);
+    if chunk_bytes > max_chunk_bytes() {
+        // Too big to hold whole: every piece through libhdf5 (bounded by the rows' sizes).
+        whole.iter_mut().for_each(|w| *w = false);
+    }
     let nwhole = whole.iter().filter(|&&w| w).count();
     if mode == PlannerMode::Auto && nwhole == 0 {
         return Ok(None);
@@ -226,6 +244,8 @@ pub(crate) fn read_chunked(
     if raw_ok && opened_read_write(l, dset)? {
         flush_dataset(l, dset)?;
     }
+    // Stored chunk sizes come from the file's chunk index: never trust one past the file.
+    let fsize = if raw_ok { file_size(l, dset)? } else { u64::MAX };
     let filters = filters.unwrap_or_default();
     let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, chunk_bytes };
     let threads = num_threads();
@@ -315,11 +335,17 @@ pub(crate) fn read_chunked(
                     let mut job = Job { group: g, buf, raw_mask: None };
                     let state = if raw_ok { chunk_state(l, dset, &origin[..n]) } else { ChunkState::Unknown };
                     match state {
+                        ChunkState::Stored { size, .. } if size > fsize => {
+                            retry.lock().unwrap_or_else(|p| p.into_inner()).push((g, format!("its stored size {size} bytes exceeds the file ({fsize} bytes)")));
+                            recycle(job.buf);
+                            continue;
+                        }
                         ChunkState::Stored { size, .. } => {
-                            job.raw_mask = Some(read_raw_chunk(l, dset, &origin[..n], size, &mut job.buf).map_err(|e| err!(Hdf5, "chunk {:?}: {}", &coord[..n], e.message))?);
+                            job.raw_mask = Some(read_raw_chunk(l, dset, &origin[..n], size, &mut job.buf).map_err(|e| Error::new(e.kind, format!("chunk {:?}: {}", &coord[..n], e.message)))?);
                             raw_chunks += 1;
                         }
-                        _ => read_region(reader, &origin[..n], &extent[..n], itemsize, &mut job.buf)?,
+                        _ => read_region(reader, &origin[..n], &extent[..n], itemsize, &mut job.buf)
+                            .map_err(|e| Error::new(e.kind, format!("chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], e.message)))?,
                     }
                     // Hand the chunk to a worker; when there are none, or they are all busy and
                     // the queue is full, process it here (decoding with the lock released).
@@ -368,8 +394,9 @@ pub(crate) fn read_chunked(
     for (g, msg) in retry {
         let (coord, origin, extent) = shared.origin_extent(g);
         let mut buf = Vec::new();
-        read_region(reader, &origin[..n], &extent[..n], itemsize, &mut buf).map_err(|e| {
-            err!(Hdf5, "chunk {:?} (dataset offset {:?}): vh5 could not decode it ({msg}), and libhdf5 failed too: {}", &coord[..n], &origin[..n], e.message)
+        read_region(reader, &origin[..n], &extent[..n], itemsize, &mut buf).map_err(|e| match e.kind {
+            ErrorKind::NoMemory => err!(NoMemory, "chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], e.message),
+            _ => err!(Hdf5, "chunk {:?} (dataset offset {:?}): vh5 could not decode it ({msg}), and libhdf5 failed too: {}", &coord[..n], &origin[..n], e.message),
         })?;
         shared.scatter(g, &buf, &origin[..n], &extent[..n])?;
     }
@@ -411,9 +438,10 @@ fn piece_row(plan: &Plan, table: &SliceTable, i: usize, p: &super::plan::PieceKe
 /// dense C order): filters, type conversion and fill values by libhdf5.
 fn read_region(reader: &mut HyperslabReader, origin: &[u64], extent: &[u64], itemsize: usize, buf: &mut Vec<u8>) -> Result<()> {
     let elems: u64 = extent.iter().product();
-    let bytes = usize::try_from(elems as u128 * itemsize as u128).map_err(|_| err!(BufferTooSmall, "chunk region of {elems} elements does not fit in memory"))?;
+    let what = || format!("region of extent {extent:?}");
+    let bytes = usize::try_from(elems as u128 * itemsize as u128).map_err(|_| err!(NoMemory, "{}: {elems} elements do not fit in memory", what()))?;
     buf.clear();
-    buf.resize(bytes, 0);
+    super::alloc::resize_zeroed(buf, bytes, what)?;
     reader.read(origin, None, extent, buf)
 }
 

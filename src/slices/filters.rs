@@ -54,10 +54,24 @@ impl Default for Decoder {
 impl Decoder {
     /// Decode the stored bytes of one chunk in `buf` (replaced by the decoded bytes):
     /// filters in reverse order, skipping filter `i` when bit `i` of `mask` is set.
-    /// `expect_len` is the chunk's decoded size in bytes (a capacity hint for inflate; the
-    /// caller checks the final length). Errors are plain text for the caller to wrap with
-    /// the chunk's coordinates.
+    /// `expect_len` is the chunk's decoded size in bytes; the caller checks the final length.
+    /// Errors are plain text for the caller to wrap with the chunk's coordinates (see
+    /// [`Decoder::decode_checked`], which tells corrupt data and refused memory apart).
     pub fn decode(&mut self, filters: &[Filter], mask: u32, buf: &mut Vec<u8>, expect_len: usize) -> Result<(), String> {
+        self.decode_checked(filters, mask, buf, expect_len).map_err(|e| e.message)
+    }
+
+    /// [`Decoder::decode`] with typed errors: `Malformed` when the stored bytes are not a
+    /// valid encoding vh5 can decode (corrupt stream, checksum mismatch); `Hdf5` when they are
+    /// a valid zlib stream that inflates to more than the chunk can hold (the chunk is corrupt
+    /// for certain: libhdf5 would silently keep the first bytes); `NoMemory` when a buffer
+    /// could not be allocated.
+    ///
+    /// Memory is bounded by the chunk, never by the stored bytes: inflate stops (error) as
+    /// soon as its output exceeds `expect_len` plus 4 bytes per filter (room for fletcher32
+    /// checksums written before deflate), so a decompression bomb costs at most that much.
+    pub fn decode_checked(&mut self, filters: &[Filter], mask: u32, buf: &mut Vec<u8>, expect_len: usize) -> crate::error::Result<()> {
+        let limit = expect_len.saturating_add(4 * filters.len());
         for (i, f) in filters.iter().enumerate().rev() {
             if i < 32 && mask & (1 << i) != 0 {
                 continue;
@@ -65,24 +79,25 @@ impl Decoder {
             match *f {
                 Filter::Deflate => {
                     self.inflate.reset(true);
-                    inflate(&mut self.inflate, buf, &mut self.spare, expect_len)?;
+                    inflate(&mut self.inflate, buf, &mut self.spare, limit)?;
                     std::mem::swap(buf, &mut self.spare);
                 }
                 Filter::Shuffle(size) => {
+                    super::alloc::reserve_total(&mut self.spare, buf.len(), || "unshuffle buffer".to_string())?;
                     unshuffle(buf, &mut self.spare, size);
                     std::mem::swap(buf, &mut self.spare);
                 }
                 Filter::Fletcher32 => {
                     let n = buf.len();
                     if n < 4 {
-                        return Err(format!("fletcher32: {n} bytes, too short for a checksum"));
+                        bail!(Malformed, "fletcher32: {n} bytes, too short for a checksum");
                     }
                     let stored = u32::from_le_bytes([buf[n - 4], buf[n - 3], buf[n - 2], buf[n - 1]]);
                     let sum = fletcher32(&buf[..n - 4]);
                     let b = sum.to_le_bytes();
                     let reversed = u32::from_le_bytes([b[1], b[0], b[3], b[2]]);
                     if stored != sum && stored != reversed {
-                        return Err(format!("fletcher32 checksum mismatch (stored {stored:#010x}, computed {sum:#010x}): the chunk is corrupted"));
+                        bail!(Malformed, "fletcher32 checksum mismatch (stored {stored:#010x}, computed {sum:#010x}): the chunk is corrupted");
                     }
                     buf.truncate(n - 4);
                 }
@@ -92,22 +107,27 @@ impl Decoder {
     }
 }
 
-/// Inflate the zlib stream `input` into `out` (cleared first).
-fn inflate(z: &mut Decompress, input: &[u8], out: &mut Vec<u8>, hint: usize) -> Result<(), String> {
+/// Inflate the zlib stream `input` into `out` (cleared first), producing at most `limit`
+/// bytes: a stream that would produce more is `Malformed` (it cannot be this chunk's data).
+/// The output buffer is reserved fallibly (`NoMemory`), growing from `limit` at most.
+fn inflate(z: &mut Decompress, input: &[u8], out: &mut Vec<u8>, limit: usize) -> crate::error::Result<()> {
     out.clear();
-    out.reserve(hint.max(64));
+    super::alloc::reserve_total(out, limit.max(64), || "inflate buffer".to_string())?;
     loop {
         let before_in = z.total_in() as usize;
         let before_out = out.len();
-        let st = z.decompress_vec(&input[before_in.min(input.len())..], out, FlushDecompress::Finish).map_err(|e| format!("inflate failed: {e}"))?;
+        let st = z.decompress_vec(&input[before_in.min(input.len())..], out, FlushDecompress::Finish).map_err(|e| err!(Malformed, "inflate failed: {e}"))?;
         match st {
             Status::StreamEnd => return Ok(()),
             Status::Ok | Status::BufError => {
                 let progressed = z.total_in() as usize != before_in || out.len() != before_out;
-                if out.len() == out.capacity() {
-                    out.reserve(out.capacity().max(4096));
+                if out.len() >= limit.max(64) {
+                    bail!(Hdf5, "inflate: the zlib stream produces more than {limit} bytes after {} bytes of input (the chunk holds {limit} at most): refused", z.total_in());
+                } else if out.len() == out.capacity() {
+                    let grow = out.capacity().max(4096).min(limit.max(64) - out.len());
+                    super::alloc::reserve_total(out, out.len() + grow, || "inflate buffer".to_string())?;
                 } else if !progressed || z.total_in() as usize >= input.len() {
-                    return Err(format!("inflate failed: zlib stream truncated after {} bytes of input", z.total_in()));
+                    bail!(Malformed, "inflate failed: zlib stream truncated after {} bytes of input", z.total_in());
                 }
             }
         }
@@ -322,6 +342,21 @@ mod tests {
         z[mid..mid + 8].copy_from_slice(&[0xff; 8]);
         let mut buf = z;
         assert!(d.decode(&[Filter::Deflate], 0, &mut buf, data.len()).is_err());
+        // a decompression bomb (a valid stream of 64 MiB of zeros) stops at the limit
+        let bomb = deflate(&vec![0u8; 64 << 20]);
+        let mut buf = bomb.clone();
+        let e = d.decode_checked(&[Filter::Deflate], 0, &mut buf, 4000).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::Hdf5);
+        assert!(e.message.contains("more than 4004 bytes"), "{}", e.message);
+        assert!(d.spare.capacity() < 1 << 20 && buf.capacity() < 1 << 20, "the output grew past the limit");
+        // a stream that produces fewer bytes decodes (the caller checks the length)
+        let mut buf = deflate(&data[..100]);
+        d.decode(&[Filter::Deflate], 0, &mut buf, data.len()).unwrap();
+        assert_eq!(buf, &data[..100]);
+        // exactly the limit is fine
+        let mut buf = deflate(&data);
+        d.decode(&[Filter::Deflate], 0, &mut buf, data.len() - 4).unwrap();
+        assert_eq!(buf, data);
         // checksum mismatch
         let mut buf = data.clone();
         buf.extend_from_slice(&(fletcher32(&data) ^ 1).to_le_bytes());

@@ -3,6 +3,7 @@
 //! into a caller's array ([`read`]), of a write from a caller's array into HDF5 ([`write`])
 //! and of copies between two arrays in memory ([`memcopy`]).
 
+pub mod alloc;
 pub mod chunked;
 pub mod chunks;
 pub mod copy;

@@ -8,8 +8,15 @@
 //!   and scatter), `rows` (the baseline: one `H5Dread` per row). Results are identical in
 //!   every mode; only speed differs.
 //!
-//! Both can be overridden for the current thread only ([`with_overrides`]), which the test
-//! suite uses to run the same cases in every mode concurrently.
+//! - Whole-chunk memory limit: env `VH5_MAX_CHUNK_BYTES` (bytes, read once; default
+//!   [`DEFAULT_MAX_CHUNK_BYTES`] = 1 GiB). The planner never reads a chunk whose decoded size
+//!   exceeds it into a buffer of its own: such chunks are read piece by piece through libhdf5
+//!   (`H5Dread` of each row piece; libhdf5 then manages the chunk's memory itself), exactly
+//!   as with `VH5_PLANNER=rows`. Results are identical; only speed and memory differ.
+//!
+//! All three can be overridden for the current thread only ([`with_overrides`],
+//! [`with_max_chunk_bytes`]), which the test suite uses to run the same cases in every mode
+//! concurrently.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -40,7 +47,11 @@ impl PlannerMode {
 
 static THREADS: AtomicU32 = AtomicU32::new(0);
 
+/// Default of `VH5_MAX_CHUNK_BYTES`: 1 GiB (HDF5 allows chunks of up to 4 GiB - 1).
+pub const DEFAULT_MAX_CHUNK_BYTES: u64 = 1 << 30;
+
 thread_local! {
+    static MAX_CHUNK_OVERRIDE: Cell<Option<u64>> = const { Cell::new(None) };
     static MODE_OVERRIDE: Cell<Option<PlannerMode>> = const { Cell::new(None) };
     static THREADS_OVERRIDE: Cell<Option<usize>> = const { Cell::new(None) };
 }
@@ -83,6 +94,32 @@ pub fn planner_mode() -> PlannerMode {
     *M.get_or_init(|| std::env::var("VH5_PLANNER").ok().and_then(|v| PlannerMode::parse(&v)).unwrap_or(PlannerMode::Auto))
 }
 
+/// Largest decoded chunk, in bytes, the planner reads whole into a buffer of its own: thread
+/// override ([`with_max_chunk_bytes`]), else env `VH5_MAX_CHUNK_BYTES` (read once; a
+/// non-number or 0 means the default), else [`DEFAULT_MAX_CHUNK_BYTES`].
+pub fn max_chunk_bytes() -> u64 {
+    if let Some(n) = MAX_CHUNK_OVERRIDE.with(|c| c.get()) {
+        return n;
+    }
+    static M: OnceLock<u64> = OnceLock::new();
+    *M.get_or_init(|| {
+        std::env::var("VH5_MAX_CHUNK_BYTES").ok().and_then(|v| v.trim().parse::<u64>().ok()).filter(|&n| n > 0).unwrap_or(DEFAULT_MAX_CHUNK_BYTES)
+    })
+}
+
+/// Run `f` with the whole-chunk memory limit set to `bytes` on the current thread only.
+pub fn with_max_chunk_bytes<R>(bytes: u64, f: impl FnOnce() -> R) -> R {
+    let old = MAX_CHUNK_OVERRIDE.with(|c| c.replace(Some(bytes)));
+    struct Restore(Option<u64>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            MAX_CHUNK_OVERRIDE.with(|c| c.set(self.0));
+        }
+    }
+    let _r = Restore(old);
+    f()
+}
+
 /// Run `f` with the strategy and/or thread count overridden on the current thread only.
 pub fn with_overrides<R>(mode: Option<PlannerMode>, threads: Option<usize>, f: impl FnOnce() -> R) -> R {
     let old = (MODE_OVERRIDE.with(|c| c.replace(mode)), THREADS_OVERRIDE.with(|c| c.replace(threads)));
@@ -110,5 +147,7 @@ mod tests {
             assert_eq!(num_threads(), 3);
         });
         assert!(num_threads() >= 1);
+        with_max_chunk_bytes(1234, || assert_eq!(max_chunk_bytes(), 1234));
+        assert_ne!(max_chunk_bytes(), 1234);
     }
 }

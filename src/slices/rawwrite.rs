@@ -124,14 +124,24 @@ impl Shared<'_> {
         self.grid.chunk_coord(group[0].chunk, &mut coord[..n]);
         self.grid.chunk_origin(&coord[..n], &mut origin[..n]);
         let mut buf = match job.start {
-            Start::Fresh => vec![0u8; self.chunk_bytes],
+            Start::Fresh => {
+                let mut b = Vec::new();
+                super::alloc::resize_zeroed(&mut b, self.chunk_bytes, || format!("chunk {:?}", &coord[..n]))?;
+                b
+            }
             Start::Mem(b) => b,
             Start::Raw(mut b, mask) => {
-                if let Err(m) = w.dec.decode(&self.plan.decode, mask, &mut b, self.chunk_bytes) {
-                    return Ok(Err(m));
+                // Not decodable by vh5: libhdf5 reads it (or fails). Decodable but to the wrong
+                // size (a bomb, a short stream): corrupt for certain — never merged and
+                // rewritten from libhdf5's cut or uninitialised-padded version of it.
+                if let Err(e) = w.dec.decode_checked(&self.plan.decode, mask, &mut b, self.chunk_bytes) {
+                    return match e.kind {
+                        crate::error::ErrorKind::Malformed => Ok(Err(e.message)),
+                        _ => Err(Error::new(e.kind, format!("chunk {:?}: {}: the chunk is corrupted", &coord[..n], e.message))),
+                    };
                 }
                 if b.len() != self.chunk_bytes {
-                    return Ok(Err(format!("decoded to {} bytes, expected {}", b.len(), self.chunk_bytes)));
+                    bail!(Hdf5, "chunk {:?}: its filters decode to {} bytes, the chunk holds {}: the chunk is corrupted", &coord[..n], b.len(), self.chunk_bytes);
                 }
                 if let Some(u) = self.plan.swap {
                     swap_bytes(&mut b, u);
@@ -171,6 +181,8 @@ pub(super) fn write_chunks_raw(
     let shared = Shared { plan, ctx, grid, pieces, groups: &groups, chunk_bytes, dense };
     let mut written_per_row = vec![0u32; ctx.table.nslices];
     let mut flushed = false;
+    // File size after the flush (chunks cached by earlier writes are then allocated).
+    let mut fsize = u64::MAX;
     let mut covered = Vec::new();
     let mut clipped = Vec::new();
     let what = |gi: usize| {
@@ -198,19 +210,25 @@ pub(super) fn write_chunks_raw(
             if !flushed {
                 flush_dataset(l, dset)?;
                 flushed = true;
+                fsize = crate::hdf5::chunk::file_size(l, dset)?;
             }
         }
+        // A stored size past the end of the file (a number from the chunk index) is never
+        // trusted for an allocation: libhdf5 reads that chunk (and fails with its reason).
         if let (false, ChunkState::Stored { size, .. }) = (force_mem, chunk_state(l, dset, &origin[..n])) {
-            let mut b = Vec::new();
-            let mask = read_raw_chunk(l, dset, &origin[..n], size, &mut b)?;
-            return Ok(Job { group: gi, start: Start::Raw(b, mask) });
+            if size <= fsize {
+                let mut b = Vec::new();
+                let mask = read_raw_chunk(l, dset, &origin[..n], size, &mut b)?;
+                return Ok(Job { group: gi, start: Start::Raw(b, mask) });
+            }
         }
         // Unallocated (or unknown, or undecodable by vh5): libhdf5 gives the fill value (or
         // the data) in memory order.
         let elems: u64 = extent[..n].iter().product();
-        clipped.resize(elems as usize * itemsize, 0);
+        super::alloc::resize_zeroed(&mut clipped, elems as usize * itemsize, || format!("chunk {:?}", &coord[..n]))?;
         reader.read(&origin[..n], None, &extent[..n], &mut clipped)?;
-        let mut b = vec![0u8; chunk_bytes];
+        let mut b = Vec::new();
+        super::alloc::resize_zeroed(&mut b, chunk_bytes, || format!("chunk {:?}", &coord[..n]))?;
         let mut cdense = [0isize; MAX_RANK];
         dense_strides(&extent[..n], itemsize, &mut cdense);
         let counts: Vec<usize> = extent[..n].iter().map(|&e| e as usize).collect();

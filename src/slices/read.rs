@@ -244,7 +244,7 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
     let stride = if strided { Some(&fstride[..n]) } else { None };
     let block_elems: u64 = fcount[..n].iter().product();
     let block_bytes = usize::try_from(block_elems as u128 * itemsize as u128)
-        .map_err(|_| err!(BufferTooSmall, "row {i}: hyperslab of {block_elems} elements does not fit in memory"))?;
+        .map_err(|_| err!(NoMemory, "row {i}: hyperslab of {block_elems} elements does not fit in memory"))?;
     let dst_off = ctx.layout.byte_offset(&r.dst_start[..n]);
 
     // Direct read: no steps at all and the destination block is dense in C order.
@@ -253,13 +253,13 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
         // SAFETY: the block's bytes are exactly this row's destination elements (dense), which
         // the caller guarantees no other thread touches.
         let out = ctx.dst.range(dst_off, block_bytes)?;
-        reader.read(&fstart[..n], None, &fcount[..n], out)?;
+        reader.read(&fstart[..n], None, &fcount[..n], out).map_err(|e| in_row(i, e))?;
         return Ok(true);
     }
     if scratch.len() < block_bytes {
-        scratch.resize(block_bytes, 0);
+        super::alloc::resize_zeroed(scratch, block_bytes, || format!("row {i}: scratch buffer for its hyperslab"))?;
     }
-    reader.read(&fstart[..n], stride, &fcount[..n], &mut scratch[..block_bytes])?;
+    reader.read(&fstart[..n], stride, &fcount[..n], &mut scratch[..block_bytes]).map_err(|e| in_row(i, e))?;
     // Scratch is dense C order of fcount; the inner step (if read as a span) applies here.
     let mut acc = itemsize as isize;
     for j in (0..n).rev() {
@@ -273,6 +273,11 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
     }
     ctx.dst.copy_in(&scratch[..block_bytes], 0, &sstrides[..n], dst_off, &dstrides[..n], &counts[..n], itemsize)?;
     Ok(false)
+}
+
+/// A libhdf5 read failure of row `i`, naming the row.
+fn in_row(i: usize, e: crate::error::Error) -> crate::error::Error {
+    crate::error::Error::new(e.kind, format!("row {i}: {}", e.message))
 }
 
 /// Whether a block of `count` elements with the array's byte `strides` is one dense C-order run.

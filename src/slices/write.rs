@@ -206,7 +206,7 @@ fn write_rows(writer: &mut HyperslabWriter, dshape: &[u64], src: &SrcArray, tabl
             writer.write(&r.dst_start[..n], stride, &r.count[..n], &src.buf[so..so + bytes])
         } else {
             if scratch.len() < bytes {
-                scratch.resize(bytes, 0);
+                super::alloc::resize_zeroed(&mut scratch, bytes, || format!("row {i}: staging buffer"))?;
             }
             for j in 0..n {
                 counts[j] = r.count[j] as usize;
@@ -296,7 +296,7 @@ fn write_chunked(
         let bytes = elems as usize * itemsize;
         dense_strides(&extent[..n], itemsize, &mut dense);
         if buf.len() < bytes {
-            buf.resize(bytes, 0);
+            super::alloc::resize_zeroed(&mut buf, bytes, || format!("chunk {:?} (dataset offset {:?})", &coord[..n], &origin[..n]))?;
         }
         let full = ctx.covers(group, &origin[..n], &extent[..n], &mut covered)?;
         rows_here.clear();

@@ -63,7 +63,7 @@ def test_struct_layouts_match_header(tmp_path):
 
 
 def test_status_names_and_error_classes():
-    for status in range(1, 16):
+    for status in range(1, 17):
         name = _lib.status_name(status)
         assert name.startswith("VH5_ERR_")
         cls = vh5.error_class(status)
@@ -76,6 +76,9 @@ def test_status_names_and_error_classes():
     assert vh5.error_class(99) is vh5.Error
     e = _errors.make_error(6, "VH5_ERR_OUT_OF_BOUNDS", "row 3 axis 1")
     assert isinstance(e, IndexError) and e.status == 6 and "row 3 axis 1" in str(e)
+    e = _errors.make_error(16, "VH5_ERR_NO_MEMORY", "chunk [0, 0]: cannot allocate 536870912 bytes")
+    assert isinstance(e, vh5.NoMemoryError) and isinstance(e, MemoryError) and isinstance(e, vh5.Error)
+    assert _lib.status_name(16) == "VH5_ERR_NO_MEMORY" and _lib.status_name(17) == "VH5_UNKNOWN_STATUS"
 
 
 def test_dtype_codes_match_library():

@@ -31,6 +31,7 @@ __all__ = [
     "NotFoundError",
     "InvalidHandleError",
     "ServerError",
+    "NoMemoryError",
     "error_class",
 ]
 
@@ -124,6 +125,11 @@ class ServerError(Error):
     array payload; the message carries the server's own text (``VH5_ERR_SERVER_ERROR``, 15)."""
 
 
+class NoMemoryError(Error, MemoryError):
+    """An allocation vh5 needed failed or exceeds a configured limit (``VH5_MAX_CHUNK_BYTES``);
+    the message names the chunk (or row) and the bytes (``VH5_ERR_NO_MEMORY``, 16)."""
+
+
 _BY_STATUS = {
     1: NullArgumentError,
     2: InvalidArgumentError,
@@ -140,6 +146,7 @@ _BY_STATUS = {
     13: NotFoundError,
     14: InvalidHandleError,
     15: ServerError,
+    16: NoMemoryError,
 }
 
 
