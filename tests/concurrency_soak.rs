@@ -479,3 +479,68 @@ fn libhdf5_lock_is_free_while_reads_and_writes_wait_on_their_workers() {
     unsafe { hdf5_sys::h5t::H5Tclose(mt) };
     assert!(back == src, "the file holds what was written");
 }
+
+/// Child body of `threads_the_system_refuses_are_not_an_error` (re-executed test binary).
+fn refused_threads_child(path: &std::path::Path) {
+    let data = data_for(Dtype::Float64, 1024 * 1024, 8);
+    let rows = vec![TRow { s: vec![0, 0], d: vec![0, 0], c: vec![1024, 1024], ss: vec![1, 1], ds: vec![1, 1] }];
+    let (f, d) = write_common::open_rw(path, "x", true);
+    let mut buf = vec![0u8; data.len()];
+    let src = data_for(Dtype::Float64, 1024 * 1024, 9);
+    // Room for the buffers above and a little heap, not for many thread stacks (2 MiB each).
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let vm_kb: u64 = status.lines().find_map(|l| l.strip_prefix("VmSize:")).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    let extra_mb: u64 = std::env::var("VH5_SOAK_CHILD_EXTRA_MB").unwrap().parse().unwrap();
+    let lim = vm_kb * 1024 + (extra_mb << 20);
+    let r = libc::rlimit { rlim_cur: lim, rlim_max: lim };
+    // SAFETY: plain syscall wrapper with a pointer to a local struct.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &r) }, 0);
+    let (st, m) = with_overrides(Some(PlannerMode::Chunks), Some(1024), || ffi_read(d, &mut buf, 0, Dtype::Float64, 8, &[1024, 1024], None, &rows, 0, true));
+    println!("SOAK-CHILD read {st:?} {m}");
+    assert_eq!(st, VH5_OK, "{m}");
+    if buf != data {
+        let bad: Vec<usize> = (0..data.len() / 8).filter(|&i| buf[i * 8..i * 8 + 8] != data[i * 8..i * 8 + 8]).collect();
+        let chunks: std::collections::BTreeSet<(usize, usize)> = bad.iter().map(|&i| (i / 1024 / 32, i % 1024 / 64)).collect();
+        panic!("read differs: {} elements, first {:?}, chunks {:?}", bad.len(), &bad[..bad.len().min(5)], chunks.iter().take(20).collect::<Vec<_>>());
+    }
+    let (st, m) = with_overrides(None, Some(1024), || write_common::ffi_write(d, &src, &write_common::SrcLay::c(&[1024, 1024], 8), Dtype::Float64, 8, &rows, 0));
+    println!("SOAK-CHILD write {st:?} {m}");
+    assert_eq!(st, VH5_OK, "{m}");
+    let (st, m) = with_overrides(Some(PlannerMode::Chunks), Some(1024), || ffi_read(d, &mut buf, 0, Dtype::Float64, 8, &[1024, 1024], None, &rows, 0, true));
+    assert_eq!(st, VH5_OK, "{m}");
+    assert!(buf == src, "read after write differs");
+    ffi_close(&[d, f]);
+    println!("SOAK-CHILD ok");
+}
+
+#[test]
+fn threads_the_system_refuses_are_not_an_error() {
+    if let Some(p) = std::env::var_os("VH5_SOAK_CHILD") {
+        return refused_threads_child(std::path::Path::new(&p));
+    }
+    let tmp = TempDir::new("refused");
+    let data = data_for(Dtype::Float64, 1024 * 1024, 8);
+    // In a child under a low address-space limit (RLIMIT_AS: its size + 1 MiB, then + 6 MiB),
+    // 1024 threads are asked for: thread creation fails at once or after one worker; the
+    // calls go on with the workers they got (none: all on the calling thread).
+    for extra_mb in ["1", "6"] {
+        // A fresh file per child (each writes into it).
+        let p = tmp.path(&format!("g{extra_mb}.h5"));
+        let mut s = DsSpec::new("x", &[1024, 1024], Dtype::Float64, Some(&data));
+        s.chunk = Some(vec![32, 64]); // 512 chunks: up to 511 workers asked for
+        s.gzip = Some(1);
+        s.shuffle = true;
+        create_file(&p, &[s]);
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "threads_the_system_refuses_are_not_an_error", "--nocapture", "--test-threads=1"])
+            .env("VH5_SOAK_CHILD", &p)
+            .env("VH5_SOAK_CHILD_EXTRA_MB", extra_mb)
+            .env_remove("RUST_BACKTRACE")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("SOAK-CHILD")).collect();
+        println!("RLIMIT_AS = size + {extra_mb} MiB:\n{}", lines.join("\n"));
+        assert!(out.status.success() && lines.contains(&"SOAK-CHILD ok"), "child failed ({:?}):\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    }
+}

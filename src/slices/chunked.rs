@@ -40,7 +40,7 @@ use hdf5_sys::h5i::hid_t;
 use super::chunks::ChunkGrid;
 use super::filters::{pipeline, swap_bytes, Decoder, Filter};
 use super::geometry::{row, SliceTable, MAX_RANK};
-use super::options::{max_chunk_bytes, num_threads, PlannerMode};
+use super::options::{max_chunk_bytes, max_workers, num_threads, PlannerMode};
 use super::plan::{overlapping_rows, push_dst_box, Plan};
 use super::read::{read_row, Ctx, RawKind, ReadStats};
 use crate::error::{Error, Result};
@@ -255,7 +255,7 @@ pub(crate) fn read_chunked(
     // docs/BENCHMARKS.md: 8 ms on one thread, 10 ms with a worker taking 60% of the chunks).
     let worth = filtered || mode == PlannerMode::Chunks;
     // The calling thread fetches and also decodes (see the module docs): `threads - 1` workers.
-    let nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1) } else { 0 };
+    let nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1).min(max_workers()) } else { 0 };
 
     let stop = AtomicBool::new(false);
     let failed: Mutex<Option<(usize, Error)>> = Mutex::new(None);
@@ -296,10 +296,13 @@ pub(crate) fn read_chunked(
         std::thread::scope(|sc| -> Result<()> {
             let (tx, rx) = mpsc::sync_channel::<Job>(QUEUE_PER_WORKER * nworkers.max(1));
             let rx = Arc::new(Mutex::new(rx));
+            // Workers the system lets us start (a refused thread is not an error: the calling
+            // thread processes whatever the workers do not).
+            let mut live = 0usize;
             for _ in 0..nworkers {
                 let rx = Arc::clone(&rx);
                 let handle = &handle;
-                sc.spawn(move || {
+                let started = std::thread::Builder::new().name("vh5-decode".into()).spawn_scoped(sc, move || {
                     let mut dec = Decoder::default();
                     loop {
                         let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
@@ -307,6 +310,10 @@ pub(crate) fn read_chunked(
                         handle(job, &mut dec);
                     }
                 });
+                if started.is_err() {
+                    break;
+                }
+                live += 1;
             }
             let mut dec = Decoder::default();
             let result = (|| -> Result<()> {
@@ -349,7 +356,7 @@ pub(crate) fn read_chunked(
                     }
                     // Hand the chunk to a worker; when there are none, or they are all busy and
                     // the queue is full, process it here (decoding with the lock released).
-                    let job = if nworkers == 0 {
+                    let job = if live == 0 {
                         job
                     } else {
                         match tx.try_send(job) {
@@ -371,7 +378,7 @@ pub(crate) fn read_chunked(
             drop(tx);
             // Help drain the queue, then the scope joins the workers (each finishes at most
             // the job it holds).
-            if nworkers > 0 {
+            if live > 0 {
                 while let Ok(job) = {
                     let r = rx.lock().unwrap_or_else(|p| p.into_inner()).try_recv();
                     r

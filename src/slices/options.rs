@@ -14,6 +14,12 @@
 //!   (`H5Dread` of each row piece; libhdf5 then manages the chunk's memory itself), exactly
 //!   as with `VH5_PLANNER=rows`. Results are identical; only speed and memory differ.
 //!
+//! Environment values are read once per process (the first call that needs them). A value
+//! that is set but invalid (`VH5_THREADS=abc`, `VH5_THREADS=0`, more than [`MAX_THREADS`],
+//! `VH5_PLANNER=xyz`, `VH5_MAX_CHUNK_BYTES=-1` or `0`) is never silently ignored: every read
+//! and write then fails with `InvalidArgument` naming the variable and its value
+//! ([`check_env`]). An empty value counts as unset.
+//!
 //! All three can be overridden for the current thread only ([`with_overrides`],
 //! [`with_max_chunk_bytes`]), which the test suite uses to run the same cases in every mode
 //! concurrently.
@@ -47,6 +53,55 @@ impl PlannerMode {
 
 static THREADS: AtomicU32 = AtomicU32::new(0);
 
+/// Most threads a call may use (`vh5_set_num_threads`, `VH5_THREADS`): far above any core
+/// count, low enough that a typo cannot ask for millions of thread stacks. A call starts at
+/// most one worker per chunk it reads whole, and when the system refuses to start a thread
+/// it goes on with the workers it has (at worst none: everything on the calling thread).
+pub const MAX_THREADS: u32 = 1024;
+
+/// The environment knobs as read once: `Ok(None)` = unset or empty; `Err` = the message
+/// naming the variable and the invalid value.
+struct Env {
+    threads: std::result::Result<Option<usize>, String>,
+    planner: std::result::Result<Option<PlannerMode>, String>,
+    max_chunk: std::result::Result<Option<u64>, String>,
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()).filter(|v| !v.trim().is_empty())
+}
+
+fn env() -> &'static Env {
+    static E: OnceLock<Env> = OnceLock::new();
+    E.get_or_init(|| Env {
+        threads: env_var("VH5_THREADS")
+            .map(|v| match v.trim().parse::<u64>() {
+                Ok(n) if (1..=MAX_THREADS as u64).contains(&n) => Ok(n as usize),
+                _ => Err(format!("environment variable VH5_THREADS={v:?} is not an integer in [1, {MAX_THREADS}] (unset it for one thread per core)")),
+            })
+            .transpose(),
+        planner: env_var("VH5_PLANNER")
+            .map(|v| PlannerMode::parse(&v).ok_or_else(|| format!("environment variable VH5_PLANNER={v:?} is not one of auto, chunks, rows")))
+            .transpose(),
+        max_chunk: env_var("VH5_MAX_CHUNK_BYTES")
+            .map(|v| match v.trim().parse::<u64>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(format!("environment variable VH5_MAX_CHUNK_BYTES={v:?} is not a positive number of bytes (default {DEFAULT_MAX_CHUNK_BYTES})")),
+            })
+            .transpose(),
+    })
+}
+
+/// Fail with `InvalidArgument` when a `VH5_*` environment variable is set to an invalid
+/// value (see the module docs). Reads and writes call this first.
+pub fn check_env() -> crate::error::Result<()> {
+    let e = env();
+    match [e.threads.as_ref().err(), e.planner.as_ref().err(), e.max_chunk.as_ref().err()].into_iter().flatten().next() {
+        Some(m) => Err(crate::error::Error::new(crate::error::ErrorKind::InvalidArgument, m.clone())),
+        None => Ok(()),
+    }
+}
+
 /// Default of `VH5_MAX_CHUNK_BYTES`: 1 GiB (HDF5 allows chunks of up to 4 GiB - 1).
 pub const DEFAULT_MAX_CHUNK_BYTES: u64 = 1 << 30;
 
@@ -56,24 +111,34 @@ thread_local! {
     static THREADS_OVERRIDE: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
-/// Set the number of threads reads may use (0 = back to the default). Process-wide.
-pub fn set_num_threads(n: u32) {
+/// Set the number of threads reads and writes may use (0 = back to the default).
+/// Process-wide. `InvalidArgument` above [`MAX_THREADS`] (nothing changed then).
+pub fn set_num_threads(n: u32) -> crate::error::Result<()> {
+    if n > MAX_THREADS {
+        return Err(crate::error::Error::new(crate::error::ErrorKind::InvalidArgument, format!("n = {n} threads: at most {MAX_THREADS} (0 = the default)")));
+    }
     THREADS.store(n, Ordering::Relaxed);
+    Ok(())
 }
 
 fn default_threads() -> usize {
     static D: OnceLock<usize> = OnceLock::new();
-    *D.get_or_init(|| {
-        std::env::var("VH5_THREADS")
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .filter(|&n| n > 0)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    *D.get_or_init(|| match env().threads {
+        Ok(Some(n)) => n,
+        _ => std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS as usize),
     })
 }
 
+/// Most worker threads one call starts: twice the cores available, at least 4. More than
+/// that only adds thread stacks and zlib states competing for the same cores (and under a
+/// memory limit can exhaust it), whatever [`num_threads`] says.
+pub fn max_workers() -> usize {
+    static W: OnceLock<usize> = OnceLock::new();
+    *W.get_or_init(|| (2 * std::thread::available_parallelism().map_or(1, |n| n.get())).max(4))
+}
+
 /// Threads a read may use (>= 1): thread override, else [`set_num_threads`], else
-/// `VH5_THREADS`, else the cores available.
+/// `VH5_THREADS` (when valid), else the cores available (at most [`MAX_THREADS`]).
 pub fn num_threads() -> usize {
     if let Some(n) = THREADS_OVERRIDE.with(|c| c.get()) {
         return n.max(1);
@@ -84,27 +149,26 @@ pub fn num_threads() -> usize {
     }
 }
 
-/// The read strategy: thread override, else env `VH5_PLANNER` (read once; unknown values
-/// mean `auto`).
+/// The read strategy: thread override, else env `VH5_PLANNER` (read once), else `auto`
+/// (also when the value is invalid, which [`check_env`] reports).
 pub fn planner_mode() -> PlannerMode {
     if let Some(m) = MODE_OVERRIDE.with(|c| c.get()) {
         return m;
     }
     static M: OnceLock<PlannerMode> = OnceLock::new();
-    *M.get_or_init(|| std::env::var("VH5_PLANNER").ok().and_then(|v| PlannerMode::parse(&v)).unwrap_or(PlannerMode::Auto))
+    *M.get_or_init(|| env().planner.clone().ok().flatten().unwrap_or(PlannerMode::Auto))
 }
 
 /// Largest decoded chunk, in bytes, the planner reads whole into a buffer of its own: thread
-/// override ([`with_max_chunk_bytes`]), else env `VH5_MAX_CHUNK_BYTES` (read once; a
-/// non-number or 0 means the default), else [`DEFAULT_MAX_CHUNK_BYTES`].
+/// override ([`with_max_chunk_bytes`]), else env `VH5_MAX_CHUNK_BYTES` (read once; an
+/// invalid value, which [`check_env`] reports, means the default), else
+/// [`DEFAULT_MAX_CHUNK_BYTES`].
 pub fn max_chunk_bytes() -> u64 {
     if let Some(n) = MAX_CHUNK_OVERRIDE.with(|c| c.get()) {
         return n;
     }
     static M: OnceLock<u64> = OnceLock::new();
-    *M.get_or_init(|| {
-        std::env::var("VH5_MAX_CHUNK_BYTES").ok().and_then(|v| v.trim().parse::<u64>().ok()).filter(|&n| n > 0).unwrap_or(DEFAULT_MAX_CHUNK_BYTES)
-    })
+    *M.get_or_init(|| env().max_chunk.clone().ok().flatten().unwrap_or(DEFAULT_MAX_CHUNK_BYTES))
 }
 
 /// Run `f` with the whole-chunk memory limit set to `bytes` on the current thread only.

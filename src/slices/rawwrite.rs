@@ -26,7 +26,7 @@ use super::copy::copy_strided_runs;
 use super::encode::{encode_pipeline, EncodeFilter, Encoder};
 use super::filters::{pipeline, swap_bytes, Decoder, Filter};
 use super::geometry::MAX_RANK;
-use super::options::num_threads;
+use super::options::{max_workers, num_threads};
 use super::write::{chunk_groups, dense_strides, ranges, report, MergeCtx, PieceRef, SrcArray, WriteStats};
 use crate::dtype::{ByteOrder, Dtype};
 use crate::error::{Error, Result};
@@ -270,7 +270,7 @@ pub(super) fn write_chunks_raw(
         };
         store(gi, &bytes, stats, written)
     };
-    let threads = num_threads().min(groups.len());
+    let threads = num_threads().min(groups.len()).min(max_workers());
     if threads <= 1 {
         let mut w = Worker::default();
         for gi in 0..groups.len() {
@@ -290,9 +290,11 @@ pub(super) fn write_chunks_raw(
     // result or joining the workers.
     let run = || std::thread::scope(|sc| -> Result<()> {
         let (res_tx, res_rx) = mpsc::channel::<(usize, Result<std::result::Result<Vec<u8>, String>>)>();
+        // Workers the system lets us start (none: the calling thread encodes every chunk).
+        let mut live = 0usize;
         for _ in 0..threads {
             let (job_rx, res_tx, shared) = (&job_rx, res_tx.clone(), &shared);
-            sc.spawn(move || {
+            let started = std::thread::Builder::new().name("vh5-encode".into()).spawn_scoped(sc, move || {
                 let mut w = Worker::default();
                 loop {
                     let job = match job_rx.lock() {
@@ -306,6 +308,10 @@ pub(super) fn write_chunks_raw(
                     }
                 }
             });
+            if started.is_err() {
+                break;
+            }
+            live += 1;
         }
         drop(res_tx);
         let fl = lock();
@@ -314,11 +320,27 @@ pub(super) fn write_chunks_raw(
         let mut next = 0usize;
         let mut outcome: Result<()> = Ok(());
         while next < groups.len() || in_flight > 0 {
-            if outcome.is_ok() && next < groups.len() && in_flight < 2 * threads {
+            if outcome.is_ok() && next < groups.len() && in_flight < 2 * live {
                 match prepare(next, stats, false) {
                     Ok(job) => {
                         let _ = job_tx.send(job);
                         in_flight += 1;
+                    }
+                    Err(e) => outcome = Err(report(e, &what(next), &written_per_row, pieces_per_row)),
+                }
+                next += 1;
+                continue;
+            }
+            if live == 0 && outcome.is_ok() && next < groups.len() {
+                // No worker could be started: encode here, with the lock released meanwhile.
+                let gi = next;
+                match prepare(gi, stats, false) {
+                    Ok(job) => {
+                        // SAFETY: `Shared::run` decodes, merges and encodes in memory only.
+                        let res = unsafe { released(&fl, || shared.run(&mut main_worker, job)) };
+                        if let Err(e) = res.and_then(|r| finish(gi, r, &mut prepare, &mut main_worker, stats, &mut written_per_row)) {
+                            outcome = Err(report(e, &what(gi), &written_per_row, pieces_per_row));
+                        }
                     }
                     Err(e) => outcome = Err(report(e, &what(next), &written_per_row, pieces_per_row)),
                 }

@@ -67,6 +67,7 @@ pub struct ReadStats {
 /// Copy every row of `table` from dataset `dset` into `dst` (see the module docs and
 /// `vh5_read_many_slices` in the C header for the exact semantics and errors).
 pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, flags: u32) -> Result<ReadStats> {
+    options::check_env()?;
     let (clip, convert) = parse_flags(flags)?;
     let n = dst.layout.shape.len();
     check_array(Direction::Read, table, &dst.layout, dst.dtype, dst.buf.len())?;

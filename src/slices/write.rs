@@ -73,6 +73,7 @@ const NAMES: [&str; 2] = ["source array", "dataset"];
 /// Write every row of `table` from `src` into dataset `dset` (see the module docs and
 /// `vh5_write_many_slices` in the C header for the exact semantics and errors).
 pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -> Result<WriteStats> {
+    super::options::check_env()?;
     let (clip, convert) = parse_flags(flags)?;
     let n = src.layout.shape.len();
     check_array(Direction::Write, table, &src.layout, src.dtype, src.buf.len())?;

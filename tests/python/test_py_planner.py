@@ -88,3 +88,17 @@ def test_fast_path_errors_and_layout_cache(gz_file):
         np.testing.assert_array_equal(base[::-1, ::-1], whole[3:8, 4:10])
         with pytest.raises(vh5.OutOfBoundsError, match="row 0 axis 0"):
             vh5.read_many_slices(d, np.zeros((5, 6)), np.array([[58, 0]], np.uint64), np.zeros((1, 2), np.uint64), np.array([[5, 6]], np.uint64))
+
+
+def test_set_num_threads_checks_its_argument():
+    old = vh5.get_num_threads()
+    with pytest.raises(vh5.InvalidArgumentError, match="at most 1024"):
+        vh5.set_num_threads(10**9)
+    with pytest.raises(TypeError):
+        vh5.set_num_threads(2.5)
+    with pytest.raises(ValueError):
+        vh5.set_num_threads(-1)
+    assert vh5.get_num_threads() == old  # unchanged by the refusals
+    vh5.set_num_threads(1024)
+    assert vh5.get_num_threads() == 1024
+    vh5.set_num_threads(0)

@@ -582,10 +582,15 @@ def _call_read(dset: Dataset, dst: np.ndarray, tables, nslices: int, *, clip: bo
 def set_num_threads(n: int) -> None:
     """Set how many threads :func:`read_many_slices` may use to decompress and scatter chunks
     (process-wide; ``vh5_set_num_threads``). 1 = no extra threads; 0 = the default (env
-    ``VH5_THREADS``, else the cores available)."""
-    if not 0 <= int(n) < 2**32:
+    ``VH5_THREADS``, else the cores available). At most 1024 (``VH5_MAX_THREADS``):
+    larger values raise :class:`InvalidArgumentError`; a call never starts more workers than
+    twice the cores (at least 4). ``n`` must be an integer (``TypeError`` for 2.5)."""
+    import operator
+
+    n = operator.index(n)
+    if not 0 <= n < 2**32:
         raise ValueError(f"n must be in [0, 2**32), not {n}")
-    check(lib().vh5_set_num_threads(int(n)))
+    check(lib().vh5_set_num_threads(n))
 
 
 def get_num_threads() -> int:
