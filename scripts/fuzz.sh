@@ -36,7 +36,7 @@ fi
 
 echo "== building fuzz targets (release + debug assertions, ASan)"
 t0=$(date +%s)
-(cd fuzz && $NICE cargo fuzz build -O 2>&1 | grep -E "^error|Finished" || true)
+(cd fuzz && $NICE cargo fuzz build -O -a 2>&1 | grep -E "^error|Finished" || true)
 [ -x fuzz/target/x86_64-unknown-linux-gnu/release/payload_decode ] || { echo "fuzz build failed"; exit 1; }
 echo "built in $(( $(date +%s) - t0 )) s"
 
@@ -63,7 +63,7 @@ for t in $TARGETS; do
   log=fuzz/work/$t.log
   echo "== fuzzing $t for $SECS s"
   set +e
-  (cd fuzz && $NICE cargo fuzz run -O "$t" "work/$t" "corpus/$t" ${extra:+"../$extra"} -- \
+  (cd fuzz && $NICE cargo fuzz run -O -a "$t" "work/$t" "corpus/$t" ${extra:+"../$extra"} -- \
       -max_total_time="$SECS" -print_final_stats=1 -rss_limit_mb=2048 -timeout=10 -max_len=16384 \
       > "work/$t.log" 2>&1)
   rc=$?
