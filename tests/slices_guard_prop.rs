@@ -145,3 +145,119 @@ fn committed_slices_read_corpus_satisfies_the_oracle() {
     assert!(n >= 5, "only {n} seeds");
     println!("{n} slices_read seeds");
 }
+
+// ---------------------------------------------------------------------------------------
+// Regressions: bugs the slices_copy / slices_read fuzz targets found (docs/ROBUSTNESS.md).
+
+use vh5::ffi::hdf5::vh5_array;
+use vh5::ffi::slices_write::{vh5_copy_many_slices, vh5_write_many_slices};
+
+fn arr(base: *mut u8, base_len: usize, offset: usize, dtype: u32, itemsize: usize, shape: &[u64], strides: &[i64]) -> vh5_array {
+    vh5_array { base: base.cast(), base_len, offset, dtype, itemsize, ndim: shape.len() as u32, shape: shape.as_ptr(), strides: strides.as_ptr() }
+}
+
+/// 0-d arrays in ONE buffer whose elements share bytes (float64 at byte 6 -> byte 0): each
+/// row is one memmove of the element. vh5 copied the element once more after the rows, so
+/// one row gave the result of two.
+#[test]
+fn zero_d_copy_within_one_buffer_runs_each_row_once() {
+    for (nslices, want) in [
+        (1usize, [6u8, 7, 8, 9, 10, 11, 12, 13, 8, 9, 10, 11, 12, 13]),
+        (2, [12, 13, 8, 9, 10, 11, 12, 13, 8, 9, 10, 11, 12, 13]),
+    ] {
+        let mut buf: Vec<u8> = (0..14).collect();
+        let p = buf.as_mut_ptr();
+        let (s, d) = (arr(p, 14, 6, 12, 8, &[], &[]), arr(p, 14, 0, 12, 8, &[], &[]));
+        let null = std::ptr::null();
+        // SAFETY: both arrays describe the 14 bytes of buf; tables are empty (ndim 0).
+        let st = unsafe { vh5_copy_many_slices(&s, &d, nslices, null, null, null, null, null, 0) };
+        assert_eq!(st, vh5_status::VH5_OK, "{}", last_error());
+        assert_eq!(buf, want, "{nslices} rows");
+    }
+}
+
+/// A source layout whose per-axis reaches sum below -2^127 (two axes of extent 2^64-1 with
+/// stride INT64_MIN): the unchecked i128 sum wrapped to a positive lower bound, the layout
+/// passed as inside its 7-byte buffer, and (release builds) the copy then read at
+/// base - 2^63. Now VH5_ERR_BUFFER_TOO_SMALL ("src:") for copies and writes, nothing written.
+#[test]
+fn source_layout_spanning_more_than_i128_is_refused() {
+    let shape = [3u64, u64::MAX, 3, 3];
+    let strides = [-16i64, i64::MIN, 0, i64::MIN];
+    let mut src = vec![1u8; 7];
+    let mut dst = vec![0u8; 2];
+    let s = arr(src.as_mut_ptr(), 7, 5, 7, 2, &shape, &strides);
+    let dstrides = [0i64, 0, 0, 0];
+    let (one, dsh) = ([1u64; 4], [1u64; 4]);
+    let d = arr(dst.as_mut_ptr(), 2, 0, 7, 2, &dsh, &dstrides);
+    let (start, zero) = ([0u64, 1, 0, 0], [0u64; 4]);
+    // SAFETY: every pointer holds what it declares.
+    let st = unsafe { vh5_copy_many_slices(&s, &d, 1, start.as_ptr(), zero.as_ptr(), one.as_ptr(), std::ptr::null(), std::ptr::null(), 0) };
+    let m = last_error();
+    assert_eq!(st, vh5_status::VH5_ERR_BUFFER_TOO_SMALL, "{m}");
+    assert!(m.starts_with("src:") && m.contains("2^127"), "{m}");
+    assert_eq!(dst, [0, 0]);
+    // The same source handed to vh5_write_many_slices.
+    let tmp = common::TempDir::new("span-overflow");
+    let path = tmp.path("w.h5");
+    common::create_file(&path, &[common::DsSpec::new("x", &[4, 4, 4, 4], vh5::dtype::Dtype::UInt16, None)]);
+    let (f, ds) = ffi_open_rw(&path, "x");
+    // SAFETY: as above.
+    let st = unsafe { vh5_write_many_slices(ds, &s, 1, start.as_ptr(), zero.as_ptr(), one.as_ptr(), std::ptr::null(), std::ptr::null(), 0) };
+    let m = last_error();
+    assert_eq!(st, vh5_status::VH5_ERR_BUFFER_TOO_SMALL, "{m}");
+    assert!(m.contains("2^127"), "{m}");
+    common::ffi_close(&[ds, f]);
+}
+
+fn ffi_open_rw(path: &std::path::Path, name: &str) -> (i64, i64) {
+    use vh5::ffi::hdf5::*;
+    let (p, n) = (std::ffi::CString::new(path.to_str().unwrap()).unwrap(), std::ffi::CString::new(name).unwrap());
+    let (mut f, mut d) = (-1, -1);
+    // SAFETY: NUL-terminated strings and valid out pointers.
+    unsafe {
+        assert_eq!(vh5_file_open(p.as_ptr(), VH5_FILE_READ_WRITE, &mut f), vh5_status::VH5_OK, "{}", last_error());
+        assert_eq!(vh5_dataset_open(f, n.as_ptr(), &mut d), vh5_status::VH5_OK, "{}", last_error());
+    }
+    (f, d)
+}
+
+/// An axis copying one element may carry any step (it is never applied): steps of
+/// UINT64_MAX on count-1 axes made `stride * step` overflow (VH5_ERR_PANIC in builds with
+/// overflow checks, e.g. `cargo test` without --release and the fuzz build). Copy and read
+/// (every planner mode, 1 and 3 threads) must move exactly the one element.
+#[test]
+fn count_one_axes_accept_any_step() {
+    let huge = [u64::MAX, u64::MAX];
+    // copy: 3x4 uint16 C order -> 2x2 C order, element [2, 3] -> [1, 0]
+    let mut src: Vec<u8> = (0..24).collect();
+    let mut dst = vec![0xeeu8; 8];
+    let s = arr(src.as_mut_ptr(), 24, 0, 7, 2, &[3, 4], &[8, 2]);
+    let d = arr(dst.as_mut_ptr(), 8, 0, 7, 2, &[2, 2], &[4, 2]);
+    let (ss, ds, c) = ([2u64, 3], [1u64, 0], [1u64, 1]);
+    for flags in [0, 1] {
+        // SAFETY: every pointer holds what it declares.
+        let st = unsafe { vh5_copy_many_slices(&s, &d, 1, ss.as_ptr(), ds.as_ptr(), c.as_ptr(), huge.as_ptr(), huge.as_ptr(), flags) };
+        assert_eq!(st, vh5_status::VH5_OK, "{}", last_error());
+        assert_eq!(dst, [0xee, 0xee, 0xee, 0xee, 22, 23, 0xee, 0xee]);
+    }
+    // read: chunk_2d_u16_edges (13 x 11, chunks 4 x 3) element [9, 10] -> [1, 0]
+    let fx = slices_fixture::fixture();
+    let f = fx.iter().find(|f| f.name == "chunk_2d_u16_edges").unwrap();
+    let whole = f.whole[0].1.as_ref().unwrap();
+    let want = &whole[(9 * 11 + 10) * 2..(9 * 11 + 10) * 2 + 2];
+    let (ss, ds) = ([9u64, 10], [1u64, 0]);
+    for mode in MODES {
+        for threads in [1, 3] {
+            let mut out = vec![0xeeu8; 8];
+            let d = arr(out.as_mut_ptr(), 8, 0, 7, 2, &[2, 2], &[4, 2]);
+            let st = vh5::slices::options::with_overrides(Some(mode), Some(threads), || {
+                // SAFETY: as above.
+                unsafe { vh5::ffi::hdf5::vh5_read_many_slices(f.id, &d, 1, ss.as_ptr(), ds.as_ptr(), c.as_ptr(), huge.as_ptr(), huge.as_ptr(), 0) }
+            });
+            assert_eq!(st, vh5_status::VH5_OK, "{mode:?} {threads}: {}", last_error());
+            assert_eq!(&out[4..6], want, "{mode:?} {threads}");
+            assert!(out[..4].iter().chain(&out[6..]).all(|&b| b == 0xee));
+        }
+    }
+}

@@ -382,6 +382,11 @@ mod tests {
         // negative strides with offset at the last element
         assert!(lay(&[3, 4], &[-32, -8], 88, 96, 8).validate().is_ok());
         assert_eq!(lay(&[3, 4], &[-32, -8], 80, 96, 8).validate().unwrap_err().kind, crate::error::ErrorKind::BufferTooSmall);
+        // Per-axis reaches near -2^127 whose sum leaves i128 (it used to wrap to a positive
+        // lower bound and pass): refused, not wrapped.
+        let e = lay(&[3, u64::MAX, 3, 3], &[-16, i64::MIN, 0, i64::MIN], 5, 7, 2).validate_bounds().unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::BufferTooSmall);
+        assert!(e.message.contains("2^127"), "{}", e.message);
         // overlap: stride 0, or stride smaller than the inner span
         assert_eq!(lay(&[3, 4], &[0, 8], 0, 96, 8).validate().unwrap_err().kind, crate::error::ErrorKind::InvalidArgument);
         assert_eq!(lay(&[3, 4], &[16, 8], 0, 96, 8).validate().unwrap_err().kind, crate::error::ErrorKind::InvalidArgument);
