@@ -323,9 +323,27 @@ fn apply_rows(
     src: Side,
     dst: Side,
     size: usize,
+    read: impl FnMut(usize, &mut Vec<u8>),
+    write: impl FnMut(usize, &[u8]),
+) {
+    apply_rows_conv(t, n, eff, src, dst, size, read, |_| {}, write)
+}
+
+/// [`apply_rows`] with a conversion of each gathered row (`conv` turns the row's source
+/// elements into destination elements of `dst.a.itemsize` bytes each).
+#[allow(clippy::too_many_arguments)]
+fn apply_rows_conv(
+    t: &Tables,
+    n: usize,
+    eff: &[Option<Vec<u64>>],
+    src: Side,
+    dst: Side,
+    _src_size: usize,
     mut read: impl FnMut(usize, &mut Vec<u8>),
+    mut conv: impl FnMut(&mut Vec<u8>),
     mut write: impl FnMut(usize, &[u8]),
 ) {
+    let size = dst.a.itemsize;
     let mut tmp = Vec::new();
     for (i, cnt) in eff.iter().enumerate() {
         let Some(cnt) = cnt else { continue };
@@ -335,6 +353,7 @@ fn apply_rows(
         tmp.clear();
         if n == 0 {
             read(addr(src.a, src.strides, &[]), &mut tmp);
+            conv(&mut tmp);
             write(addr(dst.a, dst.strides, &[]), &tmp);
             continue;
         }
@@ -345,6 +364,7 @@ fn apply_rows(
             }
             read(addr(src.a, src.strides, &idx), &mut tmp);
         });
+        conv(&mut tmp);
         let mut e = 0;
         for_each_index(cnt, |k| {
             for j in 0..n {
@@ -901,9 +921,172 @@ pub fn run_read(fixture: &[FixtureDs], c: &ReadCase, guard: usize) -> vh5_status
     check_status(&what, st, &msg, &want.as_ref().map(|_| ()).map_err(|e| e.clone()), c);
     if want.is_ok() {
         let at = dbuf.bytes.iter().zip(&md).position(|(x, y)| x != y);
-        assert!(at.is_none(), "{what}: destination differs from the reference at byte {:?} (guard {guard}) in {c:?}", at.map(|i| i as isize - guard as isize));
+        if let Some(at) = at {
+            let e = at.saturating_sub(8);
+            let end = (at + 8).min(md.len());
+            panic!(
+                "{what}: destination differs from the reference at byte {} (guard {guard}): bytes from {} before {:?}, after {:?}, reference {:?} in {c:?}",
+                at as isize - guard as isize,
+                e as isize - guard as isize,
+                &d0[e..end],
+                &dbuf.bytes[e..end],
+                &md[e..end]
+            );
+        }
     } else {
         assert!(dbuf.bytes == d0, "{what}: bytes written although the call failed ({st:?}: {msg}) in {c:?}");
+    }
+    st
+}
+
+// ---------------------------------------------------------------------------------------
+// vh5_write_many_slices.
+
+/// What the write oracle needs from libhdf5 (implemented with plain libhdf5 calls by the
+/// fixture): the dataset's current contents and libhdf5's own element conversion.
+pub trait WriteHooks {
+    /// The whole dataset now, C order, native bytes of its own dtype (one plain H5Dread).
+    fn whole(&self, f: &FixtureDs) -> Vec<u8>;
+    /// Convert `n` elements of dtype `from` (native) in `buf` to the dataset's dtype as
+    /// libhdf5 does when writing and reading back (native -> file type -> native);
+    /// false when libhdf5 has no conversion path.
+    fn convert(&self, f: &FixtureDs, from: u32, buf: &mut Vec<u8>, n: usize) -> bool;
+}
+
+#[derive(Debug, Clone)]
+pub struct WriteCase {
+    pub ds: usize,
+    pub src: ArraySpec,
+    pub tables: Tables,
+    pub flags: u32,
+    pub threads: usize,
+    pub seed: u8,
+}
+
+pub fn gen_write(p: &mut impl Pick, fixture: &[FixtureDs]) -> WriteCase {
+    let ds = p.below(fixture.len() as u64) as usize;
+    let f = &fixture[ds];
+    let n = match p.byte() {
+        0..=5 => gen_rank(p),
+        _ => f.shape.len(),
+    };
+    let dt = match p.byte() {
+        0..=169 => (f.dtype, dtype_size(f.dtype).unwrap().unwrap()),
+        170..=229 => {
+            let code = [12u32, 5, 4, 11][p.below(4) as usize];
+            (code, dtype_size(code).unwrap().unwrap())
+        }
+        _ => gen_dtype(p),
+    };
+    let mut src = gen_array(p, n, dt);
+    if p.chance(100) && n == f.shape.len() {
+        src.shape = f.shape.iter().map(|&e| e.min(8)).collect();
+        let (st, o, l) = gen_layout(p, &src.shape, src.itemsize.max(1));
+        (src.strides, src.offset, src.base_len) = (st, o, l);
+        src.null_base = false;
+    }
+    let tables = gen_tables(p, n, &src.shape, &f.shape);
+    let mut flags = gen_flags(p, true);
+    if dt.0 != f.dtype && p.chance(200) && flags <= 3 {
+        flags |= 2;
+    }
+    WriteCase { ds, src, tables, flags, threads: 1 + p.below(3) as usize, seed: p.byte() }
+}
+
+/// The contract of `vh5_write_many_slices` (C header) for `c`: the failure, or each row's
+/// effective counts (`None` overall: nothing to write).
+pub fn expect_write(f: &FixtureDs, c: &WriteCase, converts: bool) -> Result<Option<Vec<Option<Vec<u64>>>>, Fail> {
+    let sstr = array_strides(&c.src, true).map_err(|s| fail(s, None))?;
+    let n = c.src.shape.len();
+    if tables_null(&c.tables, n) {
+        return Err(fail(St::Null, None));
+    }
+    if c.flags & !3 != 0 {
+        return Err(fail(St::Invalid, Some("flags".into())));
+    }
+    let size = c.src.itemsize;
+    if !in_bounds(&c.src.shape, &sstr, c.src.offset, size, c.src.base_len) {
+        return Err(fail(St::TooSmall, Some("src:".into())));
+    }
+    if c.src.dtype != f.dtype && !(c.flags & 2 != 0 && c.src.dtype != 15 && converts) {
+        return Err(fail(St::Dtype, None));
+    }
+    if f.shape.len() != n {
+        return Err(fail(St::Invalid, Some("dimensionality".into())));
+    }
+    let eff = check_rows(&effective_tables(&c.tables), n, &c.src.shape, &f.shape, c.flags & 1 != 0)?;
+    if eff.iter().all(|e| e.is_none()) || is_empty(&c.src.shape) || is_empty(&f.shape) {
+        return Ok(None);
+    }
+    Ok(Some(eff))
+}
+
+/// Run `vh5_write_many_slices` on `c` (threads overridden for this thread) with `guard`
+/// canary bytes around the source and assert the contract: the dataset read back equals its
+/// previous contents with the rows applied (later rows win), the source is untouched, and a
+/// failure changes nothing.
+pub fn run_write(fixture: &[FixtureDs], c: &WriteCase, guard: usize, h: &dyn WriteHooks) -> vh5_status {
+    let f = &fixture[c.ds];
+    let before = h.whole(f);
+    let size = c.src.itemsize;
+    let converts = c.src.dtype == f.dtype || {
+        let mut probe = vec![0u8; size.max(1)];
+        dtype_size(c.src.dtype).is_some_and(|s| s.is_some()) && h.convert(f, c.src.dtype, &mut probe, 1)
+    };
+    let want = expect_write(f, c, converts);
+    let mut sbuf = Guarded::new(c.src.base_len, guard, c.seed);
+    let s0 = sbuf.bytes.clone();
+    let mut model = before.clone();
+    if let Ok(Some(eff)) = &want {
+        let n = c.src.shape.len();
+        let dsize = dtype_size(f.dtype).unwrap().unwrap();
+        let sstr = array_strides(&c.src, true).unwrap();
+        let dst = ArraySpec { dtype: f.dtype, itemsize: dsize, shape: f.shape.clone(), strides: None, offset: 0, base_len: before.len(), null_base: false };
+        let dstr = c_strides(&f.shape, dsize).unwrap();
+        let same = c.src.dtype == f.dtype;
+        apply_rows_conv(
+            &effective_tables(&c.tables),
+            n,
+            eff,
+            Side { a: &c.src, strides: &sstr },
+            Side { a: &dst, strides: &dstr },
+            size,
+            |o, v| v.extend_from_slice(&s0[guard + o..guard + o + size]),
+            |v| {
+                if !same {
+                    let k = v.len() / size;
+                    assert!(h.convert(f, c.src.dtype, v, k));
+                }
+            },
+            |o, b| model[o..o + dsize].copy_from_slice(b),
+        );
+    }
+    let sa = varr(&c.src, sbuf.ptr());
+    let tp = table_ptrs(&c.tables);
+    let st = vh5::slices::options::with_overrides(None, Some(c.threads), || {
+        // SAFETY: every pointer is valid for what it declares, or NULL.
+        unsafe { vh5::ffi::slices_write::vh5_write_many_slices(f.id, &sa, c.tables.nslices, tp[0], tp[1], tp[2], tp[3], tp[4], c.flags) }
+    });
+    let msg = if st == vh5_status::VH5_OK { String::new() } else { last_error() };
+    assert_ne!(st, vh5_status::VH5_ERR_PANIC, "vh5 panicked: {msg} in {c:?}");
+    let what = format!("write {} threads {}", f.name, c.threads);
+    check_status(&what, st, &msg, &want.as_ref().map(|_| ()).map_err(|e| e.clone()), c);
+    assert!(sbuf.bytes == s0, "{what}: the source was modified in {c:?}");
+    let after = h.whole(f);
+    if want.is_ok() {
+        let at = after.iter().zip(&model).position(|(x, y)| x != y);
+        if let Some(at) = at {
+            let e = at - at % dtype_size(f.dtype).unwrap().unwrap();
+            let k = dtype_size(f.dtype).unwrap().unwrap();
+            panic!(
+                "{what}: dataset differs from the model at byte {at}: element bytes before {:?}, after {:?}, model {:?} in {c:?}",
+                &before[e..e + k],
+                &after[e..e + k],
+                &model[e..e + k]
+            );
+        }
+    } else {
+        assert!(after == before, "{what}: dataset changed although the call failed ({st:?}: {msg}) in {c:?}");
     }
     st
 }
