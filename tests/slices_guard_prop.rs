@@ -350,3 +350,33 @@ fn clip_with_a_step_on_an_axis_clipped_to_one_element() {
         }
     }
 }
+
+/// A source axis of extent 1 may have any byte stride (it never steps), e.g. INT64_MIN.
+/// The strided copy engine handed it to ndarray as a stride of 2^63 elements, a negative
+/// isize, breaking `ArrayView::from_shape_ptr`'s contract (a panic under debug assertions,
+/// found by slices_write). Count-1 axes now get stride 0 inside the engine.
+#[test]
+fn extent_one_axis_with_int64_min_stride() {
+    use vh5::dtype::Dtype;
+    // write: uint8 source [1, 5] with strides [INT64_MIN, 1], every other element (src_step 2)
+    let tmp = common::TempDir::new("min-stride");
+    let path = tmp.path("m.h5");
+    common::create_file(&path, &[common::DsSpec::new("x", &[2, 4], Dtype::UInt8, Some(&[0u8; 8]))]);
+    let (f, d) = ffi_open_rw(&path, "x");
+    let mut src = vec![10u8, 11, 12, 13, 14];
+    let s = arr(src.as_mut_ptr(), 5, 0, Dtype::UInt8.code(), 1, &[1, 5], &[i64::MIN, 1]);
+    let (ss, ds, c, sstep) = ([0u64, 0], [1u64, 1], [1u64, 3], [1u64, 2]);
+    // SAFETY: every pointer holds what it declares.
+    let st = unsafe { vh5_write_many_slices(d, &s, 1, ss.as_ptr(), ds.as_ptr(), c.as_ptr(), sstep.as_ptr(), std::ptr::null(), 0) };
+    assert_eq!(st, vh5_status::VH5_OK, "{}", last_error());
+    common::ffi_close(&[d, f]);
+    let (_, b) = common::read_whole(&path, "x", common::h5type(Dtype::UInt8, false, true), 1);
+    assert_eq!(b, [0, 0, 0, 0, 0, 10, 12, 14]);
+    // memory copy with the same source into a [2, 4] destination
+    let mut dst = vec![0u8; 8];
+    let da = arr(dst.as_mut_ptr(), 8, 0, Dtype::UInt8.code(), 1, &[2, 4], &[4, 1]);
+    // SAFETY: as above.
+    let st = unsafe { vh5_copy_many_slices(&s, &da, 1, ss.as_ptr(), ds.as_ptr(), c.as_ptr(), sstep.as_ptr(), std::ptr::null(), 0) };
+    assert_eq!(st, vh5_status::VH5_OK, "{}", last_error());
+    assert_eq!(dst, [0, 0, 0, 0, 0, 10, 12, 14]);
+}
