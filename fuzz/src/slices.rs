@@ -1035,6 +1035,15 @@ pub fn run_write(fixture: &[FixtureDs], c: &WriteCase, guard: usize, h: &dyn Wri
     };
     let want = expect_write(f, c, converts);
     let mut sbuf = Guarded::new(c.src.base_len, guard, c.seed);
+    if c.src.dtype != f.dtype {
+        // Converted values must be ordinary: libhdf5 1.10 leaves some destination bytes
+        // unwritten for NaN / infinite / out-of-range floats (e.g. float16 -> int64), so such
+        // results depend on the conversion buffer's old contents. Bytes <= 0x3b make every
+        // float16 / float32 / float64 read at any offset finite and below 2 in magnitude.
+        for b in &mut sbuf.bytes[guard..guard + c.src.base_len] {
+            *b %= 0x3c;
+        }
+    }
     let s0 = sbuf.bytes.clone();
     let mut model = before.clone();
     if let Ok(Some(eff)) = &want {
