@@ -6,11 +6,11 @@
 #
 # Targets (fuzz/fuzz_targets/): payload_decode (arbitrary bytes), payload_cbor_structured,
 # payload_msgpack_structured (structure-aware builders), payload_ffi (the C ABI with raw
-# pointers and guard bytes), slices_copy (vh5_copy_many_slices, memory -> memory) and
-# slices_read (vh5_read_many_slices from HDF5 fixture datasets created at start-up): random
-# ranks, shapes, layouts, tables and flags against the independent oracle fuzz/src/slices.rs,
-# buffers allocated at exactly their declared length (ASan catches any overrun).
-# Each starts from the committed seeds in fuzz/corpus/<target>/
+# pointers and guard bytes), slices_copy (vh5_copy_many_slices, memory -> memory),
+# slices_read and slices_write (vh5_read_many_slices / vh5_write_many_slices on HDF5 fixture
+# datasets created at start-up): random ranks, shapes, layouts, tables and flags against the
+# independent oracle fuzz/src/slices.rs, buffers allocated at exactly their declared length
+# (ASan catches any overrun). Each starts from the committed seeds in fuzz/corpus/<target>/
 # plus, for the byte-level targets, the real vectors of ../shared/data (fuzz/seed.sh);
 # new inputs go to fuzz/work/<target>/ (not committed). Crashes, OOMs and timeouts land in
 # fuzz/artifacts/<target>/ and make the script exit 1 after all targets have run.
@@ -26,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}
 shift || true
-ALL="payload_decode payload_cbor_structured payload_msgpack_structured payload_ffi slices_copy slices_read"
+ALL="payload_decode payload_cbor_structured payload_msgpack_structured payload_ffi slices_copy slices_read slices_write"
 TARGETS=${*:-$ALL}
 export RUSTC_BOOTSTRAP=1
 NICE="nice -n 19"
