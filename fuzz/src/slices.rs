@@ -1026,6 +1026,10 @@ pub fn expect_write(f: &FixtureDs, c: &WriteCase, converts: bool) -> Result<Opti
 /// previous contents with the rows applied (later rows win), the source is untouched, and a
 /// failure changes nothing.
 pub fn run_write(fixture: &[FixtureDs], c: &WriteCase, guard: usize, h: &dyn WriteHooks) -> vh5_status {
+    // One case at a time: the model reads the dataset before and after the call, so two
+    // threads writing to the shared fixture (e.g. two tests of one test binary) would race.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let f = &fixture[c.ds];
     let before = h.whole(f);
     let size = c.src.itemsize;
