@@ -932,7 +932,10 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * Chunked datasets (compressed or not): each chunk the rows touch is written ONCE per call;
  * chunks the rows cover completely are assembled in memory and written without being read;
  * chunks covered in part are read once (unallocated chunks read as the fill value), merged
- * in row order and written once. Contiguous and compact datasets get one `H5Dwrite` per row.
+ * in row order and written once. Contiguous and compact datasets, and chunked datasets
+ * written with a dtype conversion (CONVERT with an array dtype other than the dataset's: a
+ * chunk merged in the array's dtype would round-trip the elements no row writes through it),
+ * get one `H5Dwrite` per row.
  * Filtered chunked datasets whose whole pipeline is deflate / shuffle / fletcher32 and whose
  * file type needs no conversion from the array's (byte order aside): vh5 runs the filters
  * itself (deflate at the dataset's level) on up to `vh5_get_num_threads()` worker threads

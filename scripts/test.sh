@@ -27,8 +27,8 @@ bash c_tests/sanitize.sh target/release   # ASan+UBSan+LSan and valgrind on the 
 bash c_tests/install_check.sh
 
 if [ "${VH5_FUZZ_SMOKE:-0}" = 1 ]; then
-  echo "== fuzz smoke (VH5_FUZZ_SMOKE=1): 30 s per payload target"
-  bash scripts/fuzz.sh 30
+  echo "== fuzz smoke (VH5_FUZZ_SMOKE=1): ${VH5_FUZZ_SMOKE_SECS:-60} s per fuzz target"
+  bash scripts/fuzz.sh "${VH5_FUZZ_SMOKE_SECS:-60}"
 fi
 
 echo "== Python tests"

@@ -11,6 +11,7 @@
 
 use ndarray::{ArrayView, ArrayViewMut, Axis, IxDyn, ShapeBuilder};
 
+use super::geometry::MAX_RANK;
 use crate::error::Result;
 
 /// Lowest and one-past-highest byte touched by a block, relative to the buffer start.
@@ -18,14 +19,30 @@ fn extent(off: usize, strides: &[isize], counts: &[usize], itemsize: usize) -> (
     let mut lo = off as i128;
     let mut hi = off as i128 + itemsize as i128;
     for (k, &c) in counts.iter().enumerate() {
+        // |reach| < 2^127 per axis; the sums saturate (far outside any buffer either way).
         let reach = (c as i128 - 1) * strides[k] as i128;
         if reach < 0 {
-            lo += reach;
+            lo = lo.saturating_add(reach);
         } else {
-            hi += reach;
+            hi = hi.saturating_add(reach);
         }
     }
     (lo, hi)
+}
+
+/// `strides` with the stride of every axis of count 1 set to 0 (such an axis never steps, and
+/// a caller's extent-1 axis may carry any stride, e.g. INT64_MIN: left as is it would reach
+/// ndarray as a negative stride or overflow the outer-axis walk). `None` when nothing changes
+/// (and for more than `MAX_RANK` axes, which vh5 never passes).
+fn unit_axes_zeroed(strides: &[isize], counts: &[usize]) -> Option<[isize; MAX_RANK]> {
+    if counts.len() > MAX_RANK || !counts.iter().zip(strides).any(|(&c, &s)| c == 1 && s != 0) {
+        return None;
+    }
+    let mut out = [0isize; MAX_RANK];
+    for (k, (&c, &s)) in counts.iter().zip(strides).enumerate() {
+        out[k] = if c == 1 { 0 } else { s };
+    }
+    Some(out)
 }
 
 /// Conservative "no two indices share a byte" test (see `ArrayLayout::validate`).
@@ -78,6 +95,9 @@ pub fn copy_strided(
         dst[dst_off..dst_off + itemsize].copy_from_slice(&src[src_off..src_off + itemsize]);
         return Ok(());
     }
+    let (zs, zd) = (unit_axes_zeroed(src_strides, counts), unit_axes_zeroed(dst_strides, counts));
+    let src_strides = zs.as_ref().map_or(src_strides, |z| &z[..n]);
+    let dst_strides = zd.as_ref().map_or(dst_strides, |z| &z[..n]);
     let done = match itemsize {
         1 => try_ndarray::<u8>(src, src_off, src_strides, dst, dst_off, dst_strides, counts),
         2 => try_ndarray::<u16>(src, src_off, src_strides, dst, dst_off, dst_strides, counts),
@@ -125,6 +145,9 @@ pub fn copy_strided_runs(
             bail!(OutOfBounds, "copy: {name} block spans bytes [{lo}, {hi}) outside its buffer of {buf_len} bytes");
         }
     }
+    let (zs, zd) = (unit_axes_zeroed(src_strides, counts), unit_axes_zeroed(dst_strides, counts));
+    let src_strides = zs.as_ref().map_or(src_strides, |z| &z[..n]);
+    let dst_strides = zd.as_ref().map_or(dst_strides, |z| &z[..n]);
     // SAFETY: both blocks were checked to lie inside their buffers; src and dst are distinct
     // borrows, so every single copy inside copy_raw is between non-overlapping bytes (if the
     // destination block overlaps itself, runs are written in C order and the last one wins,

@@ -51,7 +51,8 @@ impl<'a> SliceTable<'a> {
     }
 }
 
-/// One row after validation (and clipping): every count is >= 1.
+/// One row after validation (and clipping): every count is >= 1; axes with a count of 1
+/// have steps of 1 (their table step is irrelevant and may be any uint64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
     pub ndim: usize,
@@ -111,8 +112,12 @@ pub fn row_named(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64],
     for j in 0..n {
         r.src_start[j] = t.src_start[base + j];
         r.dst_start[j] = t.dst_start[base + j];
-        r.src_step[j] = t.src_step.map_or(1, |s| s[base + j]);
-        r.dst_step[j] = t.dst_step.map_or(1, |s| s[base + j]);
+        // An axis copying one element has no use for its step, which may be any uint64:
+        // normalised to 1 so that no engine multiplies a stride by it (overflow found by
+        // fuzzing: `stride * step` in the read and write paths).
+        let one = r.count[j] == 1;
+        r.src_step[j] = if one { 1 } else { t.src_step.map_or(1, |s| s[base + j]) };
+        r.dst_step[j] = if one { 1 } else { t.dst_step.map_or(1, |s| s[base + j]) };
     }
     Ok(Some(r))
 }
@@ -255,11 +260,20 @@ impl ArrayLayout {
         let mut lo = self.offset as i128;
         let mut hi = self.offset as i128 + self.itemsize as i128;
         for j in 0..n {
+            // |reach| <= (2^64 - 2) * 2^63 < 2^127 fits, but the sum over several axes may
+            // not: checked, or a wrapped sum could pass as a small span (found by fuzzing:
+            // a source with two axes of extent 2^64-1 and stride INT64_MIN).
             let reach = (self.shape[j] as i128 - 1) * self.strides[j] as i128;
-            if reach < 0 {
-                lo += reach;
-            } else {
-                hi += reach;
+            let sum = if reach < 0 { lo.checked_add(reach).map(|v| lo = v) } else { hi.checked_add(reach).map(|v| hi = v) };
+            if sum.is_none() {
+                bail!(
+                    BufferTooSmall,
+                    "array spans more than 2^127 bytes (axis {j}: offset {}, shape {:?}, strides {:?} bytes), far outside its buffer of {} bytes",
+                    self.offset,
+                    self.shape,
+                    self.strides,
+                    self.base_len
+                );
             }
         }
         if lo < 0 {
@@ -368,6 +382,11 @@ mod tests {
         // negative strides with offset at the last element
         assert!(lay(&[3, 4], &[-32, -8], 88, 96, 8).validate().is_ok());
         assert_eq!(lay(&[3, 4], &[-32, -8], 80, 96, 8).validate().unwrap_err().kind, crate::error::ErrorKind::BufferTooSmall);
+        // Per-axis reaches near -2^127 whose sum leaves i128 (it used to wrap to a positive
+        // lower bound and pass): refused, not wrapped.
+        let e = lay(&[3, u64::MAX, 3, 3], &[-16, i64::MIN, 0, i64::MIN], 5, 7, 2).validate_bounds().unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::BufferTooSmall);
+        assert!(e.message.contains("2^127"), "{}", e.message);
         // overlap: stride 0, or stride smaller than the inner span
         assert_eq!(lay(&[3, 4], &[0, 8], 0, 96, 8).validate().unwrap_err().kind, crate::error::ErrorKind::InvalidArgument);
         assert_eq!(lay(&[3, 4], &[16, 8], 0, 96, 8).validate().unwrap_err().kind, crate::error::ErrorKind::InvalidArgument);

@@ -169,8 +169,12 @@ pub unsafe fn copy_many_slices_raw(
         for j in 0..n {
             elems *= cnt[j];
             counts[j] = cnt[j] as usize;
-            ss[j] = src_layout.strides[j] as isize * table.src_step.map_or(1, |x| x[base + j]) as isize;
-            ds[j] = dst_layout.strides[j] as isize * table.dst_step.map_or(1, |x| x[base + j]) as isize;
+            // A step only matters when the axis copies more than one element; then
+            // stride * step is bounded by the validated array span. With count 1 a step may
+            // be any uint64 (stride * step would overflow: found by fuzzing).
+            let one = cnt[j] == 1;
+            ss[j] = if one { 0 } else { src_layout.strides[j] as isize * table.src_step.map_or(1, |x| x[base + j]) as isize };
+            ds[j] = if one { 0 } else { dst_layout.strides[j] as isize * table.dst_step.map_or(1, |x| x[base + j]) as isize };
             so += table.src_start[base + j] as isize * src_layout.strides[j] as isize;
             d_o += table.dst_start[base + j] as isize * dst_layout.strides[j] as isize;
         }
@@ -217,17 +221,8 @@ pub unsafe fn copy_many_slices_raw(
             copy_strided(&scratch[..bytes], 0, &dense[..n], d, d_o - dlo, ds, counts, size)?;
         }
     }
-    if n == 0 {
-        // 0-d arrays: every row copies the single element.
-        let (so, d_o) = (src_layout.offset, dst_layout.offset);
-        let mut one = vec![0u8; size];
-        // SAFETY: both validated layouts hold one element at their offset; the source is
-        // copied out before the destination is borrowed.
-        unsafe {
-            one.copy_from_slice(std::slice::from_raw_parts(src.add(so), size));
-            std::slice::from_raw_parts_mut(dst.add(d_o), size).copy_from_slice(&one);
-        }
-    }
+    // 0-d arrays need no special case: every row above copied the single element (empty
+    // counts: one element at the offsets), through scratch when the two elements share bytes.
     Ok(stats)
 }
 

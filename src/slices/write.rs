@@ -121,7 +121,12 @@ pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags:
     }
     let info = dataset_info(l, dset)?;
     match (info.layout, info.chunk) {
-        (Layout::Chunked, Some(chunk)) => {
+        // With a dtype conversion (VH5_SLICES_CONVERT, array dtype != dataset dtype) the chunk
+        // planner would read partly covered chunks into the ARRAY's dtype and write them
+        // back, round-tripping the elements no row writes through that dtype (float data
+        // written from an int64 array lost its fractions; found by fuzzing). Such writes go
+        // one H5Dwrite per row instead: libhdf5 merges partial chunks in the file type.
+        (Layout::Chunked, Some(chunk)) if finfo.dtype == Some(src.dtype) => {
             let grid = ChunkGrid::new(&dshape, &chunk)?;
             write_chunked(l, dset, mem.id(), &mut writer, &grid, src, table, clip, &mut stats)?;
         }
