@@ -160,8 +160,12 @@ impl Shared<'_> {
                 let sstep = self.table.src_step.map_or(1, |t| t[p.row * n + j]) as isize;
                 let dstep = self.table.dst_step.map_or(1, |t| t[p.row * n + j]) as isize;
                 so += (s[j] - origin[j]) as usize * cstr[j] as usize;
-                ss[j] = cstr[j] * sstep;
-                ds[j] = self.ctx.layout.strides[j] as isize * dstep;
+                // A piece with one element on an axis never steps along it: its step may be
+                // anything (up to 2^64 - 1) and the product would overflow; with two or more,
+                // both products lie inside the chunk / the validated destination.
+                let one = c[j] <= 1;
+                ss[j] = if one { 0 } else { cstr[j] * sstep };
+                ds[j] = if one { 0 } else { self.ctx.layout.strides[j] as isize * dstep };
                 counts[j] = c[j] as usize;
             }
             let d_o = self.ctx.layout.byte_offset(d);

@@ -216,7 +216,8 @@ fn write_rows(writer: &mut HyperslabWriter, dshape: &[u64], src: &SrcArray, tabl
             }
             for j in 0..n {
                 counts[j] = r.count[j] as usize;
-                ss[j] = src.layout.strides[j] as isize * r.src_step[j] as isize;
+                // One element on this axis: never stepped along (the step may be huge).
+                ss[j] = if r.count[j] <= 1 { 0 } else { src.layout.strides[j] as isize * r.src_step[j] as isize };
             }
             dense_strides(&r.count[..n], itemsize, &mut dense);
             copy_strided_runs(src.buf, so, &ss[..n], &mut scratch[..bytes], 0, &dense[..n], &counts[..n], itemsize)?;
@@ -418,8 +419,10 @@ impl MergeCtx<'_> {
                 let pos = r.dst_start[j] + k0[j] * r.dst_step[j] - origin[j];
                 coff += pos as usize * dense[j] as usize;
                 counts[j] = pc[j] as usize;
-                ss[j] = src.layout.strides[j] as isize * r.src_step[j] as isize;
-                cs[j] = dense[j] * r.dst_step[j] as isize;
+                // One element on this axis: never stepped along (the steps may be huge).
+                let one = pc[j] <= 1;
+                ss[j] = if one { 0 } else { src.layout.strides[j] as isize * r.src_step[j] as isize };
+                cs[j] = if one { 0 } else { dense[j] * r.dst_step[j] as isize };
             }
             let so = src.layout.byte_offset(&sidx[..n]);
             copy_strided_runs(src.buf, so, &ss[..n], buf, coff, &cs[..n], &counts[..n], src.layout.itemsize)?;
