@@ -7,7 +7,8 @@ dataset name (h5py itself is never imported by vh5).
 
 File locking: HDF5 >= 1.10 locks files. Two instances may both open a file read-only, but a
 file that h5py holds open for writing (mode ``"r+"``, ``"w"``, ``"a"``) is refused by vh5
-(a :class:`vh5.Error` whose message says "unable to lock the file" and gives this hint)
+(a :class:`vh5.HDF5Error` whose message says "unable to lock the file" and gives this hint,
+both from :class:`vh5.File` and from :func:`read_many_slices` of an ``h5py.Dataset``)
 unless the environment variable ``HDF5_USE_FILE_LOCKING=FALSE`` is set *before* either
 library opens the file. vh5 flushes a writable h5py file before
 reading it so the data h5py wrote is on disk.
@@ -73,6 +74,64 @@ class _Handle:
         return False
 
 
+def _path_arg(path, what: str) -> str:
+    """``os.fspath(path)`` for a str / bytes / os.PathLike argument passed to C as a
+    NUL-terminated string (bytes are decoded with ``os.fsdecode``).
+
+    Raises:
+        TypeError: another type (naming ``what``).
+        ValueError: an embedded NUL, which C would silently treat as the end of the string
+            (``open()`` refuses it the same way).
+    """
+    try:
+        p = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"{what} must be str, bytes or os.PathLike, not {type(path).__name__}") from None
+    if isinstance(p, bytes):
+        if b"\0" in p:
+            raise ValueError(f"embedded null byte in {what} {p!r}")
+        p = os.fsdecode(p)
+    if "\0" in p:
+        raise ValueError(f"embedded null byte in {what} {p!r}")
+    return p
+
+
+def _name_arg(name, what: str) -> str:
+    """An HDF5 object name (str, or UTF-8 bytes) checked for embedded NUL bytes.
+
+    Raises:
+        TypeError: not str or bytes (naming ``what``).
+        ValueError: an embedded NUL, or bytes that are not UTF-8.
+    """
+    if isinstance(name, (bytes, bytearray)):
+        if b"\0" in name:
+            raise ValueError(f"embedded null byte in {what} {bytes(name)!r}")
+        try:
+            name = bytes(name).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{what} {bytes(name)!r} is not UTF-8: {e}") from None
+    elif not isinstance(name, str):
+        raise TypeError(f"{what} must be str or bytes, not {type(name).__name__}")
+    if "\0" in name:
+        raise ValueError(f"embedded null byte in {what} {name!r}")
+    return name
+
+
+_LOCK_HINT = (
+    "\nhint: another libhdf5 (e.g. h5py's) holds this file open; if it is open for writing, "
+    "set HDF5_USE_FILE_LOCKING=FALSE in the environment before either library opens the file"
+)
+
+
+def _with_lock_hint(e: Error) -> Error:
+    """``e`` with the HDF5_USE_FILE_LOCKING hint appended when libhdf5 refused the file
+    because another process or library instance holds its lock (libhdf5 1.10's message is
+    "unable to lock the file"); ``e`` itself otherwise."""
+    if "unable to lock" not in e.message or "HDF5_USE_FILE_LOCKING" in e.message:
+        return e
+    return make_error(e.status, e.status_name, e.message + _LOCK_HINT)
+
+
 class File(_Handle):
     """An HDF5 file opened through vh5's libhdf5: read-only (mode ``"r"``, the default) or
     read-write (mode ``"r+"``, needed by :func:`vh5.write_many_slices`).
@@ -86,9 +145,12 @@ class File(_Handle):
         mode (str): ``"r"`` (read-only) or ``"r+"`` (read-write; the file must exist).
 
     Raises:
-        ValueError: another mode.
-        vh5.IoError: missing file, permission denied, not an HDF5 file, or locked by a writer
-            (see the module docs on ``HDF5_USE_FILE_LOCKING``).
+        TypeError: ``path`` is not str, bytes or os.PathLike.
+        ValueError: another mode; an embedded NUL byte in ``path``.
+        vh5.IoError, vh5.HDF5Error: missing file, permission denied, not an HDF5 file;
+            vh5.HDF5Error "unable to lock the file" when another libhdf5 (h5py) holds it
+            for writing: the message then ends with a hint on ``HDF5_USE_FILE_LOCKING``
+            (see the module docs).
 
     Thread-safety: a File may be shared by threads; vh5 serialises libhdf5 calls internally.
     """
@@ -98,16 +160,20 @@ class File(_Handle):
     def __init__(self, path, mode: str = "r"):
         if mode not in ("r", "r+"):
             raise ValueError(f"vh5.File supports modes 'r' (read-only) and 'r+' (read-write), not {mode!r}")
-        self.filename = os.fspath(path)
+        self.filename = _path_arg(path, "path")
         self.mode = mode
         out = ctypes.c_int64(0)
-        check(lib().vh5_file_open(os.fsencode(self.filename), 1 if mode == "r+" else 0, ctypes.byref(out)))
+        try:
+            check(lib().vh5_file_open(os.fsencode(self.filename), 1 if mode == "r+" else 0, ctypes.byref(out)))
+        except Error as e:
+            raise _with_lock_hint(e) from None
         super().__init__(out.value)
 
     def dataset(self, name: str) -> "Dataset":
-        """Open the dataset at path ``name`` (e.g. ``"/group/data"``).
+        """Open the dataset at path ``name`` (str, or UTF-8 bytes; e.g. ``"/group/data"``).
 
         Raises:
+            TypeError: ``name`` is not str or bytes; ValueError: an embedded NUL byte.
             vh5.NotFoundError: no object of that name; vh5.InvalidHandleError: File closed or
             ``name`` is not a dataset; vh5.HDF5Error: libhdf5 failed.
         """
@@ -153,9 +219,9 @@ class Dataset(_Handle):
 
     def __init__(self, file: File, name: str):
         self.file = file
-        self.name = name
+        self.name = name = _name_arg(name, "dataset name")
         out = ctypes.c_int64(0)
-        check(lib().vh5_dataset_open(file.id, name.encode("utf-8"), ctypes.byref(out)))
+        check(lib().vh5_dataset_open(file.id, name.encode("utf-8", "surrogateescape"), ctypes.byref(out)))
         super().__init__(out.value)
         info = DatasetInfo()
         try:
@@ -200,33 +266,46 @@ def _is_h5py_dataset(obj) -> bool:
     return mod.startswith("h5py") and hasattr(obj, "file") and hasattr(obj, "name") and hasattr(obj, "id")
 
 
+#: h5py drivers (``h5py.File.driver``) whose file is one ordinary file on disk that vh5 can
+#: reopen by its name and read the same bytes from. Every other driver is refused: "core"
+#: (in memory; a file of that name on disk, if any, is not its content), "fileobj" (a Python
+#: file-like object), "family" (several member files), "mpio"/"mpiposix" (parallel I/O),
+#: "ros3" (S3 over HTTP), "split"/"multi" (h5py reports them as "unknown").
+REOPENABLE_DRIVERS = frozenset({"sec2", "stdio", "direct", "windows"})
+
+_DRIVER_REASONS = {
+    "core": "an in-memory (core driver) file: its content lives in h5py's memory, and a file "
+    "of that name on disk, if any, is not it",
+    "fileobj": "a Python file-like object (driver 'fileobj'), not a file on disk",
+    "family": "a family of member files (driver 'family'), not one file vh5 can open by name",
+    "mpio": "a file opened for parallel MPI I/O (driver 'mpio')",
+    "mpiposix": "a file opened for parallel MPI I/O (driver 'mpiposix')",
+    "ros3": "a read-only S3 object (driver 'ros3'), not a local file",
+}
+
+
 def _open_h5py(src):
-    """Open an h5py dataset's file and dataset through vh5; returns (dataset, file)."""
+    """Open an h5py dataset's file and dataset through vh5; returns (dataset, file).
+
+    Raises vh5.UnsupportedError for an h5py file whose driver is not in
+    :data:`REOPENABLE_DRIVERS` (in-memory, file-like, family, parallel, S3, split files)."""
     h5file = src.file
     driver = getattr(h5file, "driver", None)
-    if driver == "fileobj" or not isinstance(getattr(h5file, "filename", None), str):
+    filename = getattr(h5file, "filename", None)
+    if driver not in REOPENABLE_DRIVERS or not isinstance(filename, str):
+        what = _DRIVER_REASONS.get(driver, f"a file opened with the h5py driver {driver!r}")
         raise make_error(
             4,  # VH5_ERR_UNSUPPORTED
             "VH5_ERR_UNSUPPORTED",
-            f"the h5py file behind {src.name!r} is backed by a Python file-like or in-memory "
-            f"object (driver {driver!r}): vh5 reads through its own libhdf5 and needs a file "
-            "on disk, so it cannot be reopened; read it with h5py, or write it to a path first",
+            f"the h5py file behind {src.name!r} ({filename!r}) is {what}; vh5 reads through "
+            "its own libhdf5 by reopening a single file on disk by its path (h5py drivers "
+            f"{', '.join(sorted(REOPENABLE_DRIVERS))}), so it cannot read this one: read it "
+            "with h5py, or write it to a file on disk first",
         )
     if getattr(h5file, "mode", "r") != "r":
         # Our libhdf5 reads the file from disk: make what h5py wrote visible first.
         h5file.flush()
-    try:
-        f = File(h5file.filename)
-    except Error as e:
-        if "lock" in e.message.lower():
-            raise make_error(
-                e.status,
-                e.status_name,
-                e.message + "\nhint: h5py (a separate libhdf5) holds this file open; if it is open "
-                "for writing, set HDF5_USE_FILE_LOCKING=FALSE in the environment before either "
-                "library opens the file",
-            ) from e
-        raise
+    f = File(filename)  # adds the HDF5_USE_FILE_LOCKING hint on a lock failure
     try:
         return Dataset(f, src.name), f
     except BaseException:
