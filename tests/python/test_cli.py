@@ -118,3 +118,12 @@ def test_payload_json_ends_with_newline_and_human_output_grammar(tmp_path):
     assert "1 zeros" not in r.stdout and "1 elements" not in r.stdout
     r = run("payload", two)
     assert "3 elements, 2 zeros," in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("args", [["--h5", "FILE"], ["--h5"], ["x.cbor", "--h5", "FILE"], ["--help"]])
+def test_demo_script_usage_errors_exit_2_before_building(args):
+    """scripts/demo.sh checks its arguments first: usage and exit 2, no bash 'unbound variable'."""
+    r = subprocess.run(["bash", str(REPO / "scripts" / "demo.sh"), *args], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert "usage: scripts/demo.sh [PAYLOAD_FILE ...] [--h5 FILE DATASET]" in r.stderr
+    assert "unbound variable" not in r.stderr and "building" not in r.stdout
