@@ -147,19 +147,33 @@ def test_embedded_nul_bytes_are_refused_not_truncated(tmp_path, monkeypatch):
 
 
 def test_vh5_file_of_a_file_h5py_holds_for_writing_gives_the_locking_hint(tmp_path):
-    if os.environ.get("HDF5_USE_FILE_LOCKING", "").upper() == "FALSE":
-        pytest.skip("HDF5_USE_FILE_LOCKING=FALSE: no lock to fail on")
-    p = str(tmp_path / "held.h5")
-    with h5py.File(p, "w") as hf:
-        hf["x"] = np.arange(3.0)
-        hf.flush()
-        with pytest.raises(vh5.Error) as ei:
-            vh5.File(p)
-        msg = str(ei.value)
+    """Run in a child process with file locking on (other test modules turn it off for this
+    process at import, and libhdf5 reads the variable once)."""
+    import subprocess
+
+    code = f"""
+import os, sys, numpy as np, h5py
+if os.environ.get("VH5_TEST_INSTALLED") != "1":
+    sys.path.insert(0, {str(REPO / 'bindings' / 'python')!r})
+import vh5
+p = {str(tmp_path / 'held.h5')!r}
+with h5py.File(p, "w") as hf:
+    hf["x"] = np.arange(3.0)
+    hf.flush()
+    try:
+        vh5.File(p)
+        raise SystemExit("opened a file h5py holds for writing")
+    except vh5.Error as e:
+        msg = str(e)
         assert "unable to lock" in msg and "HDF5_USE_FILE_LOCKING=FALSE" in msg, msg
-    with vh5.File(p) as f:  # released: opens
-        assert f["x"].shape == (3,)
-    # other failures get no hint
-    with pytest.raises(vh5.Error) as ei:
-        vh5.File(str(tmp_path / "missing_block.h5"))
-    assert "HDF5_USE_FILE_LOCKING" not in str(ei.value)
+with vh5.File(p) as f:  # released: opens
+    assert f["x"].shape == (3,)
+try:
+    vh5.File({str(tmp_path / 'missing_block.h5')!r})
+except vh5.Error as e:
+    assert "HDF5_USE_FILE_LOCKING" not in str(e), str(e)  # other failures get no hint
+print("ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "HDF5_USE_FILE_LOCKING"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert r.stdout.strip() == "ok", r.stdout + r.stderr
