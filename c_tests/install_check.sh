@@ -48,7 +48,7 @@ layout() {
   done
   [ "$(readlink "$P/lib/libvh5.so.$MAJOR")" = "libvh5.so.$VERSION" ] || { echo "bad lib/libvh5.so.$MAJOR link"; return 1; }
   [ "$(readlink "$P/lib/libvh5.so")" = "libvh5.so.$MAJOR" ] || { echo "bad lib/libvh5.so link"; return 1; }
-  if [ -f bindings/cpp/vh5.hpp ]; then cmp bindings/cpp/vh5.hpp "$P/include/vh5.hpp" || return 1; fi
+  cmp bindings/cpp/vh5.hpp "$P/include/vh5.hpp" || return 1   # the C++ wrapper is always installed
   cmp include/vh5.h "$P/include/vh5.h" || { echo "installed vh5.h differs from include/vh5.h (stale header?)"; return 1; }
 }
 check "layout: lib/libvh5.so.$VERSION, .so.$MAJOR and .so links, .a, headers, cmake, pkgconfig, bin" layout

@@ -609,7 +609,10 @@ const char *vh5_version_string(void);
 
 /**
  * The name of a dtype code as a static NUL-terminated string (`"float64"`, ...), or NULL for
- * an unknown code. Never free it. Thread-safe.
+ * an unknown code (including `VH5_DTYPE_INVALID`, 0): unlike `vh5_status_name`, which
+ * returns the placeholder `"VH5_UNKNOWN_STATUS"`, a NULL here lets callers tell an unknown
+ * code apart from a name, so check for NULL before printing it. Every dtype vh5 returns in
+ * its output structs has a name. Never free it. Thread-safe.
  */
 const char *vh5_dtype_name(uint32_t dtype);
 

@@ -7,6 +7,27 @@
 #  3. runs on your own inputs when given:
 #       scripts/demo.sh [PAYLOAD_FILE ...] [--h5 FILE DATASET]
 set -euo pipefail
+
+usage() {
+  echo "usage: scripts/demo.sh [PAYLOAD_FILE ...] [--h5 FILE DATASET]" >&2
+  exit 2
+}
+
+# Arguments are checked before anything is installed or built.
+payloads=(); h5file=""; h5dset=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --h5)
+      if [ $# -lt 3 ] || [ -z "$2" ] || [ -z "$3" ]; then
+        echo "scripts/demo.sh: --h5 needs FILE and DATASET" >&2
+        usage
+      fi
+      h5file=$2; h5dset=$3; shift 3 ;;
+    -h|--help) usage ;;
+    *) payloads+=("$1"); shift ;;
+  esac
+done
+
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 echo "== building (release)"
@@ -14,14 +35,6 @@ cargo build --release --locked 2>&1 | tail -n 1
 VH5=target/release/vh5
 DEMO=.demo
 mkdir -p "$DEMO/payloads"
-
-payloads=(); h5file=""; h5dset=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --h5) h5file=$2; h5dset=$3; shift 3 ;;
-    *) payloads+=("$1"); shift ;;
-  esac
-done
 
 echo; echo "== 1. payload views of generated samples ($DEMO/payloads)"
 $VH5 payload --make-samples "$DEMO/payloads"

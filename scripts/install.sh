@@ -10,7 +10,8 @@
 #   lib/libvh5.so.<major>     -> libvh5.so.<version>  (what programs load at run time)
 #   lib/libvh5.so             -> libvh5.so.<major>    (what -lvh5 finds at link time)
 #   lib/libvh5.a              the static library
-#   include/vh5.h             C header (include/vh5.hpp too once bindings/cpp/vh5.hpp exists)
+#   include/vh5.h             C header
+#   include/vh5.hpp           header-only C++17 wrapper (copy of bindings/cpp/vh5.hpp)
 #   lib/cmake/vh5/            vh5Config.cmake + vh5ConfigVersion.cmake (find_package(vh5))
 #   lib/pkgconfig/vh5.pc      pkg-config file
 #   bin/vh5                   command-line tool
@@ -97,9 +98,7 @@ install -m 644 "$REL/libvh5.a" "$DEST/lib/libvh5.a"
 install -m 755 "$REL/vh5" "$DEST/bin/vh5"
 # The header generated for this very build (identical to include/vh5.h when that is fresh).
 install -m 644 "$HEADER" "$DEST/include/vh5.h"
-if [ -f bindings/cpp/vh5.hpp ]; then
-  install -m 644 bindings/cpp/vh5.hpp "$DEST/include/vh5.hpp"
-fi
+install -m 644 bindings/cpp/vh5.hpp "$DEST/include/vh5.hpp"
 
 subst() {  # subst TEMPLATE OUTPUT: fill @VAR@ placeholders
   sed -e "s|@VH5_VERSION@|$VERSION|g" -e "s|@VH5_MAJOR@|$MAJOR|g" \

@@ -559,3 +559,36 @@ def test_pyactivestorage_server_error_body():
     body = (PAYLOADS / "server" / "error_missing_object.body").read_bytes()
     with pytest.raises(vh5.ServerError, match="error retrieving object"):
         decode_result(FakeResponse(body))
+
+
+def test_error_advice_names_the_python_api_not_the_c_function():
+    """Messages raised to Python name Payload.copy_native() / require_* (not payload_copy_data)."""
+    body = _f64_message([1.0, 2.0, 3.0], order="big" if NATIVE == "little" else "little")
+    with pytest.raises(vh5.ByteOrderError) as ei:
+        vh5.decode_payload(body, require_native=True)
+    msg = str(ei.value)
+    assert "payload_copy_data" not in msg and "PAYLOAD_REQUIRE_NATIVE" not in msg
+    assert "Payload.copy_native()" in msg and "require_native=True" in msg
+    # the advice works: decoding without the flag and copying gives the values natively
+    np.testing.assert_array_equal(vh5.decode_payload(body).copy_native(), [1.0, 2.0, 3.0])
+
+    body = _f64_message([1.0, 2.0, 3.0])
+    d = vh5.decode_payload(body).data_offset
+    backing = np.zeros(len(body) + 16, dtype=np.uint8)
+    k = (-(backing.ctypes.data + d)) % 8 + 1  # data 1 byte past an 8-byte boundary
+    buf = backing[k : k + len(body)]
+    buf[:] = np.frombuffer(body, dtype=np.uint8)
+    with pytest.raises(vh5.MisalignedError) as ei:
+        vh5.decode_payload(buf, require_aligned=True)
+    msg = str(ei.value)
+    assert "payload_copy_data" not in msg and "PAYLOAD_REQUIRE_ALIGNED" not in msg
+    assert "Payload.copy_native()" in msg and "require_aligned=True" in msg
+    assert "byte offset" in msg  # the library's own diagnosis is kept
+
+    # RFC 8746 uint8 typed array (tag 64) around an indefinite-length byte string [1, 2] [3]
+    chunked = bytes([0xD8, 0x40, 0x5F, 0x42, 1, 2, 0x41, 3, 0xFF])
+    assert cbor2.loads(chunked).value == b"\x01\x02\x03"  # well-formed, per cbor2
+    with pytest.raises(vh5.UnsupportedError) as ei:
+        vh5.decode_payload(chunked)
+    msg = str(ei.value)
+    assert "payload_copy_data" not in msg and "indefinite-length" in msg and "cbor2" in msg

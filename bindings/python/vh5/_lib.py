@@ -255,8 +255,40 @@ def status_name(status: int) -> str:
     return lib().vh5_status_name(int(status)).decode("ascii")
 
 
+#: (C-API advice in a library message, its Python equivalent). The library's messages are
+#: written for C callers; :func:`check` rewrites the advice that names a C function or flag
+#: into the Python API's terms (the rest of the message is kept as it is).
+_PYTHON_ADVICE = (
+    (
+        "PAYLOAD_REQUIRE_ALIGNED was given; copy it with payload_copy_data",
+        "require_aligned=True was given; decode without require_aligned and call "
+        "Payload.copy_native() for an aligned native-order copy",
+    ),
+    (
+        "PAYLOAD_REQUIRE_NATIVE was given; copy it with payload_copy_data",
+        "require_native=True was given; decode without require_native and call "
+        "Payload.copy_native() for a native-order copy",
+    ),
+    (
+        "it has no contiguous view; use payload_copy_data",
+        "it has no contiguous view, which vh5.decode_payload needs: decode this message "
+        "with cbor2 instead (or have the sender use a definite-length byte string)",
+    ),
+)
+
+
+def python_message(message: str) -> str:
+    """``message`` with C-API advice (``payload_copy_data``, ``PAYLOAD_REQUIRE_*``) replaced
+    by the Python API's equivalent (see ``_PYTHON_ADVICE``)."""
+    if "payload_copy_data" in message:
+        for c_text, py_text in _PYTHON_ADVICE:
+            message = message.replace(c_text, py_text)
+    return message
+
+
 def check(status: int) -> None:
-    """Raise the :class:`vh5.Error` subclass for ``status`` (with the thread's last message)
-    unless it is ``VH5_OK``. Must be called on the thread that made the failing call."""
+    """Raise the :class:`vh5.Error` subclass for ``status`` (with the thread's last message,
+    its C-API advice put in Python terms by :func:`python_message`) unless it is ``VH5_OK``.
+    Must be called on the thread that made the failing call."""
     if status != 0:
-        raise make_error(status, status_name(status), last_error_message())
+        raise make_error(status, status_name(status), python_message(last_error_message()))

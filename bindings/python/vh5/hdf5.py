@@ -7,7 +7,8 @@ dataset name (h5py itself is never imported by vh5).
 
 File locking: HDF5 >= 1.10 locks files. Two instances may both open a file read-only, but a
 file that h5py holds open for writing (mode ``"r+"``, ``"w"``, ``"a"``) is refused by vh5
-(a :class:`vh5.Error` whose message says "unable to lock the file" and gives this hint)
+(a :class:`vh5.HDF5Error` whose message says "unable to lock the file" and gives this hint,
+both from :class:`vh5.File` and from :func:`read_many_slices` of an ``h5py.Dataset``)
 unless the environment variable ``HDF5_USE_FILE_LOCKING=FALSE`` is set *before* either
 library opens the file. vh5 flushes a writable h5py file before
 reading it so the data h5py wrote is on disk.
@@ -23,6 +24,7 @@ import weakref
 import numpy as np
 
 from . import _dtypes
+from ._args import name_arg as _name_arg, path_arg as _path_arg, with_lock_hint as _with_lock_hint
 from ._errors import Error, make_error
 from ._lib import VH5_SLICES_CLIP, VH5_SLICES_CONVERT, Array, DatasetInfo, check, lib
 
@@ -86,9 +88,12 @@ class File(_Handle):
         mode (str): ``"r"`` (read-only) or ``"r+"`` (read-write; the file must exist).
 
     Raises:
-        ValueError: another mode.
-        vh5.IoError: missing file, permission denied, not an HDF5 file, or locked by a writer
-            (see the module docs on ``HDF5_USE_FILE_LOCKING``).
+        TypeError: ``path`` is not str, bytes or os.PathLike.
+        ValueError: another mode; an embedded NUL byte in ``path``.
+        vh5.IoError, vh5.HDF5Error: missing file, permission denied, not an HDF5 file;
+            vh5.HDF5Error "unable to lock the file" when another libhdf5 (h5py) holds it
+            for writing: the message then ends with a hint on ``HDF5_USE_FILE_LOCKING``
+            (see the module docs).
 
     Thread-safety: a File may be shared by threads; vh5 serialises libhdf5 calls internally.
     """
@@ -98,16 +103,20 @@ class File(_Handle):
     def __init__(self, path, mode: str = "r"):
         if mode not in ("r", "r+"):
             raise ValueError(f"vh5.File supports modes 'r' (read-only) and 'r+' (read-write), not {mode!r}")
-        self.filename = os.fspath(path)
+        self.filename = _path_arg(path, "path")
         self.mode = mode
         out = ctypes.c_int64(0)
-        check(lib().vh5_file_open(os.fsencode(self.filename), 1 if mode == "r+" else 0, ctypes.byref(out)))
+        try:
+            check(lib().vh5_file_open(os.fsencode(self.filename), 1 if mode == "r+" else 0, ctypes.byref(out)))
+        except Error as e:
+            raise _with_lock_hint(e) from None
         super().__init__(out.value)
 
     def dataset(self, name: str) -> "Dataset":
-        """Open the dataset at path ``name`` (e.g. ``"/group/data"``).
+        """Open the dataset at path ``name`` (str, or UTF-8 bytes; e.g. ``"/group/data"``).
 
         Raises:
+            TypeError: ``name`` is not str or bytes; ValueError: an embedded NUL byte.
             vh5.NotFoundError: no object of that name; vh5.InvalidHandleError: File closed or
             ``name`` is not a dataset; vh5.HDF5Error: libhdf5 failed.
         """
@@ -153,9 +162,9 @@ class Dataset(_Handle):
 
     def __init__(self, file: File, name: str):
         self.file = file
-        self.name = name
+        self.name = name = _name_arg(name, "dataset name")
         out = ctypes.c_int64(0)
-        check(lib().vh5_dataset_open(file.id, name.encode("utf-8"), ctypes.byref(out)))
+        check(lib().vh5_dataset_open(file.id, name.encode("utf-8", "surrogateescape"), ctypes.byref(out)))
         super().__init__(out.value)
         info = DatasetInfo()
         try:
@@ -200,33 +209,46 @@ def _is_h5py_dataset(obj) -> bool:
     return mod.startswith("h5py") and hasattr(obj, "file") and hasattr(obj, "name") and hasattr(obj, "id")
 
 
+#: h5py drivers (``h5py.File.driver``) whose file is one ordinary file on disk that vh5 can
+#: reopen by its name and read the same bytes from. Every other driver is refused: "core"
+#: (in memory; a file of that name on disk, if any, is not its content), "fileobj" (a Python
+#: file-like object), "family" (several member files), "mpio"/"mpiposix" (parallel I/O),
+#: "ros3" (S3 over HTTP), "split"/"multi" (h5py reports them as "unknown").
+REOPENABLE_DRIVERS = frozenset({"sec2", "stdio", "direct", "windows"})
+
+_DRIVER_REASONS = {
+    "core": "an in-memory (core driver) file: its content lives in h5py's memory, and a file "
+    "of that name on disk, if any, is not it",
+    "fileobj": "a Python file-like object (driver 'fileobj'), not a file on disk",
+    "family": "a family of member files (driver 'family'), not one file vh5 can open by name",
+    "mpio": "a file opened for parallel MPI I/O (driver 'mpio')",
+    "mpiposix": "a file opened for parallel MPI I/O (driver 'mpiposix')",
+    "ros3": "a read-only S3 object (driver 'ros3'), not a local file",
+}
+
+
 def _open_h5py(src):
-    """Open an h5py dataset's file and dataset through vh5; returns (dataset, file)."""
+    """Open an h5py dataset's file and dataset through vh5; returns (dataset, file).
+
+    Raises vh5.UnsupportedError for an h5py file whose driver is not in
+    :data:`REOPENABLE_DRIVERS` (in-memory, file-like, family, parallel, S3, split files)."""
     h5file = src.file
     driver = getattr(h5file, "driver", None)
-    if driver == "fileobj" or not isinstance(getattr(h5file, "filename", None), str):
+    filename = getattr(h5file, "filename", None)
+    if driver not in REOPENABLE_DRIVERS or not isinstance(filename, str):
+        what = _DRIVER_REASONS.get(driver, f"a file opened with the h5py driver {driver!r}")
         raise make_error(
             4,  # VH5_ERR_UNSUPPORTED
             "VH5_ERR_UNSUPPORTED",
-            f"the h5py file behind {src.name!r} is backed by a Python file-like or in-memory "
-            f"object (driver {driver!r}): vh5 reads through its own libhdf5 and needs a file "
-            "on disk, so it cannot be reopened; read it with h5py, or write it to a path first",
+            f"the h5py file behind {src.name!r} ({filename!r}) is {what}; vh5 reads through "
+            "its own libhdf5 by reopening a single file on disk by its path (h5py drivers "
+            f"{', '.join(sorted(REOPENABLE_DRIVERS))}), so it cannot read this one: read it "
+            "with h5py, or write it to a file on disk first",
         )
     if getattr(h5file, "mode", "r") != "r":
         # Our libhdf5 reads the file from disk: make what h5py wrote visible first.
         h5file.flush()
-    try:
-        f = File(h5file.filename)
-    except Error as e:
-        if "lock" in e.message.lower():
-            raise make_error(
-                e.status,
-                e.status_name,
-                e.message + "\nhint: h5py (a separate libhdf5) holds this file open; if it is open "
-                "for writing, set HDF5_USE_FILE_LOCKING=FALSE in the environment before either "
-                "library opens the file",
-            ) from e
-        raise
+    f = File(filename)  # adds the HDF5_USE_FILE_LOCKING hint on a lock failure
     try:
         return Dataset(f, src.name), f
     except BaseException:

@@ -17,6 +17,8 @@ use serde_json::{json, Value};
 use vh5::dtype::ByteOrder;
 use vh5::payload::{self, CountForm, Format, Layout, PayloadView, Scalar};
 
+use crate::{plural, status_name};
+
 mod samples;
 
 fn usage() -> i32 {
@@ -144,10 +146,6 @@ fn scalar(s: Scalar) -> Value {
     }
 }
 
-fn status_name(k: vh5::error::ErrorKind) -> String {
-    format!("{:?}", vh5::ffi::vh5_status::from(k))
-}
-
 fn summarise(buf: &[u8], nvalues: Option<usize>) -> Result<Value, (String, String)> {
     let fail = |e: vh5::error::Error| (status_name(e.kind), e.message);
     let v: PayloadView<'_> = payload::decode_view(buf, 0).map_err(fail)?;
@@ -194,11 +192,11 @@ fn print_human(f: &str, v: &Value) {
         None => "no byte order (1-byte elements)".into(),
     };
     println!(
-        "  dtype {} (itemsize {}), shape {} = {} elements{}, {order}",
+        "  dtype {} (itemsize {}), shape {} = {}{}, {order}",
         v["dtype"].as_str().unwrap(),
         v["itemsize"],
         v["shape"],
-        v["nelements"],
+        plural(&v["nelements"], "element"),
         if v["fortran_order"] == true { ", Fortran order" } else { "" }
     );
     println!(
@@ -212,11 +210,11 @@ fn print_human(f: &str, v: &Value) {
         println!("  count: absent");
     } else {
         println!(
-            "  count: {} ({}), {} elements, {} zeros, min {}, max {}; first: {}",
+            "  count: {} ({}), {}, {}, min {}, max {}; first: {}",
             c["form"].as_str().unwrap(),
             c["dtype"].as_str().unwrap_or("-"),
-            c["len"],
-            c["zeros"],
+            plural(&c["len"], "element"),
+            plural(&c["zeros"], "zero"),
             c["min"],
             c["max"],
             c["values"]

@@ -16,9 +16,45 @@ use vh5::error::{Error, Result};
 use vh5::hdf5::{self as h5, Layout};
 use vh5::slices::{read_many_slices, ArrayLayout, DstArray, SliceTable, SLICES_CLIP};
 
-fn fail(e: impl std::fmt::Display) -> i32 {
-    eprintln!("vh5: {e}");
-    1
+use crate::fail;
+
+/// An `InvalidArgument` error (the CLI's bad-option error).
+fn invalid(m: String) -> Error {
+    Error::new(vh5::error::ErrorKind::InvalidArgument, m)
+}
+
+/// The physical memory of this machine in bytes (`sysconf(_SC_PHYS_PAGES) * page size`), or
+/// None when the platform does not say. The CLI refuses a table or destination larger than
+/// this before allocating: it would be filled, so it could never fit.
+fn physical_memory() -> Option<u64> {
+    // SAFETY: sysconf only reads system configuration; it has no memory-safety preconditions.
+    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    (pages > 0 && page > 0).then(|| (pages as u64).saturating_mul(page as u64))
+}
+
+/// `n * size` bytes, refused with `VH5_ERR_NO_MEMORY` naming option `what` when the product
+/// overflows 64 bits or exceeds the physical memory.
+fn check_fits(n: u64, size: u64, what: &str) -> Result<u64> {
+    let too_big = |bytes: String, why: &str| Error::new(vh5::error::ErrorKind::NoMemory, format!("{what} needs {bytes} bytes of memory, {why}; use a smaller {what}"));
+    let bytes = n.checked_mul(size).ok_or_else(|| too_big(format!("{n} x {size}"), "which overflows 64 bits"))?;
+    match physical_memory() {
+        Some(phys) if bytes > phys => Err(too_big(bytes.to_string(), &format!("more than this machine's {phys} bytes of physical memory"))),
+        _ => Ok(bytes),
+    }
+}
+
+/// A zeroed `Vec<T>` of `n` elements for `what` (an option name), refused with
+/// `VH5_ERR_NO_MEMORY` naming `what` and the bytes when `n * size_of::<T>()` overflows,
+/// exceeds the physical memory, or the allocation fails (never an abort or an OOM kill
+/// from this allocation).
+fn try_alloc<T: Clone + Default>(n: u64, what: &str) -> Result<Vec<T>> {
+    let bytes = check_fits(n, std::mem::size_of::<T>() as u64, what)?;
+    let too_big = |bytes: String, why: &str| Error::new(vh5::error::ErrorKind::NoMemory, format!("{what} needs {bytes} bytes of memory, {why}; use a smaller {what}"));
+    let len = usize::try_from(n).map_err(|_| too_big(bytes.to_string(), "more than the address space"))?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|e| too_big(bytes.to_string(), &format!("and the allocation failed ({e})")))?;
+    v.resize(len, T::default());
+    Ok(v)
 }
 
 /// `vh5 info FILE`: every dataset with shape, dtype, byte order, layout, chunks, filters and
@@ -30,7 +66,7 @@ pub fn run_info(args: &[String]) -> i32 {
     };
     match info(path) {
         Ok(()) => 0,
-        Err(e) => fail(e),
+        Err(e) => fail(&e),
     }
 }
 
@@ -98,14 +134,14 @@ pub fn run_make_sample(args: &[String]) -> i32 {
         return 2;
     };
     if shape.len() != 2 || chunk.len() != 2 || chunk.contains(&0) {
-        return fail("--shape and --chunk take two positive integers");
+        return fail(&invalid("--shape and --chunk take two positive integers".into()));
     }
     match make_sample(&path, &shape, &chunk) {
         Ok(()) => {
             println!("wrote {path}: /data float64 {shape:?}, chunks {chunk:?}, gzip 4 + shuffle");
             0
         }
-        Err(e) => fail(e),
+        Err(e) => fail(&e),
     }
 }
 
@@ -137,7 +173,9 @@ fn parse_list(s: Option<&String>) -> Option<Vec<u64>> {
 const READ_USAGE: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv | --random N --size A,B,..) [--seed S] [--clip] [--save OUT.npy] [--show K]
   --table ROWS.csv  slice table: per line src_start.., dst_start.., count.. [, src_step.., dst_step..]
   --random N        N random in-bounds rows of --size elements, stacked along axis 0 of the destination
-                    (--size with one value applies it to every axis, clipped to each extent)
+  --size A,B,..     elements per axis of each random row, each >= 1 (one value applies to every
+                    axis, clipped to each extent); N x size must fit in memory
+  --seed S          seed of the random rows (default 1)
   --clip            versioned-hdf5 semantics (clip counts, skip empty rows) instead of errors
   --save OUT.npy    write the destination array as a .npy file
   --show K          print the first K rows of the table (default 3)";
@@ -179,6 +217,12 @@ fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
     if o.table.is_some() == o.random.is_some() {
         return Err("give exactly one of --table or --random".into());
     }
+    if o.random.is_some() && o.size.is_empty() {
+        return Err("--random needs --size A,B,.. (elements per axis, each >= 1)".into());
+    }
+    if o.size.contains(&0) {
+        return Err(format!("--size {}: every size must be >= 1 (elements per axis)", o.size.iter().map(u64::to_string).collect::<Vec<_>>().join(",")));
+    }
     Ok(o)
 }
 
@@ -197,7 +241,7 @@ pub fn run_read(args: &[String]) -> i32 {
     };
     match read(&o) {
         Ok(()) => 0,
-        Err(e) => fail(e),
+        Err(e) => fail(&e),
     }
 }
 
@@ -250,7 +294,7 @@ fn err_io(m: String) -> Error {
     Error::new(vh5::error::ErrorKind::Io, m)
 }
 
-fn random_table(shape: &[u64], size: &[u64], n: usize, seed: u64) -> Result<Table> {
+fn random_table(shape: &[u64], size: &[u64], n: usize, seed: u64, itemsize: usize) -> Result<Table> {
     // A single value applies to every axis (`--size 4` on a 3-d dataset means 4,4,4),
     // clipped to each extent so it fits any dataset.
     let broadcast: Vec<u64>;
@@ -263,19 +307,38 @@ fn random_table(shape: &[u64], size: &[u64], n: usize, seed: u64) -> Result<Tabl
     if size.len() != shape.len() {
         return Err(Error::new(vh5::error::ErrorKind::InvalidArgument, format!("--size has {} values, the dataset {} axes", size.len(), shape.len())));
     }
-    if size.iter().zip(shape).any(|(s, e)| *s == 0 || s > e) {
-        return Err(Error::new(vh5::error::ErrorKind::InvalidArgument, format!("--size {size:?} does not fit the dataset shape {shape:?}")));
+    if let Some(j) = size.iter().position(|&s| s == 0) {
+        return Err(invalid(format!("--size {size:?}: axis {j} is 0; every size must be >= 1 (elements per axis)")));
+    }
+    if size.iter().zip(shape).any(|(s, e)| s > e) {
+        return Err(invalid(format!("--size {size:?} does not fit the dataset shape {shape:?}")));
+    }
+    // Rows are stacked along axis 0 of the destination: its extent n * size[0] must exist.
+    let nd = shape.len() as u64;
+    let rows = n as u64;
+    if shape.is_empty() {
+        return Err(invalid("--random needs a dataset with at least one axis".into()));
+    }
+    // The destination (n * size[0], size[1], ..) x itemsize bytes, checked before the tables.
+    let dst_elems = size[1..].iter().try_fold(rows.checked_mul(size[0]), |a, &e| Some(a?.checked_mul(e)));
+    let dst_elems = dst_elems.flatten().ok_or_else(|| Error::new(vh5::error::ErrorKind::NoMemory, format!("--random {n} x --size {size:?}: the destination overflows 64 bits; use a smaller --random or --size")))?;
+    check_fits(dst_elems, itemsize as u64, "--random/--size")?;
+    // Three columns of n x ndim u64 values, allocated fallibly before anything is filled.
+    let cells = rows.checked_mul(nd).ok_or_else(|| invalid(format!("--random {n} x {nd} axes overflows 64 bits")))?;
+    let mut t = Table { n, ..Default::default() };
+    for c in 0..3 {
+        t.cols[c] = try_alloc::<u64>(cells, "--random")?;
     }
     let mut x = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-    let mut t = Table { n, ..Default::default() };
     for i in 0..n {
         for j in 0..shape.len() {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            t.cols[0].push(x % (shape[j] - size[j] + 1));
-            t.cols[1].push(if j == 0 { i as u64 * size[0] } else { 0 });
-            t.cols[2].push(size[j]);
+            let k = i * shape.len() + j;
+            t.cols[0][k] = x % (shape[j] - size[j] + 1);
+            t.cols[1][k] = if j == 0 { i as u64 * size[0] } else { 0 };
+            t.cols[2][k] = size[j];
         }
     }
     Ok(t)
@@ -293,7 +356,7 @@ fn read(o: &ReadOpts) -> Result<()> {
     let n = info.shape.len();
     let t = match (&o.table, o.random) {
         (Some(p), _) => load_csv(p, n)?,
-        (None, Some(k)) => random_table(&info.shape, &o.size, k, o.seed)?,
+        (None, Some(k)) => random_table(&info.shape, &o.size, k, o.seed, info.dtype.mem_itemsize)?,
         _ => unreachable!(),
     };
     // Destination: just large enough for every row (unclipped).
@@ -313,10 +376,15 @@ fn read(o: &ReadOpts) -> Result<()> {
         }
     }
     let itemsize = info.dtype.mem_itemsize;
-    let elems: u64 = dshape.iter().product();
-    let bytes = usize::try_from(elems as u128 * itemsize as u128).map_err(|_| err_io("destination too large".into()))?;
-    let mut buf = vec![0u8; bytes];
-    let strides = ArrayLayout::c_strides(&dshape, itemsize).ok_or_else(|| err_io("destination too large".into()))?;
+    // The option that sized the destination, named when it cannot be allocated.
+    let what = if o.table.is_some() { "--table" } else { "--random/--size" };
+    let elems = dshape.iter().try_fold(1u64, |a, &e| a.checked_mul(e));
+    let nbytes = elems.and_then(|e| e.checked_mul(itemsize as u64)).ok_or_else(|| {
+        Error::new(vh5::error::ErrorKind::NoMemory, format!("{what}: the destination {dshape:?} x {itemsize} bytes overflows 64 bits; use fewer or smaller rows"))
+    })?;
+    let mut buf = try_alloc::<u8>(nbytes, what)?;
+    let bytes = buf.len();
+    let strides = ArrayLayout::c_strides(&dshape, itemsize).ok_or_else(|| invalid(format!("{what}: destination {dshape:?} too large")))?;
     for i in 0..t.n.min(o.show) {
         let r = |c: usize| &t.cols[c][i * n..(i + 1) * n];
         if t.steps {
@@ -442,5 +510,53 @@ mod tests {
         assert_eq!(f16_to_f64(0xC000), -2.0);
         assert_eq!(fnv1a(b""), 0xcbf29ce484222325);
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn random_table_refuses_sizes_that_cannot_be_allocated_before_allocating() {
+        let shape = [12u64, 64, 128];
+        // the trial's `--random 100000000000 --size 4`: refused, no allocation attempted
+        let e = random_table(&shape, &[4], 100_000_000_000, 1, 8).err().unwrap();
+        assert_eq!(e.kind, vh5::error::ErrorKind::NoMemory);
+        assert!(e.message.contains("--random") && e.message.contains("51200000000000 bytes"), "{}", e.message);
+        // overflowing 64 bits
+        let e = random_table(&shape, &[4], usize::MAX, 1, 8).err().unwrap();
+        assert!(e.kind == vh5::error::ErrorKind::NoMemory && e.message.contains("overflows 64 bits"), "{}", e.message);
+        // size 0 names the rule, not the shape
+        let e = random_table(&shape, &[0], 3, 1, 8).err().unwrap();
+        assert!(e.message.contains(">= 1") && !e.message.contains("does not fit"), "{}", e.message);
+        let e = random_table(&shape, &[2, 0, 2], 3, 1, 8).err().unwrap();
+        assert!(e.message.contains("axis 1 is 0"), "{}", e.message);
+        // a reasonable table: in bounds, stacked along axis 0
+        let t = random_table(&shape, &[4], 5, 7, 8).unwrap();
+        assert_eq!((t.n, t.cols[0].len(), t.cols[2].len()), (5, 15, 15));
+        for i in 0..5 {
+            assert_eq!(&t.cols[1][i * 3..i * 3 + 3], &[i as u64 * 4, 0, 0]);
+            assert_eq!(&t.cols[2][i * 3..i * 3 + 3], &[4, 4, 4]);
+            for j in 0..3 {
+                assert!(t.cols[0][i * 3 + j] + 4 <= shape[j]);
+            }
+        }
+    }
+
+    #[test]
+    fn try_alloc_is_fallible_and_zeroed() {
+        let e = try_alloc::<u64>(u64::MAX / 4, "--x").err().unwrap();
+        assert!(e.kind == vh5::error::ErrorKind::NoMemory && e.message.contains("--x") && e.message.contains("overflows"), "{}", e.message);
+        if let Some(phys) = physical_memory() {
+            let e = try_alloc::<u8>(phys + 1, "--y").err().unwrap();
+            assert!(e.message.contains("--y") && e.message.contains("physical memory"), "{}", e.message);
+        }
+        assert_eq!(try_alloc::<u64>(3, "--z").unwrap(), vec![0u64; 3]);
+    }
+
+    #[test]
+    fn parse_read_refuses_size_zero_and_random_without_size() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let e = parse_read(&args(&["f.h5", "d", "--random", "3", "--size", "0"])).err().unwrap();
+        assert_eq!(e, "--size 0: every size must be >= 1 (elements per axis)");
+        let e = parse_read(&args(&["f.h5", "d", "--random", "3"])).err().unwrap();
+        assert!(e.contains("--random needs --size"), "{e}");
+        assert!(parse_read(&args(&["f.h5", "d", "--random", "3", "--size", "1,2"])).is_ok());
     }
 }
