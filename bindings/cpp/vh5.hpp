@@ -28,6 +28,15 @@
 
 namespace vh5 {
 
+namespace detail {
+/// `vh5_dtype_name(code)`, or "dtype code N" for a code it does not know (it returns NULL).
+inline std::string dtype_name_or_code(uint32_t code) {
+  const char *n = vh5_dtype_name(code);
+  return n ? std::string(n) : "dtype code " + std::to_string(code);
+}
+}  // namespace detail
+
+
 /// A failed vh5 call: status code, its name and the library's message.
 class Error : public std::runtime_error {
  public:
@@ -244,7 +253,7 @@ class PayloadView {
   T at(uint64_t i) const {
     static_assert(std::is_trivially_copyable<T>::value, "T must be trivially copyable");
     if (detail::dtype_of<T>() != v_.dtype)
-      throw Error(VH5_ERR_DTYPE, std::string("payload dtype is ") + vh5_dtype_name(v_.dtype));
+      throw Error(VH5_ERR_DTYPE, std::string("payload dtype is ") + detail::dtype_name_or_code(v_.dtype));
     if (i >= v_.nelements) throw Error(VH5_ERR_OUT_OF_BOUNDS, "element " + std::to_string(i) + " of " + std::to_string(v_.nelements));
     unsigned char tmp[sizeof(T)];
     std::memcpy(tmp, v_.data + i * sizeof(T), sizeof(T));
@@ -258,7 +267,7 @@ class PayloadView {
   template <class T>
   std::vector<T> to_vector() const {
     if (detail::dtype_of<T>() != v_.dtype)
-      throw Error(VH5_ERR_DTYPE, std::string("payload dtype is ") + vh5_dtype_name(v_.dtype));
+      throw Error(VH5_ERR_DTYPE, std::string("payload dtype is ") + detail::dtype_name_or_code(v_.dtype));
     std::vector<T> out(static_cast<size_t>(v_.nelements));
     size_t written = 0;
     detail::check(payload_copy_data(buf_, len_, out.data(), out.size() * sizeof(T), &written));
