@@ -96,53 +96,54 @@ pub fn held_by_current_thread() -> bool {
 mod tests {
     use super::*;
 
+    use std::sync::mpsc::{channel, Receiver};
+    use std::thread::JoinHandle;
+    use std::time::Duration;
+
+    /// A thread that takes the lock once and reports when it got it.
+    fn contender() -> (JoinHandle<()>, Receiver<()>) {
+        let (tx, rx) = channel();
+        let t = std::thread::spawn(move || {
+            let _l = lock();
+            tx.send(()).unwrap();
+        });
+        (t, rx)
+    }
+
+    /// While `held` is dropped only at the end: another thread cannot take the lock before.
+    fn assert_exclusive_until_dropped(held: H5Lock) {
+        let (t, rx) = contender();
+        assert!(rx.recv_timeout(Duration::from_millis(100)).is_err(), "another thread took the lock we hold");
+        drop(held);
+        rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        t.join().unwrap();
+    }
+
     #[test]
     fn lock_is_reentrant_and_exclusive() {
         let a = lock();
         let b = lock(); // same thread: must not deadlock
         drop(b);
-        let (tx, rx) = std::sync::mpsc::channel();
-        let t = std::thread::spawn(move || {
-            let _l = lock();
-            tx.send(()).unwrap();
-        });
-        // The other thread cannot take the lock while we hold it.
-        assert!(rx.recv_timeout(std::time::Duration::from_millis(100)).is_err());
-        drop(a);
-        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
-        t.join().unwrap();
+        assert_exclusive_until_dropped(a);
     }
 
     #[test]
     fn released_lets_other_threads_in_and_takes_the_lock_back() {
         let a = lock();
-        let (tx, rx) = std::sync::mpsc::channel();
         // SAFETY: the closure calls no libhdf5 function.
         let v = unsafe {
             released(&a, || {
                 assert!(!held_by_current_thread());
-                let t = std::thread::spawn(move || {
-                    let _l = lock();
-                    tx.send(()).unwrap();
-                });
                 // The other thread gets the lock while we are inside `released`.
-                rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+                let (t, rx) = contender();
+                rx.recv_timeout(Duration::from_secs(10)).unwrap();
                 t.join().unwrap();
                 7
             })
         };
         assert_eq!(v, 7);
         assert!(held_by_current_thread());
-        // Held again: another thread cannot take it.
-        let (tx, rx) = std::sync::mpsc::channel();
-        let t = std::thread::spawn(move || {
-            let _l = lock();
-            tx.send(()).unwrap();
-        });
-        assert!(rx.recv_timeout(std::time::Duration::from_millis(100)).is_err());
-        drop(a);
-        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
-        t.join().unwrap();
+        assert_exclusive_until_dropped(a);
         assert!(!held_by_current_thread());
     }
 
