@@ -21,6 +21,14 @@ if [ "$status" != 0 ] || grep -q "test result: FAILED" "$log"; then
 fi
 grep -q "^test result: ok" "$log" || { echo "cargo test ran nothing"; exit 1; }
 
+echo "== cargo test --lib (debug: overflow checks and debug assertions on the unit tests)"
+# The release profile wraps on integer overflow; the unit tests of the pure modules (geometry,
+# planner, copy engines, decoders) must also hold with every overflow checked.
+status=0
+cargo test --lib --locked >"$log" 2>&1 || status=$?
+grep -E "^test result|FAILED" "$log" || true
+if [ "$status" != 0 ]; then echo "debug unit tests failed (exit $status); full log:"; cat "$log"; exit 1; fi
+
 echo "== C and C++ tests"
 bash c_tests/run.sh target/release
 bash c_tests/sanitize.sh target/release   # ASan+UBSan+LSan and valgrind on the C programs

@@ -317,13 +317,16 @@ pub(crate) fn for_each_outer(ss: &[isize], ds: &[isize], counts: &[usize], mut r
             }
             k -= 1;
             idx[k] += 1;
-            so += ss[k];
-            dof += ds[k];
             if idx[k] < counts[k] {
+                so += ss[k];
+                dof += ds[k];
                 break;
             }
-            so -= ss[k] * counts[k] as isize;
-            dof -= ds[k] * counts[k] as isize;
+            // Back to index 0 on this axis. Only offsets of elements the walk visits are
+            // formed (never `counts[k] * stride`, one step past the last element, which can
+            // overflow isize for a huge stride even when every element is addressable).
+            so -= ss[k] * (counts[k] - 1) as isize;
+            dof -= ds[k] * (counts[k] - 1) as isize;
             idx[k] = 0;
         }
     }
@@ -333,6 +336,18 @@ pub(crate) fn for_each_outer(ss: &[isize], ds: &[isize], counts: &[usize], mut r
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// An outer axis whose stride times its count overflows isize (the walk used to form the
+    /// offset one step past the last element: "attempt to add with overflow" under overflow
+    /// checks, found by the slices_read fuzz smoke in CI; seed
+    /// fuzz/corpus/slices_read/regression-for-each-outer-overflow).
+    #[test]
+    fn outer_walk_never_forms_an_offset_past_the_last_element() {
+        let big = isize::MAX / 2 + 1; // 2 * big overflows
+        let mut seen = Vec::new();
+        for_each_outer(&[big, -big, 8], &[0, 0, 8], &[2, 2, 1], |so, dof| seen.push((so, dof)));
+        assert_eq!(seen, vec![(0, 0), (-big, 0), (big, 0), (0, 0)]);
+    }
 
     /// Reference: element by element with plain index arithmetic.
     #[allow(clippy::too_many_arguments)]
