@@ -295,3 +295,31 @@ fn errors_name_the_culprit() {
     assert_eq!(st, VH5_OK, "{m}");
     assert_eq!(&dst[8..16], &[1u8; 8]);
 }
+
+/// Counts whose product wraps to 0 in 64 bits (2 x 2 x 2^63) are out of bounds, not an empty
+/// row: the fast path (no flags, no step tables, dense rows) used to skip such a row's bounds
+/// check and then copy runs of `count * itemsize` bytes (found by the slices_copy fuzz
+/// target: an overflow panic under overflow checks; this is its input, 6 rows on 6x6x6).
+#[test]
+fn counts_whose_product_wraps_to_zero_are_out_of_bounds() {
+    let src = [1u8; 4 * 216];
+    let mut dst = [0u8; 4 * 216];
+    // C order (the fast path needs dense innermost axes).
+    let l = Lay { shape: vec![6, 6, 6], strides: vec![144, 24, 4], offset: 0, len: 864 };
+    let sa = varr(src.as_ptr() as *mut u8, src.len(), &l, Dtype::Int32, 4);
+    let da = varr(dst.as_mut_ptr(), dst.len(), &l, Dtype::Int32, 4);
+    let s: [u64; 18] = [1, 1, 1, 1 << 55, 2, 2, 2, 2, 2, 2, 2, 0, 0, 2, 2, 2, 2, 2];
+    let d: [u64; 18] = [1, 1, 2, 1 << 32, 2, 2, 2, 2, 2, 2, 2, 0, 2, 2, 2, 2, 2, 2];
+    let c: [u64; 18] = [2, 2, 1 << 63, 0, 3, 3, 3, 3, 3, 3, 1, 0, 3, 3, 0, 0, 0, 3];
+    let st = unsafe { vh5_copy_many_slices(&sa, &da, 6, s.as_ptr(), d.as_ptr(), c.as_ptr(), std::ptr::null(), std::ptr::null(), 0) };
+    assert_eq!(st, VH5_ERR_OUT_OF_BOUNDS);
+    assert!(dst.iter().all(|&b| b == 0), "nothing written");
+    // 2-D: 8 x 3*2^61 wraps to 0 as well.
+    let l = Lay { shape: vec![4, 4], strides: vec![16, 4], offset: 0, len: 64 };
+    let sa = varr(src.as_ptr() as *mut u8, 64, &l, Dtype::Int32, 4);
+    let da = varr(dst.as_mut_ptr(), 64, &l, Dtype::Int32, 4);
+    let c2 = [8u64, 3 << 61];
+    let st = unsafe { vh5_copy_many_slices(&sa, &da, 1, [0u64, 0].as_ptr(), [0u64, 0].as_ptr(), c2.as_ptr(), std::ptr::null(), std::ptr::null(), 0) };
+    assert_eq!(st, VH5_ERR_OUT_OF_BOUNDS);
+    assert!(dst.iter().all(|&b| b == 0), "nothing written");
+}

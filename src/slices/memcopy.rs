@@ -318,9 +318,11 @@ unsafe fn copy_fast(src: *const u8, sl: &ArrayLayout, dst: *mut u8, dl: &ArrayLa
         for j in 0..n {
             let (cj, es, ed) = (c[j], sl.shape[j], dl.shape[j]);
             ok &= cj <= es && s[j] <= es - cj.min(es) && cj <= ed && d[j] <= ed - cj.min(ed);
-            elems = elems.wrapping_mul(cj);
+            // Saturating: a product of counts that wraps to 0 (e.g. 2 x 2 x 2^63) must not
+            // pass for an empty row (it is out of bounds, found by slices_copy).
+            elems = elems.saturating_mul(cj);
         }
-        if elems == 0 {
+        if c.contains(&0) {
             stats.rows_skipped += 1;
         } else if !ok {
             return None;
