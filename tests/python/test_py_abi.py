@@ -16,8 +16,6 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-if os.environ.get("VH5_TEST_INSTALLED") != "1":
-    sys.path.insert(0, str(REPO / "bindings" / "python"))
 
 import vh5  # noqa: E402
 from vh5 import _dtypes, _errors, _lib  # noqa: E402

@@ -10,14 +10,9 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-if os.environ.get("VH5_TEST_INSTALLED") != "1":
-    sys.path.insert(0, str(REPO / "bindings" / "python"))
 
 import vh5  # noqa: E402
-from vh5 import _lib  # noqa: E402
 
-if not hasattr(_lib.lib().cdll, "vh5_read_many_slices"):
-    pytest.skip(f"the loaded library ({_lib.library_path()}) has no HDF5 exports yet", allow_module_level=True)
 
 h5py = pytest.importorskip("h5py")
 TMP = Path(tempfile.mkdtemp(prefix="vh5-py-edge-"))

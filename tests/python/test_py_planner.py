@@ -6,22 +6,14 @@ the same results and errors as the general path.
 """
 
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")
-REPO = Path(__file__).resolve().parents[2]
-if os.environ.get("VH5_TEST_INSTALLED") != "1":
-    sys.path.insert(0, str(REPO / "bindings" / "python"))
 import vh5  # noqa: E402
-from vh5 import _lib  # noqa: E402
 
 h5py = pytest.importorskip("h5py")
-if not hasattr(_lib.lib().cdll, "vh5_set_num_threads"):
-    pytest.skip(f"the loaded library ({_lib.library_path()}) has no vh5_set_num_threads", allow_module_level=True)
 
 
 

@@ -5,17 +5,12 @@ reference, every stored chunk with filter mask 0; with 1 and 2 threads, edge chu
 big-endian datasets, unallocated chunks (fill value); scaleoffset (not implemented by vh5)
 goes through H5Dwrite and still matches within its precision."""
 
-import os
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if os.environ.get("VH5_TEST_INSTALLED") != "1":
-    sys.path.insert(0, str(REPO / "bindings" / "python"))
 
 import vh5  # noqa: E402
 

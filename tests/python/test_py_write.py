@@ -28,14 +28,9 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-if os.environ.get("VH5_TEST_INSTALLED") != "1":
-    sys.path.insert(0, str(REPO / "bindings" / "python"))
 
 import vh5  # noqa: E402
-from vh5 import _lib  # noqa: E402
 
-if not hasattr(_lib.lib().cdll, "vh5_write_many_slices"):
-    pytest.skip(f"the loaded library ({_lib.library_path()}) has no write exports", allow_module_level=True)
 
 h5py = pytest.importorskip("h5py")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
