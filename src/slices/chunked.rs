@@ -436,11 +436,13 @@ fn piece_row(plan: &Plan, table: &SliceTable, i: usize, p: &super::plan::PieceKe
     r.src_start[..n].copy_from_slice(s);
     r.dst_start[..n].copy_from_slice(d);
     r.count[..n].copy_from_slice(c);
-    if let Some(t) = table.src_step {
-        r.src_step[..n].copy_from_slice(&t[i * n..i * n + n]);
-    }
-    if let Some(t) = table.dst_step {
-        r.dst_step[..n].copy_from_slice(&t[i * n..i * n + n]);
+    // Steps of axes where the piece has one element are never applied and may be any
+    // uint64 (a row's other pieces step along them): 1, like `geometry::row` does for rows.
+    for j in 0..n {
+        if c[j] > 1 {
+            r.src_step[j] = table.src_step.map_or(1, |t| t[i * n + j]);
+            r.dst_step[j] = table.dst_step.map_or(1, |t| t[i * n + j]);
+        }
     }
     r
 }

@@ -105,18 +105,6 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         return Ok(stats);
     }
 
-    // Steps of axes that copy one element are irrelevant and may be any uint64; the chunk
-    // planner multiplies table steps by strides, so it gets a table where they are 1
-    // (stride * UINT64_MAX overflowed: found by fuzzing).
-    let steps = unit_steps(table, &src_shape, &dst_shape, clip);
-    let normalised;
-    let table = match &steps {
-        Some((ss, ds, count)) => {
-            normalised = SliceTable { src_step: ss.as_deref(), dst_step: ds.as_deref(), count, ..*table };
-            &normalised
-        }
-        None => table,
-    };
     let ctx = Ctx { itemsize, layout: &dst.layout, dst: DstPtr::new(dst.buf), src_shape: &src_shape, dst_shape: &dst_shape, clip };
     let mode = options::planner_mode();
     if let (Some(chunk), false) = (&meta.layout.chunk, mode == PlannerMode::Rows) {
@@ -142,37 +130,6 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         }
     }
     Ok(stats)
-}
-
-/// Step and count tables where every axis whose (clipped) count is 1 has count 1 and steps 1
-/// (the same rows: with clip the count must be set too, as a step of 1 would clip
-/// differently), or `None` when nothing needs changing (the common case: nothing is copied).
-/// Invalid rows are left alone: the validation that follows reports the first one.
-#[allow(clippy::type_complexity)]
-fn unit_steps(table: &SliceTable, src_shape: &[u64], dst_shape: &[u64], clip: bool) -> Option<(Option<Vec<u64>>, Option<Vec<u64>>, Vec<u64>)> {
-    let n = table.ndim;
-    let big = |t: Option<&[u64]>, k: usize| t.is_some_and(|t| t[k] != 1);
-    let mut cnt = [0u64; MAX_RANK];
-    let mut out: Option<(Option<Vec<u64>>, Option<Vec<u64>>, Vec<u64>)> = None;
-    for i in 0..table.nslices {
-        let b = i * n;
-        if !(0..n).any(|j| big(table.src_step, b + j) || big(table.dst_step, b + j)) {
-            continue;
-        }
-        if !matches!(super::geometry::row_counts(table, i, src_shape, dst_shape, clip, ["dataset", "destination"], &mut cnt[..n]), Ok(true)) {
-            continue;
-        }
-        for j in 0..n {
-            if cnt[j] == 1 && (big(table.src_step, b + j) || big(table.dst_step, b + j)) {
-                let o = out.get_or_insert_with(|| (table.src_step.map(|t| t.to_vec()), table.dst_step.map(|t| t.to_vec()), table.count.to_vec()));
-                for t in [&mut o.0, &mut o.1].into_iter().flatten() {
-                    t[b + j] = 1;
-                }
-                o.2[b + j] = 1;
-            }
-        }
-    }
-    out
 }
 
 /// Fast path of the `auto` rule for one-row calls (no planning): a single row reads its

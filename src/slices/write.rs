@@ -216,8 +216,7 @@ fn write_rows(writer: &mut HyperslabWriter, dshape: &[u64], src: &SrcArray, tabl
             }
             for j in 0..n {
                 counts[j] = r.count[j] as usize;
-                // One element on this axis: never stepped along (the step may be huge).
-                ss[j] = if r.count[j] <= 1 { 0 } else { src.layout.strides[j] as isize * r.src_step[j] as isize };
+                ss[j] = src.layout.strides[j] as isize * r.src_step[j] as isize; // Row: count-1 steps are 1
             }
             dense_strides(&r.count[..n], itemsize, &mut dense);
             copy_strided_runs(src.buf, so, &ss[..n], &mut scratch[..bytes], 0, &dense[..n], &counts[..n], itemsize)?;
