@@ -237,27 +237,10 @@ pub unsafe extern "C" fn vh5_last_error_message(buf: *mut c_char, cap: usize) ->
 /// The pointer is valid for the life of the process; never free it. Thread-safe.
 #[no_mangle]
 pub extern "C" fn vh5_status_name(status: i32) -> *const c_char {
-    let s: &'static [u8] = match status {
-        0 => b"VH5_OK\0",
-        1 => b"VH5_ERR_NULL_ARGUMENT\0",
-        2 => b"VH5_ERR_INVALID_ARGUMENT\0",
-        3 => b"VH5_ERR_MALFORMED\0",
-        4 => b"VH5_ERR_UNSUPPORTED\0",
-        5 => b"VH5_ERR_BUFFER_TOO_SMALL\0",
-        6 => b"VH5_ERR_OUT_OF_BOUNDS\0",
-        7 => b"VH5_ERR_DTYPE\0",
-        8 => b"VH5_ERR_HDF5\0",
-        9 => b"VH5_ERR_IO\0",
-        10 => b"VH5_ERR_PANIC\0",
-        11 => b"VH5_ERR_MISALIGNED\0",
-        12 => b"VH5_ERR_BYTE_ORDER\0",
-        13 => b"VH5_ERR_NOT_FOUND\0",
-        14 => b"VH5_ERR_INVALID_HANDLE\0",
-        15 => b"VH5_ERR_SERVER_ERROR\0",
-        16 => b"VH5_ERR_NO_MEMORY\0",
-        _ => b"VH5_UNKNOWN_STATUS\0",
-    };
-    s.as_ptr() as *const c_char
+    match crate::error::status(status) {
+        Some(s) => s.name.as_ptr(),
+        None => c"VH5_UNKNOWN_STATUS".as_ptr(),
+    }
 }
 
 /// The library version as a static NUL-terminated string, e.g. `"0.1.0"`. Matches
@@ -298,6 +281,28 @@ pub extern "C" fn vh5_dtype_name(dtype: u32) -> *const c_char {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The literal C enum (cbindgen needs one) agrees with `error::STATUSES` in numbers and
+    /// names, and every error kind maps to its row's code.
+    #[test]
+    fn c_enum_matches_status_table() {
+        use crate::error::STATUSES;
+        use vh5_status::*;
+        let all = [
+            VH5_OK, VH5_ERR_NULL_ARGUMENT, VH5_ERR_INVALID_ARGUMENT, VH5_ERR_MALFORMED, VH5_ERR_UNSUPPORTED,
+            VH5_ERR_BUFFER_TOO_SMALL, VH5_ERR_OUT_OF_BOUNDS, VH5_ERR_DTYPE, VH5_ERR_HDF5, VH5_ERR_IO, VH5_ERR_PANIC,
+            VH5_ERR_MISALIGNED, VH5_ERR_BYTE_ORDER, VH5_ERR_NOT_FOUND, VH5_ERR_INVALID_HANDLE, VH5_ERR_SERVER_ERROR,
+            VH5_ERR_NO_MEMORY,
+        ];
+        assert_eq!(all.len(), STATUSES.len());
+        for (v, s) in all.iter().zip(STATUSES.iter()) {
+            assert_eq!(*v as i32, s.code);
+            assert_eq!(format!("{v:?}"), s.name_str());
+            if let Some(k) = s.kind {
+                assert_eq!(vh5_status::from(k), *v);
+            }
+        }
+    }
     use std::ffi::CStr;
 
     #[test]

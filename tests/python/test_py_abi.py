@@ -79,6 +79,22 @@ def test_status_names_and_error_classes():
     assert _lib.status_name(16) == "VH5_ERR_NO_MEMORY" and _lib.status_name(17) == "VH5_UNKNOWN_STATUS"
 
 
+def test_status_literals_in_the_package_match_library():
+    """Where the Python layer raises a status itself (``make_error(7, "VH5_ERR_DTYPE", ...)`` or a
+    ``# VH5_ERR_...`` comment beside a number), number and name agree with the library's table."""
+    import re
+
+    pkg = Path(vh5.__file__).parent
+    pairs = []
+    for f in pkg.rglob("*.py"):
+        text = f.read_text()
+        pairs += [(f.name, int(c), n) for c, n in re.findall(r'make_error\(\s*(\d+),\s*"(VH5_[A-Z0-9_]+)"', text)]
+        pairs += [(f.name, int(c), n) for c, n in re.findall(r"\b(\d+),\s*#\s*(VH5_[A-Z0-9_]+)", text)]
+    assert pairs, "no status literal found: the scan is broken"
+    for fname, code, name in pairs:
+        assert _lib.status_name(code) == name, (fname, code, name)
+
+
 def test_dtype_codes_match_library():
     L = _lib.lib()
     for code, char in _dtypes.CODE_TO_CHAR.items():
