@@ -5,6 +5,11 @@
 //! The numeric codes ([`Dtype::code`]) are the stable `VH5_DTYPE_*` values of the C ABI.
 
 /// Byte order of multi-byte elements.
+/// Maximum number of axes of a dataset or array: HDF5's `H5S_MAX_RANK`. The one definition
+/// (re-exported by `slices::geometry` and `hdf5::dataset`; the C header's literal
+/// `VH5_MAX_RANK` is checked against it at compile time).
+pub const MAX_RANK: usize = 32;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ByteOrder {
     Little,

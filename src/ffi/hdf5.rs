@@ -384,3 +384,8 @@ pub unsafe extern "C" fn vh5_read_many_slices(
         Ok(())
     })
 }
+
+// The header needs literals (cbindgen); the library's own constants are the definitions.
+const _: () = assert!(VH5_MAX_RANK as usize == crate::dtype::MAX_RANK);
+const _: () = assert!(VH5_SLICES_CLIP == slices::SLICES_CLIP && VH5_SLICES_CONVERT == slices::SLICES_CONVERT);
+const _: () = assert!(VH5_FILE_READ_WRITE == h5::FILE_READ_WRITE);

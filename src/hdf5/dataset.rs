@@ -18,8 +18,7 @@ use super::lock::H5Lock;
 use super::types::{classify, TypeInfo};
 use crate::error::{ErrorKind, Result};
 
-/// Maximum rank of an HDF5 dataspace (`H5S_MAX_RANK`).
-pub const MAX_RANK: usize = 32;
+pub use crate::dtype::MAX_RANK;
 
 /// Open flag: open the file for reading and writing (`H5F_ACC_RDWR`). Default: read-only.
 pub const FILE_READ_WRITE: u32 = 1;

@@ -7,8 +7,7 @@
 
 use crate::error::Result;
 
-/// Maximum number of axes (HDF5's `H5S_MAX_RANK`).
-pub const MAX_RANK: usize = 32;
+pub use crate::dtype::MAX_RANK;
 
 /// A slice table: `nslices` rows of `ndim` columns per table, row-major, all in elements.
 /// Step tables are optional (`None` = every step is 1).
