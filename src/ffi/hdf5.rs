@@ -11,11 +11,12 @@ use std::ffi::c_char;
 
 use hdf5_sys::h5i::H5I_type_t;
 
-use super::{guard, null_arg, slice_arg, str_arg, vh5_status};
-use crate::dtype::{ByteOrder, Dtype};
+use super::{guard, null_arg, str_arg, vh5_status};
+use crate::dtype::ByteOrder;
 use crate::error::Result;
+use super::args::{array_parts, table_args};
 use crate::hdf5::{self as h5, Layout};
-use crate::slices::{self, ArrayLayout, DstArray, SliceTable};
+use crate::slices::{self, DstArray};
 
 /// Maximum number of axes of a dataset or array (HDF5's `H5S_MAX_RANK`).
 pub const VH5_MAX_RANK: u32 = 32;
@@ -265,35 +266,20 @@ pub extern "C" fn vh5_close(id: i64) -> vh5_status {
     })
 }
 
-/// Borrow a `vh5_array` as a destination.
+/// Borrow a `vh5_array` as a destination (checks as [`array_parts`]).
 ///
 /// # Safety
 /// The caller's contract: `a.base` valid for reads and writes of `a.base_len` bytes, `shape`
 /// and `strides` valid for `ndim` entries, for the duration of the call.
 unsafe fn dst_array<'a>(a: &vh5_array) -> Result<DstArray<'a>> {
-    let dtype = Dtype::from_code(a.dtype).ok_or_else(|| err!(Dtype, "dst.dtype: unknown dtype code {}", a.dtype))?;
-    if a.ndim > VH5_MAX_RANK {
-        bail!(Unsupported, "dst.ndim {}: at most {VH5_MAX_RANK} axes are supported", a.ndim);
-    }
-    let n = a.ndim as usize;
-    if a.itemsize == 0 {
-        bail!(InvalidArgument, "dst.itemsize is 0");
-    }
-    let shape = slice_arg(a.shape, n, "dst.shape")?.to_vec();
-    let strides = if a.strides.is_null() {
-        ArrayLayout::c_strides(&shape, a.itemsize).ok_or_else(|| err!(InvalidArgument, "dst.shape {shape:?} x itemsize {} overflows", a.itemsize))?
-    } else {
-        slice_arg(a.strides, n, "dst.strides")?.to_vec()
-    };
-    if a.base.is_null() && a.base_len != 0 {
-        return Err(null_arg("dst.base"));
-    }
-    let buf: &mut [u8] = if a.base_len == 0 {
+    let (base, dtype, layout) = array_parts(a, "dst")?;
+    let buf: &mut [u8] = if layout.base_len == 0 {
         &mut []
     } else {
-        std::slice::from_raw_parts_mut(a.base as *mut u8, a.base_len)
+        // SAFETY: `base` is non-NULL here and valid for `base_len` bytes (the caller's contract).
+        unsafe { std::slice::from_raw_parts_mut(base, layout.base_len) }
     };
-    Ok(DstArray { buf, layout: ArrayLayout { shape, strides, offset: a.offset, base_len: a.base_len, itemsize: a.itemsize }, dtype })
+    Ok(DstArray { buf, layout, dtype })
 }
 
 /// Copy many hyperslabs of dataset `dset` into the caller's array `*dst`.
@@ -362,24 +348,7 @@ pub unsafe extern "C" fn vh5_read_many_slices(
         }
         let a = &*dst;
         let mut d = dst_array(a)?;
-        let n = a.ndim as usize;
-        let len = nslices.checked_mul(n).ok_or_else(|| err!(InvalidArgument, "nslices {nslices} x ndim {n} overflows"))?;
-        let opt = |p: *const u64, name: &str| -> Result<Option<&[u64]>> {
-            if p.is_null() {
-                Ok(None)
-            } else {
-                Ok(Some(slice_arg(p, len, name)?))
-            }
-        };
-        let table = SliceTable::new(
-            n,
-            nslices,
-            slice_arg(src_start, len, "src_start")?,
-            slice_arg(dst_start, len, "dst_start")?,
-            slice_arg(count, len, "count")?,
-            opt(src_step, "src_step")?,
-            opt(dst_step, "dst_step")?,
-        )?;
+        let table = table_args(a.ndim as usize, nslices, src_start, dst_start, count, src_step, dst_step)?;
         slices::read_many_slices(dset, &mut d, &table, flags)?;
         Ok(())
     })

@@ -17,6 +17,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::error::{Error, ErrorKind, Result};
 
+mod args;
 pub mod payload;
 pub mod hdf5;
 pub mod threads;
