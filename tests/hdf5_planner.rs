@@ -308,3 +308,26 @@ fn corrupted_chunks_are_errors_naming_the_chunk() {
         ffi_close(&[d, f]);
     }
 }
+
+/// An unfiltered chunk that was never written but sits in libhdf5's chunk cache (a fill-value
+/// read through `H5Dread` put it there) is reported with a size by `H5Dget_chunk_storage_size`
+/// (libhdf5 answers from its cache), yet has no file address: the chunk planner must read it
+/// as unallocated (fill value), not fail in `H5Dread_chunk`. Found by `planner_matches_reference`
+/// when the chunk lookup moved from `H5Dget_chunk_info_by_coord` to the index lookup.
+#[test]
+fn unallocated_chunk_in_chunk_cache_reads_as_fill_value() {
+    let tmp = TempDir::new("planner-cached-fill");
+    let p = tmp.path("c.h5");
+    let data = f64s((0..7 * 34).map(|x| x as f64));
+    let sp = Spec { shape: vec![7, 34], chunk: vec![1, 1], dtype: Dtype::Float64, big: false, shuffle: false, gzip: false, fletcher: false };
+    create(&p, &sp, &(-2f64).to_ne_bytes(), &data, &[(vec![0, 0], vec![3, 34])]);
+    let (f, d) = ffi_open(&p, "x");
+    let rows = vec![TRow { s: vec![0, 0], d: vec![0, 0], c: vec![5, 1], ss: vec![1, 1], ds: vec![1, 1] }];
+    let want = vec![0.0, 34.0, 68.0, -2.0, -2.0];
+    for mode in [PlannerMode::Rows, PlannerMode::Chunks, PlannerMode::Auto] {
+        let mut buf = vec![0u8; 5 * 8];
+        read(d, &mut buf, Dtype::Float64, &[5, 1], &rows, false, mode, 1).unwrap_or_else(|e| panic!("{mode:?}: {e:?}"));
+        assert_eq!(as_f64(&buf), want, "{mode:?}");
+    }
+    ffi_close(&[d, f]);
+}

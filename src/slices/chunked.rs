@@ -345,17 +345,23 @@ pub(crate) fn read_chunked(
                     let buf = pool.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_default();
                     let mut job = Job { group: g, buf, raw_mask: None };
                     let state = if raw_ok { chunk_state(l, dset, &origin[..n]) } else { ChunkState::Unknown };
-                    match state {
+                    let mask = match state {
                         ChunkState::Stored { size, .. } if size > fsize => {
                             retry.lock().unwrap_or_else(|p| p.into_inner()).push((g, format!("its stored size {size} bytes exceeds the file ({fsize} bytes)")));
                             recycle(job.buf);
                             continue;
                         }
                         ChunkState::Stored { size, .. } => {
-                            job.raw_mask = Some(read_raw_chunk(l, dset, &origin[..n], size, &mut job.buf).map_err(|e| Error::new(e.kind, format!("chunk {:?}: {}", &coord[..n], e.message)))?);
+                            read_raw_chunk(l, dset, &origin[..n], size, &mut job.buf).map_err(|e| Error::new(e.kind, format!("chunk {:?}: {}", &coord[..n], e.message)))?
+                        }
+                        _ => None,
+                    };
+                    match mask {
+                        Some(mask) => {
+                            job.raw_mask = Some(mask);
                             raw_chunks += 1;
                         }
-                        _ => read_region(reader, &origin[..n], &extent[..n], itemsize, &mut job.buf)
+                        None => read_region(reader, &origin[..n], &extent[..n], itemsize, &mut job.buf)
                             .map_err(|e| Error::new(e.kind, format!("chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], e.message)))?,
                     }
                     // Hand the chunk to a worker; when there are none, or they are all busy and

@@ -218,8 +218,9 @@ pub(super) fn write_chunks_raw(
         if let (false, ChunkState::Stored { size, .. }) = (force_mem, chunk_state(l, dset, &origin[..n])) {
             if size <= fsize {
                 let mut b = Vec::new();
-                let mask = read_raw_chunk(l, dset, &origin[..n], size, &mut b)?;
-                return Ok(Job { group: gi, start: Start::Raw(b, mask) });
+                if let Some(mask) = read_raw_chunk(l, dset, &origin[..n], size, &mut b)? {
+                    return Ok(Job { group: gi, start: Start::Raw(b, mask) });
+                }
             }
         }
         // Unallocated (or unknown, or undecodable by vh5): libhdf5 gives the fill value (or
