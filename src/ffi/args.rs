@@ -3,11 +3,42 @@
 //! size against the dtype, shape/strides pointers, base vs base_len) and one that borrows the
 //! five `nslices * ndim` tables of a many-slice call.
 
-use super::hdf5::{vh5_array, VH5_MAX_RANK};
 use super::{null_arg, slice_arg};
 use crate::dtype::Dtype;
 use crate::error::Result;
 use crate::slices::{ArrayLayout, SliceTable};
+
+/// Maximum number of axes of a dataset or array (HDF5's `H5S_MAX_RANK`).
+pub const VH5_MAX_RANK: u32 = 32;
+
+/// A caller-owned strided array (the destination of `vh5_read_many_slices`).
+///
+/// Element `[i0, ..., i(n-1)]` starts at byte `offset + sum(ik * strides[k])` of `base`.
+/// vh5 validates that every element of the array lies inside `[base, base + base_len)` and
+/// never reads or writes outside it. All pointers are borrowed for the duration of the call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct vh5_array {
+    /// Start of the caller's buffer. May be NULL only when `base_len` is 0.
+    pub base: *mut std::ffi::c_void,
+    /// Length of the buffer in BYTES.
+    pub base_len: usize,
+    /// Bytes from `base` to element [0, ..., 0] (non-zero for negative strides or views).
+    pub offset: usize,
+    /// Element type `VH5_DTYPE_*`.
+    pub dtype: u32,
+    /// Bytes per element; must equal the dtype's size (required for `VH5_DTYPE_OPAQUE`, where
+    /// it must equal the dataset's memory `itemsize` from `vh5_dataset_get_info`).
+    pub itemsize: usize,
+    /// Number of axes (at most `VH5_MAX_RANK`; 0 for a single element).
+    pub ndim: u32,
+    /// `ndim` extents, elements (may be NULL when `ndim` is 0).
+    pub shape: *const u64,
+    /// `ndim` strides in BYTES, possibly negative or not multiples of `itemsize`; NULL means
+    /// C order (row-major) contiguous. Strides under which two different indices would share a
+    /// byte are rejected.
+    pub strides: *const i64,
+}
 
 /// Describe a `vh5_array` (argument `name`) without borrowing its memory: base pointer (NULL
 /// when `base_len` is 0), dtype and layout.

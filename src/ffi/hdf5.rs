@@ -14,12 +14,11 @@ use hdf5_sys::h5i::H5I_type_t;
 use super::{guard, null_arg, str_arg, vh5_status};
 use crate::dtype::ByteOrder;
 use crate::error::Result;
+pub use super::args::{vh5_array, VH5_MAX_RANK};
 use super::args::{array_parts, table_args};
 use crate::hdf5::{self as h5, Layout};
 use crate::slices::{self, DstArray};
 
-/// Maximum number of axes of a dataset or array (HDF5's `H5S_MAX_RANK`).
-pub const VH5_MAX_RANK: u32 = 32;
 
 /// `vh5_file_open` flag: open for reading and writing (`H5F_ACC_RDWR`). Without it (flags 0)
 /// the file is opened read-only. Needed by `vh5_write_many_slices`.
@@ -95,34 +94,6 @@ pub struct vh5_dataset_info {
     pub fill_value: [u8; 16],
 }
 
-/// A caller-owned strided array (the destination of `vh5_read_many_slices`).
-///
-/// Element `[i0, ..., i(n-1)]` starts at byte `offset + sum(ik * strides[k])` of `base`.
-/// vh5 validates that every element of the array lies inside `[base, base + base_len)` and
-/// never reads or writes outside it. All pointers are borrowed for the duration of the call.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct vh5_array {
-    /// Start of the caller's buffer. May be NULL only when `base_len` is 0.
-    pub base: *mut std::ffi::c_void,
-    /// Length of the buffer in BYTES.
-    pub base_len: usize,
-    /// Bytes from `base` to element [0, ..., 0] (non-zero for negative strides or views).
-    pub offset: usize,
-    /// Element type `VH5_DTYPE_*`.
-    pub dtype: u32,
-    /// Bytes per element; must equal the dtype's size (required for `VH5_DTYPE_OPAQUE`, where
-    /// it must equal the dataset's memory `itemsize` from `vh5_dataset_get_info`).
-    pub itemsize: usize,
-    /// Number of axes (at most `VH5_MAX_RANK`; 0 for a single element).
-    pub ndim: u32,
-    /// `ndim` extents, elements (may be NULL when `ndim` is 0).
-    pub shape: *const u64,
-    /// `ndim` strides in BYTES, possibly negative or not multiples of `itemsize`; NULL means
-    /// C order (row-major) contiguous. Strides under which two different indices would share a
-    /// byte are rejected.
-    pub strides: *const i64,
-}
 
 /// Open the HDF5 file at `path` (NUL-terminated UTF-8) and store its id in `*file_out`.
 ///
