@@ -1,6 +1,6 @@
 //! The C ABI of vh5: the only module with `extern "C"` functions.
 //!
-//! Conventions every export follows (see DESIGN.md):
+//! Conventions every export follows (see docs/ARCHITECTURE.md):
 //! - returns [`vh5_status`] (`VH5_OK` = 0); enum values are stable forever;
 //! - inputs that carry enums (dtype codes, flags) are plain integers and are checked;
 //! - on failure a message naming the culprit is stored in a thread-local slot, copied out with
