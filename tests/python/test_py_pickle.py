@@ -1,5 +1,5 @@
 """Pickling of vh5.File / vh5.Dataset and the per-process cache unpickled handles reopen
-through (no Dask needed).
+through (no Dask needed); and that vh5.dask explains a missing Dask.
 
 Files are written by h5py with libver=('earliest', 'v110') (vh5 links libhdf5 1.10) and
 closed before vh5 opens them.
@@ -155,6 +155,18 @@ def test_file_cache_is_bounded_and_thread_safe(tmp_path):
             vh5.set_file_cache_size(0)
     finally:
         vh5.set_file_cache_size(old)
+
+
+def test_import_vh5_does_not_import_dask_and_vh5_dask_explains_missing_dask():
+    code = (
+        "import sys; import vh5; assert 'dask' not in sys.modules, 'vh5 imported dask'\n"
+        "sys.modules['dask'] = None\n"
+        "try:\n    import vh5.dask\nexcept ImportError as e:\n    print(e)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "pip install 'vh5[dask]'" in r.stdout
 
 
 def _child_cache_state(q):
