@@ -100,17 +100,29 @@ def _default_rows_per_task(nrows: int, row_bytes: int) -> int:
 
 def _plan(starts, chunks, rpt: int):
     """(order, cuts): ``order`` sorts rows stably by the chunk of their first element (by
-    start for a contiguous dataset); read task t takes sorted rows ``cuts[t]:cuts[t+1]``,
-    cut at chunk-group boundaries except inside a group of more than ``rpt`` rows."""
-    nrows = starts.shape[0]
+    start for a contiguous dataset); read task t takes sorted rows ``cuts[t]:cuts[t+1]``.
+
+    Cuts fall near multiples of ``rpt`` but on group boundaries: at the start of the group
+    of rows sharing the chunk coordinates of the first k axes, for the smallest k whose group
+    there holds at most ``rpt`` rows (k = 1 first: whole bands of chunks stay together, so
+    the rows that cross into the next chunk along a later axis usually find it decoded in
+    the same task); inside a single chunk's group only when it alone has more than ``rpt``."""
+    nrows, nd = starts.shape
     cidx = starts // np.array(chunks, dtype=np.int64) if chunks else starts
-    order = np.lexsort(cidx.T[::-1]) if cidx.shape[1] > 1 else np.argsort(cidx[:, 0], kind="stable")
+    order = np.lexsort(cidx.T[::-1]) if nd > 1 else np.argsort(cidx[:, 0], kind="stable")
     cs = cidx[order]
-    gstart = np.r_[0, np.flatnonzero((cs[1:] != cs[:-1]).any(axis=1)) + 1]
-    gsize = np.diff(np.r_[gstart, nrows])
     p = np.arange(rpt, nrows, rpt)
-    gi = np.searchsorted(gstart, p, side="right") - 1
-    cut = np.where(gsize[gi] > rpt, p, gstart[gi])
+    cut = p.copy()
+    todo = np.ones(len(p), dtype=bool)
+    differs = np.zeros(max(nrows - 1, 0), dtype=bool)
+    for k in range(nd):
+        differs |= cs[1:, k] != cs[:-1, k]
+        gstart = np.r_[0, np.flatnonzero(differs) + 1]
+        gsize = np.diff(np.r_[gstart, nrows])
+        gi = np.searchsorted(gstart, p, side="right") - 1
+        ok = todo & (gsize[gi] <= rpt)
+        cut[ok] = gstart[gi[ok]]
+        todo &= ~ok
     return order, np.unique(np.r_[0, cut, nrows])
 
 
