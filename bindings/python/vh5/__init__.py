@@ -9,6 +9,9 @@ not load the library until it is first used.
 - :class:`File` / :class:`Dataset` / :func:`read_many_slices`: many hyperslabs from an HDF5
   dataset into any numpy array layout in one call; :func:`write_many_slices` (numpy -> HDF5,
   ``File(path, "r+")``) and :func:`copy_many_slices` (numpy -> numpy) the other directions.
+- Files and datasets pickle (read-only ones; :func:`allow_pickling` for writable ones) and
+  reopen lazily in the receiving process through a per-process cache; :mod:`vh5.dask`
+  (needs ``pip install vh5[dask]``) builds Dask arrays and gathers read by vh5 in workers.
 - :mod:`vh5.compat.versioned_hdf5`, :mod:`vh5.compat.pyactivestorage`: drop-in shims.
 
 Every library failure raises a subclass of :class:`Error` (``.status``, ``.status_name``,
@@ -18,6 +21,8 @@ Every library failure raises a subclass of :class:`Error` (``.status``, ``.statu
 from . import _errors
 from ._errors import *  # noqa: F401,F403  (the names in _errors.__all__)
 from .hdf5 import Dataset, File, get_num_threads, read_many_slices, set_num_threads
+from ._pickle import allow_pickling
+from ._cache import clear as clear_file_cache, set_size as set_file_cache_size
 from .payload import Payload, decode_payload
 from .writes import copy_many_slices, write_many_slices
 
@@ -33,6 +38,9 @@ __all__ = [
     "get_num_threads",
     "write_many_slices",
     "copy_many_slices",
+    "allow_pickling",
+    "clear_file_cache",
+    "set_file_cache_size",
     "library_path",
     "library_version",
 ]

@@ -96,14 +96,20 @@ class File(_Handle):
             (see the module docs).
 
     Thread-safety: a File may be shared by threads; vh5 serialises libhdf5 calls internally.
+
+    Pickling: a File (and a Dataset) pickles as its absolute path, mode and options and is
+    reopened lazily, on first use, through a per-process cache of open files in the
+    receiving process (:mod:`vh5._pickle`); a writable one raises ``TypeError`` unless
+    :func:`vh5.allow_pickling` was called on it.
     """
 
-    __slots__ = ("filename", "mode")
+    __slots__ = ("filename", "mode", "_abspath")
 
     def __init__(self, path, mode: str = "r"):
         if mode not in ("r", "r+"):
             raise ValueError(f"vh5.File supports modes 'r' (read-only) and 'r+' (read-write), not {mode!r}")
         self.filename = _path_arg(path, "path")
+        self._abspath = os.path.abspath(self.filename)  # what a pickled copy reopens
         self.mode = mode
         out = ctypes.c_int64(0)
         try:
@@ -123,6 +129,13 @@ class File(_Handle):
         return Dataset(self, name)
 
     __getitem__ = dataset
+
+    def __reduce__(self):
+        """Pickles as (absolute path, mode, options); see :mod:`vh5._pickle` (writable
+        files refuse unless :func:`vh5.allow_pickling` was called on them)."""
+        from ._pickle import reduce_file
+
+        return reduce_file(self)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
@@ -183,6 +196,13 @@ class Dataset(_Handle):
         if self.dtype is not None and info.has_fill_value and info.itemsize <= 16:
             native = self.dtype.newbyteorder("=") if self.dtype.itemsize > 1 else self.dtype
             self.fillvalue = np.frombuffer(bytes(info.fill_value)[: info.itemsize], dtype=native)[0]
+
+    def __reduce__(self):
+        """Pickles as (file, dataset path, metadata) and reopens lazily through a per-process
+        cache; see :mod:`vh5._pickle`."""
+        from ._pickle import reduce_dataset
+
+        return reduce_dataset(self)
 
     @property
     def ndim(self) -> int:
