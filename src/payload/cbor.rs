@@ -10,7 +10,9 @@
 //!
 //! Reductionist map rules (each documented choice is marked *rule*):
 //! - keys may come in any order; unknown keys are skipped (forward compatibility) and make
-//!   the layout [`Layout::Client`]; a known key twice is `Malformed`; non-text keys are `Malformed`;
+//!   the layout [`Layout::Client`]; a skipped value may nest arrays and maps (definite or
+//!   indefinite) up to [`raw::MAX_DEPTH`] levels, walked with a fixed stack (deeper is
+//!   `Unsupported`); a known key twice is `Malformed`; non-text keys are `Malformed`;
 //! - `bytes`: a definite byte string, or an RFC 8746 typed array (tag 64–87 around a byte
 //!   string), whose tag then gives dtype and byte order. A `dtype` key naming another type is
 //!   `Dtype`; a `byte_order` key contradicting the tag is `Malformed`. An indefinite-length
@@ -239,7 +241,7 @@ fn read_count<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, sink: &mut F) -> Resu
         }
         Type::Tag => CountVal::Typed(read_bytes_like(d, "count", false)?),
         Type::Null | Type::Undefined => {
-            d.skip().map_err(|e| cbor_err(e, "count", len))?;
+            d.set_position(raw::skip(d.input(), pos, "count")?);
             CountVal::Null
         }
         other => bail!(Malformed, "count at byte {pos}: expected an unsigned integer, an integer array or a typed array, found CBOR {other}"),
@@ -443,7 +445,7 @@ fn parse_reductionist<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, sink: &mut F)
             }
             _ => {
                 unknown = true;
-                d.skip().map_err(|e| cbor_err(e, &what, len))?;
+                d.set_position(raw::skip(d.input(), vpos, &what)?);
             }
         }
         i += 1;
@@ -582,5 +584,6 @@ fn parse_reductionist<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, sink: &mut F)
     })
 }
 
+pub(crate) mod raw;
 #[cfg(test)]
 mod tests;
