@@ -629,8 +629,10 @@ const char *vh5_dtype_name(uint32_t dtype);
  *
  * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`out` NULL, or `buf` NULL with `len` > 0);
  * VH5_ERR_INVALID_ARGUMENT (unknown flag bits); VH5_ERR_MALFORMED (truncated, wrong types,
- * duplicate keys, data length != prod(shape) * itemsize, trailing bytes, negative counts...:
- * the message names the key and byte offset); VH5_ERR_UNSUPPORTED (pickled/structured
+ * duplicate keys, data length != prod(shape) * itemsize, trailing bytes, a count that is
+ * negative or above INT64_MAX in any form and byte order (integer array, `count_as_bytes`,
+ * typed array: the message names its index and byte offset)...: the message names the key
+ * and byte offset); VH5_ERR_UNSUPPORTED (pickled/structured
  * msgpack-numpy, indefinite-length data byte string, more than 64 axes, count nesting
  * deeper than 64, float128, reserved tags); VH5_ERR_DTYPE (unknown dtype, `dtype` key
  * contradicting a typed-array tag); VH5_ERR_SERVER_ERROR (`buf` is a server JSON error body;

@@ -262,6 +262,9 @@ fn count_from_bytes<'a>(b: &TypedBytes<'a>, order: ByteOrder, what: &str) -> Res
     if data.len() % item != 0 {
         bail!(Malformed, "{}: {} bytes is not a whole number of {item}-byte {} counts", at(what, offset), data.len(), dt.name());
     }
+    // The same rule as a count integer array: every count is in 0..=INT64_MAX, whatever
+    // the byte order (one pass over the count bytes).
+    count::check_count_bytes(data, dt, order, offset)?;
     Ok(CountInfo {
         form: CountForm::Bytes,
         dtype: Some(dt),
