@@ -320,8 +320,17 @@ pub(crate) fn parse<'a, F: FnMut(u64, i64)>(buf: &'a [u8], sink: &mut F) -> Resu
     Ok(parsed)
 }
 
+/// Parse the Reductionist map (`map`) or the typed / multi-dimensional array tag at byte
+/// `pos` of `buf` (inside a document); returns it and the byte after it.
+pub(crate) fn parse_at(buf: &[u8], pos: usize, map: bool) -> Result<(Parsed<'_>, usize)> {
+    let mut d = Decoder::new(buf);
+    d.set_position(pos);
+    let p = if map { parse_reductionist(&mut d, &mut |_, _| {})? } else { parse_tagged(&mut d)? };
+    Ok((p, d.position()))
+}
+
 /// Bare typed array (64–87) or multi-dimensional array (40 / 1040).
-fn parse_tagged<'a>(d: &mut Decoder<'a>) -> Result<Parsed<'a>> {
+pub(crate) fn parse_tagged<'a>(d: &mut Decoder<'a>) -> Result<Parsed<'a>> {
     let len = d.input().len();
     let pos = d.position();
     let mut probe = d.probe();
@@ -389,7 +398,7 @@ fn parse_dtype(s: &str, pos: usize) -> Result<(Dtype, Option<ByteOrder>, bool)> 
     bail!(Dtype, "key \"dtype\" at byte {pos}: unknown dtype {s:?} (expected int8..int64, uint8..uint64, float16/32/64, complex64/128, bool, or a numpy type string like \"<f8\")")
 }
 
-fn parse_reductionist<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, sink: &mut F) -> Result<Parsed<'a>> {
+pub(crate) fn parse_reductionist<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, sink: &mut F) -> Result<Parsed<'a>> {
     let len = d.input().len();
     let map_pos = d.position();
     let n = d.map().map_err(|e| cbor_err(e, "top-level map", len))?;
