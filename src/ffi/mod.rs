@@ -18,6 +18,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::error::{Error, ErrorKind, Result};
 
 pub mod payload;
+pub mod document;
 pub mod hdf5;
 pub mod threads;
 pub mod slices_write;

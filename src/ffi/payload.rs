@@ -122,12 +122,12 @@ fn order_code(o: Option<ByteOrder>) -> u32 {
 }
 
 impl payload_view {
-    fn zeroed() -> Self {
+    pub(crate) fn zeroed() -> Self {
         // SAFETY: every field is an integer, an integer array or a raw pointer: all-zero is valid.
         unsafe { std::mem::zeroed() }
     }
 
-    fn from_view(v: &PayloadView<'_>) -> Self {
+    pub(crate) fn from_view(v: &PayloadView<'_>) -> Self {
         let mut shape = [0u64; 64];
         shape[..v.shape.ndim()].copy_from_slice(v.shape.as_slice());
         payload_view {

@@ -64,7 +64,7 @@ pub(super) fn walk<'a, S: Sink<'a>>(w: &mut Walk<'a, '_, S>) -> Result<usize> {
                     0xc5 => (int(2)?, 3),
                     _ => (int(4)?, 5),
                 };
-                let text = m < 0xc4 || m > 0xc6;
+                let text = !(0xc4..=0xc6).contains(&m);
                 let end = span(buf, start + hl, len, start)?;
                 let s = &buf[start + hl..end];
                 if text && std::str::from_utf8(s).is_err() {
