@@ -72,6 +72,20 @@ static void payloads() {
   }
 }
 
+static void documents() {
+  // CBOR document [_ "a", 86(float64 LE 1.5), {"k": null}] walked by vh5::Document.
+  const std::vector<uint8_t> m = {0x9f, 0x61, 'a', 0xd8, 86, 0x48, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f,
+                                  0xa1, 0x61, 'k', 0xf6, 0xff};
+  vh5::Document d(m, PAYLOAD_DOC_CBOR);
+  CHECK(d.items().size() == 6 && d.views().size() == 1, "6 items, 1 view");
+  CHECK(d.text(d.items()[1]) == "a", "text item");
+  const payload_view &v = d.view(d.items()[2]);
+  CHECK(v.dtype == VH5_DTYPE_FLOAT64 && v.data == m.data() + 6, "typed array view into the input");
+  CHECK(status_of([&] { d.view(d.items()[1]); }) == VH5_ERR_INVALID_ARGUMENT, "text is not a view");
+  const std::vector<uint8_t> cut(m.begin(), m.begin() + 10);
+  CHECK(status_of([&] { vh5::Document t(cut, PAYLOAD_DOC_CBOR); }) == VH5_ERR_MALFORMED, "truncated document");
+}
+
 static void hdf5(const std::string &dir) {
   const std::string path = dir + "/real/test1.nc";
   if (!std::ifstream(path)) {
@@ -134,6 +148,7 @@ static void hdf5(const std::string &dir) {
 int main() {
   const char *dir = std::getenv("VH5_SHARED_DATA");
   payloads();
+  documents();
   hdf5(dir ? dir : "../shared/data");
   CHECK(vh5::version() == VH5_VERSION_STRING, "version");
   if (failures) {

@@ -37,11 +37,6 @@
 #define VH5_VERSION_PATCH 0
 
 /**
- * Maximum number of axes of a dataset or array (HDF5's `H5S_MAX_RANK`).
- */
-#define VH5_MAX_RANK 32
-
-/**
  * `payload_view.format`: a Reductionist response (CBOR map, reductionist-rs 0.12 - 0.13.1,
  * or a client fixture of it).
  */
@@ -137,6 +132,128 @@
  * VH5_ERR_UNSUPPORTED.
  */
 #define PAYLOAD_MAX_COUNT_DEPTH 64
+
+/**
+ * `payload_decode_document` format: detect from the first bytes (a CBOR map or array tag
+ * 40/1040/64-87/55799 → CBOR; a msgpack map or array16/32 → msgpack; a first byte valid in
+ * both formats, such as a scalar, gives VH5_ERR_INVALID_ARGUMENT).
+ */
+#define PAYLOAD_DOC_AUTO 0
+
+/**
+ * `payload_decode_document` format: CBOR (RFC 8949).
+ */
+#define PAYLOAD_DOC_CBOR 1
+
+/**
+ * `payload_decode_document` format: msgpack.
+ */
+#define PAYLOAD_DOC_MSGPACK 2
+
+/**
+ * Deepest nesting of arrays, maps and tags in a document, and in a CBOR value skipped as an
+ * unknown key of a Reductionist map (`[[1]]` has depth 2); deeper gives VH5_ERR_UNSUPPORTED.
+ */
+#define PAYLOAD_MAX_DEPTH 64
+
+/**
+ * `payload_item.parent` of the root item.
+ */
+#define PAYLOAD_NO_PARENT UINT64_MAX
+
+/**
+ * `payload_item.kind`: a map; its `children` (2 x entries) alternate key, value.
+ */
+#define PAYLOAD_ITEM_MAP 1
+
+/**
+ * `payload_item.kind`: an array / list of `children` elements.
+ */
+#define PAYLOAD_ITEM_ARRAY 2
+
+/**
+ * `payload_item.kind`: a UTF-8 text string (validated) at `data_offset`, `data_len` bytes.
+ */
+#define PAYLOAD_ITEM_TEXT 3
+
+/**
+ * `payload_item.kind`: a byte string (msgpack bin) at `data_offset`, `data_len` bytes.
+ */
+#define PAYLOAD_ITEM_BYTES 4
+
+/**
+ * `payload_item.kind`: an integer >= 0: `value`.
+ */
+#define PAYLOAD_ITEM_UINT 5
+
+/**
+ * `payload_item.kind`: a negative integer, -1 - `value` (down to -2^64 in CBOR).
+ */
+#define PAYLOAD_ITEM_NEGINT 6
+
+/**
+ * `payload_item.kind`: a float; `value` holds the bits of its float64 value (exact for
+ * half / single floats, see PAYLOAD_ITEM_NARROW_FLOAT).
+ */
+#define PAYLOAD_ITEM_FLOAT 7
+
+/**
+ * `payload_item.kind`: a boolean, `value` 0 or 1.
+ */
+#define PAYLOAD_ITEM_BOOL 8
+
+/**
+ * `payload_item.kind`: msgpack nil / CBOR null.
+ */
+#define PAYLOAD_ITEM_NIL 9
+
+/**
+ * `payload_item.kind`: CBOR undefined.
+ */
+#define PAYLOAD_ITEM_UNDEFINED 10
+
+/**
+ * `payload_item.kind`: another CBOR simple value, `value`.
+ */
+#define PAYLOAD_ITEM_SIMPLE 11
+
+/**
+ * `payload_item.kind`: a CBOR tag: `value` = tag number; one child, the tagged item.
+ */
+#define PAYLOAD_ITEM_TAG 12
+
+/**
+ * `payload_item.kind`: a msgpack extension: `value` = its type (int8, sign-extended to 64
+ * bits), data at `data_offset`, `data_len` bytes.
+ */
+#define PAYLOAD_ITEM_EXT 13
+
+/**
+ * `payload_item.kind`: an array (msgpack-numpy map, RFC 8746 typed array tag 64-87,
+ * multi-dimensional array tag 40/1040, or a CBOR map with text keys "bytes" and "dtype"):
+ * `value` = index of its payload_view in the `views` output, exactly as
+ * payload_decode_view describes that array alone; `data_offset` / `data_len` repeat the
+ * view's. Its content is not reported as items.
+ */
+#define PAYLOAD_ITEM_ARRAY_VIEW 14
+
+/**
+ * `payload_item.flags`: a CBOR indefinite-length map, array or string. For a string the
+ * content is not contiguous: `data_offset` is the head, `data_len` the total length, and
+ * its `children` items (same kind) are the chunks, each contiguous.
+ */
+#define PAYLOAD_ITEM_INDEFINITE 1
+
+/**
+ * `payload_item.flags`: a float stored in fewer than 64 bits (CBOR half/single, msgpack
+ * float 32).
+ */
+#define PAYLOAD_ITEM_NARROW_FLOAT 2
+
+/**
+ * Maximum number of axes of a dataset or array (HDF5's `H5S_MAX_RANK`).
+ */
+#define VH5_MAX_RANK 32
 
 /**
  * `vh5_file_open` flag: open for reading and writing (`H5F_ACC_RDWR`). Without it (flags 0)
@@ -449,6 +566,49 @@ typedef struct payload_view {
 } payload_view;
 
 /**
+ * One value of a document (64 bytes). Items come in pre-order: a value before its children,
+ * so `parent` is always an earlier index.
+ */
+typedef struct payload_item {
+  /**
+   * PAYLOAD_ITEM_*.
+   */
+  uint32_t kind;
+  /**
+   * PAYLOAD_ITEM_INDEFINITE, PAYLOAD_ITEM_NARROW_FLOAT.
+   */
+  uint32_t flags;
+  /**
+   * Index of the parent item in the output; PAYLOAD_NO_PARENT for the root.
+   */
+  uint64_t parent;
+  /**
+   * Index among the parent's children (maps: key 2k, value 2k+1); 0 for the root.
+   */
+  uint64_t position;
+  /**
+   * Number of direct children (maps: 2 x entries; tags: 1; chunked strings: chunks; else 0).
+   */
+  uint64_t children;
+  /**
+   * Byte offset in `buf` of the item's first byte (for string chunks: of their content).
+   */
+  uint64_t offset;
+  /**
+   * TEXT, BYTES, EXT, ARRAY_VIEW: byte offset in `buf` of the content / array data; else 0.
+   */
+  uint64_t data_offset;
+  /**
+   * TEXT, BYTES, EXT, ARRAY_VIEW: length in bytes of the content / array data; else 0.
+   */
+  uint64_t data_len;
+  /**
+   * UINT, NEGINT, FLOAT (bits), BOOL, SIMPLE, TAG, EXT (type), ARRAY_VIEW (view index); else 0.
+   */
+  uint64_t value;
+} payload_item;
+
+/**
  * Description of a dataset, filled by `vh5_dataset_get_info`. Every field is written on
  * success; the struct is zeroed on failure.
  */
@@ -629,8 +789,10 @@ const char *vh5_dtype_name(uint32_t dtype);
  *
  * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`out` NULL, or `buf` NULL with `len` > 0);
  * VH5_ERR_INVALID_ARGUMENT (unknown flag bits); VH5_ERR_MALFORMED (truncated, wrong types,
- * duplicate keys, data length != prod(shape) * itemsize, trailing bytes, negative counts...:
- * the message names the key and byte offset); VH5_ERR_UNSUPPORTED (pickled/structured
+ * duplicate keys, data length != prod(shape) * itemsize, trailing bytes, a count that is
+ * negative or above INT64_MAX in any form and byte order (integer array, `count_as_bytes`,
+ * typed array: the message names its index and byte offset)...: the message names the key
+ * and byte offset); VH5_ERR_UNSUPPORTED (pickled/structured
  * msgpack-numpy, indefinite-length data byte string, more than 64 axes, count nesting
  * deeper than 64, float128, reserved tags); VH5_ERR_DTYPE (unknown dtype, `dtype` key
  * contradicting a typed-array tag); VH5_ERR_SERVER_ERROR (`buf` is a server JSON error body;
@@ -700,6 +862,49 @@ vh5_status payload_copy_data(const uint8_t *buf,
                              void *out,
                              size_t out_len,
                              size_t *written);
+
+/**
+ * Walk the whole msgpack or CBOR document in `buf` (`len` bytes) in one pass: every value
+ * as a `payload_item` (kind, parent, position, offsets into `buf`), and every array in it
+ * as a `payload_view` pointing INTO `buf` (see PAYLOAD_ITEM_ARRAY_VIEW for what counts as an
+ * array). Nothing is allocated in proportion to the input; all output is the caller's.
+ *
+ * `format`: PAYLOAD_DOC_AUTO, PAYLOAD_DOC_CBOR or PAYLOAD_DOC_MSGPACK. `items` holds
+ * `items_cap` items and `views` `views_cap` views (either may be NULL when its capacity is
+ * 0). `*n_items` / `*n_views` receive the number of items and views of the document.
+ *
+ * Two-call pattern: call with capacities 0 (or a guess); on VH5_ERR_BUFFER_TOO_SMALL
+ * `*n_items` and `*n_views` hold the NEEDED counts (the whole document was walked and
+ * validated): allocate and call again. A document of `len` bytes has at most `len` items.
+ * When too small, entries below the capacities may have been written and are meaningless.
+ *
+ * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`n_items` / `n_views` NULL, `buf` NULL with a
+ * non-zero `len`, `items` / `views` NULL with a non-zero capacity); VH5_ERR_INVALID_ARGUMENT (unknown
+ * `format`, or PAYLOAD_DOC_AUTO and the first byte is valid in both formats);
+ * VH5_ERR_BUFFER_TOO_SMALL (see above); VH5_ERR_MALFORMED (truncated at any byte, not
+ * well-formed, text not UTF-8, trailing bytes after the root value, declared lengths
+ * beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (nesting deeper
+ * than PAYLOAD_MAX_DEPTH; array data in an indefinite-length byte string, which has no
+ * view); VH5_ERR_SERVER_ERROR (a JSON error body); and for an array inside the document any
+ * status payload_decode_view returns for it alone (pickled objects, structured dtypes, bad
+ * lengths, unknown dtypes...: an error in any array refuses the whole document). On failure
+ * other than VH5_ERR_BUFFER_TOO_SMALL `*n_items` = `*n_views` = 0. `buf` is only read.
+ * Thread-safe; no state is kept.
+ *
+ * # Safety
+ * `buf` must be NULL or valid for reads of `len` bytes; `items` NULL or valid for writes of
+ * `items_cap` payload_item; `views` NULL or valid for writes of `views_cap` payload_view;
+ * `n_items`, `n_views` NULL or writable. The pointers in the views borrow `buf`.
+ */
+vh5_status payload_decode_document(const uint8_t *buf,
+                                   size_t len,
+                                   uint32_t format,
+                                   struct payload_item *items,
+                                   size_t items_cap,
+                                   struct payload_view *views,
+                                   size_t views_cap,
+                                   size_t *n_items,
+                                   size_t *n_views);
 
 /**
  * Open the HDF5 file at `path` (NUL-terminated UTF-8) and store its id in `*file_out`.

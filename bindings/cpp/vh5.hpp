@@ -289,6 +289,59 @@ class PayloadView {
   payload_view v_{};
 };
 
+/// A whole msgpack or CBOR document walked in one pass (payload_decode_document): every
+/// value as a payload_item (pre-order: parent before children) and every array in it as a
+/// payload_view borrowing the caller's bytes (which must outlive the Document). The item and
+/// view lists are owned here; no array data is copied.
+class Document {
+ public:
+  /// Walk `len` bytes at `buf` (format: PAYLOAD_DOC_AUTO, PAYLOAD_DOC_CBOR, PAYLOAD_DOC_MSGPACK).
+  /// Throws vh5::Error with the library's status and message on failure.
+  Document(const uint8_t *buf, size_t len, uint32_t format = PAYLOAD_DOC_AUTO) : buf_(buf), len_(len) {
+    size_t ni = 0, nv = 0;
+    // First call with a guess; on VH5_ERR_BUFFER_TOO_SMALL the counts are the needed sizes.
+    items_.resize(std::min<size_t>(len, 256));
+    views_.resize(8);
+    vh5_status st = payload_decode_document(buf, len, format, items_.data(), items_.size(), views_.data(),
+                                            views_.size(), &ni, &nv);
+    if (st == VH5_ERR_BUFFER_TOO_SMALL) {
+      items_.resize(ni);
+      views_.resize(nv);
+      st = payload_decode_document(buf, len, format, items_.data(), items_.size(), views_.data(), views_.size(),
+                                   &ni, &nv);
+    }
+    detail::check(st);
+    items_.resize(ni);
+    views_.resize(nv);
+  }
+  explicit Document(const std::vector<uint8_t> &bytes, uint32_t format = PAYLOAD_DOC_AUTO)
+      : Document(bytes.data(), bytes.size(), format) {}
+  /// A document of a temporary would dangle as soon as the statement ends: refused at compile time.
+  explicit Document(std::vector<uint8_t> &&bytes, uint32_t format = PAYLOAD_DOC_AUTO) = delete;
+
+  const std::vector<payload_item> &items() const noexcept { return items_; }
+  const std::vector<payload_view> &views() const noexcept { return views_; }
+  /// The view of an item of kind PAYLOAD_ITEM_ARRAY_VIEW; throws for other kinds.
+  const payload_view &view(const payload_item &it) const {
+    if (it.kind != PAYLOAD_ITEM_ARRAY_VIEW || it.value >= views_.size())
+      throw Error(VH5_ERR_INVALID_ARGUMENT, "item of kind " + std::to_string(it.kind) + " is not an array view");
+    return views_[static_cast<size_t>(it.value)];
+  }
+  /// The content of a TEXT / BYTES / EXT item (not of an indefinite-length string: use its chunks).
+  std::string text(const payload_item &it) const {
+    if ((it.kind != PAYLOAD_ITEM_TEXT && it.kind != PAYLOAD_ITEM_BYTES && it.kind != PAYLOAD_ITEM_EXT) ||
+        (it.flags & PAYLOAD_ITEM_INDEFINITE) || it.data_offset + it.data_len > len_)
+      throw Error(VH5_ERR_INVALID_ARGUMENT, "item has no contiguous content");
+    return std::string(reinterpret_cast<const char *>(buf_ + it.data_offset), static_cast<size_t>(it.data_len));
+  }
+
+ private:
+  const uint8_t *buf_;
+  size_t len_;
+  std::vector<payload_item> items_;
+  std::vector<payload_view> views_;
+};
+
 // ---------------------------------------------------------------------------------------
 // Writes (array -> dataset) and memory copies (array -> array).
 

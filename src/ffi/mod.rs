@@ -19,6 +19,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 mod args;
 pub mod payload;
+pub mod document;
 pub mod hdf5;
 pub mod threads;
 pub mod slices_write;

@@ -122,12 +122,12 @@ fn order_code(o: Option<ByteOrder>) -> u32 {
 }
 
 impl payload_view {
-    fn zeroed() -> Self {
+    pub(crate) fn zeroed() -> Self {
         // SAFETY: every field is an integer, an integer array or a raw pointer: all-zero is valid.
         unsafe { std::mem::zeroed() }
     }
 
-    fn from_view(v: &PayloadView<'_>) -> Self {
+    pub(crate) fn from_view(v: &PayloadView<'_>) -> Self {
         let mut shape = [0u64; 64];
         shape[..v.shape.ndim()].copy_from_slice(v.shape.as_slice());
         payload_view {
@@ -171,8 +171,10 @@ const _: () = assert!(CountForm::Array as u32 == PAYLOAD_COUNT_ARRAY && PAYLOAD_
 ///
 /// Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`out` NULL, or `buf` NULL with `len` > 0);
 /// VH5_ERR_INVALID_ARGUMENT (unknown flag bits); VH5_ERR_MALFORMED (truncated, wrong types,
-/// duplicate keys, data length != prod(shape) * itemsize, trailing bytes, negative counts...:
-/// the message names the key and byte offset); VH5_ERR_UNSUPPORTED (pickled/structured
+/// duplicate keys, data length != prod(shape) * itemsize, trailing bytes, a count that is
+/// negative or above INT64_MAX in any form and byte order (integer array, `count_as_bytes`,
+/// typed array: the message names its index and byte offset)...: the message names the key
+/// and byte offset); VH5_ERR_UNSUPPORTED (pickled/structured
 /// msgpack-numpy, indefinite-length data byte string, more than 64 axes, count nesting
 /// deeper than 64, float128, reserved tags); VH5_ERR_DTYPE (unknown dtype, `dtype` key
 /// contradicting a typed-array tag); VH5_ERR_SERVER_ERROR (`buf` is a server JSON error body;

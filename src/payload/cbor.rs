@@ -10,7 +10,9 @@
 //!
 //! Reductionist map rules (each documented choice is marked *rule*):
 //! - keys may come in any order; unknown keys are skipped (forward compatibility) and make
-//!   the layout [`Layout::Client`]; a known key twice is `Malformed`; non-text keys are `Malformed`;
+//!   the layout [`Layout::Client`]; a skipped value may nest arrays and maps (definite or
+//!   indefinite) up to [`raw::MAX_DEPTH`] levels, walked with a fixed stack (deeper is
+//!   `Unsupported`); a known key twice is `Malformed`; non-text keys are `Malformed`;
 //! - `bytes`: a definite byte string, or an RFC 8746 typed array (tag 64–87 around a byte
 //!   string), whose tag then gives dtype and byte order. A `dtype` key naming another type is
 //!   `Dtype`; a `byte_order` key contradicting the tag is `Malformed`. An indefinite-length
@@ -239,7 +241,7 @@ fn read_count<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, sink: &mut F) -> Resu
         }
         Type::Tag => CountVal::Typed(read_bytes_like(d, "count", false)?),
         Type::Null | Type::Undefined => {
-            d.skip().map_err(|e| cbor_err(e, "count", len))?;
+            d.set_position(raw::skip(d.input(), pos, "count")?);
             CountVal::Null
         }
         other => bail!(Malformed, "count at byte {pos}: expected an unsigned integer, an integer array or a typed array, found CBOR {other}"),
@@ -260,6 +262,9 @@ fn count_from_bytes<'a>(b: &TypedBytes<'a>, order: ByteOrder, what: &str) -> Res
     if data.len() % item != 0 {
         bail!(Malformed, "{}: {} bytes is not a whole number of {item}-byte {} counts", at(what, offset), data.len(), dt.name());
     }
+    // The same rule as a count integer array: every count is in 0..=INT64_MAX, whatever
+    // the byte order (one pass over the count bytes).
+    count::check_count_bytes(data, dt, order, offset)?;
     Ok(CountInfo {
         form: CountForm::Bytes,
         dtype: Some(dt),
@@ -315,8 +320,17 @@ pub(crate) fn parse<'a, F: FnMut(u64, i64)>(buf: &'a [u8], sink: &mut F) -> Resu
     Ok(parsed)
 }
 
+/// Parse the Reductionist map (`map`) or the typed / multi-dimensional array tag at byte
+/// `pos` of `buf` (inside a document); returns it and the byte after it.
+pub(crate) fn parse_at(buf: &[u8], pos: usize, map: bool) -> Result<(Parsed<'_>, usize)> {
+    let mut d = Decoder::new(buf);
+    d.set_position(pos);
+    let p = if map { parse_reductionist(&mut d, &mut |_, _| {})? } else { parse_tagged(&mut d)? };
+    Ok((p, d.position()))
+}
+
 /// Bare typed array (64–87) or multi-dimensional array (40 / 1040).
-fn parse_tagged<'a>(d: &mut Decoder<'a>) -> Result<Parsed<'a>> {
+pub(crate) fn parse_tagged<'a>(d: &mut Decoder<'a>) -> Result<Parsed<'a>> {
     let len = d.input().len();
     let pos = d.position();
     let mut probe = d.probe();
@@ -384,7 +398,7 @@ fn parse_dtype(s: &str, pos: usize) -> Result<(Dtype, Option<ByteOrder>, bool)> 
     bail!(Dtype, "key \"dtype\" at byte {pos}: unknown dtype {s:?} (expected int8..int64, uint8..uint64, float16/32/64, complex64/128, bool, or a numpy type string like \"<f8\")")
 }
 
-fn parse_reductionist<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, sink: &mut F) -> Result<Parsed<'a>> {
+pub(crate) fn parse_reductionist<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, sink: &mut F) -> Result<Parsed<'a>> {
     let len = d.input().len();
     let map_pos = d.position();
     let n = d.map().map_err(|e| cbor_err(e, "top-level map", len))?;
@@ -443,7 +457,7 @@ fn parse_reductionist<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, sink: &mut F)
             }
             _ => {
                 unknown = true;
-                d.skip().map_err(|e| cbor_err(e, &what, len))?;
+                d.set_position(raw::skip(d.input(), vpos, &what)?);
             }
         }
         i += 1;
@@ -582,5 +596,6 @@ fn parse_reductionist<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, sink: &mut F)
     })
 }
 
+pub(crate) mod raw;
 #[cfg(test)]
 mod tests;

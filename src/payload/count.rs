@@ -149,6 +149,31 @@ pub(crate) fn int_from_bytes_checked(c: &[u8], dt: Dtype, order: ByteOrder) -> O
     }
 }
 
+/// Check fixed-width counts (`count_as_bytes`, a typed-array count) of type `dt` in `order`
+/// starting at input byte `offset`: `Malformed` for the first one that is negative or above
+/// INT64_MAX, naming its index, byte offset and raw bytes.
+pub(crate) fn check_count_bytes(data: &[u8], dt: Dtype, order: ByteOrder, offset: usize) -> Result<()> {
+    let item = dt.itemsize().unwrap_or(1);
+    // Negative (signed) or above INT64_MAX (uint64): the top bit of the most significant byte.
+    // Smaller unsigned types always fit.
+    if dt.kind() == 'u' && item < 8 {
+        return Ok(());
+    }
+    let msb = if order == ByteOrder::Big || item == 1 { 0 } else { item - 1 };
+    let Some(i) = data.chunks_exact(item).position(|c| c[msb] & 0x80 != 0) else {
+        return Ok(());
+    };
+    let raw = &data[i * item..(i + 1) * item];
+    bail!(
+        Malformed,
+        "count element {i} at byte {} ({} {}-endian bytes {}) is negative or does not fit int64",
+        offset + i * item,
+        dt.name(),
+        if order == ByteOrder::Little { "little" } else { "big" },
+        raw.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
 /// Decode the count of the payload in `buf` into `out` as native int64 and return how many
 /// were written (0 when the payload has no count).
 ///

@@ -38,8 +38,15 @@ pub fn detect(buf: &[u8]) -> Result<Detected> {
         return Err(json_error(buf));
     }
     Ok(match b {
-        // CBOR maps (0xa0-0xbf) and tags (0xc0-0xdb).
-        0xa0..=0xdb => Detected::Cbor,
+        // CBOR maps (0xa0-0xbf) and the tags of accepted payloads.
+        0xa0..=0xbf => Detected::Cbor,
+        0xc0..=0xdb if accepted_cbor_tag(buf) => Detected::Cbor,
+        // Tags no payload starts with: most likely a msgpack value that is not a map.
+        0xc0..=0xdb => bail!(
+            Malformed,
+            "byte 0: first byte 0x{b:02x} starts a msgpack {}, not a msgpack-numpy payload (a map with keys nd, type, kind, shape, data); as CBOR it would be a tag that starts no supported payload (expected RFC 8746 typed array 64-87 or multi-dimensional array 40/1040)",
+            describe_msgpack_head(b)
+        ),
         0x80..=0x8f | 0xde | 0xdf => Detected::Msgpack,
         _ => bail!(
             Malformed,
@@ -47,6 +54,43 @@ pub fn detect(buf: &[u8]) -> Result<Detected> {
             describe_cbor_head(b)
         ),
     })
+}
+
+/// Whether `buf` starts with the head of a CBOR tag a payload may start with: 40, 1040,
+/// 64–87 (typed arrays, including the refused reserved / float128 ones, which then get their
+/// own message), or the self-describe tag 55799.
+fn accepted_cbor_tag(buf: &[u8]) -> bool {
+    match buf.first() {
+        Some(0xd8) => buf.get(1).is_some_and(|&t| t == 40 || (64..=87).contains(&t)),
+        Some(0xd9) => matches!(buf.get(1..3), Some([0x04, 0x10]) | Some([0xd9, 0xf7])),
+        // A head cut short: let the CBOR decoder report the truncation.
+        Some(0xd8..=0xdb) => buf.len() < 3,
+        _ => false,
+    }
+}
+
+/// What a first byte is as a msgpack marker, for messages.
+pub(crate) fn describe_msgpack_head(b: u8) -> &'static str {
+    match b {
+        0x00..=0x7f => "positive fixint",
+        0x80..=0x8f => "fixmap",
+        0x90..=0x9f => "fixarray",
+        0xa0..=0xbf => "fixstr",
+        0xc0 => "nil",
+        0xc1 => "reserved byte 0xc1",
+        0xc2 | 0xc3 => "bool",
+        0xc4..=0xc6 => "bin",
+        0xc7..=0xc9 => "ext",
+        0xca => "float 32",
+        0xcb => "float 64",
+        0xcc..=0xcf => "uint",
+        0xd0..=0xd3 => "int",
+        0xd4..=0xd8 => "fixext",
+        0xd9..=0xdb => "str",
+        0xdc | 0xdd => "array",
+        0xde | 0xdf => "map",
+        0xe0..=0xff => "negative fixint",
+    }
 }
 
 /// What a first byte would be as a CBOR head, for messages.
@@ -109,6 +153,10 @@ mod tests {
     fn first_bytes() {
         assert_eq!(detect(&[0xa7]).unwrap(), Detected::Cbor);
         assert_eq!(detect(&[0xd8, 0x56]).unwrap(), Detected::Cbor);
+        // a msgpack float 64 (1.5) is named as msgpack, not as CBOR tag 11
+        let e = detect(&[0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0]).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Malformed);
+        assert!(e.message.contains("msgpack float 64, not a msgpack-numpy payload"), "{}", e.message);
         assert_eq!(detect(&[0x85]).unwrap(), Detected::Msgpack);
         assert_eq!(detect(&[0xde]).unwrap(), Detected::Msgpack);
         assert_eq!(detect(&[0xdf]).unwrap(), Detected::Msgpack);

@@ -19,6 +19,7 @@ pub mod cbor;
 pub mod copy;
 pub mod count;
 pub mod detect;
+pub mod document;
 pub mod msgpack;
 pub mod values;
 
@@ -27,6 +28,7 @@ use crate::error::Result;
 
 pub use copy::copy_data;
 pub use count::decode_count;
+pub use document::{decode_document, Document, DocFormat, Item, ItemKind};
 pub use values::Scalar;
 
 /// cbindgen:ignore
@@ -287,7 +289,11 @@ pub fn decode_view(buf: &[u8], flags: u32) -> Result<PayloadView<'_>> {
     if flags & !ALL_FLAGS != 0 {
         bail!(InvalidArgument, "unknown flag bits 0x{:x} in `flags` (known: PAYLOAD_REQUIRE_ALIGNED=1, PAYLOAD_REQUIRE_NATIVE=2)", flags & !ALL_FLAGS);
     }
-    let p = parse(buf)?;
+    view_of(parse(buf)?, flags)
+}
+
+/// The view of a parsed payload, with the checks `flags` ask for (see [`decode_view`]).
+pub(crate) fn view_of(p: Parsed<'_>, flags: u32) -> Result<PayloadView<'_>> {
     let (data, data_offset) = match p.data {
         DataLoc::Contiguous { data, offset } => (data, offset),
         DataLoc::Chunked { head, len } => bail!(

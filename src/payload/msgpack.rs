@@ -123,7 +123,17 @@ const K_DATA: u32 = 16;
 
 /// Parse a whole msgpack-numpy input.
 pub(crate) fn parse(buf: &[u8]) -> Result<Parsed<'_>> {
-    let mut c = Cur { buf, pos: 0 };
+    let (p, end) = parse_at(buf, 0)?;
+    if end != buf.len() {
+        bail!(Malformed, "trailing bytes: the message ends at byte {end} but the input has {} bytes", buf.len());
+    }
+    Ok(p)
+}
+
+/// Parse the msgpack-numpy map starting at byte `start` of `buf`; returns it and the byte
+/// after it.
+pub(crate) fn parse_at(buf: &[u8], start: usize) -> Result<(Parsed<'_>, usize)> {
+    let mut c = Cur { buf, pos: start };
     let n = c.with("top-level map", decode::read_map_len)?;
     let mut seen = 0u32;
     let (mut nd, mut ty, mut ty_is_list, mut kind, mut shape, mut data) = (None, None, false, None, None, None);
@@ -188,9 +198,7 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Parsed<'_>> {
             _ => c.skip(&what)?,
         }
     }
-    if c.pos != buf.len() {
-        bail!(Malformed, "trailing bytes: the message ends at byte {} but the input has {} bytes", c.pos, buf.len());
-    }
+    let end = c.pos;
     let Some(nd) = nd else {
         bail!(Malformed, "msgpack map has no key \"nd\": not a msgpack-numpy payload");
     };
@@ -216,7 +224,7 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Parsed<'_>> {
         (false, _) => Shape::SCALAR,
     };
     let nelements = check_data_len(&shape, dtype, data.len(), &format!("key \"data\" at byte {dpos}"))?;
-    Ok(Parsed {
+    Ok((Parsed {
         data: DataLoc::Contiguous { data, offset },
         format: Format::MsgpackNumpy,
         layout: Layout::None,
@@ -226,7 +234,7 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Parsed<'_>> {
         shape,
         nelements,
         count: CountInfo::ABSENT,
-    })
+    }, end))
 }
 
 #[cfg(test)]

@@ -587,3 +587,17 @@ def test_error_advice_names_the_python_api_not_the_c_function():
         vh5.decode_payload(chunked)
     msg = str(ei.value)
     assert "payload_copy_data" not in msg and "indefinite-length" in msg and "cbor2" in msg
+
+
+@pytest.mark.parametrize("order", ["little", "big"])
+def test_reductionist_count_as_bytes_negative_refused(order):
+    """A negative count in count_as_bytes: MalformedError naming the index and byte offset in
+    both byte orders (it used to be handed out in the zero-copy count view when native)."""
+    o = "<" if order == "little" else ">"
+    base = {"bytes": np.array([1.0, 2.0], o + "f8").tobytes(), "dtype": "float64", "shape": [2], "count": [], "byte_order": order}
+    ok = cbor2.dumps({**base, "count_as_bytes": np.array([3, 4], o + "i8").tobytes()})
+    np.testing.assert_array_equal(vh5.decode_payload(ok).count, [3, 4])
+    bad = cbor2.dumps({**base, "count_as_bytes": np.array([3, -4], o + "i8").tobytes()})
+    off = bad.index(np.array([3, -4], o + "i8").tobytes()) + 8
+    with pytest.raises(vh5.MalformedError, match=f"count element 1 at byte {off} .*negative"):
+        vh5.decode_payload(bad)

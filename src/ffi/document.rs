@@ -1,0 +1,273 @@
+//! C ABI of whole-document decoding: `payload_decode_document` (a thin wrapper over
+//! `crate::payload::document`).
+
+use super::payload::payload_view;
+use super::{guard, null_arg, slice_arg, vh5_status};
+use crate::payload::document::{self, DocFormat, Item, ItemKind, Sink};
+use crate::payload::PayloadView;
+
+/// `payload_decode_document` format: detect from the first bytes (a CBOR map or array tag
+/// 40/1040/64-87/55799 → CBOR; a msgpack map or array16/32 → msgpack; a first byte valid in
+/// both formats, such as a scalar, gives VH5_ERR_INVALID_ARGUMENT).
+pub const PAYLOAD_DOC_AUTO: u32 = 0;
+/// `payload_decode_document` format: CBOR (RFC 8949).
+pub const PAYLOAD_DOC_CBOR: u32 = 1;
+/// `payload_decode_document` format: msgpack.
+pub const PAYLOAD_DOC_MSGPACK: u32 = 2;
+
+/// Deepest nesting of arrays, maps and tags in a document, and in a CBOR value skipped as an
+/// unknown key of a Reductionist map (`[[1]]` has depth 2); deeper gives VH5_ERR_UNSUPPORTED.
+pub const PAYLOAD_MAX_DEPTH: u32 = 64;
+/// `payload_item.parent` of the root item.
+pub const PAYLOAD_NO_PARENT: u64 = u64::MAX;
+
+/// `payload_item.kind`: a map; its `children` (2 x entries) alternate key, value.
+pub const PAYLOAD_ITEM_MAP: u32 = 1;
+/// `payload_item.kind`: an array / list of `children` elements.
+pub const PAYLOAD_ITEM_ARRAY: u32 = 2;
+/// `payload_item.kind`: a UTF-8 text string (validated) at `data_offset`, `data_len` bytes.
+pub const PAYLOAD_ITEM_TEXT: u32 = 3;
+/// `payload_item.kind`: a byte string (msgpack bin) at `data_offset`, `data_len` bytes.
+pub const PAYLOAD_ITEM_BYTES: u32 = 4;
+/// `payload_item.kind`: an integer >= 0: `value`.
+pub const PAYLOAD_ITEM_UINT: u32 = 5;
+/// `payload_item.kind`: a negative integer, -1 - `value` (down to -2^64 in CBOR).
+pub const PAYLOAD_ITEM_NEGINT: u32 = 6;
+/// `payload_item.kind`: a float; `value` holds the bits of its float64 value (exact for
+/// half / single floats, see PAYLOAD_ITEM_NARROW_FLOAT).
+pub const PAYLOAD_ITEM_FLOAT: u32 = 7;
+/// `payload_item.kind`: a boolean, `value` 0 or 1.
+pub const PAYLOAD_ITEM_BOOL: u32 = 8;
+/// `payload_item.kind`: msgpack nil / CBOR null.
+pub const PAYLOAD_ITEM_NIL: u32 = 9;
+/// `payload_item.kind`: CBOR undefined.
+pub const PAYLOAD_ITEM_UNDEFINED: u32 = 10;
+/// `payload_item.kind`: another CBOR simple value, `value`.
+pub const PAYLOAD_ITEM_SIMPLE: u32 = 11;
+/// `payload_item.kind`: a CBOR tag: `value` = tag number; one child, the tagged item.
+pub const PAYLOAD_ITEM_TAG: u32 = 12;
+/// `payload_item.kind`: a msgpack extension: `value` = its type (int8, sign-extended to 64
+/// bits), data at `data_offset`, `data_len` bytes.
+pub const PAYLOAD_ITEM_EXT: u32 = 13;
+/// `payload_item.kind`: an array (msgpack-numpy map, RFC 8746 typed array tag 64-87,
+/// multi-dimensional array tag 40/1040, or a CBOR map with text keys "bytes" and "dtype"):
+/// `value` = index of its payload_view in the `views` output, exactly as
+/// payload_decode_view describes that array alone; `data_offset` / `data_len` repeat the
+/// view's. Its content is not reported as items.
+pub const PAYLOAD_ITEM_ARRAY_VIEW: u32 = 14;
+/// `payload_item.flags`: a CBOR indefinite-length map, array or string. For a string the
+/// content is not contiguous: `data_offset` is the head, `data_len` the total length, and
+/// its `children` items (same kind) are the chunks, each contiguous.
+pub const PAYLOAD_ITEM_INDEFINITE: u32 = 1;
+/// `payload_item.flags`: a float stored in fewer than 64 bits (CBOR half/single, msgpack
+/// float 32).
+pub const PAYLOAD_ITEM_NARROW_FLOAT: u32 = 2;
+
+/// One value of a document (64 bytes). Items come in pre-order: a value before its children,
+/// so `parent` is always an earlier index.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub struct payload_item {
+    /// PAYLOAD_ITEM_*.
+    pub kind: u32,
+    /// PAYLOAD_ITEM_INDEFINITE, PAYLOAD_ITEM_NARROW_FLOAT.
+    pub flags: u32,
+    /// Index of the parent item in the output; PAYLOAD_NO_PARENT for the root.
+    pub parent: u64,
+    /// Index among the parent's children (maps: key 2k, value 2k+1); 0 for the root.
+    pub position: u64,
+    /// Number of direct children (maps: 2 x entries; tags: 1; chunked strings: chunks; else 0).
+    pub children: u64,
+    /// Byte offset in `buf` of the item's first byte (for string chunks: of their content).
+    pub offset: u64,
+    /// TEXT, BYTES, EXT, ARRAY_VIEW: byte offset in `buf` of the content / array data; else 0.
+    pub data_offset: u64,
+    /// TEXT, BYTES, EXT, ARRAY_VIEW: length in bytes of the content / array data; else 0.
+    pub data_len: u64,
+    /// UINT, NEGINT, FLOAT (bits), BOOL, SIMPLE, TAG, EXT (type), ARRAY_VIEW (view index); else 0.
+    pub value: u64,
+}
+
+impl From<Item> for payload_item {
+    fn from(i: Item) -> Self {
+        payload_item {
+            kind: i.kind as u32,
+            flags: i.flags,
+            parent: i.parent,
+            position: i.position,
+            children: i.children,
+            offset: i.offset as u64,
+            data_offset: i.data_offset as u64,
+            data_len: i.data_len as u64,
+            value: i.value,
+        }
+    }
+}
+
+const _: () = assert!(
+    ItemKind::ArrayView as u32 == PAYLOAD_ITEM_ARRAY_VIEW
+        && ItemKind::Map as u32 == PAYLOAD_ITEM_MAP
+        && PAYLOAD_MAX_DEPTH as usize == document::MAX_DEPTH
+        && document::FLAG_INDEFINITE == PAYLOAD_ITEM_INDEFINITE
+        && document::FLAG_NARROW_FLOAT == PAYLOAD_ITEM_NARROW_FLOAT
+        && std::mem::size_of::<payload_item>() == 64
+);
+
+/// Writes into the caller's arrays, only below their capacities.
+struct SliceSink<'o> {
+    items: &'o mut [payload_item],
+    views: &'o mut [payload_view],
+}
+
+impl<'a> Sink<'a> for SliceSink<'_> {
+    fn item(&mut self, idx: usize, it: Item) {
+        if let Some(s) = self.items.get_mut(idx) {
+            *s = it.into();
+        }
+    }
+    fn children(&mut self, idx: usize, n: u64) {
+        if let Some(s) = self.items.get_mut(idx) {
+            s.children = n;
+        }
+    }
+    fn view(&mut self, idx: usize, v: PayloadView<'a>) {
+        if let Some(s) = self.views.get_mut(idx) {
+            *s = payload_view::from_view(&v);
+        }
+    }
+}
+
+/// Walk the whole msgpack or CBOR document in `buf` (`len` bytes) in one pass: every value
+/// as a `payload_item` (kind, parent, position, offsets into `buf`), and every array in it
+/// as a `payload_view` pointing INTO `buf` (see PAYLOAD_ITEM_ARRAY_VIEW for what counts as an
+/// array). Nothing is allocated in proportion to the input; all output is the caller's.
+///
+/// `format`: PAYLOAD_DOC_AUTO, PAYLOAD_DOC_CBOR or PAYLOAD_DOC_MSGPACK. `items` holds
+/// `items_cap` items and `views` `views_cap` views (either may be NULL when its capacity is
+/// 0). `*n_items` / `*n_views` receive the number of items and views of the document.
+///
+/// Two-call pattern: call with capacities 0 (or a guess); on VH5_ERR_BUFFER_TOO_SMALL
+/// `*n_items` and `*n_views` hold the NEEDED counts (the whole document was walked and
+/// validated): allocate and call again. A document of `len` bytes has at most `len` items.
+/// When too small, entries below the capacities may have been written and are meaningless.
+///
+/// Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`n_items` / `n_views` NULL, `buf` NULL with a
+/// non-zero `len`, `items` / `views` NULL with a non-zero capacity); VH5_ERR_INVALID_ARGUMENT (unknown
+/// `format`, or PAYLOAD_DOC_AUTO and the first byte is valid in both formats);
+/// VH5_ERR_BUFFER_TOO_SMALL (see above); VH5_ERR_MALFORMED (truncated at any byte, not
+/// well-formed, text not UTF-8, trailing bytes after the root value, declared lengths
+/// beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (nesting deeper
+/// than PAYLOAD_MAX_DEPTH; array data in an indefinite-length byte string, which has no
+/// view); VH5_ERR_SERVER_ERROR (a JSON error body); and for an array inside the document any
+/// status payload_decode_view returns for it alone (pickled objects, structured dtypes, bad
+/// lengths, unknown dtypes...: an error in any array refuses the whole document). On failure
+/// other than VH5_ERR_BUFFER_TOO_SMALL `*n_items` = `*n_views` = 0. `buf` is only read.
+/// Thread-safe; no state is kept.
+///
+/// # Safety
+/// `buf` must be NULL or valid for reads of `len` bytes; `items` NULL or valid for writes of
+/// `items_cap` payload_item; `views` NULL or valid for writes of `views_cap` payload_view;
+/// `n_items`, `n_views` NULL or writable. The pointers in the views borrow `buf`.
+#[no_mangle]
+pub unsafe extern "C" fn payload_decode_document(
+    buf: *const u8,
+    len: usize,
+    format: u32,
+    items: *mut payload_item,
+    items_cap: usize,
+    views: *mut payload_view,
+    views_cap: usize,
+    n_items: *mut usize,
+    n_views: *mut usize,
+) -> vh5_status {
+    for p in [n_items, n_views] {
+        if !p.is_null() {
+            // SAFETY: the caller passes a writable size_t (contract above).
+            p.write(0);
+        }
+    }
+    let mut needed = None;
+    let st = guard(|| {
+        if n_items.is_null() {
+            return Err(null_arg("n_items"));
+        }
+        if n_views.is_null() {
+            return Err(null_arg("n_views"));
+        }
+        // SAFETY: `buf` is valid for `len` bytes (caller's contract).
+        let b = slice_arg(buf, len, "buf")?;
+        if items_cap > 0 && items.is_null() {
+            return Err(null_arg("items"));
+        }
+        if views_cap > 0 && views.is_null() {
+            return Err(null_arg("views"));
+        }
+        let format = match format {
+            PAYLOAD_DOC_AUTO => DocFormat::Auto,
+            PAYLOAD_DOC_CBOR => DocFormat::Cbor,
+            PAYLOAD_DOC_MSGPACK => DocFormat::Msgpack,
+            f => bail!(InvalidArgument, "unknown document format {f} (known: PAYLOAD_DOC_AUTO=0, PAYLOAD_DOC_CBOR=1, PAYLOAD_DOC_MSGPACK=2)"),
+        };
+        let mut sink = SliceSink {
+            // SAFETY: non-null (checked) and valid for `*_cap` writes (caller's contract).
+            items: if items_cap == 0 { &mut [] } else { std::slice::from_raw_parts_mut(items, items_cap) },
+            views: if views_cap == 0 { &mut [] } else { std::slice::from_raw_parts_mut(views, views_cap) },
+        };
+        let c = document::walk_document(b, format, &mut sink)?;
+        if c.items > items_cap || c.views > views_cap {
+            needed = Some((c.items, c.views));
+            bail!(
+                BufferTooSmall,
+                "the document has {} items and {} array views but the outputs hold {items_cap} items and {views_cap} views (capacities, in elements)",
+                c.items,
+                c.views
+            );
+        }
+        // SAFETY: checked non-null above.
+        n_items.write(c.items);
+        n_views.write(c.views);
+        Ok(())
+    });
+    if let Some((i, v)) = needed {
+        // SAFETY: checked non-null inside the guard before `needed` was set.
+        n_items.write(i);
+        n_views.write(v);
+    }
+    st
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_call_pattern() {
+        // [1, tag 86 (float64 LE [1.5]), "ab"]
+        let mut m = vec![0x83, 0x01, 0xd8, 86, 0x48];
+        m.extend_from_slice(&1.5f64.to_le_bytes());
+        m.extend_from_slice(b"\x62ab");
+        let (mut ni, mut nv) = (0usize, 0usize);
+        let st = unsafe { payload_decode_document(m.as_ptr(), m.len(), PAYLOAD_DOC_CBOR, std::ptr::null_mut(), 0, std::ptr::null_mut(), 0, &mut ni, &mut nv) };
+        assert_eq!((st, ni, nv), (vh5_status::VH5_ERR_BUFFER_TOO_SMALL, 4, 1));
+        let mut items = vec![payload_item::default(); ni];
+        let mut views = vec![payload_view::zeroed(); nv];
+        let st = unsafe { payload_decode_document(m.as_ptr(), m.len(), PAYLOAD_DOC_CBOR, items.as_mut_ptr(), ni, views.as_mut_ptr(), nv, &mut ni, &mut nv) };
+        assert_eq!((st, ni, nv), (vh5_status::VH5_OK, 4, 1));
+        assert_eq!(items[2].kind, PAYLOAD_ITEM_ARRAY_VIEW);
+        assert_eq!((items[3].kind, items[3].data_offset, items[3].data_len, items[3].parent, items[3].position), (PAYLOAD_ITEM_TEXT, 14, 2, 0, 2));
+        assert_eq!(views[0].data, unsafe { m.as_ptr().add(5) });
+        // auto reads 0x83 as a msgpack fixmap (the payload_decode_view table), and cannot
+        // tell the format of a scalar
+        let st = unsafe { payload_decode_document(m.as_ptr(), m.len(), PAYLOAD_DOC_AUTO, items.as_mut_ptr(), ni, views.as_mut_ptr(), nv, &mut ni, &mut nv) };
+        assert_eq!((st, ni, nv), (vh5_status::VH5_ERR_MALFORMED, 0, 0));
+        let st = unsafe { payload_decode_document(m[1..].as_ptr(), 1, PAYLOAD_DOC_AUTO, items.as_mut_ptr(), ni, views.as_mut_ptr(), nv, &mut ni, &mut nv) };
+        assert_eq!((st, ni, nv), (vh5_status::VH5_ERR_INVALID_ARGUMENT, 0, 0));
+        let st = unsafe { payload_decode_document(m.as_ptr(), m.len(), 9, items.as_mut_ptr(), 4, views.as_mut_ptr(), 1, &mut ni, &mut nv) };
+        assert_eq!(st, vh5_status::VH5_ERR_INVALID_ARGUMENT);
+        let st = unsafe { payload_decode_document(m.as_ptr(), m.len(), 1, std::ptr::null_mut(), 4, views.as_mut_ptr(), 1, &mut ni, &mut nv) };
+        assert_eq!(st, vh5_status::VH5_ERR_NULL_ARGUMENT);
+        let st = unsafe { payload_decode_document(m.as_ptr(), m.len() - 1, 1, items.as_mut_ptr(), 4, views.as_mut_ptr(), 1, &mut ni, &mut nv) };
+        assert_eq!((st, ni, nv), (vh5_status::VH5_ERR_MALFORMED, 0, 0));
+    }
+}

@@ -1,0 +1,172 @@
+//! Unit tests of the document walker (messages built by hand).
+use super::*;
+use crate::dtype::Dtype;
+use crate::error::ErrorKind;
+
+fn doc(buf: &[u8], f: DocFormat) -> Document<'_> {
+    decode_document(buf, f).unwrap_or_else(|e| panic!("{buf:02x?}: {e}"))
+}
+
+fn kinds(d: &Document<'_>) -> Vec<(ItemKind, u64, u64)> {
+    d.items.iter().map(|i| (i.kind, i.parent, i.position)).collect()
+}
+
+/// msgpack-numpy map for a little-endian float64 vector (bin keys, as msgpack-numpy writes).
+fn mpn(vals: &[f64]) -> Vec<u8> {
+    let mut w = Vec::new();
+    rmp::encode::write_map_len(&mut w, 5).unwrap();
+    for (k, v) in [("nd", None), ("type", Some("<f8")), ("kind", Some("")), ("shape", None), ("data", None)] {
+        rmp::encode::write_bin(&mut w, k.as_bytes()).unwrap();
+        match k {
+            "nd" => rmp::encode::write_bool(&mut w, true).unwrap(),
+            "shape" => {
+                rmp::encode::write_array_len(&mut w, 1).unwrap();
+                rmp::encode::write_uint(&mut w, vals.len() as u64).unwrap();
+            }
+            "data" => {
+                let b: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+                rmp::encode::write_bin(&mut w, &b).unwrap();
+            }
+            _ => rmp::encode::write_str(&mut w, v.unwrap()).unwrap(),
+        }
+    }
+    w
+}
+
+#[test]
+fn msgpack_nested_arrays_and_scalars() {
+    // {"a": [1, -3, 1.5, nil, true, "x", b"yz", <array [1,2]>], "b": <array [3]>}
+    let mut m = Vec::new();
+    rmp::encode::write_map_len(&mut m, 2).unwrap();
+    rmp::encode::write_str(&mut m, "a").unwrap();
+    rmp::encode::write_array_len(&mut m, 8).unwrap();
+    rmp::encode::write_uint(&mut m, 1).unwrap();
+    rmp::encode::write_sint(&mut m, -3).unwrap();
+    rmp::encode::write_f64(&mut m, 1.5).unwrap();
+    rmp::encode::write_nil(&mut m).unwrap();
+    rmp::encode::write_bool(&mut m, true).unwrap();
+    rmp::encode::write_str(&mut m, "x").unwrap();
+    rmp::encode::write_bin(&mut m, b"yz").unwrap();
+    let a_at = m.len();
+    m.extend_from_slice(&mpn(&[1.0, 2.0]));
+    rmp::encode::write_str(&mut m, "b").unwrap();
+    m.extend_from_slice(&mpn(&[3.0]));
+    let d = doc(&m, DocFormat::Auto);
+    assert_eq!(d.format, DocFormat::Msgpack);
+    use ItemKind::*;
+    assert_eq!(
+        kinds(&d),
+        vec![(Map, NO_PARENT, 0), (Text, 0, 0), (Array, 0, 1), (UInt, 2, 0), (NegInt, 2, 1), (Float, 2, 2), (Nil, 2, 3), (Bool, 2, 4), (Text, 2, 5), (Bytes, 2, 6), (ArrayView, 2, 7), (Text, 0, 2), (ArrayView, 0, 3)]
+    );
+    assert_eq!((d.items[0].children, d.items[2].children), (4, 8));
+    assert_eq!(d.items[4].value, 2); // -1 - 2 = -3
+    assert_eq!(f64::from_bits(d.items[5].value), 1.5);
+    assert_eq!(&m[d.items[9].data_offset..][..d.items[9].data_len], b"yz");
+    assert_eq!((d.items[10].value, d.items[10].offset, d.items[12].value), (0, a_at, 1));
+    assert_eq!(d.views.len(), 2);
+    assert_eq!((d.views[0].dtype, d.views[0].shape.as_slice(), d.views[0].data.len()), (Dtype::Float64, &[2u64][..], 16));
+    // exactly what decode_view gives for the map alone (offsets shifted)
+    let alone = crate::payload::decode_view(&m[a_at..a_at + mpn(&[1.0, 2.0]).len()], 0).unwrap();
+    assert_eq!(d.views[0].data_offset, alone.data_offset + a_at);
+    assert_eq!((d.views[0].format, d.views[0].layout, d.views[0].dtype, d.views[0].shape), (alone.format, alone.layout, alone.dtype, alone.shape));
+    // every prefix is an error, never a panic
+    for i in 0..m.len() {
+        assert!(decode_document(&m[..i], DocFormat::Msgpack).is_err(), "prefix {i}");
+    }
+    let mut t = m.clone();
+    t.push(0);
+    assert_eq!(decode_document(&t, DocFormat::Msgpack).unwrap_err().kind, ErrorKind::Malformed);
+}
+
+#[test]
+fn msgpack_pickle_refused_and_bare_values() {
+    let mut m = vec![0x91];
+    let mut o = Vec::new();
+    rmp::encode::write_map_len(&mut o, 5).unwrap();
+    for (k, v) in [("nd", "T"), ("type", "|O"), ("kind", "O"), ("shape", "S"), ("data", "D")] {
+        rmp::encode::write_bin(&mut o, k.as_bytes()).unwrap();
+        match v {
+            "T" => rmp::encode::write_bool(&mut o, true).unwrap(),
+            "S" => {
+                rmp::encode::write_array_len(&mut o, 1).unwrap();
+                rmp::encode::write_uint(&mut o, 1).unwrap();
+            }
+            "D" => rmp::encode::write_bin(&mut o, b"\x80\x04pickle").unwrap(),
+            _ => rmp::encode::write_str(&mut o, v).unwrap(),
+        }
+    }
+    m.extend_from_slice(&o);
+    let e = decode_document(&m, DocFormat::Msgpack).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Unsupported);
+    assert!(e.message.contains("pickle"), "{}", e.message);
+    // a bare float is a document (when the format is given), and auto refuses to guess
+    let f = [0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0];
+    let d = doc(&f, DocFormat::Msgpack);
+    assert_eq!((d.items[0].kind, f64::from_bits(d.items[0].value)), (ItemKind::Float, 1.5));
+    let e = decode_document(&f, DocFormat::Auto).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument);
+    assert!(e.message.contains("msgpack (float 64)"), "{}", e.message);
+    // ext types
+    let d = doc(&[0xd4, 0xff, 0x07], DocFormat::Msgpack);
+    assert_eq!((d.items[0].kind, d.items[0].value as i64, d.items[0].data_offset, d.items[0].data_len), (ItemKind::Ext, -1, 2, 1));
+}
+
+#[test]
+fn cbor_typed_arrays_reductionist_maps_and_tags() {
+    // {"x": tag 86 [1.5], "r": {"bytes": h'01020304', "dtype": "int32", "zz": [1]}, "t": 1(2),
+    //  "s": (_ "ab", "c"), "h": 1.5 (half)}
+    let mut m = vec![0xa5, 0x61, b'x', 0xd8, 86, 0x48];
+    m.extend_from_slice(&1.5f64.to_le_bytes());
+    m.extend_from_slice(b"\x61r\xa3\x65bytes\x44\x01\x02\x03\x04\x65dtype\x65int32\x62zz\x81\x01");
+    m.extend_from_slice(b"\x61t\xc1\x02\x61s\x7f\x62ab\x61c\xff\x61h\xf9\x3e\x00");
+    let d = doc(&m, DocFormat::Auto);
+    assert_eq!(d.format, DocFormat::Cbor);
+    use ItemKind::*;
+    assert_eq!(
+        kinds(&d),
+        vec![(Map, NO_PARENT, 0), (Text, 0, 0), (ArrayView, 0, 1), (Text, 0, 2), (ArrayView, 0, 3), (Text, 0, 4), (Tag, 0, 5), (UInt, 6, 0), (Text, 0, 6), (Text, 0, 7), (Text, 9, 0), (Text, 9, 1), (Text, 0, 8), (Float, 0, 9)]
+    );
+    assert_eq!(d.items[0].children, 10);
+    assert_eq!(d.views.len(), 2);
+    assert_eq!((d.views[0].dtype, d.views[0].data_offset), (Dtype::Float64, 6));
+    assert_eq!((d.views[1].dtype, d.views[1].layout, d.views[1].shape.as_slice()), (Dtype::Int32, crate::payload::Layout::Client, &[][..]));
+    assert_eq!((d.items[9].flags, d.items[9].data_len, d.items[9].children), (FLAG_INDEFINITE, 3, 2));
+    assert_eq!(f64::from_bits(d.items[13].value), 1.5);
+    for i in 0..m.len() {
+        assert!(decode_document(&m[..i], DocFormat::Cbor).is_err(), "prefix {i}");
+    }
+    // The same Reductionist map as the whole message: one view, as decode_view gives it.
+    let r = b"\xa2\x65bytes\x44\x01\x02\x03\x04\x65dtype\x65int32";
+    let d = doc(r, DocFormat::Auto);
+    assert_eq!(kinds(&d), vec![(ArrayView, NO_PARENT, 0)]);
+    assert_eq!(d.views[0], crate::payload::decode_view(r, 0).unwrap());
+    // an error inside an array refuses the document
+    let bad = b"\x81\xa2\x65bytes\x43\x01\x02\x03\x65dtype\x65int32";
+    assert_eq!(decode_document(bad, DocFormat::Cbor).unwrap_err().kind, ErrorKind::Malformed);
+    // chunked array data has no view
+    let ch = b"\xa2\x65bytes\x5f\x42\x01\x02\x42\x03\x04\xff\x65dtype\x65int32";
+    assert_eq!(decode_document(ch, DocFormat::Cbor).unwrap_err().kind, ErrorKind::Unsupported);
+}
+
+#[test]
+fn depth_limit_and_rollback_in_slices() {
+    let mut ok = vec![0x81u8; MAX_DEPTH - 1];
+    ok.push(0x9f);
+    ok.push(0x01);
+    ok.push(0xff);
+    assert_eq!(doc(&ok, DocFormat::Cbor).items.len(), MAX_DEPTH + 1);
+    let mut deep = vec![0x81u8; MAX_DEPTH + 1];
+    deep.push(0x01);
+    let e = decode_document(&deep, DocFormat::Cbor).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Unsupported);
+    assert!(e.message.contains("deeper than 64") && e.message.contains("byte 64"), "{}", e.message);
+    let e = decode_document(&[0x91; 70], DocFormat::Msgpack).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Unsupported);
+    // huge declared lengths are refused before use
+    let e = decode_document(&[0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff], DocFormat::Cbor).unwrap_err();
+    assert!(e.message.contains("truncated"), "{}", e.message);
+    let e = decode_document(&[0xdd, 0xff, 0xff, 0xff, 0xff], DocFormat::Msgpack).unwrap_err();
+    assert!(e.message.contains("truncated"), "{}", e.message);
+    // stray break
+    assert_eq!(decode_document(&[0x81, 0xff], DocFormat::Cbor).unwrap_err().kind, ErrorKind::Malformed);
+}
