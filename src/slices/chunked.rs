@@ -355,7 +355,7 @@ pub(crate) fn read_chunked(
                             job.raw_mask = Some(read_raw_chunk(l, dset, &origin[..n], size, &mut job.buf).map_err(|e| Error::new(e.kind, format!("chunk {:?}: {}", &coord[..n], e.message)))?);
                             raw_chunks += 1;
                         }
-                        _ => read_region(reader, &origin[..n], &extent[..n], itemsize, &mut job.buf)
+                        _ => read_region(reader, &origin[..n], &extent[..n], itemsize, ctx.fill, &mut job.buf)
                             .map_err(|e| Error::new(e.kind, format!("chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], e.message)))?,
                     }
                     // Hand the chunk to a worker; when there are none, or they are all busy and
@@ -405,7 +405,7 @@ pub(crate) fn read_chunked(
     for (g, msg) in retry {
         let (coord, origin, extent) = shared.origin_extent(g);
         let mut buf = Vec::new();
-        read_region(reader, &origin[..n], &extent[..n], itemsize, &mut buf).map_err(|e| match e.kind {
+        read_region(reader, &origin[..n], &extent[..n], itemsize, ctx.fill, &mut buf).map_err(|e| match e.kind {
             ErrorKind::NoMemory => err!(NoMemory, "chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], e.message),
             _ => err!(Hdf5, "chunk {:?} (dataset offset {:?}): vh5 could not decode it ({msg}), and libhdf5 failed too: {}", &coord[..n], &origin[..n], e.message),
         })?;
@@ -448,13 +448,18 @@ fn piece_row(plan: &Plan, table: &SliceTable, i: usize, p: &super::plan::PieceKe
 }
 
 /// Read the region of one chunk (clipped extent) through libhdf5 into `buf` (memory type,
-/// dense C order): filters, type conversion and fill values by libhdf5.
-fn read_region(reader: &mut HyperslabReader, origin: &[u64], extent: &[u64], itemsize: usize, buf: &mut Vec<u8>) -> Result<()> {
+/// dense C order): filters, type conversion and fill values by libhdf5. With `fill`
+/// (fill time never, see [`Ctx::fill`]) `buf` is first set to that element, which is what an
+/// unallocated chunk then reads as (libhdf5 leaves it untouched).
+fn read_region(reader: &mut HyperslabReader, origin: &[u64], extent: &[u64], itemsize: usize, fill: Option<&[u8]>, buf: &mut Vec<u8>) -> Result<()> {
     let elems: u64 = extent.iter().product();
     let what = || format!("region of extent {extent:?}");
     let bytes = usize::try_from(elems as u128 * itemsize as u128).map_err(|_| err!(NoMemory, "{}: {elems} elements do not fit in memory", what()))?;
     buf.clear();
     super::alloc::resize_zeroed(buf, bytes, what)?;
+    if let Some(f) = fill {
+        crate::hdf5::chunk::fill_with(buf, f);
+    }
     reader.read(origin, None, extent, buf)
 }
 

@@ -225,6 +225,9 @@ pub(super) fn write_chunks_raw(
         // Unallocated (or unknown, or undecodable by vh5): libhdf5 gives the fill value (or
         // the data) in memory order.
         let elems: u64 = extent[..n].iter().product();
+        // Zeroed for every chunk: with fill time never libhdf5 leaves an unallocated chunk's
+        // region untouched (and would store zeros there itself), never the previous chunk's bytes.
+        clipped.clear();
         super::alloc::resize_zeroed(&mut clipped, elems as usize * itemsize, || format!("chunk {:?}", &coord[..n]))?;
         reader.read(&origin[..n], None, &extent[..n], &mut clipped)?;
         let mut b = Vec::new();

@@ -287,6 +287,7 @@ fn write_chunked(
         return super::rawwrite::write_chunks_raw(l, dset, &raw, grid, &ctx, &pieces, &pieces_per_row, &mut reader, stats);
     }
     let mut reader = HyperslabReader::new(l, dset, mem_type, itemsize)?;
+    let fill_never = crate::hdf5::chunk::chunk_layout(l, dset)?.fill_never;
     let mut buf: Vec<u8> = Vec::new();
     let mut covered: Vec<u8> = Vec::new();
     let mut written_per_row = vec![0u32; table.nslices];
@@ -310,6 +311,12 @@ fn write_chunked(
         rows_here.dedup();
         let chunk_what = || format!("chunk {:?} (dataset elements {:?} + {:?}, rows {})", &coord[..n], &origin[..n], &extent[..n], ranges(&rows_here));
         if !full {
+            if fill_never {
+                // libhdf5 leaves the buffer as it is for an unallocated chunk, and stores zeros
+                // in the rest of a chunk written in part (H5D__chunk_lock): never the previous
+                // chunk's bytes.
+                buf[..bytes].fill(0);
+            }
             if let Err(e) = reader.read(&origin[..n], None, &extent[..n], &mut buf[..bytes]) {
                 return Err(report(e, &chunk_what(), &written_per_row, &pieces_per_row));
             }
