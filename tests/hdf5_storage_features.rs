@@ -355,3 +355,101 @@ fn fill_time_never_write_partial_new_chunks_gzip_shuffle() {
         assert!(st.raw_chunks > 0, "the raw chunk writer ran: {st:?}");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Partial edge chunks stored unfiltered (H5Pset_chunk_opts H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS)
+// ---------------------------------------------------------------------------------------
+
+/// 23x17 float64, 5x4 chunks (edge chunks on both axes), the given pipeline and the option.
+fn partial_spec(shuffle: bool, gzip: bool, fletcher: bool, big: bool, written: bool) -> Spec {
+    let mut s = Spec::chunked([23, 17], [5, 4]);
+    s.shuffle = shuffle;
+    s.gzip = gzip.then_some(5);
+    s.fletcher = fletcher;
+    s.big = big;
+    s.fill = Some(-2.5);
+    s.dont_filter_partial = true;
+    if written {
+        s.init = vec![([0, 0], [23, 17])];
+    }
+    s
+}
+
+const PIPES: [(bool, bool, bool, bool); 5] = [
+    (true, false, false, false), // shuffle only: an unfiltered chunk "unshuffled" reads as garbage
+    (false, true, false, false), // gzip
+    (true, true, false, false),  // shuffle + gzip
+    (true, false, true, false),  // shuffle + fletcher32
+    (true, true, false, true),   // shuffle + gzip, big-endian
+];
+
+fn edge_read_rows() -> Vec<TRow> {
+    vec![
+        row([0, 0], [0, 0], [23, 17], [1, 1], [1, 1]),
+        row([20, 14], [23, 0], [3, 3], [1, 1], [1, 1]),
+        row([1, 15], [26, 0], [11, 2], [2, 1], [1, 1]),
+        row([22, 0], [32, 0], [1, 17], [1, 1], [1, 1]),
+    ]
+}
+
+#[test]
+fn dont_filter_partial_chunks_read() {
+    let dir = TempDir::new("dfp-read");
+    let p = dir.path("f.h5");
+    for (shuffle, gzip, fletcher, big) in PIPES {
+        let s = partial_spec(shuffle, gzip, fletcher, big, true);
+        make(&p, &s);
+        // Edge chunks are stored unfiltered (libhdf5: mask 0, the chunk's bytes).
+        let st = chunk_storage(&p, s.shape, [5, 4]);
+        assert!(st.iter().all(|c| c.is_some_and(|(m, _)| m == 0)));
+        assert_eq!(st[st.len() - 1].unwrap().1, 5 * 4 * 8, "corner chunk stored whole and unfiltered");
+        check_reads(&p, &s, &edge_read_rows(), [37, 17]);
+    }
+}
+
+#[test]
+fn dont_filter_partial_chunks_read_after_grow_and_shrink() {
+    // libhdf5 re-filters old edge chunks that become whole when the dataset grows and
+    // stores unfiltered the whole chunks that become partial when it shrinks: vh5 decides
+    // by the current extent as libhdf5 does.
+    let dir = TempDir::new("dfp-resize");
+    let p = dir.path("f.h5");
+    for (shuffle, gzip, fletcher, big) in [PIPES[0], PIPES[2], PIPES[3]] {
+        let mut s = partial_spec(shuffle, gzip, fletcher, big, true);
+        make(&p, &s);
+        set_extent(&p, [27, 22]);
+        s.shape = [27, 22];
+        check_reads(&p, &s, &[row([0, 0], [0, 0], [27, 22], [1, 1], [1, 1]), row([18, 13], [27, 0], [6, 6], [1, 1], [1, 1])], [33, 22]);
+        set_extent(&p, [13, 9]);
+        s.shape = [13, 9];
+        check_reads(&p, &s, &[row([0, 0], [0, 0], [13, 9], [1, 1], [1, 1]), row([9, 6], [13, 0], [4, 3], [1, 1], [1, 1])], [17, 9]);
+    }
+}
+
+fn edge_write_rows() -> Vec<TRow> {
+    vec![
+        row([0, 0], [20, 16], [3, 1], [1, 1], [1, 1]), // the corner chunk, whole (3x1 in extent)
+        row([0, 0], [20, 0], [3, 4], [1, 1], [1, 1]),  // edge chunk (4,0) whole
+        row([1, 1], [21, 5], [2, 2], [1, 1], [1, 1]),  // edge chunk (4,1) in part
+        row([0, 2], [6, 16], [9, 1], [1, 1], [1, 1]),  // edge chunks (1,4), (2,4) whole, (3,4) in part
+        row([2, 0], [0, 0], [5, 4], [1, 1], [1, 1]),   // an interior chunk, whole
+        row([0, 1], [7, 5], [3, 3], [1, 1], [1, 1]),   // interior chunks in part
+    ]
+}
+
+#[test]
+fn dont_filter_partial_chunks_write() {
+    let dir = TempDir::new("dfp-write");
+    let p = dir.path("f.h5");
+    for (shuffle, gzip, fletcher, big) in PIPES {
+        for written in [true, false] {
+            let s = partial_spec(shuffle, gzip, fletcher, big, written);
+            make(&p, &s);
+            for threads in [1, 2] {
+                let grow = None;
+                let st = check_write(&dir, &p, &s, &edge_write_rows(), [12, 8], grow, threads);
+                assert!(st.raw_chunks > 0, "the raw chunk writer ran: {st:?}");
+            }
+        }
+    }
+}

@@ -16,6 +16,9 @@
 //! thread) decode a raw chunk, byte-swap to memory order if needed, merge the row pieces in
 //! row order, swap back, encode; the calling thread stores the result with filter mask 0.
 //! Results are what libhdf5 would store (any zlib stream inflates to the same bytes).
+//! Datasets created with `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`: partial edge chunks (those
+//! reaching past the current extent) are decoded and stored without the pipeline (mask 0,
+//! the whole chunk's bytes), exactly as libhdf5 stores and reads them.
 
 use std::sync::{mpsc, Mutex};
 
@@ -43,6 +46,10 @@ pub struct RawPlan {
     decode: Vec<Filter>,
     /// `Some(unit)`: the file stores the other byte order; reverse every `unit`-byte word.
     swap: Option<usize>,
+    /// `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`: partial edge chunks (against the current
+    /// extent) are stored and read without the pipeline, with filter mask 0, as libhdf5 does
+    /// (`H5D__chunk_flush_entry`, `H5D__chunk_lock`).
+    dont_filter_partial: bool,
 }
 
 /// Whether (and how) chunks of `dset` can be written raw for a source of `src`'s dtype in
@@ -75,7 +82,7 @@ pub fn raw_plan(l: &H5Lock, dset: hid_t, mem_type: hid_t, src: &SrcArray) -> Res
             _ => return Ok(None),
         }
     };
-    Ok(Some(RawPlan { encode, decode, swap }))
+    Ok(Some(RawPlan { encode, decode, swap, dont_filter_partial: layout.dont_filter_partial }))
 }
 
 /// Where a job's starting bytes come from.
@@ -123,6 +130,8 @@ impl Shared<'_> {
         let mut coord = [0u64; MAX_RANK];
         self.grid.chunk_coord(group[0].chunk, &mut coord[..n]);
         self.grid.chunk_origin(&coord[..n], &mut origin[..n]);
+        let unfiltered = self.plan.dont_filter_partial && crate::hdf5::chunk::is_partial_edge(&origin[..n], self.grid.chunk(), self.ctx.dshape);
+        let (decode, encode): (&[Filter], &[EncodeFilter]) = if unfiltered { (&[], &[]) } else { (&self.plan.decode, &self.plan.encode) };
         let mut buf = match job.start {
             Start::Fresh => {
                 let mut b = Vec::new();
@@ -134,7 +143,7 @@ impl Shared<'_> {
                 // Not decodable by vh5: libhdf5 reads it (or fails). Decodable but to the wrong
                 // size (a bomb, a short stream): corrupt for certain — never merged and
                 // rewritten from libhdf5's cut or uninitialised-padded version of it.
-                if let Err(e) = w.dec.decode_checked(&self.plan.decode, mask, &mut b, self.chunk_bytes) {
+                if let Err(e) = w.dec.decode_checked(decode, mask, &mut b, self.chunk_bytes) {
                     return match e.kind {
                         crate::error::ErrorKind::Malformed => Ok(Err(e.message)),
                         _ => Err(Error::new(e.kind, format!("chunk {:?}: {}: the chunk is corrupted", &coord[..n], e.message))),
@@ -153,7 +162,7 @@ impl Shared<'_> {
         if let Some(u) = self.plan.swap {
             swap_bytes(&mut buf, u);
         }
-        w.enc.encode(&self.plan.encode, &mut buf).map_err(|m| err!(Hdf5, "chunk {:?}: {m}", &coord[..n]))?;
+        w.enc.encode(encode, &mut buf).map_err(|m| err!(Hdf5, "chunk {:?}: {m}", &coord[..n]))?;
         Ok(Ok(buf))
     }
 }

@@ -118,7 +118,7 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         if !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk, filtered)?) {
             let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize);
             // Validates every row before reading anything (as `check_rows` below).
-            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, raw, mode, &mut stats)? {
+            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, meta.layout.dont_filter_partial, raw, mode, &mut stats)? {
                 return Ok(st);
             }
         }
