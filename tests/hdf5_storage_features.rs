@@ -445,10 +445,40 @@ fn dont_filter_partial_chunks_write() {
         for written in [true, false] {
             let s = partial_spec(shuffle, gzip, fletcher, big, written);
             make(&p, &s);
-            for threads in [1, 2] {
-                let grow = None;
+            for (threads, grow) in [(1, None), (2, Some([31, 26]))] {
                 let st = check_write(&dir, &p, &s, &edge_write_rows(), [12, 8], grow, threads);
                 assert!(st.raw_chunks > 0, "the raw chunk writer ran: {st:?}");
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// New edge chunks written raw into compressed datasets: the fill value outside the extent
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn fill_value_outside_extent_of_new_edge_chunks_raw_write() {
+    // Every fill time x user fill value or none, gzip and shuffle+fletcher32; some chunks
+    // stored by libhdf5 first. After the writes the dataset grows, which shows what both
+    // writers put outside the old extent of the edge chunks.
+    let dir = TempDir::new("fill-edge");
+    let p = dir.path("f.h5");
+    for fill_time in [H5D_fill_time_t::H5D_FILL_TIME_IFSET, H5D_fill_time_t::H5D_FILL_TIME_ALLOC, H5D_fill_time_t::H5D_FILL_TIME_NEVER] {
+        for fill in [Some(4.25), None] {
+            for (shuffle, gzip, fletcher) in [(false, true, false), (true, false, true)] {
+                let mut s = Spec::chunked([23, 17], [5, 4]);
+                s.shuffle = shuffle;
+                s.gzip = gzip.then_some(3);
+                s.fletcher = fletcher;
+                s.fill = fill;
+                s.fill_time = fill_time;
+                s.init = vec![([0, 0], [7, 6]), ([20, 0], [3, 2])]; // edge chunk (4,0) stored
+                make(&p, &s);
+                for (threads, grow) in [(1, Some([31, 26])), (2, Some([24, 19]))] {
+                    let st = check_write(&dir, &p, &s, &edge_write_rows(), [12, 8], grow, threads);
+                    assert!(st.raw_chunks > 0, "the raw chunk writer ran: {st:?}");
+                }
             }
         }
     }
