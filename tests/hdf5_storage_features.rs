@@ -483,3 +483,72 @@ fn fill_value_outside_extent_of_new_edge_chunks_raw_write() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Zero-column tables (0-d arrays): O(1) however many rows are declared
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn zero_column_tables_scalar_dataset_and_0d_arrays_cost_o1() {
+    let dir = TempDir::new("zero-col");
+    let p = dir.path("f.h5");
+    let v = 42.5f64.to_ne_bytes();
+    create_file(&p, &[DsSpec::new("s", &[], Dtype::Float64, Some(&v))]);
+    let huge = 1usize << 50; // ~10^15 rows of zero bytes each
+    let tb = vh5::slices::SliceTable::new(0, huge, &[], &[], &[], None, None).unwrap();
+    let t0 = std::time::Instant::now();
+    // read
+    let (f, d) = ffi_open(&p, "s");
+    let mut out = [0u8; 8];
+    let layout = vh5::slices::ArrayLayout { shape: vec![], strides: vec![], offset: 0, base_len: 8, itemsize: 8 };
+    let mut dst = vh5::slices::DstArray { buf: &mut out, layout: layout.clone(), dtype: Dtype::Float64 };
+    let st = vh5::slices::read_many_slices(d, &mut dst, &tb, 0).unwrap();
+    assert_eq!((st.rows_read, st.elements), (huge, huge as u64));
+    assert_eq!(f64::from_ne_bytes(out), 42.5);
+    let st = vh5::slices::read_many_slices(d, &mut vh5::slices::DstArray { buf: &mut out, layout: layout.clone(), dtype: Dtype::Float64 }, &tb, vh5::slices::SLICES_CLIP).unwrap();
+    assert_eq!(st.rows_read, huge);
+    ffi_close(&[d, f]);
+    // write
+    let (f, d) = open_rw(&p, "s", true);
+    let src = 7.25f64.to_ne_bytes();
+    let sa = vh5::slices::SrcArray { buf: &src, layout: layout.clone(), dtype: Dtype::Float64 };
+    let st = vh5::slices::write_many_slices(d, &sa, &tb, 0).unwrap();
+    assert_eq!((st.rows_written, st.elements, st.hdf5_writes), (huge, huge as u64, 1));
+    ffi_close(&[d, f]);
+    assert_eq!(oracle_scalar(&p), 7.25);
+    // memory copy between two arrays
+    let mut dstb = [0u8; 8];
+    let st = vh5::slices::copy_many_slices(&src, &layout, Dtype::Float64, &mut dstb, &layout, Dtype::Float64, &tb, 0).unwrap();
+    assert_eq!((st.rows_copied, st.elements), (huge, huge as u64));
+    assert_eq!(dstb, src);
+    assert!(t0.elapsed() < std::time::Duration::from_secs(2), "took {:?}", t0.elapsed());
+}
+
+fn oracle_scalar(path: &Path) -> f64 {
+    let (_, b) = read_whole(path, "s", unsafe { *H5T_NATIVE_DOUBLE }, 8);
+    f64::from_ne_bytes(b[..8].try_into().unwrap())
+}
+
+#[test]
+fn zero_column_tables_overlapping_0d_copy_equals_row_by_row() {
+    // 0-d source and destination sharing some bytes of one buffer: copying the element N
+    // times (rows run in order) must equal N memmoves, for small N and for a huge N.
+    for size in [1usize, 3, 8] {
+        for shift in 1..size {
+            for (s_off, d_off) in [(0, shift), (shift, 0)] {
+                for reps in (1..=size + 3).chain([1usize << 40]) {
+                    let mut want: Vec<u8> = (0..32u8).collect();
+                    for _ in 0..reps.min(64) {
+                        want.copy_within(s_off..s_off + size, d_off);
+                    }
+                    let mut got: Vec<u8> = (0..32u8).collect();
+                    let lay = |off| vh5::slices::ArrayLayout { shape: vec![], strides: vec![], offset: off, base_len: 32, itemsize: size };
+                    let tb = vh5::slices::SliceTable::new(0, reps, &[], &[], &[], None, None).unwrap();
+                    let st = vh5::slices::copy_many_slices_within(&mut got, &lay(s_off), &lay(d_off), Dtype::Opaque, &tb, 0).unwrap();
+                    assert_eq!(got, want, "size {size} src {s_off} dst {d_off} rows {reps}");
+                    assert_eq!(st.rows_copied, reps);
+                }
+            }
+        }
+    }
+}

@@ -99,8 +99,9 @@ pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags:
         bail!(InvalidArgument, "dimensionality mismatch: the source array has {n} axes, the dataset {}", dshape.len());
     }
     let mut stats = WriteStats::default();
-    let mut todo = 0;
-    for i in 0..table.nslices {
+    // Zero-column tables (scalar dataset): every row is the same valid row, O(1).
+    let mut todo = if n == 0 { table.nslices } else { 0 };
+    for i in 0..if n == 0 { 0 } else { table.nslices } {
         if row_named(table, i, &src.layout.shape, &dshape, clip, NAMES)?.is_some() {
             todo += 1;
         }
