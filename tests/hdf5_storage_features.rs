@@ -525,7 +525,11 @@ fn zero_column_tables_scalar_dataset_and_0d_arrays_cost_o1() {
 }
 
 fn oracle_scalar(path: &Path) -> f64 {
-    let (_, b) = read_whole(path, "s", unsafe { *H5T_NATIVE_DOUBLE }, 8);
+    let native = {
+        let _s = vh5::hdf5::session();
+        *H5T_NATIVE_DOUBLE
+    };
+    let (_, b) = read_whole(path, "s", native, 8);
     f64::from_ne_bytes(b[..8].try_into().unwrap())
 }
 
