@@ -269,7 +269,11 @@ unsafe fn dst_array<'a>(a: &vh5_array) -> Result<DstArray<'a>> {
 ///
 /// Every row and the array layout are validated before the first read, so on any status
 /// below except `VH5_ERR_HDF5` nothing has been written. Unallocated chunks read as the
-/// dataset's fill value. Big-endian datasets are delivered in native byte order.
+/// dataset's fill value, in every planner mode; also under fill time never
+/// (`H5D_FILL_TIME_NEVER`, netCDF "no fill" files), where libhdf5's `H5Dread` leaves the
+/// destination of never-written storage untouched: vh5 writes the fill value there (0 when
+/// none is defined), never bytes of another row. Big-endian datasets are delivered in native
+/// byte order.
 ///
 /// Returns `VH5_OK` (also for nslices 0 and zero-size arrays, which touch nothing);
 /// `VH5_ERR_NULL_ARGUMENT` (dst, a required table, shape, or base with base_len > 0 NULL);

@@ -38,6 +38,84 @@ pub struct ChunkLayout {
     pub chunk: Option<Vec<u64>>,
     /// Filter pipeline in write order (empty when unfiltered or not chunked).
     pub filters: Vec<FilterSpec>,
+    /// `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS` is set (`H5Pget_chunk_opts`, HDF5 >= 1.10) and
+    /// the pipeline is not empty: libhdf5 stores every partial edge chunk (see
+    /// [`unfiltered_edge`]) without running the filters, with filter mask 0, and reads such a
+    /// chunk without running them whatever its stored mask says.
+    pub dont_filter_partial: bool,
+    /// Storage never written reads as "nothing" in libhdf5: fill time `H5D_FILL_TIME_NEVER`
+    /// (netCDF "no fill" files), or `H5D_FILL_TIME_IFSET` with no fill value defined. Then
+    /// `H5Dread` leaves the destination of unallocated chunks (or unallocated contiguous
+    /// storage) untouched, and a partial write into a new chunk stores zeros in the rest of
+    /// the chunk (`H5D__chunk_lock`). Otherwise unallocated storage reads as the fill value,
+    /// and a new chunk starts as the fill value throughout (also outside the extent).
+    pub fill_never: bool,
+}
+
+/// Whether the chunk whose first element is at `origin` is a partial edge chunk of a
+/// dataset of extent `dims` with chunk shape `chunk` (libhdf5's
+/// `H5D__chunk_is_partial_edge_chunk`): it reaches past the current extent on some axis.
+/// Always against the CURRENT extent: libhdf5 re-filters the old edge chunks that become
+/// whole when a dataset grows (`H5D__chunk_update_old_edge_chunks`) and un-filters the ones
+/// that become partial when it shrinks (`H5D__chunk_prune_by_extent`).
+pub fn is_partial_edge(origin: &[u64], chunk: &[u64], dims: &[u64]) -> bool {
+    origin.iter().zip(chunk).zip(dims).any(|((&o, &c), &d)| o.saturating_add(c) > d)
+}
+
+impl ChunkLayout {
+    /// Whether the chunk at `origin` is stored without filters (see
+    /// [`ChunkLayout::dont_filter_partial`]) in a dataset of extent `dims`.
+    pub fn unfiltered_edge(&self, origin: &[u64], dims: &[u64]) -> bool {
+        match &self.chunk {
+            Some(c) if self.dont_filter_partial => is_partial_edge(origin, c, dims),
+            _ => false,
+        }
+    }
+}
+
+/// Whether storage never written reads as "nothing" (see [`ChunkLayout::fill_never`]).
+///
+/// # Safety
+/// `dcpl` is a valid dataset creation property list; the lock is held.
+unsafe fn fill_never(lock: &H5Lock, dcpl: hid_t) -> Result<bool> {
+    let mut time = H5D_fill_time_t::H5D_FILL_TIME_IFSET;
+    check(lock, H5Pget_fill_time(dcpl, &mut time), "H5Pget_fill_time")?;
+    let mut status = H5D_fill_value_t::H5D_FILL_VALUE_UNDEFINED;
+    check(lock, H5Pfill_value_defined(dcpl, &mut status), "H5Pfill_value_defined")?;
+    Ok(match time {
+        H5D_fill_time_t::H5D_FILL_TIME_NEVER => true,
+        H5D_fill_time_t::H5D_FILL_TIME_IFSET => status == H5D_fill_value_t::H5D_FILL_VALUE_UNDEFINED,
+        _ => false,
+    })
+}
+
+/// The dataset's fill value as one element of `mem_type` (`H5Pget_fill_value`, which
+/// converts it), `itemsize` bytes; zeros when none is defined. `Hdf5` error when libhdf5
+/// cannot convert it to `mem_type`.
+pub fn fill_element(lock: &H5Lock, dset: hid_t, mem_type: hid_t, itemsize: usize) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; itemsize];
+    // SAFETY: valid dataset and type ids (checked by the caller); lock held; `buf` holds one
+    // element of `mem_type` (`itemsize` is its size).
+    unsafe {
+        let dcpl = Handle::new(lock, H5Dget_create_plist(dset), "H5Dget_create_plist")?;
+        let mut status = H5D_fill_value_t::H5D_FILL_VALUE_UNDEFINED;
+        check(lock, H5Pfill_value_defined(dcpl.id(), &mut status), "H5Pfill_value_defined")?;
+        if status != H5D_fill_value_t::H5D_FILL_VALUE_UNDEFINED {
+            check(lock, H5Pget_fill_value(dcpl.id(), mem_type, buf.as_mut_ptr() as *mut _), "H5Pget_fill_value (the dataset's fill value in the memory type)")?;
+        }
+    }
+    Ok(buf)
+}
+
+/// Fill `buf` with copies of the element `value` (`buf.len()` a multiple of its size).
+pub fn fill_with(buf: &mut [u8], value: &[u8]) {
+    if value.iter().all(|&b| b == 0) || value.is_empty() {
+        buf.fill(0);
+        return;
+    }
+    for e in buf.chunks_exact_mut(value.len()) {
+        e.copy_from_slice(value);
+    }
 }
 
 /// Chunk shape and filter pipeline of the open dataset `dset`.
@@ -45,8 +123,9 @@ pub fn chunk_layout(lock: &H5Lock, dset: hid_t) -> Result<ChunkLayout> {
     // SAFETY: valid dataset id (checked by the caller); lock held; buffers sized as passed.
     unsafe {
         let dcpl = Handle::new(lock, H5Dget_create_plist(dset), "H5Dget_create_plist")?;
+        let fill_never = fill_never(lock, dcpl.id())?;
         if H5Pget_layout(dcpl.id()) != H5D_layout_t::H5D_CHUNKED {
-            return Ok(ChunkLayout { chunk: None, filters: vec![] });
+            return Ok(ChunkLayout { chunk: None, filters: vec![], dont_filter_partial: false, fill_never });
         }
         let mut c = [0u64; super::MAX_RANK];
         let n = check(lock, H5Pget_chunk(dcpl.id(), c.len() as c_int, c.as_mut_ptr()), "H5Pget_chunk")? as usize;
@@ -62,7 +141,10 @@ pub fn chunk_layout(lock: &H5Lock, dset: hid_t) -> Result<ChunkLayout> {
             let id = check(lock, id, "H5Pget_filter2")?;
             filters.push(FilterSpec { id, flags, cd_values: cd[..ncd.min(cd.len())].to_vec() });
         }
-        Ok(ChunkLayout { chunk: Some(c[..n].to_vec()), filters })
+        let mut opts: c_uint = 0;
+        check(lock, H5Pget_chunk_opts(dcpl.id(), &mut opts), "H5Pget_chunk_opts")?;
+        let dont_filter_partial = opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS != 0 && !filters.is_empty();
+        Ok(ChunkLayout { chunk: Some(c[..n].to_vec()), filters, dont_filter_partial, fill_never })
     }
 }
 

@@ -101,6 +101,8 @@ struct Shared<'a> {
     filters: &'a [Filter],
     raw: Option<RawKind>,
     chunk_bytes: usize,
+    /// `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`: partial edge chunks are stored unfiltered.
+    dont_filter_partial: bool,
 }
 
 impl Shared<'_> {
@@ -123,7 +125,11 @@ impl Shared<'_> {
             // A stream that decodes but to the wrong size is corrupt for certain: not retried
             // through libhdf5, which would deliver it (cut, or padded with uninitialised bytes).
             let at = |m: &str| format!("chunk {:?} (dataset offset {:?}, {stored} bytes stored, filter mask {mask:#x}): {m}", &coord[..n], &origin[..n]);
-            dec.decode_checked(self.filters, mask, &mut job.buf, self.chunk_bytes).map_err(|e| match e.kind {
+            // A partial edge chunk of a dataset with H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS is
+            // stored as is: libhdf5 reads it without the pipeline, whatever its stored mask.
+            let unfiltered = self.dont_filter_partial && crate::hdf5::chunk::is_partial_edge(&origin[..n], self.grid.chunk(), self.ctx.src_shape);
+            let filters: &[Filter] = if unfiltered { &[] } else { self.filters };
+            dec.decode_checked(filters, mask, &mut job.buf, self.chunk_bytes).map_err(|e| match e.kind {
                 ErrorKind::NoMemory => Err(Error::new(e.kind, at(&e.message))),
                 ErrorKind::Hdf5 => Err(Error::new(e.kind, at(&format!("{}: the chunk is corrupted", e.message)))),
                 _ => Ok(format!("{} ({stored} bytes stored, filter mask {mask:#x})", e.message)),
@@ -189,6 +195,7 @@ pub(crate) fn read_chunked(
     ctx: &Ctx,
     chunk: &[u64],
     filter_specs: &[FilterSpec],
+    dont_filter_partial: bool,
     raw: Option<RawKind>,
     mode: PlannerMode,
     stats: &mut ReadStats,
@@ -251,7 +258,7 @@ pub(crate) fn read_chunked(
     // Stored chunk sizes come from the file's chunk index: never trust one past the file.
     let fsize = if raw_ok { file_size(l, dset)? } else { u64::MAX };
     let filters = filters.unwrap_or_default();
-    let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, chunk_bytes };
+    let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, chunk_bytes, dont_filter_partial };
     let threads = num_threads();
     // Workers only where decoding dominates (filtered chunks; `chunks` mode always, which the
     // tests use to exercise them): for unfiltered chunks the scatter is a copy no larger than
@@ -361,7 +368,7 @@ pub(crate) fn read_chunked(
                             job.raw_mask = Some(mask);
                             raw_chunks += 1;
                         }
-                        None => read_region(reader, &origin[..n], &extent[..n], itemsize, &mut job.buf)
+                        None => read_region(reader, &origin[..n], &extent[..n], itemsize, ctx.fill, &mut job.buf)
                             .map_err(|e| Error::new(e.kind, format!("chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], e.message)))?,
                     }
                     // Hand the chunk to a worker; when there are none, or they are all busy and
@@ -411,7 +418,7 @@ pub(crate) fn read_chunked(
     for (g, msg) in retry {
         let (coord, origin, extent) = shared.origin_extent(g);
         let mut buf = Vec::new();
-        read_region(reader, &origin[..n], &extent[..n], itemsize, &mut buf).map_err(|e| match e.kind {
+        read_region(reader, &origin[..n], &extent[..n], itemsize, ctx.fill, &mut buf).map_err(|e| match e.kind {
             ErrorKind::NoMemory => err!(NoMemory, "chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], e.message),
             _ => err!(Hdf5, "chunk {:?} (dataset offset {:?}): vh5 could not decode it ({msg}), and libhdf5 failed too: {}", &coord[..n], &origin[..n], e.message),
         })?;
@@ -454,13 +461,18 @@ fn piece_row(plan: &Plan, table: &SliceTable, i: usize, p: &super::plan::PieceKe
 }
 
 /// Read the region of one chunk (clipped extent) through libhdf5 into `buf` (memory type,
-/// dense C order): filters, type conversion and fill values by libhdf5.
-fn read_region(reader: &mut HyperslabReader, origin: &[u64], extent: &[u64], itemsize: usize, buf: &mut Vec<u8>) -> Result<()> {
+/// dense C order): filters, type conversion and fill values by libhdf5. With `fill`
+/// (fill time never, see [`Ctx::fill`]) `buf` is first set to that element, which is what an
+/// unallocated chunk then reads as (libhdf5 leaves it untouched).
+fn read_region(reader: &mut HyperslabReader, origin: &[u64], extent: &[u64], itemsize: usize, fill: Option<&[u8]>, buf: &mut Vec<u8>) -> Result<()> {
     let elems: u64 = extent.iter().product();
     let what = || format!("region of extent {extent:?}");
     let bytes = usize::try_from(elems as u128 * itemsize as u128).map_err(|_| err!(NoMemory, "{}: {elems} elements do not fit in memory", what()))?;
     buf.clear();
     super::alloc::resize_zeroed(buf, bytes, what)?;
+    if let Some(f) = fill {
+        crate::hdf5::chunk::fill_with(buf, f);
+    }
     reader.read(origin, None, extent, buf)
 }
 

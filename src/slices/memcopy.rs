@@ -88,6 +88,10 @@ fn check_rows(src: &ArrayLayout, dst: &ArrayLayout, table: &SliceTable, flags: u
     let clip = flags & SLICES_CLIP != 0;
     let mut clipped = if clip { vec![0u64; table.nslices * n] } else { Vec::new() };
     let mut cnt = [0u64; MAX_RANK];
+    if n == 0 {
+        // Zero-column tables (0-d arrays): every row is the same valid row. O(1).
+        return Ok((table.nslices, clipped));
+    }
     for i in 0..table.nslices {
         if row_counts(table, i, &src.shape, &dst.shape, clip, NAMES, &mut cnt[..n])? {
             todo += 1;
@@ -157,7 +161,12 @@ pub unsafe fn copy_many_slices_raw(
     let mut ds = [0isize; MAX_RANK];
     let mut dense = [0isize; MAX_RANK];
     let mut cnt = [0u64; MAX_RANK];
-    for i in 0..table.nslices {
+    // Zero-column tables (0-d arrays): every row copies the one element again. Copying an
+    // element onto a partly overlapping one reaches a fixed point after at most `size`
+    // copies (each shifts the pattern by at least one byte), so `size + 1` copies leave
+    // exactly what `nslices` copies leave: no loop over more rows than the tables hold.
+    let runs = if n == 0 { table.nslices.min(size + 1) } else { table.nslices };
+    for i in 0..runs {
         let base = i * n;
         // Every row was validated by `check`: its counts are the table's (or the clipped ones).
         cnt[..n].copy_from_slice(if clip { &clipped[base..base + n] } else { &table.count[base..base + n] });
@@ -221,8 +230,16 @@ pub unsafe fn copy_many_slices_raw(
             copy_strided(&scratch[..bytes], 0, &dense[..n], d, d_o - dlo, ds, counts, size)?;
         }
     }
-    // 0-d arrays need no special case: every row above copied the single element (empty
-    // counts: one element at the offsets), through scratch when the two elements share bytes.
+    // 0-d arrays: every row above copied the single element (empty counts: one element at
+    // the offsets), through scratch when the two elements share bytes; the stats count every
+    // declared row.
+    if n == 0 {
+        stats.rows_copied = table.nslices;
+        stats.elements = table.nslices as u64;
+        if stats.rows_staged > 0 {
+            stats.rows_staged = table.nslices;
+        }
+    }
     Ok(stats)
 }
 

@@ -8,14 +8,19 @@
 //! scaleoffset, plugins), an unfiltered dataset, or a conversion goes through `H5Dwrite`.
 //!
 //! Per touched chunk (pieces grouped by [`super::write::chunk_groups`]), the calling thread,
-//! holding the lock, prepares a job: a chunk the rows cover entirely starts from a zeroed
-//! buffer (its bytes outside the dataset extent, in edge chunks, are never read); a chunk
-//! covered in part is fetched raw (`H5Dread_chunk`, after one `H5Dflush` so cached chunks
-//! are on disk) when stored, or read through `H5Dread` of its region when unallocated (the
-//! fill value). Workers ([`super::options::num_threads`]; 1 = everything on the calling
+//! holding the lock, prepares a job: an interior chunk the rows cover entirely, and any
+//! unallocated chunk, starts as libhdf5 starts a new chunk: the fill value throughout (also
+//! outside the extent of an edge chunk, where a later resize shows it), zeros under fill time
+//! never; a chunk covered in part, or a stored edge chunk (its bytes outside the extent are
+//! kept, as libhdf5 keeps them), is fetched raw (`H5Dread_chunk`, after one `H5Dflush` so
+//! cached chunks are on disk); a chunk the index query cannot place is read through
+//! `H5Dread` of its region. Workers ([`super::options::num_threads`]; 1 = everything on the calling
 //! thread) decode a raw chunk, byte-swap to memory order if needed, merge the row pieces in
 //! row order, swap back, encode; the calling thread stores the result with filter mask 0.
 //! Results are what libhdf5 would store (any zlib stream inflates to the same bytes).
+//! Datasets created with `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`: partial edge chunks (those
+//! reaching past the current extent) are decoded and stored without the pipeline (mask 0,
+//! the whole chunk's bytes), exactly as libhdf5 stores and reads them.
 
 use std::sync::{mpsc, Mutex};
 
@@ -30,7 +35,7 @@ use super::options::{max_workers, num_threads};
 use super::write::{chunk_groups, dense_strides, ranges, report, MergeCtx, PieceRef, SrcArray, WriteStats};
 use crate::dtype::{ByteOrder, Dtype};
 use crate::error::{Error, Result};
-use crate::hdf5::chunk::{chunk_layout, chunk_state, flush_dataset, read_raw_chunk, types_equal, ChunkState};
+use crate::hdf5::chunk::{chunk_layout, chunk_state, fill_element, flush_dataset, read_raw_chunk, types_equal, ChunkState};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::{lock, released, H5Lock};
@@ -43,6 +48,13 @@ pub struct RawPlan {
     decode: Vec<Filter>,
     /// `Some(unit)`: the file stores the other byte order; reverse every `unit`-byte word.
     swap: Option<usize>,
+    /// `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`: partial edge chunks (against the current
+    /// extent) are stored and read without the pipeline, with filter mask 0, as libhdf5 does
+    /// (`H5D__chunk_flush_entry`, `H5D__chunk_lock`).
+    dont_filter_partial: bool,
+    /// The element new chunks start from (memory order), `None` = zeros: the fill value,
+    /// or zeros under fill time never (see [`Shared::fresh`]).
+    fill: Option<Vec<u8>>,
 }
 
 /// Whether (and how) chunks of `dset` can be written raw for a source of `src`'s dtype in
@@ -75,7 +87,8 @@ pub fn raw_plan(l: &H5Lock, dset: hid_t, mem_type: hid_t, src: &SrcArray) -> Res
             _ => return Ok(None),
         }
     };
-    Ok(Some(RawPlan { encode, decode, swap }))
+    let fill = if layout.fill_never { None } else { Some(fill_element(l, dset, mem_type, itemsize)?).filter(|f| f.iter().any(|&b| b != 0)) };
+    Ok(Some(RawPlan { encode, decode, swap, dont_filter_partial: layout.dont_filter_partial, fill }))
 }
 
 /// Where a job's starting bytes come from.
@@ -113,6 +126,19 @@ struct Shared<'a> {
 }
 
 impl Shared<'_> {
+    /// A new chunk's bytes (memory order) before any row is merged: what libhdf5 starts a
+    /// chunk from that is not in the file (`H5D__chunk_lock`): the fill value throughout,
+    /// also outside the extent in edge chunks (fill times alloc, and ifset with a fill value
+    /// defined: libhdf5's default zeros count), zeros under fill time never.
+    fn fresh(&self, coord: &[u64]) -> Result<Vec<u8>> {
+        let mut b = Vec::new();
+        super::alloc::resize_zeroed(&mut b, self.chunk_bytes, || format!("chunk {coord:?}"))?;
+        if let Some(f) = &self.plan.fill {
+            crate::hdf5::chunk::fill_with(&mut b, f);
+        }
+        Ok(b)
+    }
+
     /// Decode, merge, encode one chunk: the bytes to store with filter mask 0, or
     /// `Ok(Err(reason))` when vh5 could not decode the stored bytes (the caller then lets
     /// libhdf5 read the chunk).
@@ -123,18 +149,16 @@ impl Shared<'_> {
         let mut coord = [0u64; MAX_RANK];
         self.grid.chunk_coord(group[0].chunk, &mut coord[..n]);
         self.grid.chunk_origin(&coord[..n], &mut origin[..n]);
+        let unfiltered = self.plan.dont_filter_partial && crate::hdf5::chunk::is_partial_edge(&origin[..n], self.grid.chunk(), self.ctx.dshape);
+        let (decode, encode): (&[Filter], &[EncodeFilter]) = if unfiltered { (&[], &[]) } else { (&self.plan.decode, &self.plan.encode) };
         let mut buf = match job.start {
-            Start::Fresh => {
-                let mut b = Vec::new();
-                super::alloc::resize_zeroed(&mut b, self.chunk_bytes, || format!("chunk {:?}", &coord[..n]))?;
-                b
-            }
+            Start::Fresh => self.fresh(&coord[..n])?,
             Start::Mem(b) => b,
             Start::Raw(mut b, mask) => {
                 // Not decodable by vh5: libhdf5 reads it (or fails). Decodable but to the wrong
                 // size (a bomb, a short stream): corrupt for certain — never merged and
                 // rewritten from libhdf5's cut or uninitialised-padded version of it.
-                if let Err(e) = w.dec.decode_checked(&self.plan.decode, mask, &mut b, self.chunk_bytes) {
+                if let Err(e) = w.dec.decode_checked(decode, mask, &mut b, self.chunk_bytes) {
                     return match e.kind {
                         crate::error::ErrorKind::Malformed => Ok(Err(e.message)),
                         _ => Err(Error::new(e.kind, format!("chunk {:?}: {}: the chunk is corrupted", &coord[..n], e.message))),
@@ -153,7 +177,7 @@ impl Shared<'_> {
         if let Some(u) = self.plan.swap {
             swap_bytes(&mut buf, u);
         }
-        w.enc.encode(&self.plan.encode, &mut buf).map_err(|m| err!(Hdf5, "chunk {:?}: {m}", &coord[..n]))?;
+        w.enc.encode(encode, &mut buf).map_err(|m| err!(Hdf5, "chunk {:?}: {m}", &coord[..n]))?;
         Ok(Ok(buf))
     }
 }
@@ -203,33 +227,49 @@ pub(super) fn write_chunks_raw(
         grid.chunk_origin(&coord[..n], &mut origin[..n]);
         grid.chunk_extent(&coord[..n], &mut extent[..n]);
         if !force_mem {
-            if ctx.covers(group, &origin[..n], &extent[..n], &mut covered)? {
+            let covers = ctx.covers(group, &origin[..n], &extent[..n], &mut covered)?;
+            // An edge chunk's bytes outside the extent are kept by libhdf5 (it never counts an
+            // edge chunk as overwritten entirely): a stored one is read first like a partly
+            // covered chunk, an unallocated one starts from the fill value (`Start::Fresh`).
+            let edge = extent[..n] != grid.chunk()[..n];
+            if covers && !edge {
                 return Ok(Job { group: gi, start: Start::Fresh });
             }
-            stats.chunks_read += 1;
             if !flushed {
                 flush_dataset(l, dset)?;
                 flushed = true;
                 fsize = crate::hdf5::chunk::file_size(l, dset)?;
             }
-        }
-        // A stored size past the end of the file (a number from the chunk index) is never
-        // trusted for an allocation: libhdf5 reads that chunk (and fails with its reason).
-        if let (false, ChunkState::Stored { size, .. }) = (force_mem, chunk_state(l, dset, &origin[..n])) {
-            if size <= fsize {
-                let mut b = Vec::new();
-                if let Some(mask) = read_raw_chunk(l, dset, &origin[..n], size, &mut b)? {
-                    return Ok(Job { group: gi, start: Start::Raw(b, mask) });
+            let state = chunk_state(l, dset, &origin[..n]);
+            if !covers || matches!(state, ChunkState::Stored { .. }) {
+                stats.chunks_read += 1;
+            }
+            match state {
+                // A stored size past the end of the file (a number from the chunk index) is
+                // never trusted for an allocation: libhdf5 reads that chunk (and fails with
+                // its reason).
+                ChunkState::Stored { size, .. } if size <= fsize => {
+                    let mut b = Vec::new();
+                    // None: no file address after all (only in libhdf5's chunk cache).
+                    if let Some(mask) = read_raw_chunk(l, dset, &origin[..n], size, &mut b)? {
+                        return Ok(Job { group: gi, start: Start::Raw(b, mask) });
+                    }
                 }
+                // What libhdf5 starts a new chunk from (H5D__chunk_lock).
+                ChunkState::Unallocated => return Ok(Job { group: gi, start: Start::Fresh }),
+                _ if covers => return Ok(Job { group: gi, start: Start::Fresh }),
+                _ => {}
             }
         }
-        // Unallocated (or unknown, or undecodable by vh5): libhdf5 gives the fill value (or
-        // the data) in memory order.
+        // Unknown to the chunk index query, or undecodable by vh5: libhdf5 gives the data
+        // (or the fill value) in memory order.
         let elems: u64 = extent[..n].iter().product();
+        // Zeroed for every chunk: with fill time never libhdf5 leaves an unallocated chunk's
+        // region untouched (and would store zeros there itself), never the previous chunk's bytes.
+        clipped.clear();
         super::alloc::resize_zeroed(&mut clipped, elems as usize * itemsize, || format!("chunk {:?}", &coord[..n]))?;
         reader.read(&origin[..n], None, &extent[..n], &mut clipped)?;
-        let mut b = Vec::new();
-        super::alloc::resize_zeroed(&mut b, chunk_bytes, || format!("chunk {:?}", &coord[..n]))?;
+        let mut b = shared.fresh(&coord[..n])?;
         let mut cdense = [0isize; MAX_RANK];
         dense_strides(&extent[..n], itemsize, &mut cdense);
         let counts: Vec<usize> = extent[..n].iter().map(|&e| e as usize).collect();

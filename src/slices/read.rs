@@ -21,7 +21,7 @@ use super::options::{self, PlannerMode};
 use super::scatter::DstPtr;
 use crate::dtype::{ByteOrder, Dtype};
 use crate::error::Result;
-use crate::hdf5::chunk::types_equal;
+use crate::hdf5::chunk::{fill_element, fill_with, types_equal};
 use crate::hdf5::meta::dataset_meta;
 use crate::hdf5::dataset::{expect_kind, HyperslabReader};
 use crate::hdf5::error::session;
@@ -93,26 +93,32 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         return Ok(stats);
     }
     let dst_shape = dst.layout.shape.clone();
+    // Never-written storage under fill time "never": libhdf5 leaves the destination as it
+    // is; vh5 delivers the fill value there (see `Ctx::fill`). Known once per call.
+    let fill = if meta.layout.fill_never { Some(fill_element(l, dset, mem.id(), itemsize)?) } else { None };
 
     if n == 0 {
         let to_run = check_rows(table, &src_shape, &dst_shape, clip)?;
         stats.rows_skipped = table.nslices - to_run;
         // Scalar dataset: every row copies the one element.
         let off = dst.layout.offset;
+        if let Some(f) = &fill {
+            dst.buf[off..off + itemsize].copy_from_slice(f);
+        }
         reader.read(&[], None, &[], &mut dst.buf[off..off + itemsize])?;
         stats.rows_read = table.nslices;
         stats.elements = table.nslices as u64;
         return Ok(stats);
     }
 
-    let ctx = Ctx { itemsize, layout: &dst.layout, dst: DstPtr::new(dst.buf), src_shape: &src_shape, dst_shape: &dst_shape, clip };
+    let ctx = Ctx { itemsize, layout: &dst.layout, dst: DstPtr::new(dst.buf), src_shape: &src_shape, dst_shape: &dst_shape, clip, fill: fill.as_deref() };
     let mode = options::planner_mode();
     if let (Some(chunk), false) = (&meta.layout.chunk, mode == PlannerMode::Rows) {
         let filtered = !meta.layout.filters.is_empty();
         if !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk, filtered)?) {
             let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize);
             // Validates every row before reading anything (as `check_rows` below).
-            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, raw, mode, &mut stats)? {
+            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, meta.layout.dont_filter_partial, raw, mode, &mut stats)? {
                 return Ok(st);
             }
         }
@@ -161,6 +167,12 @@ pub(crate) struct Ctx<'a> {
     pub src_shape: &'a [u64],
     pub dst_shape: &'a [u64],
     pub clip: bool,
+    /// `Some(element)` when the dataset's never-written storage reads as "nothing" in
+    /// libhdf5 (fill time never, see [`crate::hdf5::chunk::ChunkLayout::fill_never`]):
+    /// every buffer a `H5Dread` fills is first set to this element (the dataset's fill value
+    /// in the memory type, zeros when none is defined), so elements of never-written chunks
+    /// come out as the fill value on every path, never as another row's or chunk's bytes.
+    pub fill: Option<&'a [u8]>,
 }
 
 /// How the stored bytes of an element relate to the memory type vh5 reads with.
@@ -254,11 +266,17 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
         // SAFETY: the block's bytes are exactly this row's destination elements (dense), which
         // the caller guarantees no other thread touches.
         let out = ctx.dst.range(dst_off, block_bytes)?;
+        if let Some(f) = ctx.fill {
+            fill_with(out, f);
+        }
         reader.read(&fstart[..n], None, &fcount[..n], out).map_err(|e| in_row(i, e))?;
         return Ok(true);
     }
     if scratch.len() < block_bytes {
         super::alloc::resize_zeroed(scratch, block_bytes, || format!("row {i}: scratch buffer for its hyperslab"))?;
+    }
+    if let Some(f) = ctx.fill {
+        fill_with(&mut scratch[..block_bytes], f);
     }
     reader.read(&fstart[..n], stride, &fcount[..n], &mut scratch[..block_bytes]).map_err(|e| in_row(i, e))?;
     // Scratch is dense C order of fcount; the inner step (if read as a span) applies here.

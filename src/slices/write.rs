@@ -99,8 +99,9 @@ pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags:
         bail!(InvalidArgument, "dimensionality mismatch: the source array has {n} axes, the dataset {}", dshape.len());
     }
     let mut stats = WriteStats::default();
-    let mut todo = 0;
-    for i in 0..table.nslices {
+    // Zero-column tables (scalar dataset): every row is the same valid row, O(1).
+    let mut todo = if n == 0 { table.nslices } else { 0 };
+    for i in 0..if n == 0 { 0 } else { table.nslices } {
         if row_named(table, i, &src.layout.shape, &dshape, clip, NAMES)?.is_some() {
             todo += 1;
         }
@@ -287,6 +288,7 @@ fn write_chunked(
         return super::rawwrite::write_chunks_raw(l, dset, &raw, grid, &ctx, &pieces, &pieces_per_row, &mut reader, stats);
     }
     let mut reader = HyperslabReader::new(l, dset, mem_type, itemsize)?;
+    let fill_never = crate::hdf5::chunk::chunk_layout(l, dset)?.fill_never;
     let mut buf: Vec<u8> = Vec::new();
     let mut covered: Vec<u8> = Vec::new();
     let mut written_per_row = vec![0u32; table.nslices];
@@ -310,6 +312,12 @@ fn write_chunked(
         rows_here.dedup();
         let chunk_what = || format!("chunk {:?} (dataset elements {:?} + {:?}, rows {})", &coord[..n], &origin[..n], &extent[..n], ranges(&rows_here));
         if !full {
+            if fill_never {
+                // libhdf5 leaves the buffer as it is for an unallocated chunk, and stores zeros
+                // in the rest of a chunk written in part (H5D__chunk_lock): never the previous
+                // chunk's bytes.
+                buf[..bytes].fill(0);
+            }
             if let Err(e) = reader.read(&origin[..n], None, &extent[..n], &mut buf[..bytes]) {
                 return Err(report(e, &chunk_what(), &written_per_row, &pieces_per_row));
             }

@@ -2,8 +2,11 @@
 
 vh5 links the system libhdf5, which is a *different* library instance from the one inside
 h5py wheels: HDF5 ids never cross between them. vh5 therefore opens files by path; an
-``h5py.Dataset`` passed to :func:`read_many_slices` is re-opened by its file name and
-dataset name (h5py itself is never imported by vh5).
+``h5py.Dataset`` passed to :func:`read_many_slices` is re-opened by dataset name from the
+very file h5py has open: ``/proc/self/fd/N`` of h5py's file descriptor on Linux, else its
+absolute name after checking device and inode against that descriptor (a relative name
+after ``os.chdir``, or a file renamed or replaced since h5py opened it, is refused, never
+read in its place). h5py itself is never imported by vh5.
 
 File locking: HDF5 >= 1.10 locks files. Two instances may both open a file read-only, but a
 file that h5py holds open for writing (mode ``"r+"``, ``"w"``, ``"a"``) is refused by vh5
@@ -265,15 +268,79 @@ def _open_h5py(src):
             f"{', '.join(sorted(REOPENABLE_DRIVERS))}), so it cannot read this one: read it "
             "with h5py, or write it to a file on disk first",
         )
+    path = _same_file_path(h5file, driver, filename, src.name)
     if getattr(h5file, "mode", "r") != "r":
         # Our libhdf5 reads the file from disk: make what h5py wrote visible first.
         h5file.flush()
-    f = File(filename)  # adds the HDF5_USE_FILE_LOCKING hint on a lock failure
+    f = File(path)  # adds the HDF5_USE_FILE_LOCKING hint on a lock failure
     try:
         return Dataset(f, src.name), f
     except BaseException:
         f.close()
         raise
+
+
+def _h5py_fd(h5file, driver):
+    """The OS file descriptor h5py's libhdf5 reads the file through, or None when h5py does
+    not give one: only the sec2 driver (h5py's default) hands out its descriptor through
+    ``get_vfd_handle``; for other drivers the value is a pointer into that libhdf5."""
+    if driver != "sec2":
+        return None
+    try:
+        handle = h5file.id.get_vfd_handle()
+    except Exception:
+        return None
+    if not isinstance(handle, int) or handle < 0:
+        return None
+    try:
+        os.fstat(handle)
+    except OSError:
+        return None
+    return handle
+
+
+def _same_file_path(h5file, driver, filename, name):
+    """A path naming the very file h5py has open, for vh5's libhdf5 to open.
+
+    ``h5py.File.filename`` is the name as given to h5py: a relative one names another file
+    after ``os.chdir``, and any name may have been renamed or replaced since. So: on Linux,
+    ``/proc/self/fd/N`` of h5py's own descriptor (the kernel resolves it to that open file,
+    whatever it is called now); elsewhere the absolute name, accepted only when its device and
+    inode are those of h5py's descriptor (``os.stat`` vs ``os.fstat``). Raises vh5.IoError
+    naming both when they differ or cannot be compared."""
+    fd = _h5py_fd(h5file, driver)
+    if fd is not None:
+        st = os.fstat(fd)
+        proc = f"/proc/self/fd/{fd}"
+        try:
+            pst = os.stat(proc)
+        except OSError:
+            pst = None
+        if pst is not None and (pst.st_dev, pst.st_ino) == (st.st_dev, st.st_ino):
+            return proc
+        cand = os.path.abspath(filename)
+        try:
+            cst = os.stat(cand)
+        except OSError as e:
+            cst, why = None, f"it cannot be opened ({e.strerror})"
+        else:
+            why = "it is another file (device and inode differ)"
+        if cst is not None and (cst.st_dev, cst.st_ino) == (st.st_dev, st.st_ino):
+            return cand
+    elif os.path.isabs(filename):
+        # No descriptor to compare with (drivers other than sec2): an absolute name at least
+        # does not depend on the working directory.
+        return filename
+    else:
+        cand = os.path.abspath(filename)
+        why = "h5py gives no file descriptor to check it against, and the name is relative (the working directory may have changed since h5py opened it)"
+    raise make_error(
+        9,  # VH5_ERR_IO
+        "VH5_ERR_IO",
+        f"cannot reopen the file h5py has open for {name!r}: h5py opened {filename!r}, which now "
+        f"resolves to {cand!r}, but {why}; vh5 refuses to read a different file. Open it with "
+        "vh5.File(absolute_path) instead",
+    )
 
 
 def resolve_source(src):

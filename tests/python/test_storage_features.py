@@ -1,0 +1,161 @@
+"""Storage features against h5py's own libhdf5 (2.0): partial edge chunks stored unfiltered
+(H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, set with ctypes into h5py's bundled libhdf5) written by
+vh5 and read back by h5py exactly as if h5py had written the same rows into a copy; an
+h5py.Dataset source reopened as the very file h5py has open (relative names after os.chdir,
+renamed or replaced files); zero-column (0-d) tables of 10**15 rows in O(1)."""
+
+import ctypes
+import glob
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vh5
+
+h5py = pytest.importorskip("h5py")
+
+LIBVER = ("earliest", "v110")  # vh5 links libhdf5 1.10
+
+
+def _h5py_libhdf5():
+    libs = glob.glob(os.path.join(os.path.dirname(h5py.__file__), os.pardir, "h5py.libs", "libhdf5-*.so*"))
+    libs = [p for p in libs if "hl" not in os.path.basename(p)]
+    if not libs:
+        pytest.skip("h5py's bundled libhdf5 not found (h5py built against a system libhdf5)")
+    return ctypes.CDLL(libs[0])
+
+
+def _dont_filter_partial_dataset(f, name, shape, chunks, data, **filters):
+    """h5py.h5d.create with a dcpl on which H5Pset_chunk_opts(DONT_FILTER_PARTIAL_CHUNKS) was
+    called through h5py's own libhdf5 (h5py has no keyword for it)."""
+    lib = _h5py_libhdf5()
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_chunk(chunks)
+    if filters.get("shuffle"):
+        dcpl.set_shuffle()
+    if filters.get("gzip"):
+        dcpl.set_deflate(filters["gzip"])
+    if filters.get("fletcher32"):
+        dcpl.set_fletcher32()
+    lib.H5Pset_chunk_opts.argtypes = [ctypes.c_int64, ctypes.c_uint]
+    assert lib.H5Pset_chunk_opts(dcpl.id, 2) >= 0  # H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS
+    space = h5py.h5s.create_simple(shape, (h5py.h5s.UNLIMITED,) * len(shape))
+    dsid = h5py.h5d.create(f.id, name.encode(), h5py.h5t.py_create(data.dtype), space, dcpl=dcpl)
+    d = h5py.Dataset(dsid)
+    d[...] = data
+    return d
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(
+    "pipe",
+    [dict(shuffle=True), dict(gzip=4), dict(shuffle=True, gzip=4), dict(shuffle=True, fletcher32=True)],
+    ids=["shuffle", "gzip", "shuffle+gzip", "shuffle+fletcher32"],
+)
+def test_dont_filter_partial_chunks_write_reads_back_in_h5py(tmp_path, pipe, threads):
+    shape, chunks = (23, 17), (5, 4)
+    rng = np.random.default_rng(len(str(pipe)) + threads)
+    init = rng.standard_normal(shape)
+    base = tmp_path / "base.h5"
+    with h5py.File(base, "w", libver=LIBVER) as f:
+        _dont_filter_partial_dataset(f, "d", shape, chunks, init, **pipe)
+    a, b = tmp_path / "vh5.h5", tmp_path / "h5py.h5"
+    a.write_bytes(base.read_bytes())
+    b.write_bytes(base.read_bytes())
+    src = rng.standard_normal((12, 8))
+    s = np.array([[0, 0], [0, 0], [1, 1], [0, 2], [2, 0], [0, 1]], np.uint64)
+    d = np.array([[20, 16], [20, 0], [21, 5], [6, 16], [0, 0], [7, 5]], np.uint64)
+    c = np.array([[3, 1], [3, 4], [2, 2], [9, 1], [5, 4], [3, 3]], np.uint64)
+    old = vh5.get_num_threads()
+    vh5.set_num_threads(threads)
+    try:
+        with vh5.File(str(a), "r+") as f:
+            vh5.write_many_slices(src, f.dataset("d"), s, d, c)
+    finally:
+        vh5.set_num_threads(old)
+    with h5py.File(b, "r+") as f:
+        for si, di, ci in zip(s.astype(int), d.astype(int), c.astype(int)):
+            f["d"][di[0] : di[0] + ci[0], di[1] : di[1] + ci[1]] = src[si[0] : si[0] + ci[0], si[1] : si[1] + ci[1]]
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        np.testing.assert_array_equal(fa["d"][()], fb["d"][()])
+        ia, ib = fa["d"].id, fb["d"].id
+        masks = lambda i: [(i.get_chunk_info(k).chunk_offset, i.get_chunk_info(k).filter_mask) for k in range(i.get_num_chunks())]
+        assert sorted(masks(ia)) == sorted(masks(ib))
+    # and grown: the old edge chunks' bytes outside the extent and their re-filtering
+    for p in (a, b):
+        with h5py.File(p, "r+") as f:
+            f["d"].resize((31, 26))
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        np.testing.assert_array_equal(fa["d"][()], fb["d"][()])
+    # vh5 reads its own write back exactly as h5py does, in this process's planner mode
+    with vh5.File(str(a)) as f, h5py.File(a, "r") as h:
+        out = np.zeros((31, 26))
+        vh5.read_many_slices(f.dataset("d"), out, [0, 0], [0, 0], [31, 26])
+        np.testing.assert_array_equal(out, h["d"][()])
+
+
+def _two_files_same_name(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for sub, off in (("a", 0.0), ("b", 100.0)):
+        with h5py.File(tmp_path / sub / "x.h5", "w", libver=LIBVER) as f:
+            f["d"] = np.arange(10.0) + off
+
+
+def test_h5py_source_relative_name_after_chdir_reads_the_file_h5py_has_open(tmp_path, monkeypatch):
+    _two_files_same_name(tmp_path)
+    monkeypatch.chdir(tmp_path / "a")
+    with h5py.File("x.h5", "r") as h:
+        monkeypatch.chdir(tmp_path / "b")  # 'x.h5' now names the other file
+        out = np.full(4, -1.0)
+        vh5.read_many_slices(h["d"], out, [2], [0], [4])
+        np.testing.assert_array_equal(out, [2.0, 3.0, 4.0, 5.0])
+
+
+def test_h5py_source_renamed_or_replaced_after_open_reads_the_file_h5py_has_open(tmp_path):
+    _two_files_same_name(tmp_path)
+    p = tmp_path / "a" / "x.h5"
+    with h5py.File(p, "r") as h:
+        os.rename(p, tmp_path / "a" / "moved.h5")
+        os.rename(tmp_path / "b" / "x.h5", p)  # another file under h5py's name
+        out = np.full(3, -1.0)
+        vh5.read_many_slices(h["d"], out, [0], [0], [3])
+        np.testing.assert_array_equal(out, [0.0, 1.0, 2.0])
+
+
+def test_h5py_source_without_descriptor_and_relative_name_is_refused(tmp_path, monkeypatch):
+    # The stdio driver hands out no file descriptor: a relative name cannot be checked.
+    _two_files_same_name(tmp_path)
+    monkeypatch.chdir(tmp_path / "a")
+    with h5py.File("x.h5", "r", driver="stdio") as h:
+        monkeypatch.chdir(tmp_path / "b")
+        out = np.full(3, -1.0)
+        with pytest.raises(vh5.IoError) as ei:
+            vh5.read_many_slices(h["d"], out, [0], [0], [3])
+        msg = str(ei.value)
+        assert "'x.h5'" in msg and str(tmp_path / "b" / "x.h5") in msg and "'/d'" in msg, msg
+        np.testing.assert_array_equal(out, [-1.0, -1.0, -1.0])
+
+
+def test_zero_column_tables_of_1e15_rows_cost_o1(tmp_path):
+    p = tmp_path / "s.h5"
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        f["s"] = np.float64(3.5)
+    n = 10**15
+    z = np.zeros((n, 0), np.uint64)  # zero bytes
+    t0 = time.monotonic()
+    with vh5.File(str(p)) as f:
+        out = np.zeros((), np.float64)
+        vh5.read_many_slices(f.dataset("s"), out, z, z, z)
+        assert out == 3.5
+    b = np.zeros(())
+    vh5.copy_many_slices(np.array(1.5), b, z, z, z)
+    assert b == 1.5
+    with vh5.File(str(p), "r+") as f:
+        vh5.write_many_slices(np.array(9.0), f.dataset("s"), z, z, z)
+    assert time.monotonic() - t0 < 5
+    with h5py.File(p, "r") as f:
+        assert f["s"][()] == 9.0
