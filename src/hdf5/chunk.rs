@@ -151,3 +151,14 @@ pub fn types_equal(lock: &H5Lock, a: hid_t, b: hid_t) -> bool {
     }
     r > 0
 }
+
+/// Convert `elems` elements in place from `src` to `dst` (`H5Tconvert` with the default
+/// transfer properties: what `H5Dread` applies). `buf` holds the `src` elements and must
+/// have room for `elems` elements of the larger of both types; `bkg` (zeroed, `elems`
+/// elements of `dst`) is libhdf5's background buffer (compound conversions). `Hdf5` error
+/// with libhdf5's reason on failure.
+pub fn convert(lock: &H5Lock, src: hid_t, dst: hid_t, elems: usize, buf: &mut [u8], bkg: &mut [u8]) -> Result<()> {
+    // SAFETY: valid type ids; lock held; `buf` and `bkg` are sized by the caller as above.
+    let r = unsafe { hdf5_sys::h5t::H5Tconvert(src, dst, elems, buf.as_mut_ptr() as *mut _, bkg.as_mut_ptr() as *mut _, H5P_DEFAULT) };
+    check(lock, r, "H5Tconvert").map(|_| ())
+}

@@ -25,6 +25,7 @@ use crate::hdf5::chunk::types_equal;
 use crate::hdf5::meta::dataset_meta;
 use crate::hdf5::dataset::{expect_kind, HyperslabReader};
 use crate::hdf5::error::session;
+use super::chunked::Convert;
 use super::transfer::{check_array, memory_type, parse_flags, Direction};
 
 /// Flag: versioned-hdf5 semantics: counts silently clipped to both extents, rows that end up
@@ -107,12 +108,16 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
 
     let ctx = Ctx { itemsize, layout: &dst.layout, dst: DstPtr::new(dst.buf), src_shape: &src_shape, dst_shape: &dst_shape, clip };
     let mode = options::planner_mode();
-    if let (Some(chunk), false) = (&meta.layout.chunk, mode == PlannerMode::Rows) {
+    if let Some(chunk) = &meta.layout.chunk {
         let filtered = !meta.layout.filters.is_empty();
-        if !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk, filtered)?) {
+        // A pipeline vh5 decodes is decoded by vh5 in every mode (a corrupt chunk is refused
+        // the same way everywhere): no row path, no one-row fast path.
+        let checked = super::chunked::vh5_decodes(&meta.layout.filters);
+        if checked || (mode != PlannerMode::Rows && !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk, filtered)?)) {
             let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize);
+            let convert = Convert { ftype: ftype.id(), mtype: mem.id(), file_itemsize: finfo.file_itemsize };
             // Validates every row before reading anything (as `check_rows` below).
-            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, raw, mode, &mut stats)? {
+            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, raw, Some(convert), mode, &mut stats)? {
                 return Ok(st);
             }
         }
@@ -132,7 +137,8 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
     Ok(stats)
 }
 
-/// Fast path of the `auto` rule for one-row calls (no planning): a single row reads its
+/// Fast path of the `auto` rule for one-row calls (no planning; never for pipelines vh5
+/// decodes itself, which are always decoded by vh5: see `chunked::read_chunked`): a single row reads its
 /// pieces through libhdf5 when the data is unfiltered (one `H5Dread` straight into place
 /// beats fetching whole chunks unless the row covers them, where both cost the same) or when
 /// it touches at most 4 chunks (the planner's rule for small filtered calls).
