@@ -185,15 +185,16 @@ fn raw_kind(l: &crate::hdf5::lock::H5Lock, ftype: hid_t, mtype: hid_t, finfo: &c
         return None;
     }
     if types_equal(l, ftype, mtype) {
+        // Identical types (H5Tequal compares every field, normalisation and padding).
         return Some(RawKind::Same);
     }
     let native = if cfg!(target_endian = "little") { ByteOrder::Little } else { ByteOrder::Big };
     let d = finfo.dtype?;
-    if d == want && itemsize == 1 && matches!(d, Dtype::Int8 | Dtype::UInt8 | Dtype::Bool) {
+    if d == want && finfo.plain && itemsize == 1 && matches!(d, Dtype::Int8 | Dtype::UInt8 | Dtype::Bool) {
         // A 1-byte type "in big-endian order" has the same bytes.
         return Some(RawKind::Same);
     }
-    if d != want || finfo.byte_order.is_none() || finfo.byte_order == Some(native) {
+    if d != want || !finfo.plain || finfo.byte_order.is_none() || finfo.byte_order == Some(native) {
         return None;
     }
     match d {
