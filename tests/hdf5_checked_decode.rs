@@ -275,3 +275,76 @@ fn chunk_larger_than_extendible_dataset_reads() {
         ffi_close(&[d, f]);
     }
 }
+
+/// A 16 x 16 int32 dataset, 8 x 8 chunks, pipeline deflate then shuffle (shuffle last, so
+/// its entry ends the pipeline message), written by libhdf5; then the shuffle entry of the
+/// filter pipeline message patched: `cd0` = its element size, or `None` = no client data.
+fn make_bad_shuffle(path: &std::path::Path, cd0: Option<u32>) {
+    {
+        let _s = vh5::hdf5::session();
+        unsafe {
+            let f = H5Fcreate(cs(path.to_str().unwrap()).as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+            let sp = H5Screate_simple(2, [16u64, 16].as_ptr(), std::ptr::null());
+            let dcpl = H5Pcreate(*H5P_CLS_DATASET_CREATE);
+            assert!(H5Pset_chunk(dcpl, 2, [8u64, 8].as_ptr()) >= 0);
+            assert!(H5Pset_deflate(dcpl, 4) >= 0);
+            assert!(H5Pset_shuffle(dcpl) >= 0);
+            let d = H5Dcreate2(f, cs("x").as_ptr(), *H5T_STD_I32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+            let v: Vec<i32> = (0..256).map(|k| k * 1001).collect();
+            assert!(H5Dwrite(d, *H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.as_ptr() as *const _) >= 0);
+            H5Dclose(d);
+            H5Pclose(dcpl);
+            H5Sclose(sp);
+            assert!(H5Fclose(f) >= 0);
+        }
+    }
+    // Filter pipeline message v1 entry: id u16 (2), name length u16 (8), flags u16, number of
+    // client data values u16 (1), name "shuffle\0", values u32 each (padded to 8 bytes).
+    let mut bytes = std::fs::read(path).unwrap();
+    let hits: Vec<usize> = (8..bytes.len() - 16).filter(|&k| &bytes[k..k + 8] == b"shuffle\0" && bytes[k - 8..k - 6] == [2, 0] && bytes[k - 2..k] == [1, 0]).collect();
+    assert_eq!(hits.len(), 1, "shuffle filter entry not found once");
+    let k = hits[0];
+    assert_eq!(u32::from_le_bytes(bytes[k + 8..k + 12].try_into().unwrap()), 4);
+    match cd0 {
+        Some(v) => bytes[k + 8..k + 12].copy_from_slice(&v.to_le_bytes()),
+        None => bytes[k - 2] = 0,
+    }
+    std::fs::write(path, &bytes).unwrap();
+}
+
+#[test]
+fn shuffle_element_size_zero_or_missing_refused_like_libhdf5() {
+    // libhdf5's shuffle filter refuses a client data count other than 1 or an element size of
+    // 0 ("invalid shuffle parameters"); vh5 used to decode such chunks as a no-op (still
+    // shuffled bytes with VH5_OK). Now libhdf5 decodes them and refuses, in every mode.
+    let tmp = TempDir::new("badshuffle");
+    for (tag, cd0) in [("size0", Some(0)), ("missing", None)] {
+        let p = tmp.path(&format!("{tag}.h5"));
+        make_bad_shuffle(&p, cd0);
+        // libhdf5 itself refuses the read.
+        {
+            let _s = vh5::hdf5::session();
+            unsafe {
+                let f = H5Fopen(cs(p.to_str().unwrap()).as_ptr(), H5F_ACC_RDONLY, H5P_DEFAULT);
+                let d = H5Dopen2(f, cs("x").as_ptr(), H5P_DEFAULT);
+                assert!(d >= 0, "{tag}: libhdf5 cannot open the patched dataset");
+                let mut buf = vec![0i32; 256];
+                let st = H5Dread(d, *H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.as_mut_ptr() as *mut _);
+                assert!(st < 0, "{tag}: libhdf5 read the chunks");
+                vh5::hdf5::error::clear_stack(_s.lock());
+                H5Dclose(d);
+                H5Fclose(f);
+            }
+        }
+        let (f, d) = ffi_open(&p, "x");
+        for (what, rows) in tables_touching_bad_chunk() {
+            for mode in MODES {
+                let mut buf = vec![0u8; 4 * 4 * 4];
+                let (st, m) = with_overrides(Some(mode), Some(2), || ffi_read(d, &mut buf, 0, Dtype::Int32, 4, &[4, 4], None, &rows, 0, false));
+                assert_eq!(st, VH5_ERR_HDF5, "{tag} {what} {mode:?}: {m}");
+                assert!(m.contains("shuffle") || m.contains("filter"), "{tag} {what} {mode:?}: {m}");
+            }
+        }
+        ffi_close(&[d, f]);
+    }
+}
