@@ -475,14 +475,32 @@ fn large_inner_step_goes_to_libhdf5_and_stays_correct() {
 
 #[test]
 fn hdf5_failure_carries_the_error_stack() {
-    // Corrupt a gzip chunk on disk: the read fails inside libhdf5's filter pipeline.
+    // Corrupt a gzip chunk on disk: the read fails inside libhdf5's filter pipeline. The
+    // pipeline also lists an unregistered optional filter (skipped on write: its mask bit is
+    // set), so vh5 does not decode it and libhdf5 does (vh5 decodes pure deflate pipelines
+    // itself: see `chunk_decoded_by_vh5_in_every_planner` in hdf5_pipeline.rs).
     let tmp = TempDir::new("corrupt");
     let p = tmp.path("c.h5");
     let data = data_for(Dtype::Float64, 64, 3);
-    let mut s = DsSpec::new("x", &[8, 8], Dtype::Float64, Some(&data));
-    s.chunk = Some(vec![8, 8]);
-    s.gzip = Some(9);
-    create_file(&p, &[s]);
+    {
+        let _s = vh5::hdf5::session();
+        unsafe {
+            use hdf5_sys::h5p::*;
+            let f = H5Fcreate(cs(p.to_str().unwrap()).as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+            let sp = H5Screate_simple(2, [8u64, 8].as_ptr(), std::ptr::null());
+            let dcpl = H5Pcreate(*H5P_CLS_DATASET_CREATE);
+            assert!(H5Pset_chunk(dcpl, 2, [8u64, 8].as_ptr()) >= 0);
+            assert!(H5Pset_deflate(dcpl, 9) >= 0);
+            assert!(H5Pset_filter(dcpl, 32_000, hdf5_sys::h5z::H5Z_FLAG_OPTIONAL, 0, std::ptr::null()) >= 0);
+            let d = H5Dcreate2(f, cs("x").as_ptr(), *H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+            assert!(d >= 0);
+            assert!(H5Dwrite(d, *H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.as_ptr() as *const _) >= 0);
+            H5Dclose(d);
+            H5Pclose(dcpl);
+            H5Sclose(sp);
+            H5Fclose(f);
+        }
+    }
     let (addr, size) = {
         let _s = vh5::hdf5::session();
         unsafe {

@@ -223,6 +223,23 @@ pub fn chunk_state(lock: &H5Lock, dset: hid_t, origin: &[u64]) -> ChunkState {
     chunk_state_by_info(lock, dset, origin)
 }
 
+/// The filter mask of the stored chunk at `origin` (bit i set = filter i was skipped), `None`
+/// when libhdf5 cannot tell or the chunk is not stored. A scan of the chunk index in libhdf5
+/// 1.10 (`H5Dget_chunk_info_by_coord`): for rare checks only; a fetched chunk's mask comes
+/// with its bytes ([`read_raw_chunk`]).
+pub fn chunk_filter_mask(lock: &H5Lock, dset: hid_t, origin: &[u64]) -> Option<u32> {
+    let mut mask: c_uint = 0;
+    let mut addr: hdf5_sys::h5::haddr_t = 0;
+    let mut size: u64 = 0;
+    // SAFETY: valid dataset id; `origin` has the dataset's rank; out-pointers are locals.
+    let r = unsafe { H5Dget_chunk_info_by_coord(dset, origin.as_ptr(), &mut mask, &mut addr, &mut size) };
+    if r < 0 {
+        clear_stack(lock);
+        return None;
+    }
+    (addr != hdf5_sys::h5::HADDR_UNDEF && size > 0).then_some(mask)
+}
+
 /// [`chunk_state`] through `H5Dget_chunk_info_by_coord` (exact, but a scan of the chunk index
 /// in libhdf5 1.10).
 fn chunk_state_by_info(lock: &H5Lock, dset: hid_t, origin: &[u64]) -> ChunkState {
@@ -278,4 +295,15 @@ pub fn types_equal(lock: &H5Lock, a: hid_t, b: hid_t) -> bool {
         clear_stack(lock);
     }
     r > 0
+}
+
+/// Convert `elems` elements in place from `src` to `dst` (`H5Tconvert` with the default
+/// transfer properties: what `H5Dread` applies). `buf` holds the `src` elements and must
+/// have room for `elems` elements of the larger of both types; `bkg` (zeroed, `elems`
+/// elements of `dst`) is libhdf5's background buffer (compound conversions). `Hdf5` error
+/// with libhdf5's reason on failure.
+pub fn convert(lock: &H5Lock, src: hid_t, dst: hid_t, elems: usize, buf: &mut [u8], bkg: &mut [u8]) -> Result<()> {
+    // SAFETY: valid type ids; lock held; `buf` and `bkg` are sized by the caller as above.
+    let r = unsafe { hdf5_sys::h5t::H5Tconvert(src, dst, elems, buf.as_mut_ptr() as *mut _, bkg.as_mut_ptr() as *mut _, H5P_DEFAULT) };
+    check(lock, r, "H5Tconvert").map(|_| ())
 }

@@ -81,6 +81,9 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
     let ftype = Handle::new(lock, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
     let finfo = classify(lock, ftype.id())?;
     let layout = chunk_layout(lock, dset)?;
+    if let Some(chunk) = &layout.chunk {
+        check_chunk_dims(lock, dset, chunk)?;
+    }
     let fixed_extent = extent_is_fixed(lock, dset);
     let m = Arc::new(DatasetMeta { ftype, finfo, layout, fixed_extent, spaces: Mutex::new(None) });
     let old = {
@@ -92,6 +95,68 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
     };
     drop(old); // closes the evicted type ids outside the cache mutex
     Ok(m)
+}
+
+/// `` `/path/of/dset` in `file.h5` `` for messages (libhdf5's names; `?` when unknown).
+pub fn dataset_name(lock: &H5Lock, dset: hid_t) -> String {
+    let get = |f: &dyn Fn(*mut std::ffi::c_char, usize) -> isize| -> String {
+        let n = f(std::ptr::null_mut(), 0);
+        if n <= 0 {
+            super::error::clear_stack(lock);
+            return "?".into();
+        }
+        let mut buf = vec![0u8; n as usize + 1];
+        if f(buf.as_mut_ptr() as *mut _, buf.len()) < 0 {
+            super::error::clear_stack(lock);
+            return "?".into();
+        }
+        buf.truncate(n as usize);
+        String::from_utf8_lossy(&buf).into_owned()
+    };
+    // SAFETY: valid id; lock held; the buffers are sized as passed.
+    let name = get(&|p, n| unsafe { hdf5_sys::h5i::H5Iget_name(dset, p, n) });
+    let file = get(&|p, n| unsafe { hdf5_sys::h5f::H5Fget_name(dset, p, n) });
+    format!("`{name}` in `{file}`")
+}
+
+/// libhdf5's rule for chunk shapes (`H5D__chunk_construct`, checked when a dataset is
+/// created, not when a file is read): every chunk dimension is at least 1 and, on axes of
+/// fixed size (maximum dimension not `H5S_UNLIMITED`), at most the maximum dimension. A
+/// file breaking it is corrupt (libhdf5 1.10's read path then returns garbage or crashes):
+/// `Hdf5` naming the dataset, its file and the axis. Chunks larger than the current extent
+/// on extendible axes are legal.
+fn check_chunk_dims(lock: &H5Lock, dset: hid_t, chunk: &[u64]) -> Result<()> {
+    // SAFETY: valid dataset id; lock held; the arrays hold MAX_RANK entries.
+    let (n, maxdims) = unsafe {
+        let space = Handle::new(lock, hdf5_sys::h5d::H5Dget_space(dset), "H5Dget_space")?;
+        let mut dims = [0u64; super::MAX_RANK];
+        let mut maxdims = [0u64; super::MAX_RANK];
+        let n = hdf5_sys::h5s::H5Sget_simple_extent_ndims(space.id());
+        let n = super::error::check(lock, n, "H5Sget_simple_extent_ndims")? as usize;
+        if n > super::MAX_RANK {
+            return Ok(()); // reported where the rank is checked
+        }
+        super::error::check(lock, hdf5_sys::h5s::H5Sget_simple_extent_dims(space.id(), dims.as_mut_ptr(), maxdims.as_mut_ptr()), "H5Sget_simple_extent_dims")?;
+        (n, maxdims)
+    };
+    if chunk.len() != n {
+        bail!(Hdf5, "dataset {}: its chunks have {} axes, its dataspace {n}: the file is corrupted", dataset_name(lock, dset), chunk.len());
+    }
+    for j in 0..n {
+        if chunk[j] == 0 {
+            bail!(Hdf5, "dataset {}: chunk dimension 0 on axis {j}: the file is corrupted", dataset_name(lock, dset));
+        }
+        if maxdims[j] != hdf5_sys::h5s::H5S_UNLIMITED && chunk[j] > maxdims[j] {
+            bail!(
+                Hdf5,
+                "dataset {}: chunk dimension {} on axis {j} exceeds the axis's fixed maximum size {} (libhdf5 requires chunk <= maximum dimension on fixed-size axes): the file is corrupted",
+                dataset_name(lock, dset),
+                chunk[j],
+                maxdims[j]
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Forget what is cached about `id` (called when vh5 closes it).

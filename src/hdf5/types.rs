@@ -40,8 +40,18 @@ pub struct TypeInfo {
     /// must be), bytes. Equal to `file_itemsize` except for some opaque types.
     pub mem_itemsize: usize,
     /// Byte order of the file type; `None` when not applicable (1-byte types, bool, strings,
-    /// opaque/compound types of mixed or no order).
+    /// opaque/compound types of mixed or no order) and for numeric types whose layout is not
+    /// the standard one of their dtype ([`TypeInfo::plain`] false): their bytes are never
+    /// byte-swapped raw, libhdf5 converts them.
     pub byte_order: Option<ByteOrder>,
+    /// The file type's bit layout is exactly the standard one of `dtype` in `byte_order`
+    /// (floats: IEEE fields and bias, implied mantissa bit, full precision, offset 0, zero
+    /// padding), so raw bytes (copied, or swapped when the order differs) are the values.
+    /// `false` for a numeric dtype classified by its fields but with another normalisation,
+    /// precision, offset or padding (e.g. `H5T_IEEE_F32BE` with `H5Tset_norm(H5T_NORM_NONE)`):
+    /// such types are read and written only through libhdf5's conversion to and from the
+    /// native type of `dtype`.
+    pub plain: bool,
     /// Human-readable description of the file type, e.g. "float32 (big-endian)".
     pub description: String,
     /// Why the type cannot be read (variable-length or reference types).
@@ -122,6 +132,7 @@ pub fn classify(lock: &H5Lock, t: hid_t) -> Result<TypeInfo> {
                 file_itemsize: size,
                 mem_itemsize: size,
                 byte_order: None,
+                plain: false,
                 description: reason.clone(),
                 unsupported: Some(reason),
             });
@@ -131,6 +142,7 @@ pub fn classify(lock: &H5Lock, t: hid_t) -> Result<TypeInfo> {
             file_itemsize: size,
             mem_itemsize: size,
             byte_order: order,
+            plain: true,
             description: format!("{}{}", d.name(), order_txt(order)),
             unsupported: None,
         };
@@ -167,6 +179,15 @@ pub fn classify(lock: &H5Lock, t: hid_t) -> Result<TypeInfo> {
                 };
                 if let Some(d) = d {
                     if order.is_some() {
+                        if let Some(odd) = float_layout_oddity(lock, t, size)? {
+                            // Same fields, another encoding: libhdf5 converts (never raw bytes).
+                            return Ok(TypeInfo {
+                                byte_order: None,
+                                plain: false,
+                                description: format!("{}{} with a non-IEEE layout ({odd}; converted by libhdf5)", d.name(), order_txt(order)),
+                                ..simple(d, order)
+                            });
+                        }
                         return Ok(simple(d, order));
                     }
                 }
@@ -198,6 +219,9 @@ pub fn classify(lock: &H5Lock, t: hid_t) -> Result<TypeInfo> {
                         _ => None,
                     };
                     if let (Some(d), true, true) = (d, same, at) {
+                        if !ri.plain {
+                            return Ok(TypeInfo { plain: false, description: format!("{} of {}", d.name(), ri.description), ..simple(d, None) });
+                        }
                         return Ok(simple(d, ri.byte_order));
                     }
                 }
@@ -224,9 +248,42 @@ pub fn classify(lock: &H5Lock, t: hid_t) -> Result<TypeInfo> {
             file_itemsize: size,
             mem_itemsize: mem_size,
             byte_order: order,
+            plain: false,
             description: format!("opaque: {class_name} of {size} bytes in the file, {mem_size} in memory{}", order_txt(order)),
             unsupported: None,
         })
+    }
+}
+
+/// How a float type whose fields match an IEEE layout differs from the IEEE encoding
+/// (mantissa normalisation other than implied, precision below the size, a bit offset, or
+/// padding bits set to one), described; `None` when it is plain IEEE.
+fn float_layout_oddity(lock: &H5Lock, t: hid_t, size: usize) -> Result<Option<String>> {
+    // SAFETY: t is a valid float type id; we hold the lock; out-pointers are locals.
+    unsafe {
+        let mut odd = Vec::new();
+        let norm = H5Tget_norm(t);
+        if norm != H5T_norm_t::H5T_NORM_IMPLIED {
+            odd.push(format!("mantissa normalisation {norm:?}"));
+        }
+        let prec = check(lock, H5Tget_precision(t), "H5Tget_precision")?;
+        if prec != 8 * size {
+            odd.push(format!("precision {prec} bits"));
+        }
+        let off = H5Tget_offset(t);
+        if off != 0 {
+            odd.push(format!("bit offset {off}"));
+        }
+        let (mut lsb, mut msb) = (H5T_pad_t::H5T_PAD_ZERO, H5T_pad_t::H5T_PAD_ZERO);
+        check(lock, H5Tget_pad(t, &mut lsb, &mut msb), "H5Tget_pad")?;
+        if lsb != H5T_pad_t::H5T_PAD_ZERO || msb != H5T_pad_t::H5T_PAD_ZERO {
+            odd.push(format!("padding {lsb:?}/{msb:?}"));
+        }
+        let inpad = H5Tget_inpad(t);
+        if inpad != H5T_pad_t::H5T_PAD_ZERO {
+            odd.push(format!("internal padding {inpad:?}"));
+        }
+        Ok((!odd.is_empty()).then(|| odd.join(", ")))
     }
 }
 

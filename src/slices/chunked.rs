@@ -22,10 +22,14 @@
 //!    [`QUEUE_PER_WORKER`] per worker) and, when the queue is full, decodes that chunk itself
 //!    instead of waiting, so it never blocks on the workers while holding the libhdf5 lock
 //!    (at the end it helps drain the queue; the join waits for at most one chunk per worker).
-//!    Chunk buffers are recycled between fetches. A chunk vh5 fails to
-//!    decode is read again through libhdf5; if libhdf5 fails too the call fails with
-//!    `Hdf5`, naming the chunk and both reasons (never garbage in the destination for it).
-//!    So is a chunk whose stored size (a number in the file's chunk index) exceeds the file.
+//!    Chunk buffers are recycled between fetches. A chunk vh5 fails to decode is corrupt
+//!    (vh5 only fetches raw the pipelines it decodes): the call fails with `Hdf5` naming the
+//!    chunk and the reason, and the chunk is never handed to libhdf5 (libhdf5 1.10 crashes
+//!    on a fletcher32 chunk shorter than 4 bytes and pads a short zlib stream with
+//!    uninitialised memory). So is a chunk whose stored size (a number in the file's chunk
+//!    index) exceeds the file.
+//! 4. datasets whose whole pipeline vh5 decodes ("checked" reads) take this path in every
+//!    planner mode, every chunk read whole (see [`read_chunked`]).
 //!
 //! Memory: chunks whose decoded size exceeds [`super::options::max_chunk_bytes`]
 //! (`VH5_MAX_CHUNK_BYTES`, 1 GiB by default) are never read whole: their pieces go through
@@ -100,9 +104,21 @@ struct Shared<'a> {
     ctx: &'a Ctx<'a>,
     filters: &'a [Filter],
     raw: Option<RawKind>,
-    chunk_bytes: usize,
+    /// Decoded size of a whole chunk in the file type, bytes (what the filters must produce).
+    stored_bytes: usize,
+    /// Set when the file type's bytes are not the memory type's: libhdf5 converts each
+    /// chunk vh5 decoded (`H5Tconvert`).
+    convert: Option<Convert>,
     /// `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`: partial edge chunks are stored unfiltered.
     dont_filter_partial: bool,
+}
+
+/// A libhdf5 type conversion applied to decoded chunks (file type -> memory type).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Convert {
+    pub ftype: hid_t,
+    pub mtype: hid_t,
+    pub file_itemsize: usize,
 }
 
 impl Shared<'_> {
@@ -115,36 +131,40 @@ impl Shared<'_> {
         (coord, origin, extent)
     }
 
-    /// Decode a job (raw chunks) and scatter its pieces. `Err(Ok(msg))` = vh5 could not decode
-    /// the chunk (retry through libhdf5); `Err(Err(e))` = a hard error.
-    fn process(&self, job: &mut Job, dec: &mut Decoder) -> std::result::Result<(), std::result::Result<String, Error>> {
+    /// Decode a job (raw chunks) and scatter its pieces. A chunk vh5 cannot decode is
+    /// corrupt (vh5 decodes every filter of the pipelines it fetches raw): `Hdf5` naming the
+    /// chunk, never handed to libhdf5 (which may crash on it, or pad it with uninitialised
+    /// memory); `NoMemory` when a buffer could not be allocated.
+    fn process(&self, job: &mut Job, dec: &mut Decoder) -> Result<()> {
         let n = self.grid.ndim();
         let (coord, origin, extent) = self.origin_extent(job.group);
         let dims: &[u64] = if let Some(mask) = job.raw_mask {
             let stored = job.buf.len();
-            // A stream that decodes but to the wrong size is corrupt for certain: not retried
-            // through libhdf5, which would deliver it (cut, or padded with uninitialised bytes).
             let at = |m: &str| format!("chunk {:?} (dataset offset {:?}, {stored} bytes stored, filter mask {mask:#x}): {m}", &coord[..n], &origin[..n]);
             // A partial edge chunk of a dataset with H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS is
             // stored as is: libhdf5 reads it without the pipeline, whatever its stored mask.
             let unfiltered = self.dont_filter_partial && crate::hdf5::chunk::is_partial_edge(&origin[..n], self.grid.chunk(), self.ctx.src_shape);
             let filters: &[Filter] = if unfiltered { &[] } else { self.filters };
-            dec.decode_checked(filters, mask, &mut job.buf, self.chunk_bytes).map_err(|e| match e.kind {
-                ErrorKind::NoMemory => Err(Error::new(e.kind, at(&e.message))),
-                ErrorKind::Hdf5 => Err(Error::new(e.kind, at(&format!("{}: the chunk is corrupted", e.message)))),
-                _ => Ok(format!("{} ({stored} bytes stored, filter mask {mask:#x})", e.message)),
+            dec.decode_checked(filters, mask, &mut job.buf, self.stored_bytes).map_err(|e| match e.kind {
+                ErrorKind::NoMemory => Error::new(e.kind, at(&e.message)),
+                _ if e.message.contains("corrupt") => Error::new(ErrorKind::Hdf5, at(&e.message)),
+                _ => Error::new(ErrorKind::Hdf5, at(&format!("{}: the chunk is corrupted", e.message))),
             })?;
-            if job.buf.len() != self.chunk_bytes {
-                return Err(Err(err!(Hdf5, "{}", at(&format!("its filters decode to {} bytes, the chunk holds {}: the chunk is corrupted", job.buf.len(), self.chunk_bytes)))));
+            if job.buf.len() != self.stored_bytes {
+                bail!(Hdf5, "{}", at(&format!("its filters decode to {} bytes, the chunk holds {}: the chunk is corrupted", job.buf.len(), self.stored_bytes)));
             }
             if let Some(RawKind::Swap(u)) = self.raw {
                 swap_bytes(&mut job.buf, u);
+            }
+            if let Some(c) = self.convert {
+                let elems = self.stored_bytes / c.file_itemsize.max(1);
+                convert_chunk(c.ftype, c.mtype, elems, c.file_itemsize, self.ctx.itemsize, &mut job.buf).map_err(|e| Error::new(e.kind, at(&e.message)))?;
             }
             self.grid.chunk()
         } else {
             &extent[..n]
         };
-        self.scatter(job.group, &job.buf, &origin[..n], dims).map_err(Err)
+        self.scatter(job.group, &job.buf, &origin[..n], dims)
     }
 
     /// Scatter every piece of chunk group `group` from `buf` (dense C order over `dims`, the
@@ -184,8 +204,23 @@ impl Shared<'_> {
     }
 }
 
+/// Whether vh5 decodes every filter of this pipeline itself (deflate, shuffle, fletcher32):
+/// then every chunk a read touches is decoded by vh5's checked decoder, in every planner
+/// mode, and a corrupt chunk is refused the same way everywhere (see [`read_chunked`]).
+pub(crate) fn vh5_decodes(specs: &[FilterSpec]) -> bool {
+    !specs.is_empty() && pipeline(&specs.iter().map(|f| (f.id, f.cd_values.as_slice())).collect::<Vec<_>>()).is_some()
+}
+
 /// Read a chunked dataset with the planner. Returns `Ok(None)` (nothing done) when `auto`
 /// finds no chunk worth reading whole: the caller then runs the row path.
+///
+/// When vh5 decodes the whole filter pipeline ([`vh5_decodes`], "checked" reads) every chunk
+/// is read whole and decoded by vh5 whatever `mode` says (libhdf5 1.10's own decoder pads a
+/// short zlib stream with uninitialised memory and crashes on a fletcher32 chunk shorter
+/// than 4 bytes), converted by libhdf5 (`convert`) when its bytes are not the memory
+/// type's; rows whose destinations overlap run in row order through the same decoder. Only
+/// chunks above [`max_chunk_bytes`] still go through `H5Dread` piece by piece, after their
+/// stored size was checked against the file and against fletcher32's 4-byte checksum.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn read_chunked(
     l: &H5Lock,
@@ -197,6 +232,7 @@ pub(crate) fn read_chunked(
     filter_specs: &[FilterSpec],
     dont_filter_partial: bool,
     raw: Option<RawKind>,
+    convert: Option<Convert>,
     mode: PlannerMode,
     stats: &mut ReadStats,
 ) -> Result<Option<ReadStats>> {
@@ -231,34 +267,42 @@ pub(crate) fn read_chunked(
     plan.finish();
 
     let filtered = !filter_specs.is_empty();
+    let specs: Vec<(i32, &[u32])> = filter_specs.iter().map(|f| (f.id, f.cd_values.as_slice())).collect();
+    let filters = pipeline(&specs);
+    let checked = filtered && filters.is_some();
     let chunk_elems = chunk.iter().try_fold(1u64, |a, &b| a.checked_mul(b)).unwrap_or(u64::MAX);
     let chunk_bytes = chunk_elems.saturating_mul(itemsize as u64);
+    let file_itemsize = convert.map_or(itemsize, |c| c.file_itemsize);
+    let stored_bytes = chunk_elems.saturating_mul(file_itemsize as u64);
+    let too_big = chunk_bytes.max(stored_bytes) > max_chunk_bytes();
     let group_stats: Vec<(usize, u64)> =
         plan.groups.iter().map(|(_, rg)| (rg.len(), plan.pieces[rg.clone()].iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum())).collect();
-    let mut whole = decide(mode, filtered, chunk_bytes, &group_stats);
-    if chunk_bytes > max_chunk_bytes() {
+    let mut whole = if checked { vec![true; group_stats.len()] } else { decide(mode, filtered, chunk_bytes, &group_stats) };
+    if too_big {
         // Too big to hold whole: every piece through libhdf5 (bounded by the rows' sizes).
         whole.iter_mut().for_each(|w| *w = false);
     }
     let nwhole = whole.iter().filter(|&&w| w).count();
-    if mode == PlannerMode::Auto && nwhole == 0 {
+    if mode == PlannerMode::Auto && nwhole == 0 && !checked {
         return Ok(None);
     }
-    let chunk_bytes = usize::try_from(chunk_bytes).map_err(|_| err!(BufferTooSmall, "chunk of {chunk_elems} elements does not fit in memory"))?;
+    let stored_bytes = usize::try_from(stored_bytes).map_err(|_| err!(BufferTooSmall, "chunk of {chunk_elems} elements does not fit in memory"))?;
     stats.rows_read += rows_read;
     stats.rows_skipped += rows_skipped;
     stats.elements += elements;
 
-    let specs: Vec<(i32, &[u32])> = filter_specs.iter().map(|f| (f.id, f.cd_values.as_slice())).collect();
-    let filters = pipeline(&specs);
-    let raw_ok = raw.is_some() && filters.is_some();
+    // Raw fetches: when vh5 decodes the pipeline and either the bytes need no conversion or
+    // the read is checked (then libhdf5 converts what vh5 decoded).
+    let raw_ok = filters.is_some() && (raw.is_some() || checked);
+    let convert = if raw.is_some() { None } else { convert };
     if raw_ok && opened_read_write(l, dset)? {
         flush_dataset(l, dset)?;
     }
     // Stored chunk sizes come from the file's chunk index: never trust one past the file.
-    let fsize = if raw_ok { file_size(l, dset)? } else { u64::MAX };
+    let fsize = if raw_ok || checked { file_size(l, dset)? } else { u64::MAX };
     let filters = filters.unwrap_or_default();
-    let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, chunk_bytes, dont_filter_partial };
+    let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert, dont_filter_partial };
+    let fetcher = Fetcher { dset, raw_ok, checked, fsize, itemsize, fletcher: filters.contains(&Filter::Fletcher32) };
     let threads = num_threads();
     // Workers only where decoding dominates (filtered chunks; `chunks` mode always, which the
     // tests use to exercise them): for unfiltered chunks the scatter is a copy no larger than
@@ -267,10 +311,121 @@ pub(crate) fn read_chunked(
     let worth = filtered || mode == PlannerMode::Chunks;
     // The calling thread fetches and also decodes (see the module docs): `threads - 1` workers.
     let nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1).min(max_workers()) } else { 0 };
+    let (raw_chunks, mut hdf5_reads) = run_pipeline(l, reader, &shared, &fetcher, &whole, nworkers, filtered)?;
 
+    // Rows whose destinations overlap another row's: in row order.
+    let mut scratch = Vec::new();
+    let mut dec = Decoder::default();
+    for (k, &i) in valid.iter().enumerate() {
+        if !overlap[k] {
+            continue;
+        }
+        let r = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)?.expect("validated row");
+        if checked && !too_big {
+            // Through vh5's decoder too, one row at a time (the later row wins).
+            let one = Plan::build(&grid, [(i, &r)]);
+            let sh = Shared { plan: &one, ..shared };
+            for g in 0..one.groups.len() {
+                let mut job = fetcher.fetch(l, reader, &sh, g, Vec::new())?;
+                stats.chunks_read += 1;
+                stats.raw_chunks += usize::from(job.raw_mask.is_some());
+                sh.process(&mut job, &mut dec)?;
+            }
+            continue;
+        }
+        if checked {
+            let one = Plan::build(&grid, [(i, &r)]);
+            let sh = Shared { plan: &one, ..shared };
+            for g in 0..one.groups.len() {
+                fetcher.precheck(l, &sh, g)?;
+            }
+        }
+        // SAFETY: single-threaded now (the pipeline joined every worker).
+        if unsafe { read_row(reader, &r, i, ctx, &mut scratch)? } {
+            stats.direct_reads += 1;
+        }
+        hdf5_reads += 1;
+    }
+    stats.chunks_read += nwhole;
+    stats.raw_chunks += raw_chunks;
+    stats.hdf5_reads += hdf5_reads;
+    Ok(Some(*stats))
+}
+
+/// How the calling thread gets a chunk's bytes (under the libhdf5 lock).
+struct Fetcher {
+    dset: hid_t,
+    /// Fetch stored chunks raw (`H5Dread_chunk`) for vh5 to decode.
+    raw_ok: bool,
+    /// vh5 decodes the pipeline: chunks never go through libhdf5's filters.
+    checked: bool,
+    /// File size: a stored chunk claiming more bytes is corrupt.
+    fsize: u64,
+    itemsize: usize,
+    /// The pipeline has fletcher32 (a stored chunk needs at least its 4-byte checksum).
+    fletcher: bool,
+}
+
+impl Fetcher {
+    /// Fetch chunk group `g` into `buf` (recycled): raw stored bytes when allocated and
+    /// [`Fetcher::raw_ok`], else libhdf5's read of its region (fill values, conversion).
+    fn fetch(&self, l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, g: usize, buf: Vec<u8>) -> Result<Job> {
+        let n = sh.grid.ndim();
+        let (coord, origin, extent) = sh.origin_extent(g);
+        let mut job = Job { group: g, buf, raw_mask: None };
+        let state = if self.raw_ok { chunk_state(l, self.dset, &origin[..n]) } else { ChunkState::Unknown };
+        match state {
+            ChunkState::Stored { size, .. } if size > self.fsize => {
+                bail!(Hdf5, "chunk {:?} (dataset offset {:?}): its stored size {size} bytes exceeds the file ({} bytes): the chunk index is corrupted", &coord[..n], &origin[..n], self.fsize)
+            }
+            ChunkState::Stored { size, .. } => {
+                // None: no file address after all (a never-written chunk only libhdf5's chunk
+                // cache holds): read as unallocated below.
+                job.raw_mask = read_raw_chunk(l, self.dset, &origin[..n], size, &mut job.buf).map_err(|e| Error::new(e.kind, format!("chunk {:?}: {}", &coord[..n], e.message)))?;
+            }
+            _ => {}
+        }
+        if job.raw_mask.is_none() {
+            read_region(reader, &origin[..n], &extent[..n], self.itemsize, sh.ctx.fill, &mut job.buf)
+                .map_err(|e| Error::new(e.kind, format!("chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], e.message)))?;
+        }
+        Ok(job)
+    }
+
+    /// Before libhdf5 decodes chunk group `g` itself (checked reads of chunks too big to hold
+    /// whole): refuse a stored size past the end of the file, or too short for fletcher32's
+    /// checksum (libhdf5 1.10 reads before the buffer and may crash on it).
+    fn precheck(&self, l: &H5Lock, sh: &Shared, g: usize) -> Result<()> {
+        if !self.checked {
+            return Ok(());
+        }
+        let n = sh.grid.ndim();
+        let (coord, origin, _) = sh.origin_extent(g);
+        if let ChunkState::Stored { size } = chunk_state(l, self.dset, &origin[..n]) {
+            let at = format!("chunk {:?} (dataset offset {:?}, {size} bytes stored)", &coord[..n], &origin[..n]);
+            if size > self.fsize {
+                bail!(Hdf5, "{at}: its stored size exceeds the file ({} bytes): the chunk index is corrupted", self.fsize);
+            }
+            let k = sh.filters.iter().position(|f| *f == Filter::Fletcher32);
+            // The filter mask only matters for such a short chunk: ask for it then (a scan of
+            // the chunk index in libhdf5 1.10, but only for corrupt-looking chunks).
+            if self.fletcher && size < 4 && k.is_some_and(|k| k >= 32 || crate::hdf5::chunk::chunk_filter_mask(l, self.dset, &origin[..n]).is_none_or(|m| m & (1 << k) == 0)) {
+                bail!(Hdf5, "{at}: fletcher32: too short for a checksum: the chunk is corrupted");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Fetch the whole chunks of `sh.plan` (`whole[g]`) in grid order on the calling thread,
+/// decode and scatter them on `nworkers` workers and the calling thread (see the module
+/// docs); pieces of the other chunks go through libhdf5 (`H5Dread`). Returns (chunks
+/// fetched raw, `H5Dread` calls).
+#[allow(clippy::too_many_arguments)]
+fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetcher: &Fetcher, whole: &[bool], nworkers: usize, filtered: bool) -> Result<(usize, usize)> {
+    let (plan, table, ctx) = (shared.plan, shared.table, shared.ctx);
     let stop = AtomicBool::new(false);
     let failed: Mutex<Option<(usize, Error)>> = Mutex::new(None);
-    let retry: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
     // Chunk buffers handed back by whoever processed a job, reused for the next fetches.
     let pool: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
     let pool_max = QUEUE_PER_WORKER * nworkers + 2;
@@ -290,10 +445,8 @@ pub(crate) fn read_chunked(
         stop.store(true, Ordering::Relaxed);
     };
     let handle = |mut job: Job, dec: &mut Decoder| {
-        match shared.process(&mut job, dec) {
-            Ok(()) => {}
-            Err(Ok(msg)) => retry.lock().unwrap_or_else(|p| p.into_inner()).push((job.group, msg)),
-            Err(Err(e)) => fail(job.group, e),
+        if let Err(e) = shared.process(&mut job, dec) {
+            fail(job.group, e);
         }
         recycle(job.buf);
     };
@@ -340,36 +493,19 @@ pub(crate) fn read_chunked(
                         unsafe { bump(l) };
                     }
                     if !whole[g] {
+                        fetcher.precheck(l, shared, g)?;
                         for p in &plan.pieces[plan.groups[g].1.clone()] {
-                            let r = piece_row(&plan, table, p.row, p);
+                            let r = piece_row(plan, table, p.row, p);
                             // SAFETY: the piece's row overlaps no other row (see the module docs).
                             unsafe { read_row(reader, &r, p.row, ctx, &mut scratch)? };
                             hdf5_reads += 1;
                         }
                         continue;
                     }
-                    let (coord, origin, extent) = shared.origin_extent(g);
                     let buf = pool.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_default();
-                    let mut job = Job { group: g, buf, raw_mask: None };
-                    let state = if raw_ok { chunk_state(l, dset, &origin[..n]) } else { ChunkState::Unknown };
-                    let mask = match state {
-                        ChunkState::Stored { size, .. } if size > fsize => {
-                            retry.lock().unwrap_or_else(|p| p.into_inner()).push((g, format!("its stored size {size} bytes exceeds the file ({fsize} bytes)")));
-                            recycle(job.buf);
-                            continue;
-                        }
-                        ChunkState::Stored { size, .. } => {
-                            read_raw_chunk(l, dset, &origin[..n], size, &mut job.buf).map_err(|e| Error::new(e.kind, format!("chunk {:?}: {}", &coord[..n], e.message)))?
-                        }
-                        _ => None,
-                    };
-                    match mask {
-                        Some(mask) => {
-                            job.raw_mask = Some(mask);
-                            raw_chunks += 1;
-                        }
-                        None => read_region(reader, &origin[..n], &extent[..n], itemsize, ctx.fill, &mut job.buf)
-                            .map_err(|e| Error::new(e.kind, format!("chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], e.message)))?,
+                    let job = fetcher.fetch(l, reader, shared, g, buf)?;
+                    if job.raw_mask.is_some() {
+                        raw_chunks += 1;
                     }
                     // Hand the chunk to a worker; when there are none, or they are all busy and
                     // the queue is full, process it here (decoding with the lock released).
@@ -383,7 +519,8 @@ pub(crate) fn read_chunked(
                         }
                     };
                     if filtered {
-                        // SAFETY: `handle` decodes and scatters in memory, no libhdf5 call.
+                        // SAFETY: `handle` decodes and scatters in memory; a conversion
+                        // (`H5Tconvert`) takes the lock itself.
                         unsafe { released(l, || handle(job, &mut dec)) };
                     } else {
                         // An unfiltered chunk is one copy: cheaper than giving the lock away.
@@ -412,33 +549,21 @@ pub(crate) fn read_chunked(
     if let Some((_, e)) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }
-    // Chunks vh5 could not decode: libhdf5 decodes them (or fails, naming both reasons).
-    let mut retry = retry.into_inner().unwrap_or_else(|p| p.into_inner());
-    retry.sort_by_key(|r| r.0);
-    for (g, msg) in retry {
-        let (coord, origin, extent) = shared.origin_extent(g);
-        let mut buf = Vec::new();
-        read_region(reader, &origin[..n], &extent[..n], itemsize, ctx.fill, &mut buf).map_err(|e| match e.kind {
-            ErrorKind::NoMemory => err!(NoMemory, "chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], e.message),
-            _ => err!(Hdf5, "chunk {:?} (dataset offset {:?}): vh5 could not decode it ({msg}), and libhdf5 failed too: {}", &coord[..n], &origin[..n], e.message),
-        })?;
-        shared.scatter(g, &buf, &origin[..n], &extent[..n])?;
-    }
-    // Rows whose destinations overlap another row's: in row order.
-    for (k, &i) in valid.iter().enumerate() {
-        if overlap[k] {
-            let r = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)?.expect("validated row");
-            // SAFETY: single-threaded now (the scope above joined every worker).
-            if unsafe { read_row(reader, &r, i, ctx, &mut scratch)? } {
-                stats.direct_reads += 1;
-            }
-            hdf5_reads += 1;
-        }
-    }
-    stats.chunks_read += nwhole;
-    stats.raw_chunks += raw_chunks;
-    stats.hdf5_reads += hdf5_reads;
-    Ok(Some(*stats))
+    Ok((raw_chunks, hdf5_reads))
+}
+
+/// Convert `elems` decoded elements of `ftype` (`file_itemsize` bytes each) in `buf` into
+/// `mtype` (`mem_itemsize` bytes each) with libhdf5 (`H5Tconvert`, taking the lock): the
+/// conversion `H5Dread` would apply. `buf` ends up `elems * mem_itemsize` bytes long.
+fn convert_chunk(ftype: hid_t, mtype: hid_t, elems: usize, file_itemsize: usize, mem_itemsize: usize, buf: &mut Vec<u8>) -> Result<()> {
+    let big = elems.checked_mul(file_itemsize.max(mem_itemsize)).ok_or_else(|| err!(NoMemory, "conversion buffer of {elems} elements overflows"))?;
+    super::alloc::resize_zeroed(buf, big, || "conversion buffer".to_string())?;
+    let mut bkg = Vec::new();
+    super::alloc::resize_zeroed(&mut bkg, elems * mem_itemsize, || "conversion background buffer".to_string())?;
+    let l = lock();
+    crate::hdf5::chunk::convert(&l, ftype, mtype, elems, buf, &mut bkg)?;
+    buf.truncate(elems * mem_itemsize);
+    Ok(())
 }
 
 /// A piece as a row of its own (for a `H5Dread` of just that piece).

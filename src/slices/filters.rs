@@ -26,14 +26,19 @@ pub enum Filter {
 }
 
 /// Map a pipeline (filter id, client data) in write order onto [`Filter`]s; `None` when some
-/// filter is not one vh5 implements (the caller then lets libhdf5 decode).
+/// filter is not one vh5 implements, or has client data libhdf5's own filter refuses (the
+/// caller then lets libhdf5 decode, which refuses such chunks exactly as libhdf5 does):
+/// deflate needs exactly one value, a level <= 9 (`H5Zdeflate.c`: "invalid deflate
+/// aggression level"); shuffle exactly one, a non-zero element size (`H5Zshuffle.c`:
+/// "invalid shuffle parameters"), both checked by libhdf5 in either direction. Fletcher32
+/// takes no client data (libhdf5 ignores any).
 pub fn pipeline(specs: &[(i32, &[u32])]) -> Option<Vec<Filter>> {
     specs
         .iter()
-        .map(|&(id, cd)| match id {
-            1 => Some(Filter::Deflate),
-            2 => Some(Filter::Shuffle(cd.first().map_or(1, |&s| s.max(1) as usize))),
-            3 => Some(Filter::Fletcher32),
+        .map(|&(id, cd)| match (id, cd) {
+            (1, &[level]) if level <= 9 => Some(Filter::Deflate),
+            (2, &[size]) if size > 0 => Some(Filter::Shuffle(size as usize)),
+            (3, _) => Some(Filter::Fletcher32),
             _ => None,
         })
         .collect()
@@ -375,6 +380,12 @@ mod tests {
         assert_eq!(b, vec![3, 2, 1, 6, 5, 4]);
         assert!(pipeline(&[(1, &[4]), (2, &[8]), (3, &[])]).is_some());
         assert_eq!(pipeline(&[(2, &[8]), (32001, &[])]), None);
+        // client data libhdf5 refuses: libhdf5 decodes (and refuses), never a no-op here
+        assert_eq!(pipeline(&[(2, &[0])]), None);
+        assert_eq!(pipeline(&[(2, &[])]), None);
+        assert_eq!(pipeline(&[(2, &[4, 4])]), None);
+        assert_eq!(pipeline(&[(1, &[10])]), None);
+        assert_eq!(pipeline(&[(1, &[])]), None);
     }
 
     proptest! {

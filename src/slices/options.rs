@@ -6,7 +6,9 @@
 //!   threads: everything runs on the calling thread.
 //! - Strategy: env `VH5_PLANNER` = `auto` (default), `chunks` (always read whole chunks once
 //!   and scatter), `rows` (the baseline: one `H5Dread` per row). Results are identical in
-//!   every mode; only speed differs.
+//!   every mode; only speed differs. Exception: datasets whose filter pipeline vh5 decodes
+//!   itself (deflate, shuffle, fletcher32 only) are always read chunk by chunk through vh5's
+//!   checked decoder (a corrupt chunk is refused the same way in every mode).
 //!
 //! - Whole-chunk memory limit: env `VH5_MAX_CHUNK_BYTES` (bytes, read once; default
 //!   [`DEFAULT_MAX_CHUNK_BYTES`] = 1 GiB). The planner never reads a chunk whose decoded size
@@ -35,7 +37,8 @@ pub enum PlannerMode {
     Auto,
     /// Every chunk touched is read whole once and all row pieces scattered from it.
     Chunks,
-    /// One `H5Dread` per row (libhdf5's chunk cache does the rest).
+    /// One `H5Dread` per row (libhdf5's chunk cache does the rest); not for datasets whose
+    /// pipeline vh5 decodes itself (read as in [`PlannerMode::Chunks`]).
     Rows,
 }
 

@@ -25,6 +25,7 @@ use crate::hdf5::chunk::{fill_element, fill_with, types_equal};
 use crate::hdf5::meta::dataset_meta;
 use crate::hdf5::dataset::{expect_kind, HyperslabReader};
 use crate::hdf5::error::session;
+use super::chunked::Convert;
 use super::transfer::{check_array, memory_type, parse_flags, Direction};
 
 /// Flag: versioned-hdf5 semantics: counts silently clipped to both extents, rows that end up
@@ -113,12 +114,16 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
 
     let ctx = Ctx { itemsize, layout: &dst.layout, dst: DstPtr::new(dst.buf), src_shape: &src_shape, dst_shape: &dst_shape, clip, fill: fill.as_deref() };
     let mode = options::planner_mode();
-    if let (Some(chunk), false) = (&meta.layout.chunk, mode == PlannerMode::Rows) {
+    if let Some(chunk) = &meta.layout.chunk {
         let filtered = !meta.layout.filters.is_empty();
-        if !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk, filtered)?) {
+        // A pipeline vh5 decodes is decoded by vh5 in every mode (a corrupt chunk is refused
+        // the same way everywhere): no row path, no one-row fast path.
+        let checked = super::chunked::vh5_decodes(&meta.layout.filters);
+        if checked || (mode != PlannerMode::Rows && !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk, filtered)?)) {
             let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize);
+            let convert = Convert { ftype: ftype.id(), mtype: mem.id(), file_itemsize: finfo.file_itemsize };
             // Validates every row before reading anything (as `check_rows` below).
-            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, meta.layout.dont_filter_partial, raw, mode, &mut stats)? {
+            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, meta.layout.dont_filter_partial, raw, Some(convert), mode, &mut stats)? {
                 return Ok(st);
             }
         }
@@ -138,7 +143,8 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
     Ok(stats)
 }
 
-/// Fast path of the `auto` rule for one-row calls (no planning): a single row reads its
+/// Fast path of the `auto` rule for one-row calls (no planning; never for pipelines vh5
+/// decodes itself, which are always decoded by vh5: see `chunked::read_chunked`): a single row reads its
 /// pieces through libhdf5 when the data is unfiltered (one `H5Dread` straight into place
 /// beats fetching whole chunks unless the row covers them, where both cost the same) or when
 /// it touches at most 4 chunks (the planner's rule for small filtered calls).
@@ -191,15 +197,16 @@ fn raw_kind(l: &crate::hdf5::lock::H5Lock, ftype: hid_t, mtype: hid_t, finfo: &c
         return None;
     }
     if types_equal(l, ftype, mtype) {
+        // Identical types (H5Tequal compares every field, normalisation and padding).
         return Some(RawKind::Same);
     }
     let native = if cfg!(target_endian = "little") { ByteOrder::Little } else { ByteOrder::Big };
     let d = finfo.dtype?;
-    if d == want && itemsize == 1 && matches!(d, Dtype::Int8 | Dtype::UInt8 | Dtype::Bool) {
+    if d == want && finfo.plain && itemsize == 1 && matches!(d, Dtype::Int8 | Dtype::UInt8 | Dtype::Bool) {
         // A 1-byte type "in big-endian order" has the same bytes.
         return Some(RawKind::Same);
     }
-    if d != want || finfo.byte_order.is_none() || finfo.byte_order == Some(native) {
+    if d != want || !finfo.plain || finfo.byte_order.is_none() || finfo.byte_order == Some(native) {
         return None;
     }
     match d {
