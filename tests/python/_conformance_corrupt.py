@@ -4,7 +4,7 @@ For a file built from a storage spec, :func:`regions` splits its bytes into *chu
 (``H5Dget_chunk_info`` of every stored chunk; the raw data of a contiguous dataset,
 ``H5Dget_offset`` / ``H5Dget_storage_size``) and *metadata* (everything else: superblock,
 object headers, B-trees / chunk indexes, heaps, free space). :func:`mutations` draws, from the
-spec's seed, one flip in a metadata byte, one in a chunk byte (when there is one) and one
+spec's seed, two flips in metadata bytes, one in a chunk byte (when there is one) and one
 truncation point; :func:`apply` writes the damaged copy.
 """
 
@@ -44,8 +44,8 @@ def mutations(path, seed):
         data[off: off + n] = True
     meta = np.nonzero(~data)[0]
     muts = []
-    if len(meta):
-        # bias toward the interesting part: skip the 8-byte signature most of the time
+    for _ in range(2 if len(meta) else 0):
+        # the 8-byte signature only now and then: the rest of the metadata is the interesting part
         pick = meta[meta >= 8] if (meta >= 8).any() and rng.integers(0, 8) else meta
         off = int(rng.choice(pick))
         muts.append(("metadata flip", off, int(rng.integers(1, 256)), f"metadata byte {off}"))

@@ -56,7 +56,7 @@ UNREG_ID = 40000  # no filter of this id exists in either libhdf5 (HDF5_PLUGIN_P
 
 def native_type(tid):
     """h5py TypeID of ``H5Tget_native_type(tid, H5T_DIR_DEFAULT)``."""
-    return h5py.h5t.TypeID(h5lib().H5Tget_native_type(tid.id, 0))
+    return h5py.h5t.TypeID(h5lib().H5Tget_native_type(tid.id, 0)).copy()  # copy(): the typed subclass
 
 
 # --------------------------------------------------------------------------------------
@@ -190,20 +190,23 @@ def _filter_ok(f, tname):
 
 @st.composite
 def storage_specs(draw):
-    """A storage spec (dict); see the module docs."""
-    tname = draw(st.sampled_from(ALL_TYPES))
-    layout = draw(st.sampled_from(["contiguous", "compact", "chunked", "chunked", "chunked", "chunked"]))
-    ndim = draw(st.integers(0 if layout != "chunked" else 1, 3))
+    """A storage spec (dict); see the module docs. Every choice comes from one
+    hypothesis-provided Random (deterministic under derandomize=True): hypothesis's own
+    example generation repeats near-identical examples, this spreads them evenly."""
+    r = draw(st.randoms(use_true_random=False))
+    tname = r.choice(ALL_TYPES)
+    layout = r.choice(["contiguous", "compact", "chunked", "chunked", "chunked", "chunked"])
+    ndim = r.randint(0 if layout != "chunked" else 1, 3)
     top = {1: 40, 2: 12, 3: 6}.get(ndim, 1)
-    spec = {"type": tname, "layout": layout, "seed": draw(st.integers(0, 2**31 - 1))}
-    shape = [draw(st.integers(1, top)) for _ in range(ndim)]
+    spec = {"type": tname, "layout": layout, "seed": r.randint(0, 2**31 - 1)}
+    shape = [r.randint(1, top) for _ in range(ndim)]
     spec["libver"] = "v110"
     spec["filters"] = []
     spec["dont_filter_partial"] = False
-    spec["alloc"] = draw(st.sampled_from(["default", "early", "incr", "late"]))
-    spec["fill_time"] = draw(st.sampled_from(["ifset", "alloc", "never"]))
-    spec["fillvalue"] = draw(st.booleans()) and not tname.startswith("array")
-    spec["written"] = draw(st.sampled_from(["all", "part", "part", "none"]))
+    spec["alloc"] = r.choice(["default", "early", "incr", "late"])
+    spec["fill_time"] = r.choice(["ifset", "alloc", "ifset", "alloc", "never"])
+    spec["fillvalue"] = (r.random() < 0.5) and not tname.startswith("array")
+    spec["written"] = r.choice(["all", "part", "part", "none"])
     spec["resize"] = None
     spec["direct_chunk"] = False
     maxshape = list(shape)
@@ -211,52 +214,52 @@ def storage_specs(draw):
     if layout == "compact":
         spec["alloc"] = "early"
     elif layout == "chunked":
-        index = draw(st.sampled_from(list(INDEX_NAMES)))
+        index = r.choice(list(INDEX_NAMES))
         spec["index"] = index
         if index == "btree1":
             spec["libver"] = "earliest"
-            maxshape = [draw(st.sampled_from([None, s, s + 3])) for s in shape]
+            maxshape = [r.choice([None, s, s + 3]) for s in shape]
         elif index == "earray":
-            k = draw(st.integers(0, ndim - 1))
-            maxshape = [None if i == k else draw(st.sampled_from([s, s + 2])) for i, s in enumerate(shape)]
+            k = r.randint(0, ndim - 1)
+            maxshape = [None if i == k else r.choice([s, s + 2]) for i, s in enumerate(shape)]
         elif index == "btree2":
             if ndim < 2:
-                ndim, shape = 2, shape + [draw(st.integers(1, 8))]
-            k = draw(st.integers(0, ndim - 1))
+                ndim, shape = 2, shape + [r.randint(1, 8)]
+            k = r.randint(0, ndim - 1)
             maxshape = [s if (i == k and ndim > 2) else None for i, s in enumerate(shape)]
         elif index != "single":
-            maxshape = [draw(st.sampled_from([s, s, s + 4])) for s in shape]
+            maxshape = [r.choice([s, s, s + 4]) for s in shape]
         if index == "single":
             chunks = list(shape)
         else:
             chunks = []
             for s, m in zip(shape, maxshape):
                 lim = m if m is not None else max(s + 5, 2)
-                c = draw(st.sampled_from(["one", "small", "small", "whole", "big"]))
-                v = {"one": 1, "small": max(1, min(lim, draw(st.integers(1, max(1, s))))), "whole": min(lim, s)}.get(c)
+                c = r.choice(["one", "small", "small", "whole", "big"])
+                v = {"one": 1, "small": max(1, min(lim, r.randint(1, max(1, s)))), "whole": min(lim, s)}.get(c)
                 if v is None:  # larger than the dataset (only with room: unlimited or maxshape > shape)
-                    v = min(lim, s + draw(st.integers(1, 6)))
+                    v = min(lim, s + r.randint(1, 6))
                 chunks.append(max(1, v))
             if index == "fixed" and chunks == maxshape:
                 chunks[0] = max(1, chunks[0] - 1) if chunks[0] > 1 else chunks[0]
-        nf = draw(st.integers(0, 3))
+        nf = r.randint(0, 3)
         if index == "implicit":
             nf = 0
             spec["alloc"] = "early"
-        cand = [f for f in FILTERS if _filter_ok(f, tname)]
-        filters = draw(st.lists(st.sampled_from(cand), min_size=nf, max_size=nf, unique=True))
-        spec["filters"] = [[f, draw(st.integers(0, 9))] if f == "deflate" else [f] for f in filters]
+        cand = [f for f in FILTERS if _filter_ok(f, tname) and (f != "lzf" or r.random() < 0.3)]
+        filters = r.sample(cand, min(nf, len(cand)))
+        spec["filters"] = [[f, r.randint(0, 9)] if f == "deflate" else [f] for f in filters]
         if index in ("fixed",) and not filters and spec["alloc"] == "early":
             spec["alloc"] = "incr"
         if filters and spec["alloc"] not in ("early",) and spec["libver"] == "v110":
-            spec["dont_filter_partial"] = draw(st.booleans())
+            spec["dont_filter_partial"] = (r.random() < 0.5)
         grow = [m is None or m > s for s, m in zip(shape, maxshape)]
-        if any(grow) and draw(st.booleans()):
+        if any(grow) and (r.random() < 0.5):
             spec["resize"] = [
-                (s + draw(st.integers(-s + 1, 6)) if m is None else draw(st.integers(1, m))) if g else s
+                (s + r.randint(-s + 1, 6) if m is None else r.randint(1, m)) if g else s
                 for s, m, g in zip(shape, maxshape, grow)
             ]
-        spec["direct_chunk"] = bool(filters) and (tname in INT_KINDS or tname in FLOAT_KINDS) and draw(st.booleans())
+        spec["direct_chunk"] = bool(filters) and (tname in INT_KINDS or tname in FLOAT_KINDS) and (r.random() < 0.5)
         if spec["alloc"] == "early" and filters:
             pass  # early allocation of filtered chunks: libhdf5 writes filtered fill chunks
     spec["shape"] = shape
@@ -420,6 +423,25 @@ def _direct_chunk(spec, path, name, rng):
 # the oracle
 
 
+def member_mask(tid):
+    """uint8 array of the type's size: 1 for bytes that belong to a member, 0 for padding
+    between / after compound members (recursively), whose content libhdf5 leaves as the
+    destination buffer had it: they are not compared."""
+    size = tid.get_size()
+    cls = tid.get_class()
+    if cls == h5py.h5t.COMPOUND:
+        m = np.zeros(size, np.uint8)
+        for i in range(tid.get_nmembers()):
+            off = tid.get_member_offset(i)
+            sub = member_mask(tid.get_member_type(i))
+            m[off: off + len(sub)] |= sub
+        return m
+    if cls == h5py.h5t.ARRAY:
+        base = tid.get_super()
+        return np.tile(member_mask(base), size // base.get_size())
+    return np.ones(size, np.uint8)
+
+
 def fill_bytes(ds, ntype):
     """The dataset's fill value converted to the native memory type (bytes); zeros when the
     fill value is libhdf5's default."""
@@ -451,6 +473,12 @@ def oracle_read(path, name="d"):
         if arr.size:
             ds.id.read(h5py.h5s.ALL, h5py.h5s.ALL, arr, mtype=ntype)
         return arr, size
+
+
+def native_mask(tname):
+    """member_mask of the native memory type of type `tname`, or None when it has no padding."""
+    m = member_mask(native_type(type_of(tname)[0]))
+    return None if m.all() else m
 
 
 def oracle_write(path, rows, src, name="d"):

@@ -129,62 +129,81 @@ def native_values(spec, n, rng, size):
     return buf[: n * size].tobytes()
 
 
-def build_cases(specs, workdir, reads_per_spec=3):
-    """Files, reference answers and tasks for every spec. Returns (cases, read_tasks,
-    write_tasks, build_errors)."""
+def build_one(k, spec, workdir, reads_per_spec=3):
+    """Build spec k's file and its reference answers (in a child process: libhdf5 2.0 itself
+    can crash on some specs). Returns a list of (op, extra features, task)."""
+    path = os.path.join(workdir, f"s{k}.h5")
+    C.build(spec, path)
+    rng = np.random.default_rng(spec["seed"] + 1)
+    try:
+        full, size = C.oracle_read(path)
+        oracle_err = None
+    except Exception as e:  # noqa: BLE001 - libhdf5 refuses its own file: vh5 must refuse too
+        full, size, oracle_err = None, C.native_type(C.type_of(spec["type"])[0]).get_size(), str(e)
+    shape = tuple(spec["resize"] or spec["shape"])
+    m = C.native_mask(spec["type"])
+    mask = None if m is None else m.tobytes()
+    out = []
+    if 0 in shape:
+        return out
+    for _ in range(reads_per_spec):
+        rows, dst_shape, _ = row_table(shape, rng, int(rng.integers(1, 9)))
+        layout = LAYOUTS[int(rng.integers(0, len(LAYOUTS)))]
+        expected = None
+        if full is not None:
+            n = int(np.prod(dst_shape, dtype=np.int64))
+            exp = np.frombuffer(bytes([SENTINEL]) * (n * size), dtype=f"V{size}").reshape(dst_shape).copy()
+            apply_rows(exp, full, rows)
+            expected = exp.tobytes()
+        out.append(("read", [f"dst: {layout}"], {
+            "kind": "read", "path": path, "name": "d", "rows": rows, "dst_shape": dst_shape,
+            "dst_layout": layout, "native_size": size, "expected": expected, "oracle_error": oracle_err, "mask": mask}))
+    # one write case: rows index the dataset on the dst side
+    rows, _, _ = row_table(shape, rng, int(rng.integers(1, 6)))
+    s0, d0, cnt, ss, ds = rows
+    rows = (d0, s0, cnt, ds, ss)
+    src_shape = tuple(int(x) for x in (d0 + (cnt - 1) * ds + 1).max(axis=0)) if shape else ()
+    n = max(1, int(np.prod(src_shape, dtype=np.int64)))
+    src = native_values(spec, n, rng, size)
+    wpath = os.path.join(workdir, f"s{k}-h5py.h5")
+    extra, expected, werr = [], None, None
+    try:
+        shutil.copyfile(path, wpath)
+        C.oracle_write(wpath, rows, np.frombuffer(src, dtype=f"V{size}").reshape(src_shape))
+        expected = C.oracle_read(wpath)[0].tobytes()
+    except Exception as e:  # noqa: BLE001
+        extra, werr = ["write: libhdf5 fails"], str(e)
+    out.append(("write", extra, {
+        "kind": "write", "path": path, "name": "d", "rows": rows, "src": src, "src_shape": src_shape,
+        "native_size": size, "expected": expected, "oracle_error": werr, "mask": mask}))
+    return out
+
+
+def build_cases(specs, workdir):
+    """Files, reference answers and tasks for every spec, built by two child processes.
+    Returns (cases, read_tasks, write_tasks, build_errors)."""
+    tasks = [{"kind": "build", "k": k, "spec": spec, "workdir": workdir} for k, spec in enumerate(specs)]
+    half = len(tasks) // 2
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as ex:
+        a = ex.submit(run_batch, tasks[:half], "auto", 1, workdir, "build-a")
+        b = ex.submit(run_batch, tasks[half:], "auto", 1, workdir, "build-b")
+        res = dict(a.result())
+        res.update({i + half: r for i, r in b.result().items()})
     cases, rtasks, wtasks, errors = [], [], [], []
     for k, spec in enumerate(specs):
-        path = os.path.join(workdir, f"s{k}.h5")
-        try:
-            C.build(spec, path)
-        except Exception as e:  # noqa: BLE001 - h5py refused the spec: not a vh5 case
-            errors.append((spec, f"h5py could not write it: {e}"))
+        r = res.get(k, {})
+        if r.get("outcome") != "ok":
+            errors.append((spec, f"h5py could not write it: {r.get('status')}: {r.get('msg', '')[:200]}"))
             continue
-        rng = np.random.default_rng(spec["seed"] + 1)
-        try:
-            full, size = C.oracle_read(path)
-            oracle_err = None
-        except Exception as e:  # noqa: BLE001 - libhdf5 refuses its own file: vh5 must refuse too
-            full, size, oracle_err = None, C.native_type(C.type_of(spec["type"])[0]).get_size(), str(e)
-        shape = tuple(spec["resize"] or spec["shape"])
-        if 0 in shape:
-            continue
-        for r in range(reads_per_spec):
-            rows, dst_shape, _ = row_table(shape, rng, int(rng.integers(1, 9)))
-            layout = LAYOUTS[int(rng.integers(0, len(LAYOUTS)))]
-            case = Case(len(cases), spec, "read", [f"dst: {layout}"])
-            expected = None
-            if full is not None:
-                exp = np.frombuffer(bytes([SENTINEL]) * (int(np.prod(dst_shape, dtype=np.int64)) * size or size), dtype=f"V{size}")
-                exp = exp[: int(np.prod(dst_shape, dtype=np.int64))].reshape(dst_shape).copy()
-                apply_rows(exp, full, rows)
-                expected = exp.tobytes()
-            rtasks.append({"kind": "read", "case": case.id, "path": path, "name": "d", "rows": rows,
-                           "dst_shape": dst_shape, "dst_layout": layout, "native_size": size,
-                           "expected": expected, "oracle_error": oracle_err})
+        with open(os.path.join(workdir, f"s{k}.pkl"), "rb") as fh:
+            built = pickle.load(fh)
+        for op, extra, task in built:
+            case = Case(len(cases), spec, op, extra)
+            task["case"] = case.id
+            (rtasks if op == "read" else wtasks).append(task)
             cases.append(case)
-        # one write case per spec
-        rows, _, src_extent = row_table(shape, rng, int(rng.integers(1, 6)))
-        s0, d0, cnt, ss, ds = rows
-        rows = (d0, s0, cnt, ds, ss)  # rows index the dataset on the dst side
-        src_shape = tuple(int(x) for x in (d0 + (cnt - 1) * ds + 1).max(axis=0)) if shape else ()
-        n = int(np.prod(src_shape, dtype=np.int64))
-        src = native_values(spec, max(n, 1), rng, size)[: max(n, 1) * size]
-        wpath = os.path.join(workdir, f"s{k}-h5py.h5")
-        case = Case(len(cases), spec, "write")
-        expected = None
-        try:
-            shutil.copyfile(path, wpath)
-            srcarr = np.frombuffer(src, dtype=f"V{size}").reshape(src_shape)
-            C.oracle_write(wpath, rows, srcarr)
-            expected = C.oracle_read(wpath)[0].tobytes()
-        except Exception as e:  # noqa: BLE001
-            expected = None
-            case.features.append("write: libhdf5 fails")
-            oracle_err = str(e)
-        wtasks.append({"kind": "write", "case": case.id, "path": path, "name": "d", "rows": rows,
-                       "src": src, "src_shape": src_shape, "native_size": size, "expected": expected})
-        cases.append(case)
     return cases, rtasks, wtasks, errors
 
 
@@ -224,8 +243,8 @@ def run_batch(tasks, planner, threads, workdir, tag):
             sig = -p.returncode if p.returncode < 0 else None
             results[started] = {"outcome": "crash", "status": f"signal {sig}" if sig else f"exit {p.returncode}",
                                 "msg": p.stderr.decode(errors="replace")[-400:]}
-        elif p.returncode != 0 and not (set(todo) - set(results)) == set():
-            raise RuntimeError(f"worker failed outside a task: {p.stderr.decode(errors='replace')[-2000:]}")
+        elif any(i not in done for i in todo):
+            raise RuntimeError(f"worker {tag} stopped outside a task (exit {p.returncode}): {p.stderr.decode(errors='replace')[-2000:]}")
         todo = [i for i in todo if i not in results]
     return results
 
