@@ -195,9 +195,14 @@ def storage_specs(draw):
     example generation repeats near-identical examples, this spreads them evenly."""
     r = draw(st.randoms(use_true_random=False))
     tname = r.choice(ALL_TYPES)
-    layout = r.choice(["contiguous", "compact", "chunked", "chunked", "chunked", "chunked"])
-    ndim = r.randint(0 if layout != "chunked" else 1, 3)
-    top = {1: 40, 2: 12, 3: 6}.get(ndim, 1)
+    layout = r.choice(["contiguous", "compact", "chunked", "chunked", "chunked", "chunked", "external", "virtual"])
+    if layout in ("external", "virtual") and r.random() < 0.5:
+        layout = "chunked"
+    if layout == "virtual" and tname not in INT_KINDS + FLOAT_KINDS:
+        tname = r.choice(INT_KINDS + FLOAT_KINDS)
+    ndim = r.randint(0 if layout in ("contiguous", "compact") else 1, 3)
+    big = r.random() < 0.15  # now and then many chunks (the planner's threads get work)
+    top = {1: 300 if big else 40, 2: 40 if big else 12, 3: 14 if big else 6}.get(ndim, 1)
     spec = {"type": tname, "layout": layout, "seed": r.randint(0, 2**31 - 1)}
     shape = [r.randint(1, top) for _ in range(ndim)]
     spec["libver"] = "v110"
@@ -283,6 +288,10 @@ def features(spec):
         f.append("layout: contiguous, unallocated" if unalloc else "layout: contiguous")
     elif lay == "compact":
         f.append("layout: compact")
+    elif lay == "external":
+        f.append("layout: external storage (H5Pset_external)")
+    elif lay == "virtual":
+        f.append("layout: virtual (source in the same file)")
     else:
         f.append(INDEX_NAMES[spec["index"]])
         shape, chunks = spec["resize"] or spec["shape"], spec["chunks"]
@@ -319,9 +328,12 @@ def features(spec):
 # building files
 
 
-def _dcpl(spec, tid, fill):
+def _dcpl(spec, tid, fill, path=None):
     dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
     lay = spec["layout"]
+    if lay == "external":
+        n = int(np.prod(spec["shape"], dtype=np.int64)) * tid.get_size()
+        dcpl.set_external(os.path.abspath(path + ".ext").encode(), 0, n)
     if lay == "compact":
         dcpl.set_layout(h5py.h5d.COMPACT)
     elif lay == "chunked":
@@ -388,10 +400,23 @@ def build(spec, path, name="d"):
     libver = ("earliest", "v110") if spec["libver"] == "earliest" else ("v110", "v110")
     shape = tuple(spec["shape"])
     with h5py.File(path, "w", libver=libver) as f:
-        dcpl = _dcpl(spec, tid, None if fill is None else np.ascontiguousarray(fill))
+        dcpl = _dcpl(spec, tid, None if fill is None else np.ascontiguousarray(fill), path)
         maxs = tuple(h5py.h5s.UNLIMITED if m is None else m for m in spec["maxshape"])
         space = h5py.h5s.create_simple(shape, maxs) if shape else h5py.h5s.create(h5py.h5s.SCALAR)
-        ds = h5py.h5d.create(f.id, name.encode(), tid, space, dcpl=dcpl)
+        if spec["layout"] == "virtual":
+            # the data lives in `src`; `d` maps it, its last index on axis 0 unmapped when
+            # there is more than one (reads the fill value)
+            src = h5py.h5d.create(f.id, b"src", tid, space, dcpl=_dcpl(dict(spec, layout="contiguous"), tid, None if fill is None else np.ascontiguousarray(fill)))
+            vspace = h5py.h5s.create_simple(shape, maxs)
+            cnt = (max(1, shape[0] - 1),) + tuple(shape[1:])
+            vspace.select_hyperslab((0,) * len(shape), cnt)
+            sspace = h5py.h5s.create_simple(shape, maxs)
+            sspace.select_hyperslab((0,) * len(shape), cnt)
+            dcpl.set_virtual(vspace, b".", b"src", sspace)
+            h5py.h5d.create(f.id, name.encode(), tid, space, dcpl=dcpl)
+            ds = src
+        else:
+            ds = h5py.h5d.create(f.id, name.encode(), tid, space, dcpl=dcpl)
         if spec["written"] == "all":
             _write_box(ds, tname, wdt, [0] * len(shape), list(shape), rng)
         elif spec["written"] == "part" and shape:

@@ -38,6 +38,9 @@ def child_env(planner, threads):
     env["VH5_PLANNER"] = planner
     env["VH5_THREADS"] = str(threads)
     env["HDF5_USE_FILE_LOCKING"] = "FALSE"
+    lib = REPO / "target" / "release" / "libvh5.so"
+    if not env.get("VH5_LIBRARY") and os.environ.get("VH5_TEST_INSTALLED") != "1" and lib.exists():
+        env["VH5_LIBRARY"] = str(lib)
     env["HDF5_PLUGIN_PATH"] = str(HERE / "no-plugins-here")
     paths = [str(HERE)]
     if os.environ.get("VH5_TEST_INSTALLED") != "1":
@@ -158,6 +161,8 @@ def build_one(k, spec, workdir, reads_per_spec=3):
         out.append(("read", [f"dst: {layout}"], {
             "kind": "read", "path": path, "name": "d", "rows": rows, "dst_shape": dst_shape,
             "dst_layout": layout, "native_size": size, "expected": expected, "oracle_error": oracle_err, "mask": mask}))
+    if spec["layout"] == "external":
+        return out  # its raw-data file is shared by every copy of the HDF5 file: no writes
     # one write case: rows index the dataset on the dst side
     rows, _, _ = row_table(shape, rng, int(rng.integers(1, 6)))
     s0, d0, cnt, ss, ds = rows
@@ -173,8 +178,9 @@ def build_one(k, spec, workdir, reads_per_spec=3):
         expected = C.oracle_read(wpath)[0].tobytes()
     except Exception as e:  # noqa: BLE001
         extra, werr = ["write: libhdf5 fails"], str(e)
-    out.append(("write", extra, {
-        "kind": "write", "path": path, "name": "d", "rows": rows, "src": src, "src_shape": src_shape,
+    src_layout = LAYOUTS[int(rng.integers(0, len(LAYOUTS)))]
+    out.append(("write", extra + [f"src: {src_layout}"], {
+        "kind": "write", "path": path, "name": "d", "rows": rows, "src": src, "src_shape": src_shape, "src_layout": src_layout,
         "native_size": size, "expected": expected, "oracle_error": werr, "mask": mask}))
     return out
 

@@ -56,7 +56,7 @@ def vh5_dtype(vh5, ds, native_size):
 
 
 def err(e):
-    return {"outcome": "error", "status": getattr(e, "status_name", type(e).__name__), "msg": str(e)[:400]}
+    return {"outcome": "error", "status": getattr(e, "status_name", type(e).__name__), "msg": str(e)[:4000]}
 
 
 def masked(got, want, t):
@@ -111,7 +111,8 @@ def do_write(vh5, t, scratch):
             if ds.dtype is None:
                 return {"outcome": "error", "status": "VH5_ERR_UNSUPPORTED", "msg": "dtype None (type vh5 cannot write)"}
             dt = vh5_dtype(vh5, ds, t["native_size"])
-            src = np.frombuffer(t["src"], dtype=dt).reshape(t["src_shape"])
+            src = make_dst(dt, t["src_shape"], t.get("src_layout", "C"))
+            src[...] = np.frombuffer(t["src"], dtype=dt).reshape(t["src_shape"])
             s, d, c, ss, dss = t["rows"]
             vh5.write_many_slices(src, ds, s, d, c, ss, dss)
         finally:

@@ -59,6 +59,7 @@ The table in docs/ROBUSTNESS.md (between ``<!-- conformance-table:begin -->`` an
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -87,9 +88,11 @@ KNOWN_DIVERGENCES = {
     4: ("new edge chunk of a filtered dataset padded with 0, not the user fill value", {"op: write", "filtered", "fill value: user"}),
 }
 
-#: feature -> why vh5 may refuse it where libhdf5 (h5py) reads it.
+#: feature -> (why vh5 may refuse it where libhdf5 (h5py) reads it, regex the message must match).
 ALLOWED_REFUSALS = {
-    "filter: lzf": "lzf is h5py's own plugin filter: vh5's libhdf5 has no lzf (refused: filter not available)",
+    "filter: lzf": ("h5py's own plugin filter: vh5's libhdf5 has no lzf", r"filter 'lzf' is not registered|lzf|32000"),
+    "layout: external storage (H5Pset_external)": ("files pointing at other files: refused by default (security)", r"(?i)external"),
+    "layout: virtual (source in the same file)": ("files pointing at other files: refused by default (security)", r"(?i)virtual"),
 }
 
 COLUMNS = [("read", p) for p in R.PLANNERS] + [("write", p) for p in R.PLANNERS]
@@ -127,8 +130,10 @@ def classify(case, res, rows_res, oracle_failed, corrupt=False):
         st = res.get("status")
         if oracle_failed:
             return f"refused {st} (libhdf5 too)", None
-        allowed = [f for f in feats if f in ALLOWED_REFUSALS]
+        allowed = [f for f in sorted(feats) if f in ALLOWED_REFUSALS]
         if allowed:
+            if not re.search(ALLOWED_REFUSALS[allowed[0]][1], res.get("msg") or ""):
+                return "FAIL", f"vh5 refused {allowed[0]} without naming it: {st}: {res.get('msg')}"
             return f"refused {st} ({allowed[0].split(': ')[1]})", None
         return "FAIL", f"vh5 refused where libhdf5 reads it: {st}: {res.get('msg')}"
     if out in ("ok-but-oracle-failed", "mismatch") and rows_res is not None:
@@ -158,6 +163,7 @@ class Suite:
                 self.known.setdefault(item, []).append(f"{case.describe()} [{cfg}]: {failure}")
                 failure = None
         if failure:
+            failure = failure[:900]
             self.failures.append(f"{case.describe()} [planner {cfg[0]}, threads {cfg[1]}]: {failure}")
             label = "FAIL"
         op = "write" if case.op == "write" else "read"
@@ -196,7 +202,7 @@ def run_corruption(suite, specs, workdir, first_id):
     cases, otasks, meta = [], [], []
     for k, spec in enumerate(specs):
         path = os.path.join(workdir, f"s{k}.h5")
-        if not os.path.exists(path):
+        if not os.path.exists(path) or spec["layout"] == "external":
             continue
         shape = tuple(spec["resize"] or spec["shape"])
         if 0 in shape:
