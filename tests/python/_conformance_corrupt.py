@@ -1,0 +1,70 @@
+"""Corruption campaign of the conformance suite: byte flips and truncations of generated files.
+
+For a file built from a storage spec, :func:`regions` splits its bytes into *chunk* regions
+(``H5Dget_chunk_info`` of every stored chunk; the raw data of a contiguous dataset,
+``H5Dget_offset`` / ``H5Dget_storage_size``) and *metadata* (everything else: superblock,
+object headers, B-trees / chunk indexes, heaps, free space). :func:`mutations` draws, from the
+spec's seed, two flips in metadata bytes, one in a chunk byte (when there is one) and one
+truncation point; :func:`apply` writes the damaged copy.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+import h5py
+
+
+def regions(path, name="d"):
+    """(file size, [(offset, size, label)] of raw-data regions)."""
+    out = []
+    with h5py.File(path, "r") as f:
+        ds = f[name].id
+        lay = ds.get_create_plist().get_layout()
+        if lay == h5py.h5d.CHUNKED:
+            for i in range(ds.get_num_chunks()):
+                info = ds.get_chunk_info(i)
+                if info.byte_offset is not None and info.size:
+                    out.append((int(info.byte_offset), int(info.size), f"chunk {tuple(info.chunk_offset)}"))
+        elif lay == h5py.h5d.CONTIGUOUS:
+            off = ds.get_offset()
+            if off is not None and ds.get_storage_size():
+                out.append((int(off), int(ds.get_storage_size()), "contiguous data"))
+    return os.path.getsize(path), out
+
+
+def mutations(path, seed):
+    """[(kind, offset, xor byte or None, label)]: a metadata flip, a chunk flip, a truncation."""
+    rng = np.random.default_rng(seed ^ 0x5EED)
+    size, regs = regions(path)
+    data = np.zeros(size, bool)
+    for off, n, _ in regs:
+        data[off: off + n] = True
+    meta = np.nonzero(~data)[0]
+    muts = []
+    for _ in range(2 if len(meta) else 0):
+        # the 8-byte signature only now and then: the rest of the metadata is the interesting part
+        pick = meta[meta >= 8] if (meta >= 8).any() and rng.integers(0, 8) else meta
+        off = int(rng.choice(pick))
+        muts.append(("metadata flip", off, int(rng.integers(1, 256)), f"metadata byte {off}"))
+    if regs:
+        off, n, label = regs[int(rng.integers(0, len(regs)))]
+        at = off + int(rng.integers(0, n))
+        muts.append(("chunk flip" if label.startswith("chunk") else "raw data flip", at, int(rng.integers(1, 256)), f"{label} byte {at - off} of {n}"))
+    cut = int(rng.integers(1, size))
+    muts.append(("truncation", cut, None, f"cut at {cut} of {size}"))
+    return muts
+
+
+def apply(src, dst, mut):
+    kind, off, x, _ = mut
+    with open(src, "rb") as fh:
+        b = bytearray(fh.read())
+    if x is None:
+        b = b[:off]
+    else:
+        b[off] ^= x
+    with open(dst, "wb") as fh:
+        fh.write(b)

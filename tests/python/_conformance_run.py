@@ -1,0 +1,279 @@
+"""Driver of the differential conformance suite (see test_conformance.py for the rules).
+
+Builds the files of the drawn storage specs, computes libhdf5's answers through h5py, runs
+vh5 on them in child processes (one per planner x threads setting, two at a time), and
+classifies every (case, setting) outcome. Also runnable by hand on one spec to reproduce a
+failure::
+
+    python3 tests/python/_conformance_run.py '<spec json printed by the suite>'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import _conformance_files as C
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+PLANNERS = ("auto", "chunks", "rows")
+THREADS = (1, 2, 4)
+READ_CONFIGS = [(p, t) for p in PLANNERS for t in THREADS]
+WRITE_CONFIGS = [("auto", 2), ("chunks", 1), ("rows", 4)]
+SENTINEL = 0xA5
+LAYOUTS = ("C", "F", "stepped", "reversed")
+
+
+def child_env(planner, threads):
+    env = dict(os.environ)
+    env["VH5_PLANNER"] = planner
+    env["VH5_THREADS"] = str(threads)
+    env["HDF5_USE_FILE_LOCKING"] = "FALSE"
+    lib = REPO / "target" / "release" / "libvh5.so"
+    if not env.get("VH5_LIBRARY") and os.environ.get("VH5_TEST_INSTALLED") != "1" and lib.exists():
+        env["VH5_LIBRARY"] = str(lib)
+    env["HDF5_PLUGIN_PATH"] = str(HERE / "no-plugins-here")
+    paths = [str(HERE)]
+    if os.environ.get("VH5_TEST_INSTALLED") != "1":
+        paths.insert(0, str(REPO / "bindings" / "python"))
+    env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
+    return env
+
+
+# --------------------------------------------------------------------------------------
+# row tables
+
+
+def row_table(shape, rng, nrows):
+    """(rows, dst_shape, src_extent): random rows over a dataset of `shape` with steps on
+    both sides; dst_shape covers every row plus slack; src_extent is the smallest array
+    holding every row's source (for writes, where rows index the caller's array)."""
+    nd = len(shape)
+    if nd == 0:
+        z = np.zeros((nrows, 0), np.uint64)
+        return (z, z.copy(), z.copy(), z.copy(), z.copy()), (), ()
+    s0 = np.zeros((nrows, nd), np.uint64)
+    d0 = np.zeros_like(s0)
+    cnt = np.zeros_like(s0)
+    ss = np.ones_like(s0)
+    ds = np.ones_like(s0)
+    for i in range(nrows):
+        for j, ext in enumerate(shape):
+            step = int(rng.choice([1, 1, 1, 2, 3]))
+            maxc = (ext - 1) // step + 1
+            c = int(rng.integers(1, maxc + 1))
+            if rng.integers(0, 3) == 0:
+                c = maxc
+            s0[i, j] = rng.integers(0, ext - (c - 1) * step)
+            cnt[i, j] = c
+            ss[i, j] = step
+            ds[i, j] = rng.choice([1, 1, 2])
+            d0[i, j] = rng.integers(0, 4)
+    reach = d0 + (cnt - 1) * ds + 1
+    dst_shape = tuple(int(x) + int(rng.integers(0, 2)) for x in reach.max(axis=0))
+    src_extent = tuple(int(x) for x in (s0 + (cnt - 1) * ss + 1).max(axis=0))
+    return (s0, d0, cnt, ss, ds), dst_shape, src_extent
+
+
+def _sl(start, cnt, step):
+    return tuple(slice(int(a), int(a) + (int(c) - 1) * int(s) + 1, int(s)) for a, c, s in zip(start, cnt, step))
+
+
+def apply_rows(dst, src, rows, swap=False):
+    """dst[rows' dst side] = src[rows' src side], in order (the later row wins)."""
+    s0, d0, cnt, ss, ds = rows
+    for i in range(len(cnt)):
+        if dst.ndim == 0:
+            dst[()] = src[()]
+            continue
+        a, b = (d0, ds) if not swap else (s0, ss)
+        c, e = (s0, ss) if not swap else (d0, ds)
+        dst[_sl(a[i], cnt[i], b[i])] = src[_sl(c[i], cnt[i], e[i])]
+
+
+# --------------------------------------------------------------------------------------
+# cases
+
+
+class Case:
+    """One generated case: a spec, an operation and the features it exercises."""
+
+    def __init__(self, cid, spec, op, extra=()):
+        self.id = cid
+        self.spec = spec
+        self.op = op
+        self.features = list(C.features(spec)) + list(extra)
+        self.tasks = []  # task ids (one per setting)
+
+    def describe(self):
+        return f"case {self.id} ({self.op}) spec={C.spec_id(self.spec)}"
+
+
+def native_values(spec, n, rng, size):
+    """n valid values of the spec's type in the native memory layout (bytes)."""
+    import h5py
+
+    tid, wdt = C.type_of(spec["type"])
+    vals = C.values(spec["type"], n, rng)
+    raw = vals.tobytes()
+    m = C.mem_type_of(spec["type"])
+    buf = np.zeros(n * max(m.get_size(), size) + 16, np.uint8)
+    buf[: len(raw)] = np.frombuffer(raw, np.uint8)
+    h5py.h5t.convert(m, C.native_type(tid), n, buf)
+    return buf[: n * size].tobytes()
+
+
+def build_one(k, spec, workdir, reads_per_spec=3):
+    """Build spec k's file and its reference answers (in a child process: libhdf5 2.0 itself
+    can crash on some specs). Returns a list of (op, extra features, task)."""
+    path = os.path.join(workdir, f"s{k}.h5")
+    C.build(spec, path)
+    rng = np.random.default_rng(spec["seed"] + 1)
+    try:
+        full, size = C.oracle_read(path)
+        oracle_err = None
+    except Exception as e:  # noqa: BLE001 - libhdf5 refuses its own file: vh5 must refuse too
+        full, size, oracle_err = None, C.native_type(C.type_of(spec["type"])[0]).get_size(), str(e)
+    shape = tuple(spec["resize"] or spec["shape"])
+    m = C.native_mask(spec["type"])
+    mask = None if m is None else m.tobytes()
+    out = []
+    if 0 in shape:
+        return out
+    for _ in range(reads_per_spec):
+        rows, dst_shape, _ = row_table(shape, rng, int(rng.integers(1, 9)))
+        layout = LAYOUTS[int(rng.integers(0, len(LAYOUTS)))]
+        expected = None
+        if full is not None:
+            n = int(np.prod(dst_shape, dtype=np.int64))
+            exp = np.frombuffer(bytes([SENTINEL]) * (n * size), dtype=f"V{size}").reshape(dst_shape).copy()
+            apply_rows(exp, full, rows)
+            expected = exp.tobytes()
+        out.append(("read", [f"dst: {layout}"], {
+            "kind": "read", "path": path, "name": "d", "rows": rows, "dst_shape": dst_shape,
+            "dst_layout": layout, "native_size": size, "expected": expected, "oracle_error": oracle_err, "mask": mask}))
+    if spec["layout"] == "external":
+        return out  # its raw-data file is shared by every copy of the HDF5 file: no writes
+    # one write case: rows index the dataset on the dst side
+    rows, _, _ = row_table(shape, rng, int(rng.integers(1, 6)))
+    s0, d0, cnt, ss, ds = rows
+    rows = (d0, s0, cnt, ds, ss)
+    src_shape = tuple(int(x) for x in (d0 + (cnt - 1) * ds + 1).max(axis=0)) if shape else ()
+    n = max(1, int(np.prod(src_shape, dtype=np.int64)))
+    src = native_values(spec, n, rng, size)
+    wpath = os.path.join(workdir, f"s{k}-h5py.h5")
+    extra, expected, werr = [], None, None
+    try:
+        shutil.copyfile(path, wpath)
+        C.oracle_write(wpath, rows, np.frombuffer(src, dtype=f"V{size}").reshape(src_shape))
+        expected = C.oracle_read(wpath)[0].tobytes()
+    except Exception as e:  # noqa: BLE001
+        extra, werr = ["write: libhdf5 fails"], str(e)
+    src_layout = LAYOUTS[int(rng.integers(0, len(LAYOUTS)))]
+    out.append(("write", extra + [f"src: {src_layout}"], {
+        "kind": "write", "path": path, "name": "d", "rows": rows, "src": src, "src_shape": src_shape, "src_layout": src_layout,
+        "native_size": size, "expected": expected, "oracle_error": werr, "mask": mask}))
+    return out
+
+
+def build_cases(specs, workdir):
+    """Files, reference answers and tasks for every spec, built by two child processes.
+    Returns (cases, read_tasks, write_tasks, build_errors)."""
+    tasks = [{"kind": "build", "k": k, "spec": spec, "workdir": workdir} for k, spec in enumerate(specs)]
+    half = len(tasks) // 2
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as ex:
+        a = ex.submit(run_batch, tasks[:half], "auto", 1, workdir, "build-a")
+        b = ex.submit(run_batch, tasks[half:], "auto", 1, workdir, "build-b")
+        res = dict(a.result())
+        res.update({i + half: r for i, r in b.result().items()})
+    cases, rtasks, wtasks, errors = [], [], [], []
+    for k, spec in enumerate(specs):
+        r = res.get(k, {})
+        if r.get("outcome") != "ok":
+            errors.append((spec, f"h5py could not write it: {r.get('status')}: {r.get('msg', '')[:200]}"))
+            continue
+        with open(os.path.join(workdir, f"s{k}.pkl"), "rb") as fh:
+            built = pickle.load(fh)
+        for op, extra, task in built:
+            case = Case(len(cases), spec, op, extra)
+            task["case"] = case.id
+            (rtasks if op == "read" else wtasks).append(task)
+            cases.append(case)
+    return cases, rtasks, wtasks, errors
+
+
+# --------------------------------------------------------------------------------------
+# child processes
+
+
+def run_batch(tasks, planner, threads, workdir, tag):
+    """Run `tasks` in workers under one setting; returns {task index: result}. A worker that
+    dies (signal, abort) is recorded as a crash of the task it was running, and a new worker
+    continues after it."""
+    results = {}
+    todo = list(range(len(tasks)))
+    env = child_env(planner, threads)
+    rounds = 0
+    while todo:
+        rounds += 1
+        batch = os.path.join(workdir, f"batch-{tag}-{rounds}.pkl")
+        out = os.path.join(workdir, f"res-{tag}-{rounds}.jsonl")
+        sub = [dict(tasks[i], id=i) for i in todo]
+        with open(batch, "wb") as fh:
+            pickle.dump(sub, fh)
+        p = subprocess.run([sys.executable, str(HERE / "_conformance_worker.py"), batch, out], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=1800)
+        started = None
+        if os.path.exists(out):
+            with open(out) as fh:
+                for line in fh:
+                    r = json.loads(line)
+                    if "start" in r:
+                        started = r["start"]
+                    else:
+                        results[r["id"]] = r
+                        started = None
+        done = set(results)
+        if p.returncode != 0 and started is not None and started not in done:
+            sig = -p.returncode if p.returncode < 0 else None
+            results[started] = {"outcome": "crash", "status": f"signal {sig}" if sig else f"exit {p.returncode}",
+                                "msg": p.stderr.decode(errors="replace")[-400:]}
+        elif any(i not in done for i in todo):
+            raise RuntimeError(f"worker {tag} stopped outside a task (exit {p.returncode}): {p.stderr.decode(errors='replace')[-2000:]}")
+        todo = [i for i in todo if i not in results]
+    return results
+
+
+def run_settings(tasks, configs, workdir, tag, parallel=2):
+    """Run `tasks` under every (planner, threads) setting, `parallel` settings at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(parallel) as ex:
+        futs = {cfg: ex.submit(run_batch, tasks, cfg[0], cfg[1], workdir, f"{tag}-{cfg[0]}-{cfg[1]}") for cfg in configs}
+        return {cfg: f.result() for cfg, f in futs.items()}
+
+
+if __name__ == "__main__":  # reproduce one spec: python3 _conformance_run.py '<spec json>'
+    import tempfile
+
+    spec = json.loads(sys.argv[1])
+    with tempfile.TemporaryDirectory() as d:
+        cases, rt, wt, errs = build_cases([spec], d)
+        t0 = time.time()
+        for name, tasks, cfgs in (("read", rt, READ_CONFIGS), ("write", wt, WRITE_CONFIGS)):
+            res = run_settings(tasks, cfgs, d, name)
+            for cfg, rs in res.items():
+                for i, r in sorted(rs.items()):
+                    print(name, cfg, tasks[i]["case"], r.get("outcome"), r.get("status", ""), r.get("msg", "")[:300])
+        print(errs, f"{time.time() - t0:.1f}s")

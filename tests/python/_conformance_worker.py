@@ -1,0 +1,189 @@
+"""Child process of the conformance suite: runs a batch of vh5 reads / writes / oracle reads
+under one ``VH5_PLANNER`` / ``VH5_THREADS`` setting (read once per process by vh5, so every
+setting gets its own process) and reports each task's outcome as a JSON line.
+
+Usage: ``python3 _conformance_worker.py BATCH.pkl RESULTS.jsonl``. Before each task it writes
+``{"start": id}`` and flushes, so when a task kills the process (a signal inside libhdf5) the
+parent knows which one it was, records it as a crash and restarts a worker on the rest.
+
+Task kinds (dicts, see _conformance_run.py): ``read`` (vh5.read_many_slices into a
+sentinel-filled destination of a given layout, compared byte for byte with the expected
+bytes), ``write`` (vh5.write_many_slices into a private copy of the file, then the whole
+dataset read back by h5py and compared), ``oracle`` (h5py's read of a possibly corrupt file:
+the expected bytes or the error, for the corruption campaign).
+"""
+
+import hashlib
+import json
+import os
+import pickle
+import shutil
+import sys
+
+import numpy as np
+
+SENTINEL = 0xA5
+
+
+def make_dst(dtype, shape, layout):
+    """A destination of `shape` and `layout` (C, F, stepped, reversed), every byte SENTINEL."""
+    shape = tuple(shape)
+    nd = len(shape)
+    if layout == "stepped":
+        bshape = tuple(2 * s for s in shape)
+    else:
+        bshape = shape
+    n = int(np.prod(bshape, dtype=np.int64)) * dtype.itemsize
+    raw = np.full(max(n, 1), SENTINEL, np.uint8)
+    base = np.ndarray(bshape, dtype, buffer=raw, order="F" if layout == "F" else "C")
+    if nd == 0:
+        return base
+    if layout == "stepped":
+        return base[(slice(None, None, 2),) * nd]
+    if layout == "reversed":
+        return base[(slice(None, None, -1),) * nd]
+    return base
+
+
+def vh5_dtype(vh5, ds, native_size):
+    """The destination/source dtype vh5 wants for `ds`, or raise vh5's refusal."""
+    if ds.dtype is None:
+        raise vh5.UnsupportedError.__new__(vh5.UnsupportedError)
+    dt = ds.dtype
+    if dt.kind == "V":
+        return np.dtype(f"V{native_size}")
+    return dt.newbyteorder("=") if dt.itemsize > 1 else dt
+
+
+def err(e):
+    return {"outcome": "error", "status": getattr(e, "status_name", type(e).__name__), "msg": str(e)[:4000]}
+
+
+def masked(got, want, t):
+    """(got, want) with compound padding bytes (t["mask"], per element) zeroed."""
+    m = t.get("mask")
+    if m is None or not len(got):
+        return got, want
+    full = np.tile(np.frombuffer(m, np.uint8), len(got) // len(m))
+    a = np.frombuffer(got, np.uint8) * full
+    b = np.frombuffer(want, np.uint8) * full
+    return a.tobytes(), b.tobytes()
+
+
+def do_read(vh5, t):
+    with vh5.File(t["path"]) as f:
+        ds = f[t["name"]]
+        try:
+            if ds.dtype is None:
+                return {"outcome": "error", "status": "VH5_ERR_UNSUPPORTED", "msg": "dtype None (type vh5 cannot read)"}
+            dt = vh5_dtype(vh5, ds, t["native_size"])
+            if dt.itemsize != t["native_size"]:
+                return {"outcome": "mismatch", "msg": f"vh5 item size {dt.itemsize} != native type size {t['native_size']} (dtype {ds.dtype})"}
+            dst = make_dst(dt, t["dst_shape"], t["dst_layout"])
+            s, d, c, ss, dss = t["rows"]
+            vh5.read_many_slices(ds, dst, s, d, c, ss, dss)
+        finally:
+            ds.close()
+    got = np.ascontiguousarray(dst).tobytes()
+    if t["expected"] is not None:
+        got, t["expected"] = masked(got, t["expected"], t)
+    digest = hashlib.sha1(got).hexdigest()
+    if t["expected"] is None:
+        return {"outcome": "ok-but-oracle-failed", "digest": digest}
+    if got == t["expected"]:
+        return {"outcome": "ok", "digest": digest}
+    a = np.frombuffer(got, np.uint8)
+    b = np.frombuffer(t["expected"], np.uint8)
+    k = int(np.argmax(a != b))
+    el = k // max(1, t["native_size"])
+    idx = np.unravel_index(el, t["dst_shape"]) if t["dst_shape"] else ()
+    return {"outcome": "mismatch", "digest": digest, "msg": f"first differing byte {k} (dst element {tuple(int(i) for i in idx)}): got {a[k - k % t['native_size']: k - k % t['native_size'] + t['native_size']].tobytes().hex()} want {b[k - k % t['native_size']: k - k % t['native_size'] + t['native_size']].tobytes().hex()}; {int((a != b).sum())} bytes differ"}
+
+
+def do_write(vh5, t, scratch):
+    import _conformance_files as C
+
+    path = os.path.join(scratch, f"w{os.getpid()}.h5")
+    shutil.copyfile(t["path"], path)
+    with vh5.File(path, "r+") as f:
+        ds = f[t["name"]]
+        try:
+            if ds.dtype is None:
+                return {"outcome": "error", "status": "VH5_ERR_UNSUPPORTED", "msg": "dtype None (type vh5 cannot write)"}
+            dt = vh5_dtype(vh5, ds, t["native_size"])
+            src = make_dst(dt, t["src_shape"], t.get("src_layout", "C"))
+            src[...] = np.frombuffer(t["src"], dtype=dt).reshape(t["src_shape"])
+            s, d, c, ss, dss = t["rows"]
+            vh5.write_many_slices(src, ds, s, d, c, ss, dss)
+        finally:
+            ds.close()
+    try:
+        arr, _ = C.oracle_read(path, t["name"])
+    except Exception as e:  # noqa: BLE001 - h5py's refusal is the finding
+        if t["expected"] is None:
+            return {"outcome": "ok"}
+        return {"outcome": "mismatch", "msg": f"h5py cannot read the dataset vh5 wrote: {str(e)[:300]}"}
+    if t["expected"] is None:
+        return {"outcome": "ok-but-oracle-failed"}
+    got, t["expected"] = masked(arr.tobytes(), t["expected"], t)
+    if got == t["expected"]:
+        return {"outcome": "ok"}
+    n = t["native_size"]
+    a = np.frombuffer(got, np.uint8)
+    b = np.frombuffer(t["expected"], np.uint8)
+    bad = np.nonzero(a != b)[0]
+    el = sorted({int(i) // n for i in bad})
+    idx = [tuple(int(x) for x in np.unravel_index(e, arr.shape)) for e in el[:3]] if arr.shape else [()]
+    return {"outcome": "mismatch", "msg": f"{len(el)} elements differ after the write, first at {idx}: got {a[el[0]*n:(el[0]+1)*n].tobytes().hex()} want {b[el[0]*n:(el[0]+1)*n].tobytes().hex()}"}
+
+
+def do_oracle(t):
+    import _conformance_files as C
+
+    try:
+        arr, size = C.oracle_read(t["path"], t["name"])
+    except Exception as e:  # noqa: BLE001
+        return {"outcome": "error", "status": type(e).__name__, "msg": str(e)[:300]}
+    return {"outcome": "ok", "data": arr.tobytes().hex(), "native_size": size, "shape": list(arr.shape)}
+
+
+def do_build(t):
+    import _conformance_run as R
+
+    built = R.build_one(t["k"], t["spec"], t["workdir"])
+    with open(os.path.join(t["workdir"], f"s{t['k']}.pkl"), "wb") as fh:
+        pickle.dump(built, fh)
+    return {"outcome": "ok"}
+
+
+def main():
+    batch, results = sys.argv[1], sys.argv[2]
+    with open(batch, "rb") as fh:
+        tasks = pickle.load(fh)
+    scratch = os.path.dirname(os.path.abspath(results))
+    vh5 = None
+    if any(t["kind"] in ("read", "write") for t in tasks):
+        import vh5  # noqa: F811
+    with open(results, "a") as out:
+        for t in tasks:
+            out.write(json.dumps({"start": t["id"]}) + "\n")
+            out.flush()
+            try:
+                if t["kind"] == "read":
+                    r = do_read(vh5, t)
+                elif t["kind"] == "write":
+                    r = do_write(vh5, t, scratch)
+                elif t["kind"] == "build":
+                    r = do_build(t)
+                else:
+                    r = do_oracle(t)
+            except Exception as e:  # noqa: BLE001 - every vh5 refusal is an outcome
+                r = err(e)
+            r["id"] = t["id"]
+            out.write(json.dumps(r) + "\n")
+            out.flush()
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    main()
