@@ -37,6 +37,11 @@
 #define VH5_VERSION_PATCH 0
 
 /**
+ * Maximum number of axes of a dataset or array (HDF5's `H5S_MAX_RANK`).
+ */
+#define VH5_MAX_RANK 32
+
+/**
  * `payload_view.format`: a Reductionist response (CBOR map, reductionist-rs 0.12 - 0.13.1,
  * or a client fixture of it).
  */
@@ -249,11 +254,6 @@
  * float 32).
  */
 #define PAYLOAD_ITEM_NARROW_FLOAT 2
-
-/**
- * Maximum number of axes of a dataset or array (HDF5's `H5S_MAX_RANK`).
- */
-#define VH5_MAX_RANK 32
 
 /**
  * `vh5_file_open` flag: open for reading and writing (`H5F_ACC_RDWR`). Without it (flags 0)
