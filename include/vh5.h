@@ -1154,6 +1154,11 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * outside the libhdf5 lock and stores each chunk with `H5Dwrite_chunk`, filter mask 0;
  * chunks covered in part are read raw (`H5Dread_chunk`) and decoded by vh5. Other
  * pipelines (szip, nbit, scaleoffset, plugins) and conversions go through `H5Dwrite`.
+ * Either way the file ends up as libhdf5's own `H5Dwrite` of the same rows leaves it: a new
+ * chunk starts as the fill value throughout (also outside the extent of an edge chunk,
+ * visible after a resize), or as zeros under fill time never; a stored edge chunk keeps its
+ * bytes outside the extent; with `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS` partial edge chunks
+ * are stored unfiltered (filter mask 0).
  * Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
  * file are closed (`vh5_close`).
  *

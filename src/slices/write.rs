@@ -61,7 +61,9 @@ pub struct WriteStats {
     pub hdf5_writes: usize,
     /// Chunked datasets: chunks written (each touched chunk once).
     pub chunks_written: usize,
-    /// Chunked datasets: chunks read first because the rows covered them only in part.
+    /// Chunked datasets: chunks read first because the rows covered them only in part (raw
+    /// writes: also stored edge chunks covered entirely, whose bytes outside the extent are
+    /// kept).
     pub chunks_read: usize,
     /// Chunked filtered datasets: chunks whose filters vh5 ran itself and stored raw with
     /// `H5Dwrite_chunk` (counted in `chunks_written` and `hdf5_writes` too).

@@ -124,6 +124,27 @@ def test_h5py_source_renamed_or_replaced_after_open_reads_the_file_h5py_has_open
         out = np.full(3, -1.0)
         vh5.read_many_slices(h["d"], out, [0], [0], [3])
         np.testing.assert_array_equal(out, [0.0, 1.0, 2.0])
+        # reopened by the file's current ordinary name (a /proc/self/fd path would name
+        # another file in another process once a handle is pickled)
+        d, f = vh5.hdf5._open_h5py(h["d"])
+        try:
+            assert f.filename == str(tmp_path / "a" / "moved.h5"), f.filename
+        finally:
+            d.close()
+            f.close()
+
+
+def test_h5py_source_deleted_and_replaced_is_refused(tmp_path):
+    _two_files_same_name(tmp_path)
+    p = tmp_path / "a" / "x.h5"
+    with h5py.File(p, "r") as h:
+        os.remove(p)
+        os.rename(tmp_path / "b" / "x.h5", p)  # h5py's file has no name any more
+        out = np.full(3, -1.0)
+        with pytest.raises(vh5.IoError, match="not the file h5py has open") as ei:
+            vh5.read_many_slices(h["d"], out, [0], [0], [3])
+        assert str(p) in str(ei.value)
+        np.testing.assert_array_equal(out, [-1.0, -1.0, -1.0])
 
 
 def test_h5py_source_without_descriptor_and_relative_name_is_refused(tmp_path, monkeypatch):

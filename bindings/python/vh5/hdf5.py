@@ -3,10 +3,11 @@
 vh5 links the system libhdf5, which is a *different* library instance from the one inside
 h5py wheels: HDF5 ids never cross between them. vh5 therefore opens files by path; an
 ``h5py.Dataset`` passed to :func:`read_many_slices` is re-opened by dataset name from the
-very file h5py has open: ``/proc/self/fd/N`` of h5py's file descriptor on Linux, else its
-absolute name after checking device and inode against that descriptor (a relative name
-after ``os.chdir``, or a file renamed or replaced since h5py opened it, is refused, never
-read in its place). h5py itself is never imported by vh5.
+very file h5py has open: by the open file's current absolute name (``/proc/self/fd/N`` of
+h5py's descriptor on Linux) or the absolute given name, whichever has the device and inode
+of h5py's descriptor (checked before and after opening); a name that is not h5py's file (a
+relative name after ``os.chdir``, a file replaced since h5py opened it) is refused, never
+read in its place. h5py itself is never imported by vh5.
 
 File locking: HDF5 >= 1.10 locks files. Two instances may both open a file read-only, but a
 file that h5py holds open for writing (mode ``"r+"``, ``"w"``, ``"a"``) is refused by vh5
@@ -268,11 +269,20 @@ def _open_h5py(src):
             f"{', '.join(sorted(REOPENABLE_DRIVERS))}), so it cannot read this one: read it "
             "with h5py, or write it to a file on disk first",
         )
-    path = _same_file_path(h5file, driver, filename, src.name)
+    path, ident = _same_file_path(h5file, driver, filename, src.name)
     if getattr(h5file, "mode", "r") != "r":
         # Our libhdf5 reads the file from disk: make what h5py wrote visible first.
         h5file.flush()
     f = File(path)  # adds the HDF5_USE_FILE_LOCKING hint on a lock failure
+    if ident is not None and not _same_inode(path, ident):
+        # Renamed or replaced between the check and the open: never read the wrong file.
+        f.close()
+        raise make_error(
+            9,  # VH5_ERR_IO
+            "VH5_ERR_IO",
+            f"the file h5py has open for {src.name!r} ({filename!r}) was renamed or replaced while "
+            f"vh5 reopened it as {path!r}; vh5 refuses to read a different file",
+        )
     try:
         return Dataset(f, src.name), f
     except BaseException:
@@ -299,46 +309,55 @@ def _h5py_fd(h5file, driver):
     return handle
 
 
+def _same_inode(path, st) -> bool:
+    try:
+        p = os.stat(path)
+    except OSError:
+        return False
+    return (p.st_dev, p.st_ino) == (st.st_dev, st.st_ino)
+
+
 def _same_file_path(h5file, driver, filename, name):
-    """A path naming the very file h5py has open, for vh5's libhdf5 to open.
+    """(absolute path, os.stat_result or None): a name of the very file h5py has open, for
+    vh5's libhdf5 to open, and the identity to check it against after opening.
 
     ``h5py.File.filename`` is the name as given to h5py: a relative one names another file
-    after ``os.chdir``, and any name may have been renamed or replaced since. So: on Linux,
-    ``/proc/self/fd/N`` of h5py's own descriptor (the kernel resolves it to that open file,
-    whatever it is called now); elsewhere the absolute name, accepted only when its device and
-    inode are those of h5py's descriptor (``os.stat`` vs ``os.fstat``). Raises vh5.IoError
-    naming both when they differ or cannot be compared."""
+    after ``os.chdir``, and any name may have been renamed or replaced since. With h5py's
+    file descriptor (sec2 driver) the candidates are the open file's current name
+    (``/proc/self/fd/N`` on Linux) and the absolute given name; one is accepted only when its
+    device and inode are those of the descriptor (``os.stat`` vs ``os.fstat``). The path
+    returned is an ordinary absolute name (never ``/proc/self/fd/N``, which would mean
+    another file in another process, e.g. once pickled). Without a descriptor (other
+    drivers) an absolute given name is used as is and a relative one refused. Raises
+    vh5.IoError naming the names when no candidate is h5py's file."""
     fd = _h5py_fd(h5file, driver)
-    if fd is not None:
-        st = os.fstat(fd)
-        proc = f"/proc/self/fd/{fd}"
-        try:
-            pst = os.stat(proc)
-        except OSError:
-            pst = None
-        if pst is not None and (pst.st_dev, pst.st_ino) == (st.st_dev, st.st_ino):
-            return proc
-        cand = os.path.abspath(filename)
-        try:
-            cst = os.stat(cand)
-        except OSError as e:
-            cst, why = None, f"it cannot be opened ({e.strerror})"
-        else:
-            why = "it is another file (device and inode differ)"
-        if cst is not None and (cst.st_dev, cst.st_ino) == (st.st_dev, st.st_ino):
-            return cand
-    elif os.path.isabs(filename):
-        # No descriptor to compare with (drivers other than sec2): an absolute name at least
-        # does not depend on the working directory.
-        return filename
+    given = os.path.abspath(filename)
+    if fd is None:
+        if os.path.isabs(filename):
+            return filename, None
+        why = (
+            "h5py gives no file descriptor to check it against (driver "
+            f"{driver!r}), and the name is relative (the working directory may have changed since h5py opened it)"
+        )
     else:
-        cand = os.path.abspath(filename)
-        why = "h5py gives no file descriptor to check it against, and the name is relative (the working directory may have changed since h5py opened it)"
+        st = os.fstat(fd)
+        cands = []
+        try:
+            cands.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass
+        cands.append(given)
+        for cand in cands:
+            if os.path.isabs(cand) and _same_inode(cand, st):
+                return cand, st
+        why = "it is not the file h5py has open (device and inode differ, or it no longer exists)"
+        if len(cands) > 1 and cands[0] != given:
+            why += f"; h5py's file is now {cands[0]!r}"
     raise make_error(
         9,  # VH5_ERR_IO
         "VH5_ERR_IO",
         f"cannot reopen the file h5py has open for {name!r}: h5py opened {filename!r}, which now "
-        f"resolves to {cand!r}, but {why}; vh5 refuses to read a different file. Open it with "
+        f"resolves to {given!r}, but {why}; vh5 refuses to read a different file. Open it with "
         "vh5.File(absolute_path) instead",
     )
 
