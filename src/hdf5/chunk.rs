@@ -144,8 +144,69 @@ pub fn chunk_layout(lock: &H5Lock, dset: hid_t) -> Result<ChunkLayout> {
         let mut opts: c_uint = 0;
         check(lock, H5Pget_chunk_opts(dcpl.id(), &mut opts), "H5Pget_chunk_opts")?;
         let dont_filter_partial = opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS != 0 && !filters.is_empty();
+        if let Some(so) = filters.iter().find(|f| f.id == H5Z_FILTER_SCALEOFFSET) {
+            check_scaleoffset(lock, dset, &c[..n], &so.cd_values)?;
+        }
         Ok(ChunkLayout { chunk: Some(c[..n].to_vec()), filters, dont_filter_partial, fill_never })
     }
+}
+
+/// The scaleoffset filter's id (`H5Z_FILTER_SCALEOFFSET`).
+const H5Z_FILTER_SCALEOFFSET: i32 = 6;
+
+/// The scaleoffset filter's parameters as libhdf5 stores them (`H5Zscaleoffset.c`,
+/// `H5Z__set_local_scaleoffset`): [0] scale type (0 float D-scale, 1 float E-scale, 2 int),
+/// [1] scale factor, [2] elements per chunk, [3] class (0 integer, 1 float), [4] element size,
+/// [5] sign (0 unsigned, 1 signed), [6] byte order (0 little, 1 big), [7] fill value defined
+/// (0/1), then the fill value. libhdf5's decoder trusts them (a corrupted element size makes
+/// libhdf5 1.10 write far past its buffer), so vh5 checks them against the dataset before
+/// any read or write reaches the filter: `Hdf5` naming the dataset and the parameter.
+fn check_scaleoffset(lock: &H5Lock, dset: hid_t, chunk: &[u64], cd: &[u32]) -> Result<()> {
+    let name = || super::meta::dataset_name(lock, dset);
+    if cd.len() < 8 {
+        bail!(Hdf5, "dataset {}: the scaleoffset filter has {} parameters, libhdf5 stores at least 8: the file is corrupted", name(), cd.len());
+    }
+    // SAFETY: valid dataset id; lock held.
+    let (size, class, order) = unsafe {
+        let t = Handle::new(lock, H5Dget_type(dset), "H5Dget_type")?;
+        (hdf5_sys::h5t::H5Tget_size(t.id()), hdf5_sys::h5t::H5Tget_class(t.id()), hdf5_sys::h5t::H5Tget_order(t.id()))
+    };
+    use hdf5_sys::h5t::{H5T_class_t, H5T_order_t};
+    let want_class = match class {
+        H5T_class_t::H5T_INTEGER | H5T_class_t::H5T_ENUM => 0,
+        H5T_class_t::H5T_FLOAT => 1,
+        _ => u32::MAX,
+    };
+    let want_order = match order {
+        H5T_order_t::H5T_ORDER_BE => 1,
+        _ => 0,
+    };
+    let elems = chunk.iter().try_fold(1u64, |a, &b| a.checked_mul(b)).unwrap_or(u64::MAX);
+    let bad = |what: &str, got: u32, want: String| -> Result<()> {
+        bail!(Hdf5, "dataset {}: scaleoffset filter parameter {what} is {got} ({got:#x}), the dataset needs {want}: the file is corrupted", name())
+    };
+    if cd[0] > 2 {
+        bad("[0] (scale type)", cd[0], "0, 1 or 2".into())?;
+    }
+    if u64::from(cd[2]) != elems {
+        bad("[2] (elements per chunk)", cd[2], format!("{elems} (the chunk shape {chunk:?})"))?;
+    }
+    if cd[3] != want_class {
+        bad("[3] (type class)", cd[3], format!("{want_class} for its type class {class:?}"))?;
+    }
+    if cd[4] as usize != size || !matches!(size, 1 | 2 | 4 | 8) {
+        bad("[4] (element size)", cd[4], format!("{size} (its element size)"))?;
+    }
+    if cd[5] > 1 {
+        bad("[5] (sign)", cd[5], "0 or 1".into())?;
+    }
+    if cd[6] != want_order {
+        bad("[6] (byte order)", cd[6], format!("{want_order} for its byte order"))?;
+    }
+    if cd[7] > 1 {
+        bad("[7] (fill value defined)", cd[7], "0 or 1".into())?;
+    }
+    Ok(())
 }
 
 /// Whether the file opening `dset` was opened read-write (chunks may then sit modified in
