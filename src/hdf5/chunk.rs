@@ -1,7 +1,7 @@
 //! Raw chunk access for the read planner: the dataset's filter pipeline as stored
-//! (`H5Pget_filter2` with client data), whether a chunk is allocated and its filter mask
-//! (`H5Dget_chunk_info_by_coord`, libhdf5 >= 1.10.5) and its stored bytes (`H5Dread_chunk`,
-//! >= 1.10.3), and whether the raw file bytes of an element equal the memory type's
+//! (`H5Pget_filter2` with client data, scaleoffset parameters checked), whether a chunk is
+//! allocated and its stored size (`H5Dget_chunk_storage_size`, an index lookup, libhdf5 >=
+//! 1.10.2), its stored bytes and filter mask (`H5Dread_chunk`, >= 1.10.3), and whether the raw file bytes of an element equal the memory type's
 //! (`H5Tequal`) or differ only by byte order.
 //!
 //! Every function takes the lock by reference: the caller holds it.
@@ -269,8 +269,9 @@ const NOT_ALLOCATED: &str = "chunk storage is not allocated";
 /// Cost: one lookup in the dataset's chunk index (`H5Dget_chunk_storage_size`: a B-tree or
 /// array lookup, ~2 us on a 32k-chunk dataset). `H5Dget_chunk_info_by_coord`, which this
 /// replaced, iterates over the whole index in libhdf5 1.10 (~1.7 ms per call on the same
-/// dataset: quadratic in the number of chunks per read); it remains the fallback when the
-/// lookup fails for a reason other than an unallocated chunk.
+/// dataset: quadratic in the number of chunks per read). When the lookup fails for another
+/// reason than an unallocated chunk the state is `Unknown` (the chunk is read through
+/// `H5Dread`).
 pub fn chunk_state(lock: &H5Lock, dset: hid_t, origin: &[u64]) -> ChunkState {
     let mut size: u64 = 0;
     // SAFETY: valid dataset id; `origin` has the dataset's rank; the out-pointer is a local.
@@ -281,13 +282,18 @@ pub fn chunk_state(lock: &H5Lock, dset: hid_t, origin: &[u64]) -> ChunkState {
     if super::error::take_stack(lock).contains(NOT_ALLOCATED) {
         return ChunkState::Unallocated;
     }
-    chunk_state_by_info(lock, dset, origin)
+    // Not `H5Dget_chunk_info_by_coord`: besides scanning the index, it answers for ANOTHER
+    // chunk on an extensible-array index whose unlimited axis is not the first (libhdf5 1.10
+    // and 2.0), and a buffer sized from its answer overflowed in `H5Dread_chunk`.
+    ChunkState::Unknown
 }
 
 /// The filter mask of the stored chunk at `origin` (bit i set = filter i was skipped), `None`
 /// when libhdf5 cannot tell or the chunk is not stored. A scan of the chunk index in libhdf5
-/// 1.10 (`H5Dget_chunk_info_by_coord`): for rare checks only; a fetched chunk's mask comes
-/// with its bytes ([`read_raw_chunk`]).
+/// 1.10 (`H5Dget_chunk_info_by_coord`), which may even answer for another chunk on an
+/// extensible-array index whose unlimited axis is not the first: for rare checks that refuse
+/// on doubt only, never to size a buffer; a fetched chunk's mask comes with its bytes
+/// ([`read_raw_chunk`]).
 pub fn chunk_filter_mask(lock: &H5Lock, dset: hid_t, origin: &[u64]) -> Option<u32> {
     let mut mask: c_uint = 0;
     let mut addr: hdf5_sys::h5::haddr_t = 0;
@@ -299,24 +305,6 @@ pub fn chunk_filter_mask(lock: &H5Lock, dset: hid_t, origin: &[u64]) -> Option<u
         return None;
     }
     (addr != hdf5_sys::h5::HADDR_UNDEF && size > 0).then_some(mask)
-}
-
-/// [`chunk_state`] through `H5Dget_chunk_info_by_coord` (exact, but a scan of the chunk index
-/// in libhdf5 1.10).
-fn chunk_state_by_info(lock: &H5Lock, dset: hid_t, origin: &[u64]) -> ChunkState {
-    let mut mask: c_uint = 0;
-    let mut addr: hdf5_sys::h5::haddr_t = 0;
-    let mut size: u64 = 0;
-    // SAFETY: valid dataset id; `origin` has the dataset's rank; out-pointers are locals.
-    let r = unsafe { H5Dget_chunk_info_by_coord(dset, origin.as_ptr(), &mut mask, &mut addr, &mut size) };
-    if r < 0 {
-        clear_stack(lock);
-        return ChunkState::Unknown;
-    }
-    if addr == hdf5_sys::h5::HADDR_UNDEF || size == 0 {
-        return ChunkState::Unallocated;
-    }
-    ChunkState::Stored { size }
 }
 
 /// What `H5Dread_chunk` reports (innermost frame) for a chunk with no file address.

@@ -11,7 +11,7 @@
 //!    is in [`decide`]). In `auto` mode, when no chunk is worth reading whole the call falls
 //!    back to the row path (one `H5Dread` per row).
 //! 3. the calling thread (holding the libhdf5 lock) fetches whole chunks in C order of the
-//!    grid: raw (`H5Dget_chunk_info_by_coord` + `H5Dread_chunk`) when vh5 can decode the
+//!    grid: raw (`H5Dget_chunk_storage_size` + `H5Dread_chunk`) when vh5 can decode the
 //!    filter pipeline and the file type's bytes are the memory type's (possibly byte-swapped);
 //!    otherwise, and for unallocated chunks (fill value), through libhdf5 (`H5Dread` of the
 //!    chunk's region: filters, conversion and fill value by libhdf5). Fetched chunks are
