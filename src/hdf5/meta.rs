@@ -34,6 +34,9 @@ pub struct DatasetMeta {
     pub finfo: TypeInfo,
     /// Chunk shape and filter pipeline.
     pub layout: ChunkLayout,
+    /// What the dataset's storage points at outside its file (external raw data, virtual
+    /// layout), described; `None` when its data lives in its own file.
+    pub elsewhere: Option<String>,
     /// The file's intent is exactly read-only (no `H5F_ACC_RDWR`, no SWMR flag): nothing in
     /// this process can change the dataset's extent while it is open.
     fixed_extent: bool,
@@ -85,7 +88,8 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
         check_chunk_dims(lock, dset, chunk)?;
     }
     let fixed_extent = extent_is_fixed(lock, dset);
-    let m = Arc::new(DatasetMeta { ftype, finfo, layout, fixed_extent, spaces: Mutex::new(None) });
+    let elsewhere = super::external::storage_elsewhere(lock, dset)?;
+    let m = Arc::new(DatasetMeta { ftype, finfo, layout, elsewhere, fixed_extent, spaces: Mutex::new(None) });
     let old = {
         let mut g = CACHE.lock().unwrap_or_else(|p| p.into_inner());
         let c = g.get_or_insert_with(HashMap::new);
