@@ -31,7 +31,13 @@
 //! 4. datasets whose whole pipeline vh5 decodes ("checked" reads) take this path in every
 //!    planner mode, every chunk read whole (see [`read_chunked`]).
 //!
-//! Memory: chunks whose decoded size exceeds [`super::options::max_chunk_bytes`]
+//! Memory: the extra memory of a call is bounded by its chunks, not their number: small
+//! chunks are queued ([`QUEUE_PER_WORKER`] per worker) and recycled; chunks of at least
+//! [`BIG_CHUNK_BYTES`] are never queued, at most one or two buffers are recycled, and at
+//! most threads / 2 threads (at least one) decode at once, each holding at most two
+//! chunk-sized buffers, so a call holds at most (threads + 1) x the decoded chunk size
+//! (+ O(rows)); measured in tests/python/test_py_chunk_memory.py. Chunks whose decoded size
+//! exceeds [`super::options::max_chunk_bytes`]
 //! (`VH5_MAX_CHUNK_BYTES`, 1 GiB by default) are never read whole: their pieces go through
 //! libhdf5 (`H5Dread`). Every chunk-sized buffer is reserved fallibly (`NoMemory` naming the
 //! chunk and the bytes, never an abort), and inflate output is bounded by the chunk size.
@@ -61,6 +67,11 @@ pub(crate) const HDF5_READ_NS: u64 = 2_000;
 pub(crate) const BYTES_PER_NS: u64 = 4;
 /// Fetched chunks queued per worker thread before the calling thread decodes one itself.
 const QUEUE_PER_WORKER: usize = 4;
+/// Chunks whose decoded size reaches this many bytes are "big": never queued (a job is
+/// handed only to an idle worker), at most one or two buffers recycled, and the number of
+/// threads decoding at once capped so that the extra memory of a call stays within
+/// (threads + 1) x chunk size (see [`read_chunked`]).
+pub(crate) const BIG_CHUNK_BYTES: usize = 8 << 20;
 
 /// Whether to read a chunk whole (true) or read its pieces through libhdf5 (false).
 ///
@@ -144,6 +155,7 @@ impl Shared<'_> {
                 _ if e.message.contains("corrupt") => Error::new(ErrorKind::Hdf5, at(&e.message)),
                 _ => Error::new(ErrorKind::Hdf5, at(&format!("{}: the chunk is corrupted", e.message))),
             })?;
+
             if job.buf.len() != self.stored_bytes {
                 bail!(Hdf5, "{}", at(&format!("its filters decode to {} bytes, the chunk holds {}: the chunk is corrupted", job.buf.len(), self.stored_bytes)));
             }
@@ -268,6 +280,7 @@ pub(crate) fn read_chunked(
     let file_itemsize = convert.map_or(itemsize, |c| c.file_itemsize);
     let stored_bytes = chunk_elems.saturating_mul(file_itemsize as u64);
     let too_big = chunk_bytes.max(stored_bytes) > max_chunk_bytes();
+    let chunk_bytes_u64 = chunk_bytes;
     let group_stats: Vec<(usize, u64)> =
         plan.groups.iter().map(|(_, rg)| (rg.len(), plan.pieces[rg.clone()].iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum())).collect();
     let mut whole = if checked { vec![true; group_stats.len()] } else { decide(mode, filtered, chunk_bytes, &group_stats) };
@@ -294,6 +307,7 @@ pub(crate) fn read_chunked(
     // Stored chunk sizes come from the file's chunk index: never trust one past the file.
     let fsize = if raw_ok || checked { file_size(l, dset)? } else { u64::MAX };
     let filters = filters.unwrap_or_default();
+    let big = chunk_bytes_u64.max(stored_bytes as u64) >= BIG_CHUNK_BYTES as u64;
     let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert };
     let fetcher = Fetcher { dset, raw_ok, checked, fsize, itemsize, fletcher: filters.contains(&Filter::Fletcher32) };
     let threads = num_threads();
@@ -303,8 +317,23 @@ pub(crate) fn read_chunked(
     // docs/BENCHMARKS.md: 8 ms on one thread, 10 ms with a worker taking 60% of the chunks).
     let worth = filtered || mode == PlannerMode::Chunks;
     // The calling thread fetches and also decodes (see the module docs): `threads - 1` workers.
-    let nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1).min(max_workers()) } else { 0 };
-    let (raw_chunks, mut hdf5_reads) = run_pipeline(l, reader, &shared, &fetcher, &whole, nworkers, filtered)?;
+    let mut nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1).min(max_workers()) } else { 0 };
+    // Queued jobs and recycled buffers (chunk-sized once used).
+    let (mut queue, mut pool_max) = (QUEUE_PER_WORKER * nworkers.max(1), QUEUE_PER_WORKER * nworkers + 2);
+    if big {
+        // Memory bound for big chunks: extra memory <= (threads + 1) x chunk. A decoding
+        // thread holds at most two chunk-sized buffers (the chunk, and its decoder's spare:
+        // inflate output, unshuffle target, conversion background); nothing is queued (a
+        // chunk goes only to an idle worker) and the pool keeps what the bound leaves, at
+        // least one buffer (with one decoder, a pooled buffer is taken by the next fetch
+        // before decoding starts: two buffers at once). So threads / 2 decoders (at least
+        // one: the calling thread).
+        let decoders = (threads / 2).max(1);
+        nworkers = nworkers.min(decoders - 1);
+        queue = 0;
+        pool_max = if decoders == 1 { 1 } else { threads + 1 - 2 * decoders };
+    }
+    let (raw_chunks, mut hdf5_reads) = run_pipeline(l, reader, &shared, &fetcher, &whole, Crew { nworkers, queue, pool_max }, filtered)?;
 
     // Rows whose destinations overlap another row's: in row order.
     let mut scratch = Vec::new();
@@ -343,6 +372,14 @@ pub(crate) fn read_chunked(
     stats.raw_chunks += raw_chunks;
     stats.hdf5_reads += hdf5_reads;
     Ok(Some(*stats))
+}
+
+/// Worker threads, queued jobs and recycled buffers of one call.
+#[derive(Debug, Clone, Copy)]
+struct Crew {
+    nworkers: usize,
+    queue: usize,
+    pool_max: usize,
 }
 
 /// How the calling thread gets a chunk's bytes (under the libhdf5 lock).
@@ -408,13 +445,13 @@ impl Fetcher {
 /// docs); pieces of the other chunks go through libhdf5 (`H5Dread`). Returns (chunks
 /// fetched raw, `H5Dread` calls).
 #[allow(clippy::too_many_arguments)]
-fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetcher: &Fetcher, whole: &[bool], nworkers: usize, filtered: bool) -> Result<(usize, usize)> {
+fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetcher: &Fetcher, whole: &[bool], crew: Crew, filtered: bool) -> Result<(usize, usize)> {
+    let Crew { nworkers, queue, pool_max } = crew;
     let (plan, table, ctx) = (shared.plan, shared.table, shared.ctx);
     let stop = AtomicBool::new(false);
     let failed: Mutex<Option<(usize, Error)>> = Mutex::new(None);
     // Chunk buffers handed back by whoever processed a job, reused for the next fetches.
     let pool: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-    let pool_max = QUEUE_PER_WORKER * nworkers + 2;
     let recycle = |buf: Vec<u8>| {
         if buf.capacity() > 0 {
             let mut p = pool.lock().unwrap_or_else(|p| p.into_inner());
@@ -444,7 +481,8 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
     // with our decoding).
     let run = || {
         std::thread::scope(|sc| -> Result<()> {
-            let (tx, rx) = mpsc::sync_channel::<Job>(QUEUE_PER_WORKER * nworkers.max(1));
+            // Big chunks: queue 0, a rendezvous (a job goes only to a worker waiting for one).
+            let (tx, rx) = mpsc::sync_channel::<Job>(queue);
             let rx = Arc::new(Mutex::new(rx));
             // Workers the system lets us start (a refused thread is not an error: the calling
             // thread processes whatever the workers do not).
