@@ -348,3 +348,30 @@ fn shuffle_element_size_zero_or_missing_refused_like_libhdf5() {
         ffi_close(&[d, f]);
     }
 }
+
+#[test]
+fn gzip_one_row_reads_reuse_last_decoded_chunk_correctly() {
+    // Small calls keep the last chunk vh5 decoded (keyed by its stored address, size, mask):
+    // alternating one-row reads over all four chunks, repeated, equal the file's values, and
+    // a corrupt chunk is still refused after a good chunk was cached (and vice versa).
+    let tmp = TempDir::new("cache");
+    let p = tmp.path("c.h5");
+    let z = zlib(&[7u8; 100]);
+    make(&p, true, true, false, Some(([8, 8], &z)));
+    let (f, d) = ffi_open(&p, "x");
+    for mode in MODES {
+        for round in 0..3 {
+            for (i, j) in [(1u64, 2u64), (1, 3), (9, 2), (2, 9), (3, 9)] {
+                let mut buf = vec![0u8; 2 * 8];
+                let (st, m) = with_overrides(Some(mode), Some(1), || ffi_read(d, &mut buf, 0, Dtype::Float64, 8, &[1, 2], None, &[row([i, j], [0, 0], [1, 2])], 0, false));
+                assert_eq!(st, VH5_OK, "{mode:?} {round} ({i}, {j}): {m}");
+                let got: Vec<f64> = buf.chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+                assert_eq!(got, vec![(i * 100 + j) as f64, (i * 100 + j + 1) as f64], "{mode:?} {round} ({i}, {j})");
+            }
+            let mut buf = vec![0u8; 2 * 8];
+            let (st, m) = with_overrides(Some(mode), Some(1), || ffi_read(d, &mut buf, 0, Dtype::Float64, 8, &[1, 2], None, &[row([9, 9], [0, 0], [1, 2])], 0, false));
+            assert_eq!(st, VH5_ERR_HDF5, "{m}");
+        }
+    }
+    ffi_close(&[d, f]);
+}

@@ -101,8 +101,9 @@ pub fn flush_dataset(lock: &H5Lock, dset: hid_t) -> Result<()> {
 pub enum ChunkState {
     /// Never written: reads give the fill value.
     Unallocated,
-    /// Stored: `size` bytes after the filters, `filter_mask` bit i set = filter i was skipped.
-    Stored { size: u64, filter_mask: u32 },
+    /// Stored: `size` bytes after the filters at file address `addr`, `filter_mask` bit i
+    /// set = filter i was skipped.
+    Stored { size: u64, filter_mask: u32, addr: u64 },
     /// libhdf5 could not tell (e.g. an index type it cannot query): read through `H5Dread`.
     Unknown,
 }
@@ -121,7 +122,7 @@ pub fn chunk_state(lock: &H5Lock, dset: hid_t, origin: &[u64]) -> ChunkState {
     if addr == hdf5_sys::h5::HADDR_UNDEF || size == 0 {
         return ChunkState::Unallocated;
     }
-    ChunkState::Stored { size, filter_mask: mask }
+    ChunkState::Stored { size, filter_mask: mask, addr }
 }
 
 /// Read the stored bytes of the chunk at `origin` (size from [`chunk_state`]) into `buf`,

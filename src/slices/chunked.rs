@@ -58,6 +58,7 @@ use crate::error::ErrorKind;
 use crate::hdf5::chunk::{chunk_state, file_size, flush_dataset, opened_read_write, read_raw_chunk, ChunkState, FilterSpec};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{bump, lock, released, H5Lock};
+use crate::hdf5::meta::{ChunkKey, DecodedChunk};
 
 /// Estimated fixed cost of fetching one whole chunk raw (chunk lookup + `H5Dread_chunk`), ns.
 pub(crate) const CHUNK_FETCH_NS: u64 = 4_000;
@@ -239,6 +240,7 @@ pub(crate) fn read_chunked(
     raw: Option<RawKind>,
     convert: Option<Convert>,
     mode: PlannerMode,
+    cache: Option<&Mutex<Option<DecodedChunk>>>,
     stats: &mut ReadStats,
 ) -> Result<Option<ReadStats>> {
     let n = ctx.src_shape.len();
@@ -301,7 +303,8 @@ pub(crate) fn read_chunked(
     // the read is checked (then libhdf5 converts what vh5 decoded).
     let raw_ok = filters.is_some() && (raw.is_some() || checked);
     let convert = if raw.is_some() { None } else { convert };
-    if raw_ok && opened_read_write(l, dset)? {
+    // (A chunk cache is only given for files opened read-only: nothing to flush.)
+    if raw_ok && cache.is_none() && opened_read_write(l, dset)? {
         flush_dataset(l, dset)?;
     }
     // Stored chunk sizes come from the file's chunk index: never trust one past the file.
@@ -333,7 +336,13 @@ pub(crate) fn read_chunked(
         queue = 0;
         pool_max = if decoders == 1 { 1 } else { threads + 1 - 2 * decoders };
     }
-    let (raw_chunks, mut hdf5_reads) = run_pipeline(l, reader, &shared, &fetcher, &whole, Crew { nworkers, queue, pool_max }, filtered)?;
+    // Small calls (at most 4 chunks, as auto's former one-row path) keep their last decoded
+    // chunk for the next call (repeated small reads inside one chunk).
+    let cacheable = checked && !too_big && nwhole <= 4 && whole.iter().all(|&w| w) && chunk_bytes_u64 <= CACHED_CHUNK_MAX as u64;
+    let (raw_chunks, mut hdf5_reads) = match (cache, raw, cacheable) {
+        (Some(c), Some(rk), true) => (read_small_cached(l, reader, &shared, &fetcher, c, rk)?, 0),
+        _ => run_pipeline(l, reader, &shared, &fetcher, &whole, Crew { nworkers, queue, pool_max }, filtered)?,
+    };
 
     // Rows whose destinations overlap another row's: in row order.
     let mut scratch = Vec::new();
@@ -372,6 +381,48 @@ pub(crate) fn read_chunked(
     stats.raw_chunks += raw_chunks;
     stats.hdf5_reads += hdf5_reads;
     Ok(Some(*stats))
+}
+
+/// Largest decoded chunk kept between small calls ([`DecodedChunk`]), bytes.
+pub(crate) const CACHED_CHUNK_MAX: usize = 4 << 20;
+
+/// The whole chunks of a small call, fetched, decoded and scattered one by one on the
+/// calling thread (lock held, as libhdf5's own read would), through the dataset's one-chunk
+/// cache: a chunk whose stored identity (address, size, filter mask from the chunk index) and
+/// memory form match the cached one is scattered from it without reading or decoding; the
+/// last chunk decoded replaces the cached one. Returns the chunks read raw (cache hits
+/// included: they were read raw by an earlier call).
+fn read_small_cached(l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, fetcher: &Fetcher, cache: &Mutex<Option<DecodedChunk>>, raw: RawKind) -> Result<usize> {
+    let n = sh.grid.ndim();
+    let form = match raw {
+        RawKind::Same => (0u8, sh.ctx.itemsize),
+        RawKind::Swap(u) => (1u8, u),
+    };
+    let mut dec = Decoder::default();
+    let mut raw_chunks = 0;
+    for g in 0..sh.plan.groups.len() {
+        let (_, origin, _) = sh.origin_extent(g);
+        let key = match chunk_state(l, fetcher.dset, &origin[..n]) {
+            ChunkState::Stored { size, filter_mask, addr } if size <= fetcher.fsize => Some(ChunkKey { origin: origin[..n].to_vec(), addr, size, mask: filter_mask, form }),
+            _ => None,
+        };
+        if let Some(k) = &key {
+            let c = cache.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(hit) = c.as_ref().filter(|c| &c.key == k) {
+                sh.scatter(g, &hit.bytes, &origin[..n], sh.grid.chunk())?;
+                raw_chunks += 1;
+                continue;
+            }
+        }
+        let mut job = fetcher.fetch(l, reader, sh, g, Vec::new())?;
+        raw_chunks += usize::from(job.raw_mask.is_some());
+        sh.process(&mut job, &mut dec)?;
+        if let (Some(k), Some(_)) = (key, job.raw_mask) {
+            let old = cache.lock().unwrap_or_else(|p| p.into_inner()).replace(DecodedChunk { key: k, bytes: job.buf });
+            drop(old);
+        }
+    }
+    Ok(raw_chunks)
 }
 
 /// Worker threads, queued jobs and recycled buffers of one call.
@@ -426,7 +477,7 @@ impl Fetcher {
         }
         let n = sh.grid.ndim();
         let (coord, origin, _) = sh.origin_extent(g);
-        if let ChunkState::Stored { size, filter_mask } = chunk_state(l, self.dset, &origin[..n]) {
+        if let ChunkState::Stored { size, filter_mask, .. } = chunk_state(l, self.dset, &origin[..n]) {
             let at = format!("chunk {:?} (dataset offset {:?}, {size} bytes stored)", &coord[..n], &origin[..n]);
             if size > self.fsize {
                 bail!(Hdf5, "{at}: its stored size exceeds the file ({} bytes): the chunk index is corrupted", self.fsize);
