@@ -37,6 +37,10 @@ pub struct DatasetMeta {
     /// What the dataset's storage points at outside its file (external raw data, virtual
     /// layout), described; `None` when its data lives in its own file.
     pub elsewhere: Option<String>,
+    /// Chunked with `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`: partial edge chunks are stored
+    /// unfiltered (their filter mask does not say so). Such datasets are not forced through
+    /// vh5's decoder in every planner mode (see `slices::read`).
+    pub partial_chunks_unfiltered: bool,
     /// The file's intent is exactly read-only (no `H5F_ACC_RDWR`, no SWMR flag): nothing in
     /// this process can change the dataset's extent while it is open.
     fixed_extent: bool,
@@ -119,7 +123,8 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
     }
     let fixed_extent = extent_is_fixed(lock, dset);
     let elsewhere = super::external::storage_elsewhere(lock, dset)?;
-    let m = Arc::new(DatasetMeta { ftype, finfo, layout, elsewhere, fixed_extent, spaces: Mutex::new(None), last_chunk: Mutex::new(None) });
+    let partial_chunks_unfiltered = layout.chunk.is_some() && chunk_opts(lock, dset)? & hdf5_sys::h5d::H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS != 0;
+    let m = Arc::new(DatasetMeta { ftype, finfo, layout, elsewhere, partial_chunks_unfiltered, fixed_extent, spaces: Mutex::new(None), last_chunk: Mutex::new(None) });
     let old = {
         let mut g = CACHE.lock().unwrap_or_else(|p| p.into_inner());
         let c = g.get_or_insert_with(HashMap::new);
@@ -129,6 +134,17 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
     };
     drop(old); // closes the evicted type ids outside the cache mutex
     Ok(m)
+}
+
+/// The chunk options of a chunked dataset (`H5Pget_chunk_opts`).
+fn chunk_opts(lock: &H5Lock, dset: hid_t) -> Result<std::ffi::c_uint> {
+    // SAFETY: valid chunked dataset id; lock held; `opts` is a local.
+    unsafe {
+        let dcpl = Handle::new(lock, hdf5_sys::h5d::H5Dget_create_plist(dset), "H5Dget_create_plist")?;
+        let mut opts: std::ffi::c_uint = 0;
+        super::error::check(lock, hdf5_sys::h5p::H5Pget_chunk_opts(dcpl.id(), &mut opts), "H5Pget_chunk_opts")?;
+        Ok(opts)
+    }
 }
 
 /// `` `/path/of/dset` in `file.h5` `` for messages (libhdf5's names; `?` when unknown).

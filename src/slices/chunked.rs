@@ -241,6 +241,7 @@ pub(crate) fn read_chunked(
     convert: Option<Convert>,
     mode: PlannerMode,
     cache: Option<&Mutex<Option<DecodedChunk>>>,
+    partial_unfiltered: bool,
     stats: &mut ReadStats,
 ) -> Result<Option<ReadStats>> {
     let n = ctx.src_shape.len();
@@ -275,7 +276,9 @@ pub(crate) fn read_chunked(
 
     let filtered = !filter_specs.is_empty();
     let specs: Vec<(i32, &[u32])> = filter_specs.iter().map(|f| (f.id, f.cd_values.as_slice())).collect();
-    let filters = pipeline(&specs);
+    // Partial edge chunks stored unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, not
+    // flagged in their filter mask): libhdf5 reads every chunk of such datasets.
+    let filters = if partial_unfiltered { None } else { pipeline(&specs) };
     let checked = filtered && filters.is_some();
     let chunk_elems = chunk.iter().try_fold(1u64, |a, &b| a.checked_mul(b)).unwrap_or(u64::MAX);
     let chunk_bytes = chunk_elems.saturating_mul(itemsize as u64);

@@ -113,12 +113,14 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         let filtered = !meta.layout.filters.is_empty();
         // A pipeline vh5 decodes is decoded by vh5 in every mode (a corrupt chunk is refused
         // the same way everywhere): no row path, no one-row fast path.
-        let checked = super::chunked::vh5_decodes(&meta.layout.filters);
+        // (Not for partial edge chunks stored unfiltered: rows and one-row calls then stay
+        // with libhdf5, which knows to skip their filters.)
+        let checked = super::chunked::vh5_decodes(&meta.layout.filters) && !meta.partial_chunks_unfiltered;
         if checked || (mode != PlannerMode::Rows && !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk, filtered)?)) {
             let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize);
             let convert = Convert { ftype: ftype.id(), mtype: mem.id(), file_itemsize: finfo.file_itemsize };
             // Validates every row before reading anything (as `check_rows` below).
-            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, raw, Some(convert), mode, meta.chunk_cache(), &mut stats)? {
+            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, raw, Some(convert), mode, meta.chunk_cache(), meta.partial_chunks_unfiltered, &mut stats)? {
                 return Ok(st);
             }
         }
