@@ -348,3 +348,77 @@ fn shuffle_element_size_zero_or_missing_refused_like_libhdf5() {
         ffi_close(&[d, f]);
     }
 }
+
+#[test]
+fn gzip_one_row_reads_reuse_last_decoded_chunk_correctly() {
+    // Small calls keep the last chunk vh5 decoded (keyed by its stored address, size, mask):
+    // alternating one-row reads over all four chunks, repeated, equal the file's values, and
+    // a corrupt chunk is still refused after a good chunk was cached (and vice versa).
+    let tmp = TempDir::new("cache");
+    let p = tmp.path("c.h5");
+    let z = zlib(&[7u8; 100]);
+    make(&p, true, true, false, Some(([8, 8], &z)));
+    let (f, d) = ffi_open(&p, "x");
+    for mode in MODES {
+        for round in 0..3 {
+            for (i, j) in [(1u64, 2u64), (1, 3), (9, 2), (2, 9), (3, 9)] {
+                let mut buf = vec![0u8; 2 * 8];
+                let (st, m) = with_overrides(Some(mode), Some(1), || ffi_read(d, &mut buf, 0, Dtype::Float64, 8, &[1, 2], None, &[row([i, j], [0, 0], [1, 2])], 0, false));
+                assert_eq!(st, VH5_OK, "{mode:?} {round} ({i}, {j}): {m}");
+                let got: Vec<f64> = buf.chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+                assert_eq!(got, vec![(i * 100 + j) as f64, (i * 100 + j + 1) as f64], "{mode:?} {round} ({i}, {j})");
+            }
+            let mut buf = vec![0u8; 2 * 8];
+            let (st, m) = with_overrides(Some(mode), Some(1), || ffi_read(d, &mut buf, 0, Dtype::Float64, 8, &[1, 2], None, &[row([9, 9], [0, 0], [1, 2])], 0, false));
+            assert_eq!(st, VH5_ERR_HDF5, "{m}");
+        }
+    }
+    ffi_close(&[d, f]);
+}
+
+#[test]
+fn dont_filter_partial_chunks_read_by_libhdf5_in_every_planner() {
+    // H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS: partial edge chunks are stored unfiltered and
+    // their filter mask does not say so. vh5 lets libhdf5 read such datasets (rows, one-row
+    // calls and the planner alike): values equal libhdf5's, for shuffle and shuffle+gzip.
+    let tmp = TempDir::new("partial");
+    for (k, deflate) in [false, true].into_iter().enumerate() {
+        let p = tmp.path(&format!("p{k}.h5"));
+        let v: Vec<f64> = (0..10u64).flat_map(|i| (0..10u64).map(move |j| (i * 100 + j) as f64)).collect();
+        {
+            let _s = vh5::hdf5::session();
+            unsafe {
+                let f = H5Fcreate(cs(p.to_str().unwrap()).as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+                let sp = H5Screate_simple(2, [10u64, 10].as_ptr(), std::ptr::null());
+                let dcpl = H5Pcreate(*H5P_CLS_DATASET_CREATE);
+                assert!(H5Pset_chunk(dcpl, 2, [4u64, 4].as_ptr()) >= 0);
+                assert!(H5Pset_chunk_opts(dcpl, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) >= 0);
+                assert!(H5Pset_shuffle(dcpl) >= 0);
+                if deflate {
+                    assert!(H5Pset_deflate(dcpl, 4) >= 0);
+                }
+                let d = H5Dcreate2(f, cs("x").as_ptr(), *H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+                assert!(d >= 0);
+                assert!(H5Dwrite(d, *H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.as_ptr() as *const _) >= 0);
+                H5Dclose(d);
+                H5Pclose(dcpl);
+                H5Sclose(sp);
+                assert!(H5Fclose(f) >= 0);
+            }
+        }
+        let (f, d) = ffi_open(&p, "x");
+        let tables = [vec![row([9, 8], [0, 0], [1, 2])], (0..5).map(|i| row([2 * i, 8], [0, 0], [1, 2])).collect::<Vec<_>>()[4..].to_vec(), vec![row([8, 8], [0, 0], [1, 2]), row([1, 1], [1, 0], [1, 2])]];
+        for rows in tables {
+            for mode in MODES {
+                let mut buf = vec![0u8; 2 * 2 * 8];
+                let (st, m) = with_overrides(Some(mode), Some(2), || ffi_read(d, &mut buf, 0, Dtype::Float64, 8, &[2, 2], None, &rows, 0, false));
+                assert_eq!(st, VH5_OK, "{mode:?}: {m}");
+                let got: Vec<f64> = buf.chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+                let r0 = &rows[0];
+                let want0 = (r0.s[0] * 100 + r0.s[1]) as f64;
+                assert_eq!(&got[..2], &[want0, want0 + 1.0], "deflate {deflate} {mode:?}");
+            }
+        }
+        ffi_close(&[d, f]);
+    }
+}

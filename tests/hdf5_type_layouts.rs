@@ -31,7 +31,10 @@ fn cs(s: &str) -> CString {
 
 /// The odd file types under test: (name, file type builder, native memory type, vh5 dtype,
 /// memory item size).
-fn odd_types() -> Vec<(&'static str, Box<dyn Fn() -> hid_t>, hid_t, Dtype, usize)> {
+/// (name, file type builder, native memory type, vh5 dtype, memory item size).
+type OddType = (&'static str, Box<dyn Fn() -> hid_t>, hid_t, Dtype, usize);
+
+fn odd_types() -> Vec<OddType> {
     let _s = vh5::hdf5::session(); // H5open ran: the predefined type globals are set
     unsafe {
         let float = |base: hid_t, norm: H5T_norm_t| -> Box<dyn Fn() -> hid_t> {

@@ -347,6 +347,9 @@ class Document {
 
 /// Flag for vh5::File: open read-write (needed by write_many_slices): File f(path, vh5::READ_WRITE).
 constexpr uint32_t READ_WRITE = VH5_FILE_READ_WRITE;
+/// Flag for vh5::File (security): allow datasets pointing at other files (external raw data,
+/// virtual datasets, external links), refused by default: File f(path, vh5::ALLOW_EXTERNAL).
+constexpr uint32_t ALLOW_EXTERNAL = VH5_FILE_ALLOW_EXTERNAL;
 
 namespace detail {
 /// nslices from the tables (each nslices x ndim values; steps may be empty), or throw.

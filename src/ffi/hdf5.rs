@@ -24,6 +24,15 @@ use crate::slices::{self, DstArray};
 /// the file is opened read-only. Needed by `vh5_write_many_slices`.
 pub const VH5_FILE_READ_WRITE: u32 = 1;
 
+/// `vh5_file_open` flag (security): allow datasets that point at other files — raw data in
+/// external files (`H5Pset_external`), virtual datasets (`H5D_VIRTUAL`) and paths through
+/// external links — for datasets opened from this file id. Without it such datasets are
+/// refused with `VH5_ERR_UNSUPPORTED` (message naming the dataset, its file and what it points
+/// at) by `vh5_dataset_open`, and by every read and write of a dataset id not opened through a
+/// file with this flag (ids of other libraries included): a crafted file could otherwise make
+/// a read return the bytes of any file the process may read. Set it only for trusted files.
+pub const VH5_FILE_ALLOW_EXTERNAL: u32 = 2;
+
 /// `vh5_read_many_slices` flag: versioned-hdf5 semantics. Counts are silently clipped so that
 /// both the source and the destination selections fit in their extents (taking steps into
 /// account); rows clipped to zero elements are skipped and later rows still run. Without it,
@@ -97,7 +106,8 @@ pub struct vh5_dataset_info {
 
 /// Open the HDF5 file at `path` (NUL-terminated UTF-8) and store its id in `*file_out`.
 ///
-/// `flags`: 0 (read-only) or `VH5_FILE_READ_WRITE`. The id is a libhdf5 `hid_t` (int64_t);
+/// `flags`: 0 (read-only), or any of `VH5_FILE_READ_WRITE` and `VH5_FILE_ALLOW_EXTERNAL` (allow
+/// datasets pointing at other files; see its doc). The id is a libhdf5 `hid_t` (int64_t);
 /// close it with `vh5_close`. The file is opened with the `H5F_CLOSE_WEAK` close degree:
 /// closing the file id while datasets opened from it are still open is allowed, and the file
 /// stays open until the last of them is closed.
@@ -135,6 +145,9 @@ pub unsafe extern "C" fn vh5_file_open(path: *const c_char, flags: u32, file_out
 /// file or group id: closed, never opened, or an id of another libhdf5 instance);
 /// `VH5_ERR_NOT_FOUND` (the message names the missing path component);
 /// `VH5_ERR_INVALID_ARGUMENT` (the object is a group or a named datatype, not a dataset);
+/// `VH5_ERR_UNSUPPORTED` (the path goes through an external link, or the dataset stores its
+/// data in external files or is virtual, and `file` was not opened with
+/// `VH5_FILE_ALLOW_EXTERNAL`: the message names the dataset and what it points at);
 /// `VH5_ERR_HDF5`. `*dset_out` is set to -1 on failure. Chunked datasets get a chunk cache of
 /// 8 chunks (at least 8 MiB, at most 64 MiB; libhdf5 1.10's default is 1 MiB) so that many
 /// small reads decompress each chunk once. Thread-safe.
@@ -280,7 +293,9 @@ unsafe fn dst_array<'a>(a: &vh5_array) -> Result<DstArray<'a>> {
 /// `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; a step of 0 — naming row, axis and table;
 /// ndim of the table/array different from the dataset's; itemsize not the dtype's size;
 /// array strides under which two indices share a byte); `VH5_ERR_UNSUPPORTED` (more than 32
-/// axes; variable-length, vlen or reference dataset types); `VH5_ERR_BUFFER_TOO_SMALL`
+/// axes; variable-length, vlen or reference dataset types; a dataset with external or
+/// virtual storage not opened through a file with `VH5_FILE_ALLOW_EXTERNAL`);
+/// `VH5_ERR_BUFFER_TOO_SMALL`
 /// (shape x strides reaching outside `[base, base+base_len)`: the message gives the byte
 /// offsets); `VH5_ERR_OUT_OF_BOUNDS` (without CLIP: a row reaching outside the dataset or the
 /// array extent, or whose `start + (count-1)*step` overflows uint64 — naming row, axis and the

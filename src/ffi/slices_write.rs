@@ -135,7 +135,9 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
 /// opened read-only: the message says "no write intent" and names VH5_FILE_READ_WRITE; ndim
 /// of the table/array different from the dataset's; a step of 0, naming row, axis and
 /// table; itemsize not the dtype's size); `VH5_ERR_UNSUPPORTED` (more than 32 axes;
-/// variable-length, vlen or reference dataset types); `VH5_ERR_BUFFER_TOO_SMALL` (the array
+/// variable-length, vlen or reference dataset types; a dataset with external or virtual
+/// storage not opened through a file with `VH5_FILE_ALLOW_EXTERNAL`);
+/// `VH5_ERR_BUFFER_TOO_SMALL` (the array
 /// reaches outside `[base, base+base_len)`; message starts with "src:");
 /// `VH5_ERR_OUT_OF_BOUNDS` (without CLIP, a row reaching outside the array or the dataset:
 /// the message names row, axis and side); `VH5_ERR_DTYPE` (unknown dtype code, dtype

@@ -31,8 +31,9 @@ pub const FILE_READ_WRITE: u32 = 1;
 /// netCDF classic file); `InvalidArgument` for unknown flag bits or a path with a NUL byte;
 /// `Hdf5` when libhdf5 fails to open it (message with the error stack).
 pub fn open_file(lock: &H5Lock, path: &str, flags: u32) -> Result<Handle> {
-    if flags & !FILE_READ_WRITE != 0 {
-        bail!(InvalidArgument, "argument `flags`: unknown bits {:#x} (only VH5_FILE_READ_WRITE = 1 is defined)", flags & !FILE_READ_WRITE);
+    let known = FILE_READ_WRITE | super::external::FILE_ALLOW_EXTERNAL;
+    if flags & !known != 0 {
+        bail!(InvalidArgument, "argument `flags`: unknown bits {:#x} (defined: VH5_FILE_READ_WRITE = 1, VH5_FILE_ALLOW_EXTERNAL = 2)", flags & !known);
     }
     let meta = std::fs::metadata(path).map_err(|e| err!(Io, "cannot open `{path}`: {e}"))?;
     if meta.is_dir() {
@@ -55,7 +56,11 @@ pub fn open_file(lock: &H5Lock, path: &str, flags: u32) -> Result<Handle> {
         if id < 0 {
             return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("libhdf5 could not open `{path}`")));
         }
-        Handle::new(lock, id, "H5Fopen")
+        let h = Handle::new(lock, id, "H5Fopen")?;
+        if flags & super::external::FILE_ALLOW_EXTERNAL != 0 {
+            super::external::allow(h.id());
+        }
+        Ok(h)
     }
 }
 
@@ -77,9 +82,34 @@ pub fn expect_kind(lock: &H5Lock, id: hid_t, kinds: &[H5I_type_t], what: &str) -
 ///
 /// Errors: `InvalidHandle` when `loc` is not an open file or group; `NotFound` when a path
 /// component does not exist (naming it); `InvalidArgument` when the object is not a dataset;
-/// `Hdf5` when libhdf5 cannot read the links or the object (damaged metadata).
+/// `Hdf5` when libhdf5 cannot read the links or the object (damaged metadata);
+/// `Unsupported` when the path traverses an external link or the dataset's storage is
+/// external or virtual, unless `loc` is a file opened with `VH5_FILE_ALLOW_EXTERNAL` (see
+/// [`super::external`]).
 pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
     expect_kind(lock, loc, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_GROUP], "file")?;
+    let allow_ext = super::external::allowed(loc);
+    let mut seen = super::external::ElinkSeen::default();
+    let lapl = if allow_ext { None } else { Some(super::external::refusing_lapl(lock, &mut seen)?) };
+    let lapl_id = lapl.as_ref().map_or(H5P_DEFAULT, |h| h.id());
+    let h = open_dataset_with(lock, loc, name, lapl_id, allow_ext);
+    drop(lapl);
+    if let Some(target) = seen.target.take() {
+        clear_stack(lock);
+        return Err(super::external::refusal(&format!("`{name}`"), &target));
+    }
+    let h = h?;
+    if allow_ext {
+        super::external::allow(h.id());
+    } else if let Some(what) = super::external::storage_elsewhere(lock, h.id())? {
+        return Err(super::external::refusal(&super::meta::dataset_name(lock, h.id()), &what));
+    }
+    Ok(h)
+}
+
+/// [`open_dataset`] with the link access list `lapl` (refusing external links unless
+/// `allow_ext`).
+fn open_dataset_with(lock: &H5Lock, loc: hid_t, name: &str, lapl: hid_t, allow_ext: bool) -> Result<Handle> {
     if name.is_empty() {
         bail!(NotFound, "empty dataset name");
     }
@@ -95,7 +125,7 @@ pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
         prefix.push_str(comp);
         let c = CString::new(prefix.as_str()).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
         // SAFETY: valid C string and loc; lock held.
-        let e = unsafe { H5Lexists(loc, c.as_ptr(), H5P_DEFAULT) };
+        let e = unsafe { H5Lexists(loc, c.as_ptr(), lapl) };
         if e < 0 {
             // Not "missing": libhdf5 could not read the group's links (damaged metadata, a
             // component that is not a group).
@@ -111,7 +141,7 @@ pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
     }
     let c = CString::new(name).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
     // SAFETY: valid C string; lock held.
-    let obj = Handle::new(lock, unsafe { H5Oopen(loc, c.as_ptr(), H5P_DEFAULT) }, format_args!("opening `{name}`"))?;
+    let obj = Handle::new(lock, unsafe { H5Oopen(loc, c.as_ptr(), lapl) }, format_args!("opening `{name}`"))?;
     match id_type(lock, obj.id()) {
         Some(H5I_type_t::H5I_DATASET) => match chunk_cache_bytes(lock, obj.id())? {
             // libhdf5 1.10's default chunk cache (1 MiB) holds few chunks, which are then read
@@ -122,6 +152,13 @@ pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
                 unsafe {
                     let dapl = Handle::new(lock, H5Pcreate(*H5P_CLS_DATASET_ACCESS), "H5Pcreate(dataset access)")?;
                     check(lock, H5Pset_chunk_cache(dapl.id(), CHUNK_CACHE_SLOTS, nbytes, -1.0), "H5Pset_chunk_cache")?;
+                    if !allow_ext {
+                        // Same refusal of external links as `lapl` (a dataset access list is
+                        // also a link access list).
+                        let (mut f, mut d): (hdf5_sys::h5l::H5L_elink_traverse_t, *mut std::ffi::c_void) = (None, std::ptr::null_mut());
+                        check(lock, H5Pget_elink_cb(lapl, &mut f, &mut d), "H5Pget_elink_cb")?;
+                        check(lock, H5Pset_elink_cb(dapl.id(), f, d), "H5Pset_elink_cb")?;
+                    }
                     Handle::new(lock, H5Dopen2(loc, c.as_ptr(), dapl.id()), format_args!("opening dataset `{name}`"))
                 }
             }
@@ -164,6 +201,7 @@ pub fn close(lock: &H5Lock, id: hid_t) -> Result<()> {
         bail!(InvalidHandle, "id {id} is not an open libhdf5 id (already closed or never opened)");
     }
     super::meta::forget(id);
+    super::external::forget(id);
     if id_type(lock, id) == Some(H5I_type_t::H5I_FILE) {
         // With H5F_CLOSE_WEAK the file stays open while datasets opened from it live: flush
         // a writable file now, so what was written is on disk for other readers (another

@@ -34,11 +34,37 @@ pub struct DatasetMeta {
     pub finfo: TypeInfo,
     /// Chunk shape and filter pipeline.
     pub layout: ChunkLayout,
+    /// What the dataset's storage points at outside its file (external raw data, virtual
+    /// layout), described; `None` when its data lives in its own file.
+    pub elsewhere: Option<String>,
     /// The file's intent is exactly read-only (no `H5F_ACC_RDWR`, no SWMR flag): nothing in
     /// this process can change the dataset's extent while it is open.
     fixed_extent: bool,
     /// Dataspaces kept across calls (when `fixed_extent`), lent to one reader at a time.
     spaces: Mutex<Option<SpaceCache>>,
+    /// The last chunk vh5 decoded for a small call (when `fixed_extent`).
+    last_chunk: Mutex<Option<DecodedChunk>>,
+}
+
+/// A chunk decoded by vh5, kept for the next small call of the same dataset (repeated
+/// one-row reads inside one chunk, which libhdf5's chunk cache served before vh5 decoded
+/// every chunk itself). Valid only for the same stored chunk (its coordinates and stored
+/// `size` from the chunk index) read into the same memory bytes (`form`: byte handling and
+/// item size), in a file whose contents cannot change in this process (read-only, no SWMR).
+/// Another process rewriting the file under a reader is outside HDF5's contract without
+/// SWMR; a rewritten chunk of another size is still noticed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkKey {
+    pub origin: Vec<u64>,
+    pub size: u64,
+    pub form: (u8, usize),
+}
+
+/// See [`ChunkKey`].
+#[derive(Debug)]
+pub struct DecodedChunk {
+    pub key: ChunkKey,
+    pub bytes: Vec<u8>,
 }
 
 impl DatasetMeta {
@@ -47,6 +73,12 @@ impl DatasetMeta {
     /// `H5Drefresh`), in which case every reader creates fresh dataspaces.
     pub fn space_cache(&self) -> Option<&Mutex<Option<SpaceCache>>> {
         self.fixed_extent.then_some(&self.spaces)
+    }
+
+    /// The one-chunk cache of decoded chunks ([`DecodedChunk`]), or `None` when the file may
+    /// change (opened read-write or SWMR).
+    pub fn chunk_cache(&self) -> Option<&Mutex<Option<DecodedChunk>>> {
+        self.fixed_extent.then_some(&self.last_chunk)
     }
 }
 
@@ -85,7 +117,8 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
         check_chunk_dims(lock, dset, chunk)?;
     }
     let fixed_extent = extent_is_fixed(lock, dset);
-    let m = Arc::new(DatasetMeta { ftype, finfo, layout, fixed_extent, spaces: Mutex::new(None) });
+    let elsewhere = super::external::storage_elsewhere(lock, dset)?;
+    let m = Arc::new(DatasetMeta { ftype, finfo, layout, elsewhere, fixed_extent, spaces: Mutex::new(None), last_chunk: Mutex::new(None) });
     let old = {
         let mut g = CACHE.lock().unwrap_or_else(|p| p.into_inner());
         let c = g.get_or_insert_with(HashMap::new);

@@ -7,6 +7,7 @@
 pub mod chunk;
 pub mod dataset;
 pub mod error;
+pub mod external;
 pub mod handle;
 pub mod meta;
 pub mod lock;

@@ -31,7 +31,13 @@
 //! 4. datasets whose whole pipeline vh5 decodes ("checked" reads) take this path in every
 //!    planner mode, every chunk read whole (see [`read_chunked`]).
 //!
-//! Memory: chunks whose decoded size exceeds [`super::options::max_chunk_bytes`]
+//! Memory: the extra memory of a call is bounded by its chunks, not their number: small
+//! chunks are queued ([`QUEUE_PER_WORKER`] per worker) and recycled; chunks of at least
+//! [`BIG_CHUNK_BYTES`] are never queued, at most one or two buffers are recycled, and at
+//! most threads / 2 threads (at least one) decode at once, each holding at most two
+//! chunk-sized buffers, so a call holds at most (threads + 1) x the decoded chunk size
+//! (+ O(rows)); measured in tests/python/test_py_chunk_memory.py. Chunks whose decoded size
+//! exceeds [`super::options::max_chunk_bytes`]
 //! (`VH5_MAX_CHUNK_BYTES`, 1 GiB by default) are never read whole: their pieces go through
 //! libhdf5 (`H5Dread`). Every chunk-sized buffer is reserved fallibly (`NoMemory` naming the
 //! chunk and the bytes, never an abort), and inflate output is bounded by the chunk size.
@@ -52,6 +58,7 @@ use crate::error::ErrorKind;
 use crate::hdf5::chunk::{chunk_state, file_size, flush_dataset, opened_read_write, read_raw_chunk, ChunkState, FilterSpec};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{bump, lock, released, H5Lock};
+use crate::hdf5::meta::{ChunkKey, DecodedChunk};
 
 /// Estimated fixed cost of fetching one whole chunk raw (chunk lookup + `H5Dread_chunk`), ns.
 pub(crate) const CHUNK_FETCH_NS: u64 = 4_000;
@@ -61,6 +68,11 @@ pub(crate) const HDF5_READ_NS: u64 = 2_000;
 pub(crate) const BYTES_PER_NS: u64 = 4;
 /// Fetched chunks queued per worker thread before the calling thread decodes one itself.
 const QUEUE_PER_WORKER: usize = 4;
+/// Chunks whose decoded size reaches this many bytes are "big": never queued (a job is
+/// handed only to an idle worker), at most one or two buffers recycled, and the number of
+/// threads decoding at once capped so that the extra memory of a call stays within
+/// (threads + 1) x chunk size (see [`read_chunked`]).
+pub(crate) const BIG_CHUNK_BYTES: usize = 8 << 20;
 
 /// Whether to read a chunk whole (true) or read its pieces through libhdf5 (false).
 ///
@@ -150,6 +162,7 @@ impl Shared<'_> {
                 _ if e.message.contains("corrupt") => Error::new(ErrorKind::Hdf5, at(&e.message)),
                 _ => Error::new(ErrorKind::Hdf5, at(&format!("{}: the chunk is corrupted", e.message))),
             })?;
+
             if job.buf.len() != self.stored_bytes {
                 bail!(Hdf5, "{}", at(&format!("its filters decode to {} bytes, the chunk holds {}: the chunk is corrupted", job.buf.len(), self.stored_bytes)));
             }
@@ -234,6 +247,7 @@ pub(crate) fn read_chunked(
     raw: Option<RawKind>,
     convert: Option<Convert>,
     mode: PlannerMode,
+    cache: Option<&Mutex<Option<DecodedChunk>>>,
     stats: &mut ReadStats,
 ) -> Result<Option<ReadStats>> {
     let n = ctx.src_shape.len();
@@ -268,6 +282,8 @@ pub(crate) fn read_chunked(
 
     let filtered = !filter_specs.is_empty();
     let specs: Vec<(i32, &[u32])> = filter_specs.iter().map(|f| (f.id, f.cd_values.as_slice())).collect();
+    // Partial edge chunks stored unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, not
+    // flagged in their filter mask): libhdf5 reads every chunk of such datasets.
     let filters = pipeline(&specs);
     let checked = filtered && filters.is_some();
     let chunk_elems = chunk.iter().try_fold(1u64, |a, &b| a.checked_mul(b)).unwrap_or(u64::MAX);
@@ -275,6 +291,7 @@ pub(crate) fn read_chunked(
     let file_itemsize = convert.map_or(itemsize, |c| c.file_itemsize);
     let stored_bytes = chunk_elems.saturating_mul(file_itemsize as u64);
     let too_big = chunk_bytes.max(stored_bytes) > max_chunk_bytes();
+    let chunk_bytes_u64 = chunk_bytes;
     let group_stats: Vec<(usize, u64)> =
         plan.groups.iter().map(|(_, rg)| (rg.len(), plan.pieces[rg.clone()].iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum())).collect();
     let mut whole = if checked { vec![true; group_stats.len()] } else { decide(mode, filtered, chunk_bytes, &group_stats) };
@@ -295,12 +312,14 @@ pub(crate) fn read_chunked(
     // the read is checked (then libhdf5 converts what vh5 decoded).
     let raw_ok = filters.is_some() && (raw.is_some() || checked);
     let convert = if raw.is_some() { None } else { convert };
-    if raw_ok && opened_read_write(l, dset)? {
+    // (A chunk cache is only given for files opened read-only: nothing to flush.)
+    if raw_ok && cache.is_none() && opened_read_write(l, dset)? {
         flush_dataset(l, dset)?;
     }
     // Stored chunk sizes come from the file's chunk index: never trust one past the file.
     let fsize = if raw_ok || checked { file_size(l, dset)? } else { u64::MAX };
     let filters = filters.unwrap_or_default();
+    let big = chunk_bytes_u64.max(stored_bytes as u64) >= BIG_CHUNK_BYTES as u64;
     let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert, dont_filter_partial };
     let fetcher = Fetcher { dset, raw_ok, checked, fsize, itemsize, fletcher: filters.contains(&Filter::Fletcher32) };
     let threads = num_threads();
@@ -310,8 +329,29 @@ pub(crate) fn read_chunked(
     // docs/BENCHMARKS.md: 8 ms on one thread, 10 ms with a worker taking 60% of the chunks).
     let worth = filtered || mode == PlannerMode::Chunks;
     // The calling thread fetches and also decodes (see the module docs): `threads - 1` workers.
-    let nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1).min(max_workers()) } else { 0 };
-    let (raw_chunks, mut hdf5_reads) = run_pipeline(l, reader, &shared, &fetcher, &whole, nworkers, filtered)?;
+    let mut nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1).min(max_workers()) } else { 0 };
+    // Queued jobs and recycled buffers (chunk-sized once used).
+    let (mut queue, mut pool_max) = (QUEUE_PER_WORKER * nworkers.max(1), QUEUE_PER_WORKER * nworkers + 2);
+    if big {
+        // Memory bound for big chunks: extra memory <= (threads + 1) x chunk. A decoding
+        // thread holds at most two chunk-sized buffers (the chunk, and its decoder's spare:
+        // inflate output, unshuffle target, conversion background); nothing is queued (a
+        // chunk goes only to an idle worker) and the pool keeps what the bound leaves, at
+        // least one buffer (with one decoder, a pooled buffer is taken by the next fetch
+        // before decoding starts: two buffers at once). So threads / 2 decoders (at least
+        // one: the calling thread).
+        let decoders = (threads / 2).max(1);
+        nworkers = nworkers.min(decoders - 1);
+        queue = 0;
+        pool_max = if decoders == 1 { 1 } else { threads + 1 - 2 * decoders };
+    }
+    // Small calls (at most 4 chunks, as auto's former one-row path) keep their last decoded
+    // chunk for the next call (repeated small reads inside one chunk).
+    let cacheable = checked && !too_big && nwhole <= 4 && whole.iter().all(|&w| w) && chunk_bytes_u64 <= CACHED_CHUNK_MAX as u64;
+    let (raw_chunks, mut hdf5_reads) = match (cache, raw, cacheable) {
+        (Some(c), Some(rk), true) => (read_small_cached(l, reader, &shared, &fetcher, c, rk)?, 0),
+        _ => run_pipeline(l, reader, &shared, &fetcher, &whole, Crew { nworkers, queue, pool_max }, filtered)?,
+    };
 
     // Rows whose destinations overlap another row's: in row order.
     let mut scratch = Vec::new();
@@ -350,6 +390,56 @@ pub(crate) fn read_chunked(
     stats.raw_chunks += raw_chunks;
     stats.hdf5_reads += hdf5_reads;
     Ok(Some(*stats))
+}
+
+/// Largest decoded chunk kept between small calls ([`DecodedChunk`]), bytes.
+pub(crate) const CACHED_CHUNK_MAX: usize = 4 << 20;
+
+/// The whole chunks of a small call, fetched, decoded and scattered one by one on the
+/// calling thread (lock held, as libhdf5's own read would), through the dataset's one-chunk
+/// cache: a chunk whose stored identity (coordinates and stored size from the chunk index) and
+/// memory form match the cached one is scattered from it without reading or decoding; the
+/// last chunk decoded replaces the cached one. Returns the chunks read raw (cache hits
+/// included: they were read raw by an earlier call).
+fn read_small_cached(l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, fetcher: &Fetcher, cache: &Mutex<Option<DecodedChunk>>, raw: RawKind) -> Result<usize> {
+    let n = sh.grid.ndim();
+    let form = match raw {
+        RawKind::Same => (0u8, sh.ctx.itemsize),
+        RawKind::Swap(u) => (1u8, u),
+    };
+    let mut dec = Decoder::default();
+    let mut raw_chunks = 0;
+    for g in 0..sh.plan.groups.len() {
+        let (_, origin, _) = sh.origin_extent(g);
+        let key = match chunk_state(l, fetcher.dset, &origin[..n]) {
+            ChunkState::Stored { size } if size <= fetcher.fsize => Some(ChunkKey { origin: origin[..n].to_vec(), size, form }),
+            _ => None,
+        };
+        if let Some(k) = &key {
+            let c = cache.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(hit) = c.as_ref().filter(|c| &c.key == k) {
+                sh.scatter(g, &hit.bytes, &origin[..n], sh.grid.chunk())?;
+                raw_chunks += 1;
+                continue;
+            }
+        }
+        let mut job = fetcher.fetch(l, reader, sh, g, Vec::new())?;
+        raw_chunks += usize::from(job.raw_mask.is_some());
+        sh.process(&mut job, &mut dec)?;
+        if let (Some(k), Some(_)) = (key, job.raw_mask) {
+            let old = cache.lock().unwrap_or_else(|p| p.into_inner()).replace(DecodedChunk { key: k, bytes: job.buf });
+            drop(old);
+        }
+    }
+    Ok(raw_chunks)
+}
+
+/// Worker threads, queued jobs and recycled buffers of one call.
+#[derive(Debug, Clone, Copy)]
+struct Crew {
+    nworkers: usize,
+    queue: usize,
+    pool_max: usize,
 }
 
 /// How the calling thread gets a chunk's bytes (under the libhdf5 lock).
@@ -401,7 +491,7 @@ impl Fetcher {
         }
         let n = sh.grid.ndim();
         let (coord, origin, _) = sh.origin_extent(g);
-        if let ChunkState::Stored { size } = chunk_state(l, self.dset, &origin[..n]) {
+        if let ChunkState::Stored { size, .. } = chunk_state(l, self.dset, &origin[..n]) {
             let at = format!("chunk {:?} (dataset offset {:?}, {size} bytes stored)", &coord[..n], &origin[..n]);
             if size > self.fsize {
                 bail!(Hdf5, "{at}: its stored size exceeds the file ({} bytes): the chunk index is corrupted", self.fsize);
@@ -422,13 +512,13 @@ impl Fetcher {
 /// docs); pieces of the other chunks go through libhdf5 (`H5Dread`). Returns (chunks
 /// fetched raw, `H5Dread` calls).
 #[allow(clippy::too_many_arguments)]
-fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetcher: &Fetcher, whole: &[bool], nworkers: usize, filtered: bool) -> Result<(usize, usize)> {
+fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetcher: &Fetcher, whole: &[bool], crew: Crew, filtered: bool) -> Result<(usize, usize)> {
+    let Crew { nworkers, queue, pool_max } = crew;
     let (plan, table, ctx) = (shared.plan, shared.table, shared.ctx);
     let stop = AtomicBool::new(false);
     let failed: Mutex<Option<(usize, Error)>> = Mutex::new(None);
     // Chunk buffers handed back by whoever processed a job, reused for the next fetches.
     let pool: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-    let pool_max = QUEUE_PER_WORKER * nworkers + 2;
     let recycle = |buf: Vec<u8>| {
         if buf.capacity() > 0 {
             let mut p = pool.lock().unwrap_or_else(|p| p.into_inner());
@@ -458,7 +548,8 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
     // with our decoding).
     let run = || {
         std::thread::scope(|sc| -> Result<()> {
-            let (tx, rx) = mpsc::sync_channel::<Job>(QUEUE_PER_WORKER * nworkers.max(1));
+            // Big chunks: queue 0, a rendezvous (a job goes only to a worker waiting for one).
+            let (tx, rx) = mpsc::sync_channel::<Job>(queue);
             let rx = Arc::new(Mutex::new(rx));
             // Workers the system lets us start (a refused thread is not an error: the calling
             // thread processes whatever the workers do not).

@@ -78,6 +78,7 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
     let l = s.lock();
     expect_kind(l, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
     let meta = dataset_meta(l, dset)?;
+    crate::hdf5::external::check_allowed(l, dset, meta.elsewhere.as_deref())?;
     let (ftype, finfo) = (&meta.ftype, &meta.finfo);
     let mem = memory_type(l, Direction::Read, ftype.id(), finfo, dst.dtype, dst.layout.itemsize, convert)?;
     let itemsize = dst.layout.itemsize;
@@ -118,12 +119,14 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         let filtered = !meta.layout.filters.is_empty();
         // A pipeline vh5 decodes is decoded by vh5 in every mode (a corrupt chunk is refused
         // the same way everywhere): no row path, no one-row fast path.
+        // (Partial edge chunks stored unfiltered, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, skip the
+        // pipeline in vh5's decoder as in libhdf5's.)
         let checked = super::chunked::vh5_decodes(&meta.layout.filters);
         if checked || (mode != PlannerMode::Rows && !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk, filtered)?)) {
             let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize);
             let convert = Convert { ftype: ftype.id(), mtype: mem.id(), file_itemsize: finfo.file_itemsize };
             // Validates every row before reading anything (as `check_rows` below).
-            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, meta.layout.dont_filter_partial, raw, Some(convert), mode, &mut stats)? {
+            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, meta.layout.dont_filter_partial, raw, Some(convert), mode, meta.chunk_cache(), &mut stats)? {
                 return Ok(st);
             }
         }

@@ -90,6 +90,7 @@ pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags:
             "dataset {dset} belongs to a file opened read-only (libhdf5: no write intent); open the file with VH5_FILE_READ_WRITE (Python: vh5.File(path, \"r+\"))"
         );
     }
+    crate::hdf5::external::check_dataset(l, dset)?;
     // SAFETY: dset is an open dataset (checked); lock held.
     let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
     let finfo = classify(l, ftype.id())?;

@@ -90,6 +90,11 @@ class File(_Handle):
     Args:
         path (str | os.PathLike): file name.
         mode (str): ``"r"`` (read-only) or ``"r+"`` (read-write; the file must exist).
+        allow_external (bool): security switch, default False: datasets that point at other
+            files (raw data in external files, virtual datasets, paths through external
+            links) are refused (vh5.UnsupportedError naming the dataset and its target) —
+            a crafted file could otherwise make a read return any file this process may
+            read. True allows them for datasets opened from this File (trusted files only).
 
     Raises:
         TypeError: ``path`` is not str, bytes or os.PathLike.
@@ -109,15 +114,16 @@ class File(_Handle):
 
     __slots__ = ("filename", "mode", "_abspath")
 
-    def __init__(self, path, mode: str = "r"):
+    def __init__(self, path, mode: str = "r", *, allow_external: bool = False):
         if mode not in ("r", "r+"):
             raise ValueError(f"vh5.File supports modes 'r' (read-only) and 'r+' (read-write), not {mode!r}")
         self.filename = _path_arg(path, "path")
         self._abspath = os.path.abspath(self.filename)  # what a pickled copy reopens
         self.mode = mode
         out = ctypes.c_int64(0)
+        flags = (1 if mode == "r+" else 0) | (2 if allow_external else 0)
         try:
-            check(lib().vh5_file_open(os.fsencode(self.filename), 1 if mode == "r+" else 0, ctypes.byref(out)))
+            check(lib().vh5_file_open(os.fsencode(self.filename), flags, ctypes.byref(out)))
         except Error as e:
             raise _with_lock_hint(e) from None
         super().__init__(out.value)

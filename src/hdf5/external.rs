@@ -1,0 +1,157 @@
+//! Files that point at other files: raw data in external files (`H5Pset_external`), virtual
+//! datasets (`H5D_VIRTUAL`, data mapped from source datasets, possibly in other files) and
+//! external links (a link naming an object in another file). A crafted file of any of these
+//! kinds makes a read return the bytes of any file the process may read, so vh5 refuses them
+//! by default (`Unsupported`, naming the dataset, its file and what it points at):
+//!
+//! - at [`super::open_dataset`]: a path that traverses an external link (refused while
+//!   libhdf5 traverses it, by a link-access callback, `H5Pset_elink_cb`), and a dataset whose
+//!   storage is external or virtual;
+//! - at every read and write of a dataset id (also ids vh5 did not open): external or
+//!   virtual storage.
+//!
+//! Allowed only for files opened with [`FILE_ALLOW_EXTERNAL`] (`VH5_FILE_ALLOW_EXTERNAL`;
+//! Python `vh5.File(path, allow_external=True)`) and the datasets opened through them. The
+//! allowance is remembered per id (a process-wide set, under its own mutex; entries are
+//! removed by [`super::close`]).
+
+use std::collections::HashSet;
+use std::ffi::{c_char, c_uint, c_void, CStr};
+use std::sync::Mutex;
+
+use hdf5_sys::h5d::H5D_layout_t;
+use hdf5_sys::h5i::hid_t;
+use hdf5_sys::h5p::*;
+
+use super::error::check;
+use super::handle::Handle;
+use super::lock::H5Lock;
+use crate::error::Result;
+
+/// `vh5_file_open` flag bit: allow datasets that point at other files (see the module docs).
+pub const FILE_ALLOW_EXTERNAL: u32 = 2;
+
+static ALLOWED: Mutex<Option<HashSet<hid_t>>> = Mutex::new(None);
+
+/// Remember that `id` (a file opened with [`FILE_ALLOW_EXTERNAL`], or a dataset opened
+/// through one) may point at other files.
+pub fn allow(id: hid_t) {
+    ALLOWED.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashSet::new).insert(id);
+}
+
+/// Whether `id` was marked by [`allow`].
+pub fn allowed(id: hid_t) -> bool {
+    ALLOWED.lock().unwrap_or_else(|p| p.into_inner()).as_ref().is_some_and(|s| s.contains(&id))
+}
+
+/// Forget `id` (closed).
+pub fn forget(id: hid_t) {
+    if let Some(s) = ALLOWED.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        s.remove(&id);
+    }
+}
+
+/// What the storage of dataset `dset` points at outside its file, described; `None` when its
+/// data lives in its own file.
+pub fn storage_elsewhere(lock: &H5Lock, dset: hid_t) -> Result<Option<String>> {
+    // SAFETY: valid dataset id (checked by the caller); lock held; buffers sized as passed.
+    unsafe {
+        let dcpl = Handle::new(lock, hdf5_sys::h5d::H5Dget_create_plist(dset), "H5Dget_create_plist")?;
+        let n = check(lock, H5Pget_external_count(dcpl.id()), "H5Pget_external_count")?;
+        if n > 0 {
+            let mut names = Vec::new();
+            for i in 0..n.min(4) as c_uint {
+                let mut name = [0 as c_char; 256];
+                let (mut off, mut size) = (0, 0);
+                check(lock, H5Pget_external(dcpl.id(), i, name.len(), name.as_mut_ptr(), &mut off, &mut size), "H5Pget_external")?;
+                names.push(format!("`{}`", CStr::from_ptr(name.as_ptr()).to_string_lossy()));
+            }
+            let more = if n > 4 { format!(" and {} more", n - 4) } else { String::new() };
+            return Ok(Some(format!("its raw data is stored in {n} external file(s) {}{more} (H5Pset_external)", names.join(", "))));
+        }
+        if H5Pget_layout(dcpl.id()) == H5D_layout_t::H5D_VIRTUAL {
+            let mut count: usize = 0;
+            check(lock, H5Pget_virtual_count(dcpl.id(), &mut count), "H5Pget_virtual_count")?;
+            let mut files = Vec::new();
+            for i in 0..count.min(4) {
+                let mut name = [0 as c_char; 256];
+                if H5Pget_virtual_filename(dcpl.id(), i, name.as_mut_ptr(), name.len()) >= 0 {
+                    files.push(format!("`{}`", CStr::from_ptr(name.as_ptr()).to_string_lossy()));
+                } else {
+                    super::error::clear_stack(lock);
+                }
+            }
+            return Ok(Some(format!("it is a virtual dataset mapping {count} source dataset(s) from file(s) {} (H5D_VIRTUAL; `.` = its own file)", files.join(", "))));
+        }
+        Ok(None)
+    }
+}
+
+/// The refusal of a dataset that points at other files.
+pub fn refusal(name: &str, what: &str) -> crate::error::Error {
+    err!(
+        Unsupported,
+        "dataset {name}: {what}: refused, a file pointing at other files could make a read return any file this process may read; open the file with VH5_FILE_ALLOW_EXTERNAL (Python: vh5.File(path, allow_external=True)) to allow it"
+    )
+}
+
+/// `Unsupported` when `dset` stores its data outside its file (`elsewhere`, from
+/// [`storage_elsewhere`]) and was not opened through a file that allows it.
+pub fn check_allowed(lock: &H5Lock, dset: hid_t, elsewhere: Option<&str>) -> Result<()> {
+    match elsewhere {
+        Some(what) if !allowed(dset) => Err(refusal(&super::meta::dataset_name(lock, dset), what)),
+        _ => Ok(()),
+    }
+}
+
+/// [`check_allowed`] computing the storage facts now (write path).
+pub fn check_dataset(lock: &H5Lock, dset: hid_t) -> Result<()> {
+    if allowed(dset) {
+        return Ok(());
+    }
+    check_allowed(lock, dset, storage_elsewhere(lock, dset)?.as_deref())
+}
+
+/// Where a refused external link pointed (filled by [`refuse_elink`]).
+#[derive(Default)]
+pub struct ElinkSeen {
+    pub target: Option<String>,
+}
+
+/// `H5L_elink_traverse_t` callback refusing every external link traversal, recording its
+/// target in `op_data` (an [`ElinkSeen`]).
+extern "C" fn refuse_elink(
+    parent_file: *const c_char,
+    parent_group: *const c_char,
+    child_file: *const c_char,
+    child_object: *const c_char,
+    _acc_flags: *mut c_uint,
+    _fapl: hid_t,
+    op_data: *mut c_void,
+) -> hdf5_sys::h5::herr_t {
+    let s = |p: *const c_char| if p.is_null() { "?".into() } else { unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned() };
+    if !op_data.is_null() {
+        // SAFETY: op_data is the `ElinkSeen` given to `H5Pset_elink_cb` by `refusing_lapl`,
+        // alive for the libhdf5 call that traverses the link (same thread, lock held).
+        let seen = unsafe { &mut *(op_data as *mut ElinkSeen) };
+        seen.target = Some(format!(
+            "an external link in group `{}` of `{}` points at object `{}` in file `{}`",
+            s(parent_group),
+            s(parent_file),
+            s(child_object),
+            s(child_file)
+        ));
+    }
+    -1
+}
+
+/// A link access property list whose external-link traversals fail (recording the target in
+/// `seen`, which must outlive every libhdf5 call given the list).
+pub fn refusing_lapl(lock: &H5Lock, seen: &mut ElinkSeen) -> Result<Handle> {
+    // SAFETY: lock held; `seen` outlives the uses of the list (the caller's contract).
+    unsafe {
+        let lapl = Handle::new(lock, H5Pcreate(*H5P_CLS_LINK_ACCESS), "H5Pcreate(link access)")?;
+        check(lock, H5Pset_elink_cb(lapl.id(), Some(refuse_elink), seen as *mut ElinkSeen as *mut c_void), "H5Pset_elink_cb")?;
+        Ok(lapl)
+    }
+}
