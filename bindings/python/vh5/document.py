@@ -67,10 +67,12 @@ class Simple(int):
         return f"vh5.Simple({int(self)})"
 
 
-def _walk(raw: np.ndarray, fmt: int):
-    """Run payload_decode_document: (items structured array, list of PayloadView)."""
+def _walk(raw: np.ndarray, fmt: int, caps=None):
+    """Run payload_decode_document: (items structured array, list of PayloadView). ``caps``:
+    the first call's capacities (default: a guess); the call is repeated with the needed
+    counts when they are too small."""
     n = raw.size
-    icap, vcap = min(n, 4096), 16
+    icap, vcap = caps if caps is not None else (min(n, 4096), 16)
     ni, nv = ctypes.c_size_t(0), ctypes.c_size_t(0)
     for _ in range(2):
         items = np.empty(icap, dtype=ITEM_DTYPE)
@@ -83,6 +85,15 @@ def _walk(raw: np.ndarray, fmt: int):
         icap, vcap = ni.value, nv.value
     check(st)
     return items[: ni.value], list(views)[: nv.value]
+
+
+def _count(raw: np.ndarray, fmt: int):
+    """(items, views) of the document: one validating walk with capacities 0."""
+    ni, nv = ctypes.c_size_t(0), ctypes.c_size_t(0)
+    st = lib().payload_decode_document(raw.ctypes.data, raw.size, fmt, None, 0, None, 0, ctypes.byref(ni), ctypes.byref(nv))
+    if st != VH5_ERR_BUFFER_TOO_SMALL:
+        check(st)
+    return ni.value, nv.value
 
 
 def _array(raw: np.ndarray, v: PayloadView) -> np.ndarray:

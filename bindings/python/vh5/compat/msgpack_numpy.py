@@ -26,7 +26,7 @@ Differences, each a refusal rather than a different value:
 from __future__ import annotations
 
 from .. import _errors
-from ..document import _build, _walk, _ident, _default_ext
+from ..document import _build, _count, _default_ext, _ident, _walk
 from ..payload import _as_bytes_array
 
 __all__ = ["unpackb", "loads"]
@@ -40,6 +40,37 @@ def _complex_hook(d):
         if data is not None:
             return complex(data.decode() if isinstance(data, bytes) else str(data))
     return d
+
+
+_NOTHING = object()
+
+
+def _no_arrays(buf, raw, use_list, object_hook, object_pairs_hook, list_hook, strict_map_key, ext_hook):
+    """A document without arrays (validated by the library's walk, which found no array
+    map): msgpack's own C decoder builds the same objects faster than Python can (and copies
+    nothing large: there are no arrays). _NOTHING when the walk must build them (no msgpack)."""
+    try:
+        import msgpack
+    except ImportError:  # pragma: no cover
+        return _NOTHING
+    if object_pairs_hook is not None:
+        hook = None
+    elif object_hook is not None:
+        def hook(d):
+            d = _complex_hook(d)
+            return object_hook(d) if isinstance(d, dict) else d
+    else:
+        hook = _complex_hook
+    kw = dict(raw=raw, use_list=use_list, strict_map_key=strict_map_key)
+    if hook is not None:
+        kw["object_hook"] = hook
+    if object_pairs_hook is not None:
+        kw["object_pairs_hook"] = object_pairs_hook
+    if list_hook is not None:
+        kw["list_hook"] = list_hook
+    if ext_hook is not None:
+        kw["ext_hook"] = ext_hook
+    return msgpack.unpackb(memoryview(buf), **kw)
 
 
 def unpackb(packed, *, raw: bool = False, use_list: bool = True, object_hook=None, object_pairs_hook=None,
@@ -62,7 +93,13 @@ def unpackb(packed, *, raw: bool = False, use_list: bool = True, object_hook=Non
         raise TypeError("object_pairs_hook and object_hook are mutually exclusive")
     buf = _as_bytes_array(packed)
     try:
-        items, views = _walk(buf, 2)
+        # First pass counts only (the library walks and validates the whole message).
+        ni, nv = _count(buf, 2)
+        if nv == 0:
+            fast = _no_arrays(buf, raw, use_list, object_hook, object_pairs_hook, list_hook, strict_map_key, ext_hook)
+            if fast is not _NOTHING:
+                return fast
+        items, views = _walk(buf, 2, caps=(ni, nv))
     except _errors.UnsupportedError as e:
         if "structured dtype" in str(e):
             try:
