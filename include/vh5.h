@@ -234,7 +234,8 @@
 #define PAYLOAD_ITEM_EXT 13
 
 /**
- * `payload_item.kind`: an array (msgpack-numpy map, RFC 8746 typed array tag 64-87,
+ * `payload_item.kind`: an array (msgpack-numpy map: a msgpack map with keys "nd", "type"
+ * and "data"; RFC 8746 typed array tag 64-87,
  * multi-dimensional array tag 40/1040, or a CBOR map with text keys "bytes" and "dtype"):
  * `value` = index of its payload_view in the `views` output, exactly as
  * payload_decode_view describes that array alone; `data_offset` / `data_len` repeat the
@@ -248,6 +249,12 @@
  * its `children` items (same kind) are the chunks, each contiguous.
  */
 #define PAYLOAD_ITEM_INDEFINITE 1
+
+/**
+ * `payload_item.flags` of a PAYLOAD_ITEM_ARRAY_VIEW: a msgpack-numpy map with `nd` false,
+ * i.e. a numpy scalar (shape `()`), not a 0-d array.
+ */
+#define PAYLOAD_ITEM_NUMPY_SCALAR 4
 
 /**
  * `payload_item.flags`: a float stored in fewer than 64 bits (CBOR half/single, msgpack
@@ -586,7 +593,7 @@ typedef struct payload_item {
    */
   uint32_t kind;
   /**
-   * PAYLOAD_ITEM_INDEFINITE, PAYLOAD_ITEM_NARROW_FLOAT.
+   * PAYLOAD_ITEM_INDEFINITE, PAYLOAD_ITEM_NARROW_FLOAT, PAYLOAD_ITEM_NUMPY_SCALAR.
    */
   uint32_t flags;
   /**

@@ -5,7 +5,8 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET ...]     (default 60 s, all targets)
 #
 # Targets (fuzz/fuzz_targets/): payload_decode (arbitrary bytes), payload_cbor_structured,
-# payload_msgpack_structured (structure-aware builders), payload_ffi (the C ABI with raw
+# payload_msgpack_structured (structure-aware builders), payload_document (whole msgpack /
+# CBOR documents, decode_document + payload_decode_document), payload_ffi (the C ABI with raw
 # pointers and guard bytes), slices_copy (vh5_copy_many_slices, memory -> memory),
 # slices_read and slices_write (vh5_read_many_slices / vh5_write_many_slices on HDF5 fixture
 # datasets created at start-up): random ranks, shapes, layouts, tables and flags against the
@@ -26,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}
 shift || true
-ALL="payload_decode payload_cbor_structured payload_msgpack_structured payload_ffi slices_copy slices_read slices_write"
+ALL="payload_decode payload_cbor_structured payload_msgpack_structured payload_ffi payload_document slices_copy slices_read slices_write"
 TARGETS=${*:-$ALL}
 export RUSTC_BOOTSTRAP=1
 NICE="nice -n 19"

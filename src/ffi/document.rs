@@ -49,7 +49,8 @@ pub const PAYLOAD_ITEM_TAG: u32 = 12;
 /// `payload_item.kind`: a msgpack extension: `value` = its type (int8, sign-extended to 64
 /// bits), data at `data_offset`, `data_len` bytes.
 pub const PAYLOAD_ITEM_EXT: u32 = 13;
-/// `payload_item.kind`: an array (msgpack-numpy map, RFC 8746 typed array tag 64-87,
+/// `payload_item.kind`: an array (msgpack-numpy map: a msgpack map with keys "nd", "type"
+/// and "data"; RFC 8746 typed array tag 64-87,
 /// multi-dimensional array tag 40/1040, or a CBOR map with text keys "bytes" and "dtype"):
 /// `value` = index of its payload_view in the `views` output, exactly as
 /// payload_decode_view describes that array alone; `data_offset` / `data_len` repeat the
@@ -59,6 +60,9 @@ pub const PAYLOAD_ITEM_ARRAY_VIEW: u32 = 14;
 /// content is not contiguous: `data_offset` is the head, `data_len` the total length, and
 /// its `children` items (same kind) are the chunks, each contiguous.
 pub const PAYLOAD_ITEM_INDEFINITE: u32 = 1;
+/// `payload_item.flags` of a PAYLOAD_ITEM_ARRAY_VIEW: a msgpack-numpy map with `nd` false,
+/// i.e. a numpy scalar (shape `()`), not a 0-d array.
+pub const PAYLOAD_ITEM_NUMPY_SCALAR: u32 = 4;
 /// `payload_item.flags`: a float stored in fewer than 64 bits (CBOR half/single, msgpack
 /// float 32).
 pub const PAYLOAD_ITEM_NARROW_FLOAT: u32 = 2;
@@ -71,7 +75,7 @@ pub const PAYLOAD_ITEM_NARROW_FLOAT: u32 = 2;
 pub struct payload_item {
     /// PAYLOAD_ITEM_*.
     pub kind: u32,
-    /// PAYLOAD_ITEM_INDEFINITE, PAYLOAD_ITEM_NARROW_FLOAT.
+    /// PAYLOAD_ITEM_INDEFINITE, PAYLOAD_ITEM_NARROW_FLOAT, PAYLOAD_ITEM_NUMPY_SCALAR.
     pub flags: u32,
     /// Index of the parent item in the output; PAYLOAD_NO_PARENT for the root.
     pub parent: u64,
@@ -111,6 +115,7 @@ const _: () = assert!(
         && PAYLOAD_MAX_DEPTH as usize == document::MAX_DEPTH
         && document::FLAG_INDEFINITE == PAYLOAD_ITEM_INDEFINITE
         && document::FLAG_NARROW_FLOAT == PAYLOAD_ITEM_NARROW_FLOAT
+        && document::FLAG_NUMPY_SCALAR == PAYLOAD_ITEM_NUMPY_SCALAR
         && std::mem::size_of::<payload_item>() == 64
 );
 

@@ -127,3 +127,26 @@ def test_demo_script_usage_errors_exit_2_before_building(args):
     assert r.returncode == 2, r.stderr
     assert "usage: scripts/demo.sh [PAYLOAD_FILE ...] [--h5 FILE DATASET]" in r.stderr
     assert "unbound variable" not in r.stderr and "building" not in r.stdout
+
+
+def test_payload_summarises_every_array_of_a_document(tmp_path):
+    """`vh5 payload` on a document holding several arrays (an xarray to_dict("array")-shaped
+    msgpack-numpy message): every array with its path, dtype, shape, byte order, alignment."""
+    msgpack = pytest.importorskip("msgpack")
+    msgpack_numpy = pytest.importorskip("msgpack_numpy")
+    doc = {"coords": {"time": {"data": np.arange(3)}}, "data_vars": {"a b": {"data": np.ones((2, 2), ">f4")}}, "l": [np.zeros(1)]}
+    f = tmp_path / "doc.msgpack"
+    f.write_bytes(msgpack.packb(doc, default=msgpack_numpy.encode))
+    r = run("payload", "--json", f)
+    assert r.returncode == 0, r.stdout + r.stderr
+    v = json.loads(r.stdout)
+    assert v["format"] == "document" and v["document_format"] == "msgpack"
+    got = [(a["path"], a["dtype"], a["shape"], a["byte_order"]) for a in v["arrays"]]
+    assert got == [("$.coords.time.data", "int64", [3], "little"), ('$.data_vars["a b"].data', "float32", [2, 2], "big"), ("$.l[0]", "float64", [1], "little")]
+    r = run("payload", f)
+    assert "msgpack document, 16 items, 3 arrays" in r.stdout and "$.l[0]: float64 shape [1]" in r.stdout, r.stdout
+    # a bare msgpack float is named as msgpack
+    g = tmp_path / "float.msgpack"
+    g.write_bytes(msgpack.packb(1.5))
+    r = run("payload", g)
+    assert r.returncode == 1 and "msgpack float 64" in r.stdout and "CBOR tag 11" not in r.stdout, r.stdout

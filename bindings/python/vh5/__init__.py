@@ -6,13 +6,16 @@ not load the library until it is first used.
 
 - :func:`decode_payload`: Reductionist CBOR, RFC 8746 typed arrays, msgpack-numpy ->
   numpy views of the caller's buffer (no copy), counts as int64 arrays, masks.
+- :func:`decode_document`: a whole msgpack / CBOR document (nested maps, lists, scalars)
+  with every array inside it as a numpy view, in one pass.
 - :class:`File` / :class:`Dataset` / :func:`read_many_slices`: many hyperslabs from an HDF5
   dataset into any numpy array layout in one call; :func:`write_many_slices` (numpy -> HDF5,
   ``File(path, "r+")``) and :func:`copy_many_slices` (numpy -> numpy) the other directions.
 - Files and datasets pickle (read-only ones; :func:`allow_pickling` for writable ones) and
   reopen lazily in the receiving process through a per-process cache; :mod:`vh5.dask`
   (needs ``pip install vh5[dask]``) builds Dask arrays and gathers read by vh5 in workers.
-- :mod:`vh5.compat.versioned_hdf5`, :mod:`vh5.compat.pyactivestorage`: drop-in shims.
+- :mod:`vh5.compat.versioned_hdf5`, :mod:`vh5.compat.pyactivestorage`,
+  :mod:`vh5.compat.msgpack_numpy`: drop-in shims.
 
 Every library failure raises a subclass of :class:`Error` (``.status``, ``.status_name``,
 ``.message``). The GIL is released during every library call.
@@ -23,6 +26,7 @@ from ._errors import *  # noqa: F401,F403  (the names in _errors.__all__)
 from .hdf5 import Dataset, File, get_num_threads, read_many_slices, set_num_threads
 from ._pickle import allow_pickling
 from ._cache import clear as clear_file_cache, set_size as set_file_cache_size
+from .document import Simple, Tag, decode_document
 from .payload import Payload, decode_payload
 from .writes import copy_many_slices, write_many_slices
 
@@ -31,6 +35,9 @@ __version__ = "0.1.0"
 __all__ = [
     "decode_payload",
     "Payload",
+    "decode_document",
+    "Tag",
+    "Simple",
     "File",
     "Dataset",
     "read_many_slices",

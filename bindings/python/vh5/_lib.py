@@ -130,6 +130,10 @@ _SIGNATURES = {
         c_int32,
         [c_void_p, c_size_t, c_void_p, c_size_t, POINTER(c_size_t)],
     ),
+    "payload_decode_document": (
+        c_int32,
+        [c_void_p, c_size_t, c_uint32, c_void_p, c_size_t, c_void_p, c_size_t, POINTER(c_size_t), POINTER(c_size_t)],
+    ),
     "payload_copy_data": (
         c_int32,
         [c_void_p, c_size_t, c_void_p, c_size_t, POINTER(c_size_t)],

@@ -8,6 +8,7 @@
 //! - `vh5 make-sample FILE`: write the demo's sample dataset.
 
 mod payload_cmd;
+mod payload_doc;
 mod read_cmd;
 
 /// Every command and option (the README's "Command-line tool" section lists the same).

@@ -100,7 +100,7 @@ pub fn run(args: &[String]) -> i32 {
     i32::from(failed)
 }
 
-fn format_name(f: Format) -> &'static str {
+pub fn format_name(f: Format) -> &'static str {
     match f {
         Format::Reductionist => "reductionist",
         Format::TypedArray => "typed_array",
@@ -119,7 +119,7 @@ fn layout_name(l: Layout) -> Option<&'static str> {
     }
 }
 
-fn order_name(o: Option<ByteOrder>) -> Value {
+pub fn order_name(o: Option<ByteOrder>) -> Value {
     match o {
         Some(ByteOrder::Little) => json!("little"),
         Some(ByteOrder::Big) => json!("big"),
@@ -148,7 +148,12 @@ fn scalar(s: Scalar) -> Value {
 
 fn summarise(buf: &[u8], nvalues: Option<usize>) -> Result<Value, (String, String)> {
     let fail = |e: vh5::error::Error| (status_name(e.kind), e.message);
-    let v: PayloadView<'_> = payload::decode_view(buf, 0).map_err(fail)?;
+    let v: PayloadView<'_> = match payload::decode_view(buf, 0) {
+        Ok(v) => v,
+        // Not one array: a document holding arrays (its own error is reported when it is
+        // not a document either).
+        Err(e) => return super::payload_doc::summarise_document(buf).ok_or_else(|| fail(e)),
+    };
     let mut counts = vec![0i64; v.count.len as usize];
     payload::decode_count(buf, &mut counts).map_err(fail)?;
     let n = nvalues.map_or(v.nelements, |n| (n as u64).min(v.nelements));
@@ -185,6 +190,9 @@ fn summarise(buf: &[u8], nvalues: Option<usize>) -> Result<Value, (String, Strin
 }
 
 fn print_human(f: &str, v: &Value) {
+    if v["format"] == "document" {
+        return super::payload_doc::print_document(f, v);
+    }
     let layout = v["layout"].as_str().map(|l| format!(" (layout {l})")).unwrap_or_default();
     println!("{f}: {}{layout}", v["format"].as_str().unwrap());
     let order = match v["byte_order"].as_str() {

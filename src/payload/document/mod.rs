@@ -9,9 +9,10 @@
 //! offset and length into the input.
 //!
 //! Arrays become one item of kind [`ItemKind::ArrayView`] whose `value` indexes the views:
-//! - msgpack: every map with a key `nd` (byte or text string; what `msgpack_numpy.decode`
-//!   tests) is a msgpack-numpy array, decoded exactly as [`super::decode_view`] decodes a
-//!   message holding only it (pickled objects and structured dtypes refused);
+//! - msgpack: every map with the keys `nd`, `type` and `data` (byte or text strings; without
+//!   them `msgpack_numpy.decode` returns the map unchanged) is a msgpack-numpy array, decoded
+//!   exactly as [`super::decode_view`] decodes a message holding only it (pickled objects
+//!   and structured dtypes refused);
 //! - CBOR: every RFC 8746 typed array (tags 64–87), multi-dimensional array (tags 40 /
 //!   1040) and every map with both text keys `bytes` and `dtype` (a Reductionist map), decoded
 //!   as [`super::decode_view`] does. Data held in an indefinite-length (chunked) byte string
@@ -41,6 +42,9 @@ pub const NO_PARENT: u64 = u64::MAX;
 /// item's children are the chunks (items of the same kind), `data_offset` is the head of
 /// the indefinite string and `data_len` the total content length: no contiguous view.
 pub const FLAG_INDEFINITE: u32 = 1;
+/// `Item::flags` of an [`ItemKind::ArrayView`] of a msgpack-numpy map with `nd` false: a
+/// numpy scalar (`msgpack_numpy.decode` returns `arr[0]`), not a 0-d array.
+pub const FLAG_NUMPY_SCALAR: u32 = 4;
 /// `Item::flags` of a float: it was stored with fewer than 64 bits (CBOR half / single,
 /// msgpack float 32); `value` holds the exact float64 conversion.
 pub const FLAG_NARROW_FLOAT: u32 = 2;
@@ -244,6 +248,8 @@ struct Level {
     views_at: usize,
     /// Keys seen that mark an array map (see `mark_key`).
     marks: u8,
+    /// Position of the value of a msgpack key "nd" (u64::MAX: none yet).
+    nd_value: u64,
     map: bool,
     parent: u64,
     position: u64,
@@ -253,6 +259,11 @@ struct Level {
 const M_BYTES: u8 = 1;
 const M_DTYPE: u8 = 2;
 const M_ND: u8 = 4;
+/// `Level::marks`: the "nd" value was false (a numpy scalar).
+const M_ND_FALSE: u8 = 8;
+/// `Level::marks`: msgpack keys "type" / "data".
+const M_TYPE: u8 = 16;
+const M_DATA: u8 = 32;
 
 struct Walk<'a, 's, S> {
     buf: &'a [u8],
@@ -272,6 +283,9 @@ impl<'a, S: Sink<'a>> Walk<'a, '_, S> {
         } else {
             let l = &mut self.stack[self.depth - 1];
             l.next += 1;
+            if l.next - 1 == l.nd_value && kind == ItemKind::Bool && value == 0 {
+                l.marks |= M_ND_FALSE;
+            }
             (l.item as u64, l.next - 1)
         };
         let idx = self.items;
@@ -291,7 +305,7 @@ impl<'a, S: Sink<'a>> Walk<'a, '_, S> {
             let l = &self.stack[self.depth - 1];
             (l.item as u64, l.next - 1)
         };
-        self.stack[self.depth] = Level { item: idx, left, next: 0, head, views_at: self.views, marks: 0, map, parent, position };
+        self.stack[self.depth] = Level { item: idx, left, next: 0, head, views_at: self.views, marks: 0, nd_value: u64::MAX, map, parent, position };
         self.depth += 1;
         Ok(())
     }
@@ -306,7 +320,12 @@ impl<'a, S: Sink<'a>> Walk<'a, '_, S> {
             return;
         }
         l.marks |= match (self.format, s, text) {
-            (DocFormat::Msgpack, b"nd", _) => M_ND,
+            (DocFormat::Msgpack, b"nd", _) => {
+                l.nd_value = l.next;
+                M_ND
+            }
+            (DocFormat::Msgpack, b"type", _) => M_TYPE,
+            (DocFormat::Msgpack, b"data", _) => M_DATA,
             (DocFormat::Cbor, b"bytes", true) => M_BYTES,
             (DocFormat::Cbor, b"dtype", true) => M_DTYPE,
             _ => 0,
@@ -356,7 +375,7 @@ impl<'a, S: Sink<'a>> Walk<'a, '_, S> {
         let l = self.stack[self.depth];
         self.sink.children(l.item, l.next);
         let array = match self.format {
-            DocFormat::Msgpack => l.marks & M_ND != 0,
+            DocFormat::Msgpack => l.marks & (M_ND | M_TYPE | M_DATA) == M_ND | M_TYPE | M_DATA,
             _ => l.marks & (M_BYTES | M_DTYPE) == M_BYTES | M_DTYPE,
         };
         if !l.map || !array {
@@ -378,7 +397,7 @@ impl<'a, S: Sink<'a>> Walk<'a, '_, S> {
         self.items += 1;
         self.sink.item(
             l.item,
-            Item { kind: ItemKind::ArrayView, flags: 0, parent: l.parent, position: l.position, children: 0, offset: l.head, data_offset: v.data_offset, data_len: v.data.len(), value: vi as u64 },
+            Item { kind: ItemKind::ArrayView, flags: if l.marks & M_ND_FALSE != 0 { FLAG_NUMPY_SCALAR } else { 0 }, parent: l.parent, position: l.position, children: 0, offset: l.head, data_offset: v.data_offset, data_len: v.data.len(), value: vi as u64 },
         );
         self.sink.view(vi, v);
         Ok(())

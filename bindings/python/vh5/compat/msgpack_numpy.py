@@ -1,0 +1,149 @@
+"""Drop-in for ``msgpack_numpy.unpackb`` (msgpack-numpy 0.4) backed by vh5: arrays are views.
+
+``unpackb(buf, **kw)`` returns what ``msgpack.unpackb(buf, object_hook=msgpack_numpy.decode,
+**kw)`` / ``msgpack_numpy.unpackb(buf, **kw)`` returns, except that every array is a
+read-only numpy view of ``buf`` instead of a copy (it keeps ``buf`` alive). The whole message
+is walked once by the library (``payload_decode_document``).
+
+Same results for: nested maps / lists of anything msgpack encodes; keys as ``bytes`` (bin) or
+``str``; ``raw=True`` (every str as ``bytes``); ``use_list=False`` (tuples);
+``object_hook`` / ``object_pairs_hook`` / ``list_hook`` (applied bottom-up like msgpack);
+``strict_map_key`` (keys must be str or bytes, the msgpack >= 1.0 default); extension types
+(``ext_hook``, default ``msgpack.ExtType``; type -1 is a ``msgpack.Timestamp``); numpy
+scalars (``nd: false``), 0-d, empty, bool, complex, byte-swapped and Fortran-order arrays
+(msgpack-numpy packs those as C-order copies); Python ``complex`` values.
+
+Differences, each a refusal rather than a different value:
+- kind ``'O'`` (object arrays) raises :class:`vh5.UnsupportedError`: the pickle is never
+  loaded (msgpack-numpy would run it);
+- structured dtypes (kind ``'V'``) are decoded by msgpack + msgpack-numpy (copies) when
+  msgpack-numpy is installed, else :class:`vh5.UnsupportedError`;
+- a map with keys ``nd``, ``type`` and ``data`` that is not a valid msgpack-numpy array
+  raises :class:`vh5.MalformedError` (msgpack-numpy may return the map unchanged);
+- text keys ``"nd"``, ... also mark an array (msgpack-numpy tests only byte-string keys).
+"""
+
+from __future__ import annotations
+
+from .. import _errors
+from ..document import _build, _count, _default_ext, _ident, _walk
+from ..payload import _as_bytes_array
+
+__all__ = ["unpackb", "loads"]
+
+_IGNORED = {"max_buffer_size", "max_str_len", "max_bin_len", "max_array_len", "max_map_len", "max_ext_len", "unicode_errors", "timestamp"}
+
+
+def _complex_hook(d):
+    if b"complex" in d and b"nd" not in d:
+        data = d.get(b"data")
+        if data is not None:
+            return complex(data.decode() if isinstance(data, bytes) else str(data))
+    return d
+
+
+_NOTHING = object()
+
+
+def _no_arrays(buf, raw, use_list, object_hook, object_pairs_hook, list_hook, strict_map_key, ext_hook):
+    """A document without arrays (validated by the library's walk, which found no array
+    map): msgpack's own C decoder builds the same objects faster than Python can (and copies
+    nothing large: there are no arrays). _NOTHING when the walk must build them (no msgpack)."""
+    try:
+        import msgpack
+    except ImportError:  # pragma: no cover
+        return _NOTHING
+    if object_pairs_hook is not None:
+        hook = None
+    elif object_hook is not None:
+        def hook(d):
+            d = _complex_hook(d)
+            return object_hook(d) if isinstance(d, dict) else d
+    else:
+        hook = _complex_hook
+    kw = dict(raw=raw, use_list=use_list, strict_map_key=strict_map_key)
+    if hook is not None:
+        kw["object_hook"] = hook
+    if object_pairs_hook is not None:
+        kw["object_pairs_hook"] = object_pairs_hook
+    if list_hook is not None:
+        kw["list_hook"] = list_hook
+    if ext_hook is not None:
+        kw["ext_hook"] = ext_hook
+    return msgpack.unpackb(memoryview(buf), **kw)
+
+
+def unpackb(packed, *, raw: bool = False, use_list: bool = True, object_hook=None, object_pairs_hook=None,
+            list_hook=None, strict_map_key: bool = True, ext_hook=None, **kwargs):
+    """Unpack one msgpack message like ``msgpack_numpy.unpackb``, arrays as views of ``packed``.
+
+    Args: as ``msgpack.unpackb`` (see the module doc for what is supported); the size limits
+    (``max_*_len``, ``max_buffer_size``) and ``unicode_errors`` are accepted and ignored (the
+    library bounds the work by the input size), ``timestamp`` other than 0 is refused.
+
+    Raises: the :class:`vh5.Error` subclasses of :func:`vh5.decode_document`; ``ValueError``
+    for a non-str/bytes map key under ``strict_map_key``; ``TypeError`` for unknown keywords.
+    """
+    unknown = set(kwargs) - _IGNORED
+    if unknown:
+        raise TypeError(f"unpackb() got unexpected keyword arguments {sorted(unknown)}")
+    if kwargs.get("timestamp", 0) != 0:
+        raise TypeError("vh5.compat.msgpack_numpy.unpackb supports only timestamp=0")
+    if object_hook is not None and object_pairs_hook is not None:
+        raise TypeError("object_pairs_hook and object_hook are mutually exclusive")
+    buf = _as_bytes_array(packed)
+    try:
+        # First pass counts only (the library walks and validates the whole message).
+        ni, nv = _count(buf, 2)
+        if nv == 0:
+            fast = _no_arrays(buf, raw, use_list, object_hook, object_pairs_hook, list_hook, strict_map_key, ext_hook)
+            if fast is not _NOTHING:
+                return fast
+        items, views = _walk(buf, 2, caps=(ni, nv))
+    except _errors.UnsupportedError as e:
+        if "structured dtype" in str(e):
+            try:
+                import msgpack_numpy
+            except ImportError:
+                raise e from None
+            kw = dict(raw=raw, use_list=use_list, strict_map_key=strict_map_key, **kwargs)
+            for k, v in (("object_hook", object_hook), ("object_pairs_hook", object_pairs_hook), ("list_hook", list_hook), ("ext_hook", ext_hook)):
+                if v is not None:
+                    kw[k] = v
+            return msgpack_numpy.unpackb(bytes(memoryview(buf)), **kw)
+        raise
+
+    def key(k):
+        if isinstance(k, (str, bytes)):
+            return k
+        if strict_map_key:
+            raise ValueError(f"{type(k).__name__} is not allowed for map key when strict_map_key=True")
+        return tuple(k) if isinstance(k, list) else k
+
+    def map_hook(d):
+        d = _complex_hook(d)
+        if not isinstance(d, dict):
+            return d
+        if object_pairs_hook is not None:
+            return object_pairs_hook(list(d.items()))
+        return object_hook(d) if object_hook is not None else d
+
+    seq = _ident if use_list else tuple
+    lh = (lambda x: list_hook(seq(x))) if list_hook is not None else seq
+    ext = ext_hook if ext_hook is not None else _default_ext
+    return _build(
+        buf,
+        items,
+        views,
+        bytes_as=lambda mv, o, n: mv[o : o + n].tobytes(),
+        key_bytes=key,
+        text=(lambda mv, o, n: mv[o : o + n].tobytes()) if raw else (lambda mv, o, n: str(mv[o : o + n], "utf-8")),
+        tag=lambda t, v: (t, v),
+        ext=ext,
+        map_hook=map_hook,
+        list_hook=lh,
+        numpy_scalar=lambda a: a[()],
+    )
+
+
+loads = unpackb

@@ -1,0 +1,271 @@
+"""Whole msgpack / CBOR documents as Python objects, every array a zero-copy numpy view.
+
+:func:`decode_document` calls ``payload_decode_document`` (one pass over the message in the
+library, see ``include/vh5.h``) and builds the Python objects from its item list. What
+counts as an array: a msgpack-numpy map (a map with a key ``nd``), an RFC 8746 typed array
+(CBOR tags 64-87), a multi-dimensional array (tags 40 / 1040) and a CBOR map with text keys
+``bytes`` and ``dtype`` (a Reductionist response).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from . import _dtypes
+from ._errors import make_error
+from ._lib import PayloadView, check, lib
+from .payload import _as_bytes_array
+
+__all__ = ["decode_document", "Tag", "Simple"]
+
+DOC_FORMATS = {None: 0, "auto": 0, "cbor": 1, "msgpack": 2}
+(K_MAP, K_ARRAY, K_TEXT, K_BYTES, K_UINT, K_NEGINT, K_FLOAT, K_BOOL, K_NIL, K_UNDEF, K_SIMPLE, K_TAG, K_EXT, K_VIEW) = range(1, 15)
+F_INDEFINITE, F_NARROW_FLOAT, F_NUMPY_SCALAR = 1, 2, 4
+VH5_ERR_BUFFER_TOO_SMALL = 5
+
+ITEM_DTYPE = np.dtype(
+    [
+        ("kind", "=u4"),
+        ("flags", "=u4"),
+        ("parent", "=u8"),
+        ("position", "=u8"),
+        ("children", "=u8"),
+        ("offset", "=u8"),
+        ("data_offset", "=u8"),
+        ("data_len", "=u8"),
+        ("value", "=u8"),
+    ]
+)
+assert ITEM_DTYPE.itemsize == 64
+
+
+class Tag:
+    """A CBOR tag vh5 does not decode itself: ``tag`` (int) and ``value`` (the tagged object)."""
+
+    __slots__ = ("tag", "value")
+
+    def __init__(self, tag: int, value):
+        self.tag, self.value = tag, value
+
+    def __eq__(self, other):
+        t = getattr(other, "tag", None)
+        return t is not None and t == self.tag and getattr(other, "value", None) == self.value
+
+    def __hash__(self):
+        return hash((self.tag, repr(self.value)))
+
+    def __repr__(self):
+        return f"vh5.Tag({self.tag}, {self.value!r})"
+
+
+class Simple(int):
+    """A CBOR simple value other than false/true/null/undefined."""
+
+    def __repr__(self):
+        return f"vh5.Simple({int(self)})"
+
+
+def _walk(raw: np.ndarray, fmt: int, caps=None):
+    """Run payload_decode_document: (items structured array, list of PayloadView). ``caps``:
+    the first call's capacities (default: a guess); the call is repeated with the needed
+    counts when they are too small."""
+    n = raw.size
+    icap, vcap = caps if caps is not None else (min(n, 4096), 16)
+    ni, nv = ctypes.c_size_t(0), ctypes.c_size_t(0)
+    for _ in range(2):
+        items = np.empty(icap, dtype=ITEM_DTYPE)
+        views = (PayloadView * max(vcap, 1))()
+        st = lib().payload_decode_document(
+            raw.ctypes.data, n, fmt, items.ctypes.data, icap, ctypes.addressof(views), vcap, ctypes.byref(ni), ctypes.byref(nv)
+        )
+        if st != VH5_ERR_BUFFER_TOO_SMALL:
+            break
+        icap, vcap = ni.value, nv.value
+    check(st)
+    return items[: ni.value], list(views)[: nv.value]
+
+
+def _count(raw: np.ndarray, fmt: int):
+    """(items, views) of the document: one validating walk with capacities 0."""
+    ni, nv = ctypes.c_size_t(0), ctypes.c_size_t(0)
+    st = lib().payload_decode_document(raw.ctypes.data, raw.size, fmt, None, 0, None, 0, ctypes.byref(ni), ctypes.byref(nv))
+    if st != VH5_ERR_BUFFER_TOO_SMALL:
+        check(st)
+    return ni.value, nv.value
+
+
+def _array(raw: np.ndarray, v: PayloadView) -> np.ndarray:
+    """The numpy view (read-only) of one payload_view."""
+    dt = _dtypes.to_numpy(v.dtype, v.itemsize, v.byte_order)
+    off, nb = int(v.data_offset), int(v.data_len)
+    if off + nb > raw.size:
+        raise make_error(10, "VH5_ERR_PANIC", f"library returned data [{off}, {off + nb}) outside a {raw.size}-byte buffer")
+    shape = tuple(int(v.shape[i]) for i in range(int(v.ndim)))
+    a = raw[off : off + nb].view(dt).reshape(shape, order="F" if v.fortran_order else "C")
+    a.flags.writeable = False
+    return a
+
+
+def _build(raw, items, views, *, bytes_as, key_bytes, text, tag, ext, map_hook, list_hook, numpy_scalar):
+    """Build the object tree from the pre-order item list (iteratively: no recursion)."""
+    mv = memoryview(raw)
+    kinds = items["kind"].tolist()
+    flags = items["flags"].tolist()
+    children = items["children"].tolist()
+    doff = items["data_offset"].tolist()
+    dlen = items["data_len"].tolist()
+    vals = items["value"].tolist()
+    fvals = items["value"].view(np.float64).tolist() if K_FLOAT in kinds else None
+    arrays = [_array(raw, v) for v in views]
+    # frames: [kind, container, remaining, pending key or _NOKEY, tag number]
+    stack = []
+    i, n = 0, len(kinds)
+    root = None
+    while i < n:
+        k = kinds[i]
+        if k == K_MAP or k == K_ARRAY or k == K_TAG:
+            c = children[i]
+            if k == K_TAG:
+                stack.append([k, None, 1, _NOKEY, vals[i]])
+                i += 1
+                continue
+            if c:
+                stack.append([k, {} if k == K_MAP else [], c, _NOKEY, 0])
+                i += 1
+                continue
+            v = map_hook({}) if k == K_MAP else list_hook([])
+        elif k == K_TEXT or k == K_BYTES:
+            if flags[i] & F_INDEFINITE:
+                c = children[i]
+                b = b"".join(mv[doff[j] : doff[j] + dlen[j]] for j in range(i + 1, i + 1 + c))
+                i += c
+                v = text(memoryview(b), 0, len(b)) if k == K_TEXT else b
+            elif k == K_TEXT:
+                v = text(mv, doff[i], dlen[i])
+            else:
+                v = bytes_as(mv, doff[i], dlen[i])
+        elif k == K_UINT:
+            v = vals[i]
+        elif k == K_NEGINT:
+            v = -1 - vals[i]
+        elif k == K_FLOAT:
+            v = fvals[i]
+        elif k == K_BOOL:
+            v = vals[i] != 0
+        elif k == K_NIL or k == K_UNDEF:
+            v = None
+        elif k == K_VIEW:
+            v = arrays[vals[i]]
+            if flags[i] & F_NUMPY_SCALAR:
+                v = numpy_scalar(v)
+        elif k == K_EXT:
+            code = vals[i] - (1 << 64) if vals[i] >= 1 << 63 else vals[i]
+            v = ext(code, bytes(mv[doff[i] : doff[i] + dlen[i]]))
+        else:
+            v = Simple(vals[i])
+        i += 1
+        # attach v to the open containers, closing the ones it completes
+        while True:
+            if not stack:
+                root = v
+                break
+            f = stack[-1]
+            if f[0] == K_MAP:
+                if f[3] is _NOKEY:
+                    f[3] = key_bytes(v)
+                else:
+                    f[1][f[3]] = v
+                    f[3] = _NOKEY
+            elif f[0] == K_ARRAY:
+                f[1].append(v)
+            else:
+                f[1] = v
+            f[2] -= 1
+            if f[2]:
+                break
+            stack.pop()
+            v = map_hook(f[1]) if f[0] == K_MAP else list_hook(f[1]) if f[0] == K_ARRAY else tag(f[4], f[1])
+    if stack or i != n:
+        raise make_error(3, "VH5_ERR_MALFORMED", "document item list ended inside a container")
+    return root
+
+
+class _NoKey:
+    pass
+
+
+_NOKEY = _NoKey()
+
+
+def _text_str(mv, off, n):
+    return str(mv[off : off + n], "utf-8")
+
+
+def _bytes_view(mv, off, n):
+    return mv[off : off + n]
+
+
+def _key(v):
+    return v.tobytes() if isinstance(v, memoryview) else v
+
+
+def _ident(x):
+    return x
+
+
+def decode_document(buf, format: str | None = None):
+    """Decode a whole msgpack or CBOR document: arrays as zero-copy numpy views.
+
+    Args:
+        buf: the whole message (``bytes``, ``bytearray``, ``memoryview``, a numpy array or any
+            C-contiguous buffer). Not copied: arrays and byte strings view it and keep it
+            alive. Do not mutate or resize it while they are in use.
+        format: ``None`` / ``"auto"`` (detect: a CBOR map or array tag, or a msgpack map;
+            anything valid in both formats, such as a bare scalar, raises
+            :class:`vh5.InvalidArgumentError`), ``"cbor"`` or ``"msgpack"``.
+
+    Returns:
+        The document as Python objects: ``dict``, ``list``, ``str``, ``int``, ``float``,
+        ``bool``, ``None``; byte strings as read-only ``memoryview`` slices of ``buf`` (map keys
+        that are byte strings as ``bytes``, which are hashable); every array (msgpack-numpy
+        map, RFC 8746 typed array, tag 40/1040 array, Reductionist map) as a read-only numpy
+        array viewing ``buf`` (a msgpack-numpy ``nd: false`` scalar as a numpy scalar); other
+        CBOR tags as :class:`Tag`; msgpack extension types as ``msgpack.ExtType`` when msgpack
+        is installed, else ``(code, bytes)``.
+
+    Raises:
+        vh5.MalformedError, vh5.UnsupportedError, vh5.DtypeError, vh5.ServerError,
+        vh5.InvalidArgumentError: as ``payload_decode_document`` (truncated or malformed
+        input, nesting deeper than 64, pickled or structured msgpack-numpy arrays, ...).
+        ValueError: ``format`` unknown.
+    """
+    fmt = DOC_FORMATS.get(format)
+    if fmt is None:
+        raise ValueError(f"format must be None, 'auto', 'cbor' or 'msgpack', not {format!r}")
+    raw = _as_bytes_array(buf)
+    items, views = _walk(raw, fmt)
+    return _build(
+        raw,
+        items,
+        views,
+        bytes_as=_bytes_view,
+        key_bytes=_key,
+        text=_text_str,
+        tag=Tag,
+        ext=_default_ext,
+        map_hook=_ident,
+        list_hook=_ident,
+        numpy_scalar=lambda a: a[()],
+    )
+
+
+def _default_ext(code, data):
+    try:
+        import msgpack
+    except ImportError:  # pragma: no cover
+        return (code, data)
+    if code == -1:
+        return msgpack.Timestamp.from_bytes(data)
+    return msgpack.ExtType(code, data)
