@@ -6,6 +6,7 @@ Files are written by h5py with libver=('earliest', 'v110') (vh5 links libhdf5 1.
 closed before vh5 opens them.
 """
 
+import itertools
 import os
 import pickle
 
@@ -185,6 +186,45 @@ def test_gather_tasks_follow_the_chunks(h5file):
                     seen[c] = k
         assert len(seen) == len({tuple(r) for r in starts // [16, 32]})
         assert np.array_equal(g.compute(scheduler="threads"), _rows(A2, starts, (1, 8)))
+
+
+def _task_chunks(entry_src, entry_count, entry_step, chunks):
+    """Every chunk (coordinates) that the entries of one read task touch."""
+    out = set()
+    for s, c, t in zip(entry_src, entry_count, entry_step):
+        last = s + (c - 1) * t
+        ranges = [range(int(a) // ch, int(b) // ch + 1) for a, b, ch in zip(s, last, chunks)]
+        out |= set(itertools.product(*ranges))
+    return out
+
+
+@pytest.mark.parametrize("step0", [1, 3])
+def test_gather_rows_crossing_task_boundaries_are_split(h5file, step0):
+    # rows of 9 (or 9 with step 3: 25 elements) along axis 0 cross the 16-row chunk bands
+    # often; tasks of <= 200 rows (about 2 bands of ~92 rows) end at band boundaries, so
+    # every chunk is read by exactly one task
+    n0 = 9
+    span = (n0 - 1) * step0 + 1
+    starts = np.c_[RNG.integers(0, 203 - span + 1, 1200), RNG.integers(0, 83, 1200)]
+    steps = np.c_[np.full(1200, step0), np.ones(1200, int)]
+    with vh5.File(h5file) as f, f["g/a2"] as d:
+        g = vd.gather(d, starts, [n0, 7], src_step=steps, rows_per_task=200)
+        assert len([k for k in dict(g.__dask_graph__()) if "-read" in k[0]]) >= 5
+        seen = {}
+        for k, v in dict(g.__dask_graph__()).items():
+            if "-read" in k[0]:
+                args = [getattr(a, "value", a) for a in (v.args if hasattr(v, "args") else v[1:])]
+                src, counts, st = args[1], args[3], args[4]
+                st = np.ones_like(src) if st is None else st
+                for c in _task_chunks(src.astype(np.int64), counts.astype(np.int64), st.astype(np.int64), d.chunks):
+                    assert c not in seen, f"chunk {c} read by tasks {seen[c]} and {k}"
+                    seen[c] = k
+        assert np.array_equal(g.compute(scheduler="threads"), _rows(A2, starts, (n0, 7), steps))
+        assert np.array_equal(g[::-1][5:900:3].compute(scheduler="sync"), _rows(A2, starts, (n0, 7), steps)[::-1][5:900:3])
+        # rows taller than a task's bands (spanning 3-4 tasks) are split into every task
+        tall = np.c_[RNG.integers(0, 100, 50), RNG.integers(0, 80, 50)]
+        g2 = vd.gather(d, tall, [100, 3], rows_per_task=3)
+        assert np.array_equal(g2.compute(scheduler="threads"), _rows(A2, tall, (100, 3)))
 
 
 def test_gather_bad_tables(h5file):

@@ -2,8 +2,12 @@
 
 Plan (all on the client, vectorised): rows are sorted (stably) by the chunk their first
 element lies in; the sorted rows are cut into read tasks of about ``rows_per_task`` rows at
-chunk boundaries, so no chunk is decoded by two tasks unless more than ``rows_per_task`` rows
-start in it; each read task is one :func:`vh5.read_many_slices` call. When the rows were
+chunk boundaries, preferably at the start of a band of chunks (first-axis chunk index); each
+read task is one :func:`vh5.read_many_slices` call. When every cut is at a band start, a row
+that reaches into the next task's band is split along axis 0: each task reads the part in
+its own bands, so no chunk is decoded by two tasks. Otherwise (bands larger than
+``rows_per_task``) a chunk can be decoded by two tasks: the one whose rows start in it and
+the one whose rows reach into it. When the rows were
 already in chunk order the read tasks are the blocks of the result; otherwise a second layer
 of small tasks puts the rows back in the caller's order (each output block takes its rows
 from the read tasks that hold them).
@@ -126,64 +130,138 @@ def _plan(starts, chunks, rpt: int):
     return order, np.unique(np.r_[0, cut, nrows])
 
 
-def _read_rows(dset, starts, cnt, steps, dtype):
-    """One read task: rows ``starts`` (k, nd) uint64 into a new (k, *cnt) array."""
-    k, nd = starts.shape
-    out = np.empty((k,) + tuple(cnt), dtype=dtype)
+def _split_plan(starts, cnt, steps, order, cuts, chunks):
+    """Rows crossing a read-task boundary along axis 0, split into one piece per task.
+
+    Applies when every cut is at the start of a band of chunks (first-axis chunk index):
+    task t then owns the dataset rows ``[bound[t-1], bound[t])`` of axis 0 and no chunk
+    belongs to two tasks. Returns ``(k1, extras)``: ``k1[p]`` = how many of sorted row p's
+    elements along axis 0 its own task reads (``count[0]`` when it does not cross), and
+    ``extras[t]`` = list of ``(p, ka, kb)``: task t also reads elements ``ka:kb`` of row p.
+    None when not applicable (no straddling rows, cuts inside bands, or so many straddling
+    rows that the bookkeeping would cost more than decoding twice)."""
+    nrows = starts.shape[0]
+    n0 = cnt[0]
+    if not chunks or len(cuts) <= 2 or n0 <= 1:
+        return None
+    s0 = starts[order, 0]
+    band = s0 // chunks[0]
+    inner = cuts[1:-1]
+    if (band[inner] == band[inner - 1]).any():
+        return None
+    bound = np.r_[band[inner] * chunks[0], np.iinfo(np.int64).max]
+    t0 = np.ones(nrows, dtype=np.int64) if steps is None else steps[order, 0]
+    task_of = np.repeat(np.arange(len(cuts) - 1), np.diff(cuts))
+    k1 = np.minimum(n0, -((s0 - bound[task_of]) // t0))  # ceil((bound - s0) / t0)
+    split = np.flatnonzero(k1 < n0)
+    if len(split) == 0 or len(split) > max(1000, nrows // 5):
+        return None
+    extras = [[] for _ in range(len(cuts) - 1)]
+    for p in split.tolist():
+        t, ka = int(task_of[p]), int(k1[p])
+        while ka < n0:  # the last task's bound is "infinite": the loop ends there at the latest
+            t += 1
+            kb = min(n0, -((int(s0[p]) - int(bound[t])) // int(t0[p])))
+            if kb > ka:
+                extras[t].append((p, ka, kb))
+                ka = kb
+    return k1, extras
+
+
+def _read_pieces(dset, src, dst, counts, steps, m, cnt, dtype):
+    """One read task: ``m`` row entries of shape ``cnt`` (the parts of split rows that other
+    tasks read are left unset), with one :func:`read_many_slices` call of prepared tables."""
+    out = np.empty((m,) + tuple(cnt), dtype=dtype)
     if out.size == 0:
         return out
-    dst = out.reshape((k * cnt[0],) + tuple(cnt[1:]))
-    dst_start = np.zeros((k, nd), dtype=np.uint64)
-    dst_start[:, 0] = np.arange(k, dtype=np.uint64) * np.uint64(cnt[0])
-    counts = np.empty((k, nd), dtype=np.uint64)
-    counts[:] = cnt
-    read_many_slices(_pickle.resolve(dset), dst, starts, dst_start, counts, steps)
+    flat = out.reshape((m * cnt[0],) + tuple(cnt[1:]))
+    read_many_slices(_pickle.resolve(dset), flat, src, dst, counts, steps)
     return out
 
 
-def _assemble(parts, src_rows, dst_rows, nrows, cnt, dtype):
-    """An output block: ``out[dst_rows[i]] = parts[i][src_rows[i]]``."""
+def _assemble(parts, src_rows, dst_rows, patches, nrows, cnt, dtype):
+    """An output block: ``out[dst_rows[i]] = parts[i][src_rows[i]]``, then every patch
+    row ``(i, e, r, ka, kb)`` of the int64 array ``patches``: ``out[r, ka:kb] =
+    parts[i][e, ka:kb]`` (the pieces of rows split between read tasks)."""
     out = np.empty((nrows,) + tuple(cnt), dtype=dtype)
     for part, s, d in zip(parts, src_rows, dst_rows):
-        out[d] = part[s]
+        if len(s):
+            out[d] = part[s]
+    for i, e, r, ka, kb in patches.tolist():
+        out[r, ka:kb] = parts[i][e, ka:kb]
     return out
 
 
-def _graph(name, dset, starts, cnt, steps, dtype, order, cuts, rpt):
+def _task_tables(starts, cnt, steps, order, lo, hi, k1, extra):
+    """(src, dst, counts, steps, m) of one read task: its own sorted rows lo:hi (axis-0
+    count cut to k1 where split) then its extra pieces of other tasks' rows."""
+    nd = starts.shape[1]
+    n0 = cnt[0]
+    pos = np.arange(lo, hi)
+    ep = np.array([e[0] for e in extra], dtype=np.int64)
+    ka = np.array([e[1] for e in extra], dtype=np.int64)
+    kb = np.array([e[2] for e in extra], dtype=np.int64)
+    rows = order[np.r_[pos, ep]]
+    m = len(rows)
+    src = starts[rows].copy()
+    counts = np.tile(np.array(cnt, dtype=np.int64), (m, 1))
+    dst = np.zeros((m, nd), dtype=np.int64)
+    dst[:, 0] = np.arange(m) * n0
+    st = None if steps is None else np.ascontiguousarray(steps[rows])
+    if k1 is not None:
+        counts[: len(pos), 0] = k1[pos]
+    if len(ep):
+        own = len(pos)
+        src[own:, 0] += ka * (1 if st is None else st[own:, 0])
+        dst[own:, 0] += ka
+        counts[own:, 0] = kb - ka
+    u = np.uint64
+    return (
+        np.ascontiguousarray(src, dtype=u),
+        np.ascontiguousarray(dst, dtype=u),
+        np.ascontiguousarray(counts, dtype=u),
+        None if st is None else np.ascontiguousarray(st, dtype=u),
+        m,
+    )
+
+
+def _graph(name, dset, starts, cnt, steps, dtype, order, cuts, rpt, chunks):
     """The task dict and the row-axis block sizes of the result."""
     nrows, nd = starts.shape
     rname = name + "-read"
     tail = (0,) * nd
-    identity = bool((order == np.arange(nrows)).all())
+    ntasks = len(cuts) - 1
+    sp = _split_plan(starts, cnt, steps, order, cuts, chunks)
+    k1, extras = sp if sp is not None else (None, [[] for _ in range(ntasks)])
+    identity = sp is None and bool((order == np.arange(nrows)).all())
     dsk = {}
-    for t in range(len(cuts) - 1):
-        rows = order[cuts[t] : cuts[t + 1]]
-        s = np.ascontiguousarray(starts[rows], dtype=np.uint64)
-        st = None if steps is None else np.ascontiguousarray(steps[rows], dtype=np.uint64)
+    for t in range(ntasks):
+        src, dst, counts, st, m = _task_tables(starts, cnt, steps, order, cuts[t], cuts[t + 1], k1, extras[t])
         key = (name, t) + tail if identity else (rname, t)
-        dsk[key] = (_read_rows, dset, s, cnt, st, dtype)
+        dsk[key] = (_read_pieces, dset, src, dst, counts, st, m, cnt, dtype)
     if identity:
         return dsk, tuple(int(v) for v in np.diff(cuts))
     pos = np.empty(nrows, dtype=np.int64)
     pos[order] = np.arange(nrows)  # sorted position of each row
     task = np.searchsorted(cuts, pos, side="right") - 1
     local = pos - cuts[task]
+    # extra pieces: (output row, task, entry index in that task, ka, kb)
+    xs = [(int(order[p]), t, cuts[t + 1] - cuts[t] + e, ka, kb) for t in range(ntasks) for e, (p, ka, kb) in enumerate(extras[t])]
+    xs = np.array(xs, dtype=np.int64).reshape(-1, 5)
     blocks = []
     for j, a in enumerate(range(0, nrows, rpt)):
         b = min(a + rpt, nrows)
         t = task[a:b]
-        by = np.argsort(t, kind="stable")
-        ts, first = np.unique(t[by], return_index=True)
-        groups = np.split(by, first[1:])
-        dsk[(name, j) + tail] = (
-            _assemble,
-            [(rname, int(x)) for x in ts],
-            [local[a:b][g] for g in groups],
-            groups,
-            b - a,
-            cnt,
-            dtype,
-        )
+        xb = xs[(xs[:, 0] >= a) & (xs[:, 0] < b)]
+        ts = np.unique(np.r_[t, xb[:, 1]])
+        index = {int(x): i for i, x in enumerate(ts)}
+        src_rows, dst_rows = [], []
+        for x in ts:
+            g = np.flatnonzero(t == x)
+            src_rows.append(local[a:b][g])
+            dst_rows.append(g)
+        patches = np.array([(index[int(x[1])], x[2], x[0] - a, x[3], x[4]) for x in xb], dtype=np.int64).reshape(-1, 5)
+        dsk[(name, j) + tail] = (_assemble, [(rname, int(x)) for x in ts], src_rows, dst_rows, patches, b - a, cnt, dtype)
         blocks.append(b - a)
     return dsk, tuple(blocks)
 
@@ -249,6 +327,6 @@ def gather(dset, src_start, count, src_step=None, rows_per_task=None, *, name=No
         blocks = (0,)
     else:
         order, cuts = _plan(starts, d.chunks, rpt)
-        dsk, blocks = _graph(name, d, starts, cnt, steps, dtype, order, cuts, rpt)
+        dsk, blocks = _graph(name, d, starts, cnt, steps, dtype, order, cuts, rpt, d.chunks)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=())
     return da.Array(graph, name, (blocks,) + tuple((c,) for c in cnt), meta=meta)

@@ -17,22 +17,21 @@ that cannot open the file raises vh5's error naming the path, the process and th
 Writable (``"r+"``) datasets are refused when the graph is sent to other processes unless
 :func:`vh5.allow_pickling` was called on them.
 
-Arrays are delivered in native byte order: a big-endian ``>f4`` dataset gives a ``float32``
-Dask array (h5py would give ``>f4``; the values are the same).
+Arrays are delivered as :func:`vh5.read_many_slices` delivers them: native byte order (a
+big-endian ``>f4`` dataset gives a ``float32`` Dask array; h5py would give ``>f4``, the
+values are the same), compound types as ``dtype('V<n>')`` records in libhdf5's native
+layout (h5py gives named fields).
 """
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
 
 try:
-    import dask
     import dask.array as da
     from dask.base import tokenize
-    from dask.highlevelgraph import HighLevelGraph
 except ImportError as _e:  # pragma: no cover - exercised only without dask
     raise ImportError(
         "vh5.dask needs Dask: pip install 'vh5[dask]' (or pip install 'dask[array]'; "
