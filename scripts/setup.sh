@@ -26,7 +26,7 @@ fi
 
 # Python test/benchmark dependencies (pinned peers for differential tests).
 PY=${PYTHON:-python3}
-if ! $PY -c "import numpy, h5py, cbor2, pytest, hypothesis, msgpack, msgpack_numpy, versioned_hdf5, dask.array, distributed" 2>/dev/null; then
+if ! $PY -c "import numpy, h5py, cbor2, pytest, hypothesis, msgpack, msgpack_numpy, versioned_hdf5, dask.array, distributed, xarray" 2>/dev/null; then
   echo "[setup] pip install -r scripts/requirements-test.txt"
   $PY -m pip install -q -r scripts/requirements-test.txt
 fi
