@@ -168,7 +168,7 @@ def values(name, n, rng):
 # --------------------------------------------------------------------------------------
 # specs
 
-FILTERS = ["deflate", "shuffle", "fletcher32", "scaleoffset", "nbit", "lzf", "unreg_opt"]
+FILTERS = ["deflate", "shuffle", "fletcher32", "scaleoffset", "nbit", "szip", "lzf", "unreg_opt"]
 INDEX_NAMES = {
     "single": "index: single chunk",
     "implicit": "index: implicit",
@@ -181,11 +181,65 @@ INDEX_NAMES = {
 
 def _filter_ok(f, tname):
     numeric = tname in INT_KINDS or (tname in FLOAT_KINDS and not tname.endswith("f2"))
-    if f == "scaleoffset":
+    if f in ("scaleoffset", "szip"):
         return numeric
     if f == "nbit":
         return numeric or tname.startswith(("oddint", "cmpd", "array")) or tname.endswith("f2")
     return True
+
+
+def _chunked(r, spec, tname, shape):
+    """The chunked part of a spec (index, max shape, chunk shape, filters, chunk options,
+    resize, direct chunk); returns (shape, maxshape, chunks)."""
+    ndim = len(shape)
+    maxshape = list(shape)
+    index = r.choice(list(INDEX_NAMES))
+    spec["index"] = index
+    if index == "btree1":
+        spec["libver"] = "earliest"
+        maxshape = [r.choice([None, s, s + 3]) for s in shape]
+    elif index == "earray":
+        k = r.randint(0, ndim - 1)
+        maxshape = [None if i == k else r.choice([s, s + 2]) for i, s in enumerate(shape)]
+    elif index == "btree2":
+        if ndim < 2:
+            ndim, shape = 2, shape + [r.randint(1, 8)]
+        k = r.randint(0, ndim - 1)
+        maxshape = [s if (i == k and ndim > 2) else None for i, s in enumerate(shape)]
+    elif index != "single":
+        maxshape = [r.choice([s, s, s + 4]) for s in shape]
+    if index == "single":
+        chunks = list(shape)
+    else:
+        chunks = []
+        for s, m in zip(shape, maxshape):
+            lim = m if m is not None else max(s + 5, 2)
+            c = r.choice(["one", "small", "small", "whole", "big"])
+            v = {"one": 1, "small": max(1, min(lim, r.randint(1, max(1, s)))), "whole": min(lim, s)}.get(c)
+            if v is None:  # larger than the dataset (only with room: unlimited or maxshape > shape)
+                v = min(lim, s + r.randint(1, 6))
+            chunks.append(max(1, v))
+        if index == "fixed" and chunks == maxshape:
+            chunks[0] = max(1, chunks[0] - 1) if chunks[0] > 1 else chunks[0]
+    nf = r.randint(0, 3)
+    if index == "implicit":
+        nf = 0
+        spec["alloc"] = "early"
+    cand = [f for f in FILTERS if _filter_ok(f, tname) and (f != "lzf" or r.random() < 0.3)]
+    filters = r.sample(cand, min(nf, len(cand)))
+    spec["filters"] = [[f, r.randint(0, 9)] if f == "deflate" else [f] for f in filters]
+    if index in ("fixed",) and not filters and spec["alloc"] == "early":
+        spec["alloc"] = "incr"
+    if filters and spec["alloc"] not in ("early",) and spec["libver"] == "v110":
+        spec["dont_filter_partial"] = (r.random() < 0.5)
+    grow = [m is None or m > s for s, m in zip(shape, maxshape)]
+    if any(grow) and (r.random() < 0.5):
+        spec["resize"] = [
+            (s + r.randint(-s + 1, 6) if m is None else r.randint(1, m)) if g else s
+            for s, m, g in zip(shape, maxshape, grow)
+        ]
+    spec["direct_chunk"] = bool(filters) and (tname in INT_KINDS or tname in FLOAT_KINDS) and (r.random() < 0.5)
+    return shape, maxshape, chunks
 
 
 @st.composite
@@ -219,54 +273,7 @@ def storage_specs(draw):
     if layout == "compact":
         spec["alloc"] = "early"
     elif layout == "chunked":
-        index = r.choice(list(INDEX_NAMES))
-        spec["index"] = index
-        if index == "btree1":
-            spec["libver"] = "earliest"
-            maxshape = [r.choice([None, s, s + 3]) for s in shape]
-        elif index == "earray":
-            k = r.randint(0, ndim - 1)
-            maxshape = [None if i == k else r.choice([s, s + 2]) for i, s in enumerate(shape)]
-        elif index == "btree2":
-            if ndim < 2:
-                ndim, shape = 2, shape + [r.randint(1, 8)]
-            k = r.randint(0, ndim - 1)
-            maxshape = [s if (i == k and ndim > 2) else None for i, s in enumerate(shape)]
-        elif index != "single":
-            maxshape = [r.choice([s, s, s + 4]) for s in shape]
-        if index == "single":
-            chunks = list(shape)
-        else:
-            chunks = []
-            for s, m in zip(shape, maxshape):
-                lim = m if m is not None else max(s + 5, 2)
-                c = r.choice(["one", "small", "small", "whole", "big"])
-                v = {"one": 1, "small": max(1, min(lim, r.randint(1, max(1, s)))), "whole": min(lim, s)}.get(c)
-                if v is None:  # larger than the dataset (only with room: unlimited or maxshape > shape)
-                    v = min(lim, s + r.randint(1, 6))
-                chunks.append(max(1, v))
-            if index == "fixed" and chunks == maxshape:
-                chunks[0] = max(1, chunks[0] - 1) if chunks[0] > 1 else chunks[0]
-        nf = r.randint(0, 3)
-        if index == "implicit":
-            nf = 0
-            spec["alloc"] = "early"
-        cand = [f for f in FILTERS if _filter_ok(f, tname) and (f != "lzf" or r.random() < 0.3)]
-        filters = r.sample(cand, min(nf, len(cand)))
-        spec["filters"] = [[f, r.randint(0, 9)] if f == "deflate" else [f] for f in filters]
-        if index in ("fixed",) and not filters and spec["alloc"] == "early":
-            spec["alloc"] = "incr"
-        if filters and spec["alloc"] not in ("early",) and spec["libver"] == "v110":
-            spec["dont_filter_partial"] = (r.random() < 0.5)
-        grow = [m is None or m > s for s, m in zip(shape, maxshape)]
-        if any(grow) and (r.random() < 0.5):
-            spec["resize"] = [
-                (s + r.randint(-s + 1, 6) if m is None else r.randint(1, m)) if g else s
-                for s, m, g in zip(shape, maxshape, grow)
-            ]
-        spec["direct_chunk"] = bool(filters) and (tname in INT_KINDS or tname in FLOAT_KINDS) and (r.random() < 0.5)
-        if spec["alloc"] == "early" and filters:
-            pass  # early allocation of filtered chunks: libhdf5 writes filtered fill chunks
+        shape, maxshape, chunks = _chunked(r, spec, tname, shape)
     spec["shape"] = shape
     spec["maxshape"] = maxshape
     spec["chunks"] = chunks
@@ -351,6 +358,9 @@ def _dcpl(spec, tid, fill, path=None):
                     dcpl.set_scaleoffset(h5py.h5z.SO_FLOAT_DSCALE, 3)
                 else:
                     dcpl.set_scaleoffset(h5py.h5z.SO_INT, h5py.h5z.SO_INT_MINBITS_DEFAULT)
+            elif n == "szip":
+                nelem = int(np.prod(spec["chunks"]))
+                dcpl.set_szip(h5py.h5z.SZIP_NN_OPTION_MASK, 8 if nelem >= 8 else 2)
             elif n == "nbit":
                 dcpl.set_filter(h5py.h5z.FILTER_NBIT, h5py.h5z.FLAG_OPTIONAL, ())
             elif n == "lzf":

@@ -81,11 +81,14 @@ ALL = os.environ.get("VH5_CONFORMANCE_ALL") == "1"
 CORRUPT_CONFIGS = [("auto", 2), ("chunks", 2), ("rows", 1)]
 
 #: issue item -> (what, features that must all be present). One line each; delete when fixed.
+#: Items 5-12 are not listed: the generated cases do not reach them (crafted filter
+#: parameters, memory bounds, h5py sources, payloads), or they showed no divergence here.
 KNOWN_DIVERGENCES = {
     1: ("partial edge chunks stored unfiltered (dont filter partial chunks)", {"chunk opts: dont filter partial chunks"}),
     2: ("floating-point types that are not IEEE-normalised", {"type: non-IEEE float"}),
     3: ("fill time never: never-written chunks", {"fill time: never"}),
     4: ("new edge chunk of a filtered dataset padded with 0, not the user fill value", {"op: write", "filtered", "fill value: user"}),
+    13: ("(new) corrupt scaleoffset client data: libhdf5 1.10 segfaults in every planner", {"corrupt: metadata flip", "filter: scaleoffset"}),
 }
 
 #: feature -> (why vh5 may refuse it where libhdf5 (h5py) reads it, regex the message must match).
@@ -282,7 +285,7 @@ def suite():
 
 def test_conformance(suite):
     """Every case under every setting gives libhdf5's answer or an allowed refusal."""
-    print(f"\nconformance: {len(suite.cases)} cases from {len(suite.specs)} specs; timings {({k: round(v, 1) for k, v in suite.timing.items()})}")
+    print(f"\nconformance: {len(suite.cases)} cases from {len(suite.specs)} specs ({len(suite.build_errors)} specs h5py could not write, e.g. {suite.build_errors[:1]}); timings {({k: round(v, 1) for k, v in suite.timing.items()})}")
     for item, msgs in sorted(suite.known.items()):
         print(f"SKIPPED (known divergence #{item}: {KNOWN_DIVERGENCES[item][0]}): {len(msgs)} case-settings, e.g. {msgs[0][:300]}")
     assert len(suite.cases) >= min(CASES, DEFAULT_CASES) * 0.95 or CASES < DEFAULT_CASES
