@@ -301,6 +301,8 @@ def features(spec):
         f.append("layout: virtual (source in the same file)")
     else:
         f.append(INDEX_NAMES[spec["index"]])
+        if spec["index"] == "earray" and spec["maxshape"][0] is not None:
+            f.append("index: extensible array, unlimited axis not first")
         shape, chunks = spec["resize"] or spec["shape"], spec["chunks"]
         if any(c == 1 for c in chunks) and all(c == 1 for c in chunks):
             f.append("chunk: 1 element")
