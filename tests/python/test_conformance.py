@@ -28,6 +28,9 @@ Oracles and rules (a failure prints the case and its spec; reproduce one spec wi
 - Writes: the same rows written by vh5 into one copy of the file (``vh5.write_many_slices``)
   and by h5py into another, then both whole datasets read by h5py and compared byte for byte
   (parts not written included). Run under three settings (auto/2, chunks/1, rows/4 threads).
+  Where libhdf5 2.0 fails to write the rows or to read its own result back, vh5's result
+  (read by h5py) must equal libhdf5's read of the file before the write with the rows applied
+  in numpy.
 - A vh5 refusal (an exception with a status) where libhdf5 succeeds is a failure except for
   features in ``ALLOWED_REFUSALS`` (documented as unsupported). Where libhdf5 2.0 fails, vh5
   must fail too, unless vh5's ``rows`` planner (libhdf5 1.10's own ``H5Dread``) succeeds with
@@ -62,6 +65,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import warnings
 import time
 from pathlib import Path
 
@@ -141,6 +145,8 @@ def classify(case, res, rows_res, oracle_failed, corrupt=False):
     feats = set(case.features)
     if out == "ok":
         return "OK", None
+    if out == "ok-model":  # a write libhdf5 2.0 cannot do or read back
+        return "OK (libhdf5 2.0 fails; = its read before the write + the rows)", None
     if out == "error":
         st = res.get("status")
         if oracle_failed:
@@ -300,7 +306,9 @@ def test_conformance(suite):
     """Every case under every setting gives libhdf5's answer or an allowed refusal."""
     print(f"\nconformance: {len(suite.cases)} cases from {len(suite.specs)} specs ({len(suite.build_errors)} specs h5py could not write, e.g. {suite.build_errors[:1]}); timings {({k: round(v, 1) for k, v in suite.timing.items()})}")
     for item, msgs in sorted(suite.known.items()):
-        print(f"SKIPPED (known divergence #{item}: {KNOWN_DIVERGENCES[item][0]}): {len(msgs)} case-settings, e.g. {msgs[0][:300]}")
+        text = f"SKIPPED (known divergence #{item}: {KNOWN_DIVERGENCES[item][0]}): {len(msgs)} case-settings, e.g. {msgs[0][:300]}"
+        print(text)
+        warnings.warn(text, stacklevel=1)
     assert len(suite.cases) >= min(CASES, DEFAULT_CASES) * 0.95 or CASES < DEFAULT_CASES
     if suite.failures:
         pytest.fail(f"{len(suite.failures)} divergences from libhdf5:\n" + "\n".join(suite.failures[:40]))
