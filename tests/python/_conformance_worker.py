@@ -46,9 +46,8 @@ def make_dst(dtype, shape, layout):
 
 
 def vh5_dtype(vh5, ds, native_size):
-    """The destination/source dtype vh5 wants for `ds`, or raise vh5's refusal."""
-    if ds.dtype is None:
-        raise vh5.UnsupportedError.__new__(vh5.UnsupportedError)
+    """The destination/source dtype vh5 wants for `ds` (its dtype is not None): numeric types
+    in native byte order, other fixed-size types as V<native memory type size>."""
     dt = ds.dtype
     if dt.kind == "V":
         return np.dtype(f"V{native_size}")
