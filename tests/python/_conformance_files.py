@@ -227,6 +227,10 @@ def _chunked(r, spec, tname, shape):
         spec["alloc"] = "early"
     cand = [f for f in FILTERS if _filter_ok(f, tname) and (f != "lzf" or r.random() < 0.3)]
     filters = r.sample(cand, min(nf, len(cand)))
+    if "unreg_opt" in filters and "nbit" in filters:
+        # libhdf5 2.0 (h5py) writes such files differently from run to run (a chunk it then
+        # cannot read back, not always the same one): keep the suite reproducible
+        filters.remove("nbit")
     spec["filters"] = [[f, r.randint(0, 9)] if f == "deflate" else [f] for f in filters]
     if index in ("fixed",) and not filters and spec["alloc"] == "early":
         spec["alloc"] = "incr"
@@ -244,10 +248,12 @@ def _chunked(r, spec, tname, shape):
 
 @st.composite
 def storage_specs(draw):
-    """A storage spec (dict); see the module docs. Every choice comes from one
-    hypothesis-provided Random (deterministic under derandomize=True): hypothesis's own
-    example generation repeats near-identical examples, this spreads them evenly."""
-    r = draw(st.randoms(use_true_random=False))
+    """Hypothesis strategy of storage specs (one hypothesis-provided Random per spec)."""
+    return spec_from_random(draw(st.randoms(use_true_random=False)))
+
+
+def spec_from_random(r):
+    """A storage spec (dict; see the module docs) from the choices of Random `r`."""
     tname = r.choice(ALL_TYPES)
     layout = r.choice(["contiguous", "compact", "chunked", "chunked", "chunked", "chunked", "external", "virtual"])
     if layout in ("external", "virtual") and r.random() < 0.5:
@@ -510,6 +516,30 @@ def oracle_read(path, name="d"):
         if arr.size:
             ds.id.read(h5py.h5s.ALL, h5py.h5s.ALL, arr, mtype=ntype)
         return arr, size
+
+
+def oracle_read_rows(path, rows, dst, name="d"):
+    """Apply each row of `rows` (src side = dataset) to `dst` (V<native size>) from libhdf5's
+    read of just that row's selection (fill-value pre-filled like :func:`oracle_read`):
+    the reference when the whole-dataset read fails on a chunk the rows may not touch.
+    Raises what h5py raises for a row it cannot read."""
+    s0, d0, cnt, ss, ds_ = rows
+    with h5py.File(path, "r") as f:
+        ds = f[name]
+        ntype = native_type(ds.id.get_type())
+        fb = fill_bytes(ds, ntype)
+        for i in range(len(cnt)):
+            c = tuple(int(x) for x in cnt[i])
+            buf = np.frombuffer(fb * int(np.prod(c, dtype=np.int64)), dtype=dst.dtype).reshape(c).copy()
+            fs = ds.id.get_space()
+            if c:
+                fs.select_hyperslab(tuple(int(x) for x in s0[i]), c, tuple(int(x) for x in ss[i]))
+            ms = h5py.h5s.create_simple(c) if c else h5py.h5s.create(h5py.h5s.SCALAR)
+            ds.id.read(ms, fs, buf, mtype=ntype)
+            if c:
+                dst[tuple(slice(int(a), int(a) + (int(k) - 1) * int(st_) + 1, int(st_)) for a, k, st_ in zip(d0[i], c, ds_[i]))] = buf
+            else:
+                dst[()] = buf[()]
 
 
 def native_mask(tname):

@@ -159,15 +159,21 @@ def build_one(k, spec, workdir, reads_per_spec=3):
     for _ in range(reads_per_spec):
         rows, dst_shape, _ = row_table(shape, rng, int(rng.integers(1, 9)))
         layout = LAYOUTS[int(rng.integers(0, len(LAYOUTS)))]
-        expected = None
+        expected, row_err = None, oracle_err
+        n = int(np.prod(dst_shape, dtype=np.int64))
+        exp = np.frombuffer(bytes([SENTINEL]) * (n * size), dtype=f"V{size}").reshape(dst_shape).copy()
         if full is not None:
-            n = int(np.prod(dst_shape, dtype=np.int64))
-            exp = np.frombuffer(bytes([SENTINEL]) * (n * size), dtype=f"V{size}").reshape(dst_shape).copy()
             apply_rows(exp, full, rows)
             expected = exp.tobytes()
+        else:  # the whole read failed: libhdf5's read of just these rows decides
+            try:
+                C.oracle_read_rows(path, rows, exp)
+                expected, row_err = exp.tobytes(), None
+            except Exception as e:  # noqa: BLE001
+                row_err = str(e)
         out.append(("read", [f"dst: {layout}"], {
             "kind": "read", "path": path, "name": "d", "rows": rows, "dst_shape": dst_shape,
-            "dst_layout": layout, "native_size": size, "expected": expected, "oracle_error": oracle_err, "mask": mask}))
+            "dst_layout": layout, "native_size": size, "expected": expected, "oracle_error": row_err, "mask": mask}))
     if spec["layout"] == "external":
         return out  # its raw-data file is shared by every copy of the HDF5 file: no writes
     # one write case: rows index the dataset on the dst side
