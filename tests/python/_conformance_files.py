@@ -168,7 +168,7 @@ def values(name, n, rng):
 # --------------------------------------------------------------------------------------
 # specs
 
-FILTERS = ["deflate", "shuffle", "fletcher32", "scaleoffset", "nbit", "lzf", "unreg_opt"]
+FILTERS = ["deflate", "shuffle", "fletcher32", "scaleoffset", "nbit", "szip", "lzf", "unreg_opt"]
 INDEX_NAMES = {
     "single": "index: single chunk",
     "implicit": "index: implicit",
@@ -181,19 +181,79 @@ INDEX_NAMES = {
 
 def _filter_ok(f, tname):
     numeric = tname in INT_KINDS or (tname in FLOAT_KINDS and not tname.endswith("f2"))
-    if f == "scaleoffset":
+    if f in ("scaleoffset", "szip"):
         return numeric
     if f == "nbit":
         return numeric or tname.startswith(("oddint", "cmpd", "array")) or tname.endswith("f2")
     return True
 
 
+def _chunked(r, spec, tname, shape):
+    """The chunked part of a spec (index, max shape, chunk shape, filters, chunk options,
+    resize, direct chunk); returns (shape, maxshape, chunks)."""
+    ndim = len(shape)
+    maxshape = list(shape)
+    index = r.choice(list(INDEX_NAMES))
+    spec["index"] = index
+    if index == "btree1":
+        spec["libver"] = "earliest"
+        maxshape = [r.choice([None, s, s + 3]) for s in shape]
+    elif index == "earray":
+        k = r.randint(0, ndim - 1)
+        maxshape = [None if i == k else r.choice([s, s + 2]) for i, s in enumerate(shape)]
+    elif index == "btree2":
+        if ndim < 2:
+            ndim, shape = 2, shape + [r.randint(1, 8)]
+        k = r.randint(0, ndim - 1)
+        maxshape = [s if (i == k and ndim > 2) else None for i, s in enumerate(shape)]
+    elif index != "single":
+        maxshape = [r.choice([s, s, s + 4]) for s in shape]
+    if index == "single":
+        chunks = list(shape)
+    else:
+        chunks = []
+        for s, m in zip(shape, maxshape):
+            lim = m if m is not None else max(s + 5, 2)
+            c = r.choice(["one", "small", "small", "whole", "big"])
+            v = {"one": 1, "small": max(1, min(lim, r.randint(1, max(1, s)))), "whole": min(lim, s)}.get(c)
+            if v is None:  # larger than the dataset (only with room: unlimited or maxshape > shape)
+                v = min(lim, s + r.randint(1, 6))
+            chunks.append(max(1, v))
+        if index == "fixed" and chunks == maxshape:
+            chunks[0] = max(1, chunks[0] - 1) if chunks[0] > 1 else chunks[0]
+    nf = r.randint(0, 3)
+    if index == "implicit":
+        nf = 0
+        spec["alloc"] = "early"
+    cand = [f for f in FILTERS if _filter_ok(f, tname) and (f != "lzf" or r.random() < 0.3)]
+    filters = r.sample(cand, min(nf, len(cand)))
+    if "unreg_opt" in filters and "nbit" in filters:
+        # libhdf5 2.0 (h5py) writes such files differently from run to run (a chunk it then
+        # cannot read back, not always the same one): keep the suite reproducible
+        filters.remove("nbit")
+    spec["filters"] = [[f, r.randint(0, 9)] if f == "deflate" else [f] for f in filters]
+    if index in ("fixed",) and not filters and spec["alloc"] == "early":
+        spec["alloc"] = "incr"
+    if filters and spec["alloc"] not in ("early",) and spec["libver"] == "v110":
+        spec["dont_filter_partial"] = (r.random() < 0.5)
+    grow = [m is None or m > s for s, m in zip(shape, maxshape)]
+    if any(grow) and (r.random() < 0.5):
+        spec["resize"] = [
+            (s + r.randint(-s + 1, 6) if m is None else r.randint(1, m)) if g else s
+            for s, m, g in zip(shape, maxshape, grow)
+        ]
+    spec["direct_chunk"] = bool(filters) and (tname in INT_KINDS or tname in FLOAT_KINDS) and (r.random() < 0.5)
+    return shape, maxshape, chunks
+
+
 @st.composite
 def storage_specs(draw):
-    """A storage spec (dict); see the module docs. Every choice comes from one
-    hypothesis-provided Random (deterministic under derandomize=True): hypothesis's own
-    example generation repeats near-identical examples, this spreads them evenly."""
-    r = draw(st.randoms(use_true_random=False))
+    """Hypothesis strategy of storage specs (one hypothesis-provided Random per spec)."""
+    return spec_from_random(draw(st.randoms(use_true_random=False)))
+
+
+def spec_from_random(r):
+    """A storage spec (dict; see the module docs) from the choices of Random `r`."""
     tname = r.choice(ALL_TYPES)
     layout = r.choice(["contiguous", "compact", "chunked", "chunked", "chunked", "chunked", "external", "virtual"])
     if layout in ("external", "virtual") and r.random() < 0.5:
@@ -219,54 +279,7 @@ def storage_specs(draw):
     if layout == "compact":
         spec["alloc"] = "early"
     elif layout == "chunked":
-        index = r.choice(list(INDEX_NAMES))
-        spec["index"] = index
-        if index == "btree1":
-            spec["libver"] = "earliest"
-            maxshape = [r.choice([None, s, s + 3]) for s in shape]
-        elif index == "earray":
-            k = r.randint(0, ndim - 1)
-            maxshape = [None if i == k else r.choice([s, s + 2]) for i, s in enumerate(shape)]
-        elif index == "btree2":
-            if ndim < 2:
-                ndim, shape = 2, shape + [r.randint(1, 8)]
-            k = r.randint(0, ndim - 1)
-            maxshape = [s if (i == k and ndim > 2) else None for i, s in enumerate(shape)]
-        elif index != "single":
-            maxshape = [r.choice([s, s, s + 4]) for s in shape]
-        if index == "single":
-            chunks = list(shape)
-        else:
-            chunks = []
-            for s, m in zip(shape, maxshape):
-                lim = m if m is not None else max(s + 5, 2)
-                c = r.choice(["one", "small", "small", "whole", "big"])
-                v = {"one": 1, "small": max(1, min(lim, r.randint(1, max(1, s)))), "whole": min(lim, s)}.get(c)
-                if v is None:  # larger than the dataset (only with room: unlimited or maxshape > shape)
-                    v = min(lim, s + r.randint(1, 6))
-                chunks.append(max(1, v))
-            if index == "fixed" and chunks == maxshape:
-                chunks[0] = max(1, chunks[0] - 1) if chunks[0] > 1 else chunks[0]
-        nf = r.randint(0, 3)
-        if index == "implicit":
-            nf = 0
-            spec["alloc"] = "early"
-        cand = [f for f in FILTERS if _filter_ok(f, tname) and (f != "lzf" or r.random() < 0.3)]
-        filters = r.sample(cand, min(nf, len(cand)))
-        spec["filters"] = [[f, r.randint(0, 9)] if f == "deflate" else [f] for f in filters]
-        if index in ("fixed",) and not filters and spec["alloc"] == "early":
-            spec["alloc"] = "incr"
-        if filters and spec["alloc"] not in ("early",) and spec["libver"] == "v110":
-            spec["dont_filter_partial"] = (r.random() < 0.5)
-        grow = [m is None or m > s for s, m in zip(shape, maxshape)]
-        if any(grow) and (r.random() < 0.5):
-            spec["resize"] = [
-                (s + r.randint(-s + 1, 6) if m is None else r.randint(1, m)) if g else s
-                for s, m, g in zip(shape, maxshape, grow)
-            ]
-        spec["direct_chunk"] = bool(filters) and (tname in INT_KINDS or tname in FLOAT_KINDS) and (r.random() < 0.5)
-        if spec["alloc"] == "early" and filters:
-            pass  # early allocation of filtered chunks: libhdf5 writes filtered fill chunks
+        shape, maxshape, chunks = _chunked(r, spec, tname, shape)
     spec["shape"] = shape
     spec["maxshape"] = maxshape
     spec["chunks"] = chunks
@@ -294,6 +307,8 @@ def features(spec):
         f.append("layout: virtual (source in the same file)")
     else:
         f.append(INDEX_NAMES[spec["index"]])
+        if spec["index"] == "earray" and spec["maxshape"][0] is not None:
+            f.append("index: extensible array, unlimited axis not first")
         shape, chunks = spec["resize"] or spec["shape"], spec["chunks"]
         if any(c == 1 for c in chunks) and all(c == 1 for c in chunks):
             f.append("chunk: 1 element")
@@ -351,6 +366,9 @@ def _dcpl(spec, tid, fill, path=None):
                     dcpl.set_scaleoffset(h5py.h5z.SO_FLOAT_DSCALE, 3)
                 else:
                     dcpl.set_scaleoffset(h5py.h5z.SO_INT, h5py.h5z.SO_INT_MINBITS_DEFAULT)
+            elif n == "szip":
+                nelem = int(np.prod(spec["chunks"]))
+                dcpl.set_szip(h5py.h5z.SZIP_NN_OPTION_MASK, 8 if nelem >= 8 else 2)
             elif n == "nbit":
                 dcpl.set_filter(h5py.h5z.FILTER_NBIT, h5py.h5z.FLAG_OPTIONAL, ())
             elif n == "lzf":
@@ -498,6 +516,30 @@ def oracle_read(path, name="d"):
         if arr.size:
             ds.id.read(h5py.h5s.ALL, h5py.h5s.ALL, arr, mtype=ntype)
         return arr, size
+
+
+def oracle_read_rows(path, rows, dst, name="d"):
+    """Apply each row of `rows` (src side = dataset) to `dst` (V<native size>) from libhdf5's
+    read of just that row's selection (fill-value pre-filled like :func:`oracle_read`):
+    the reference when the whole-dataset read fails on a chunk the rows may not touch.
+    Raises what h5py raises for a row it cannot read."""
+    s0, d0, cnt, ss, ds_ = rows
+    with h5py.File(path, "r") as f:
+        ds = f[name]
+        ntype = native_type(ds.id.get_type())
+        fb = fill_bytes(ds, ntype)
+        for i in range(len(cnt)):
+            c = tuple(int(x) for x in cnt[i])
+            buf = np.frombuffer(fb * int(np.prod(c, dtype=np.int64)), dtype=dst.dtype).reshape(c).copy()
+            fs = ds.id.get_space()
+            if c:
+                fs.select_hyperslab(tuple(int(x) for x in s0[i]), c, tuple(int(x) for x in ss[i]))
+            ms = h5py.h5s.create_simple(c) if c else h5py.h5s.create(h5py.h5s.SCALAR)
+            ds.id.read(ms, fs, buf, mtype=ntype)
+            if c:
+                dst[tuple(slice(int(a), int(a) + (int(k) - 1) * int(st_) + 1, int(st_)) for a, k, st_ in zip(d0[i], c, ds_[i]))] = buf
+            else:
+                dst[()] = buf[()]
 
 
 def native_mask(tname):
