@@ -47,7 +47,7 @@ def test_pickle_roundtrip_dataset_opens_lazily(tmp_path):
     out = np.empty((5, 90))
     vh5.read_many_slices(d2, out, [100, 0], [0, 0], [5, 90])
     assert np.array_equal(out, A2[100:105])
-    assert ("d", (path, "r", ()), "g/a2") in _cache.cached_keys()
+    assert ("d", (path, "r", (("allow_external", False),)), "g/a2") in _cache.cached_keys()
     d3 = pickle.loads(pickle.dumps(d2))  # an unpickled handle pickles again
     f2 = pickle.loads(fblob)
     assert f2.filename == path and f2.mode == "r"
@@ -188,3 +188,18 @@ def test_forked_child_starts_with_an_empty_cache(tmp_path):
     keys = q.get(timeout=30)
     p.join(30)
     assert keys == [] and p.exitcode == 0
+
+
+def test_pickle_keeps_allow_external(tmp_path):
+    """The security switch travels with the handle: a file opened with allow_external=True
+    reopens with it in the receiving process, one opened without it reopens without it."""
+    path = _write(tmp_path / "x.h5")
+    for allow in (False, True):
+        with vh5.File(path, allow_external=allow) as f:
+            f2 = pickle.loads(pickle.dumps(f))
+        assert f2.allow_external is allow
+        with f2["g/a2"] as d:
+            out = np.empty((2, 90))
+            vh5.read_many_slices(d, out, [0, 0], [0, 0], [2, 90])
+        assert np.array_equal(out, A2[:2])
+        assert any(k[1] == (path, "r", (("allow_external", allow),)) for k in _cache.cached_keys())

@@ -112,7 +112,7 @@ class File(_Handle):
     :func:`vh5.allow_pickling` was called on it.
     """
 
-    __slots__ = ("filename", "mode", "_abspath")
+    __slots__ = ("filename", "mode", "_abspath", "allow_external")
 
     def __init__(self, path, mode: str = "r", *, allow_external: bool = False):
         if mode not in ("r", "r+"):
@@ -120,6 +120,7 @@ class File(_Handle):
         self.filename = _path_arg(path, "path")
         self._abspath = os.path.abspath(self.filename)  # what a pickled copy reopens
         self.mode = mode
+        self.allow_external = bool(allow_external)  # kept: a pickled copy reopens the same way
         out = ctypes.c_int64(0)
         flags = (1 if mode == "r+" else 0) | (2 if allow_external else 0)
         try:
