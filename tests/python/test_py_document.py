@@ -314,3 +314,34 @@ def test_decode_document_values_errors_and_lifetime():
 def test_bare_msgpack_float_error_names_msgpack():
     with pytest.raises(vh5.MalformedError, match="msgpack float 64"):
         vh5.decode_payload(msgpack.packb(1.5))
+
+
+class _Touch:
+    """Unpickling this creates a file: proof that a pickle was loaded."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_structured_fallback_never_unpickles_object_arrays(tmp_path):
+    """A structured array sends compat.unpackb to msgpack-numpy's decoder; an object array
+    later in the same message must still be refused, never unpickled (it was: found by a
+    new-user trial, a message [structured, object] ran the pickle)."""
+    import pickle
+
+    flag = tmp_path / "unpickled"
+    struct = {b"nd": True, b"type": [["a", "<i4"]], b"kind": b"V", b"shape": [1], b"data": b"\0" * 4}
+    obj = {b"nd": True, b"type": b"|O", b"kind": b"O", b"shape": [1], b"data": pickle.dumps(np.array([_Touch(str(flag))], dtype=object))}
+    for doc in ([struct, obj], [obj, struct], {"s": struct, "o": [obj]}):
+        with pytest.raises(vh5.UnsupportedError, match="pickle"):
+            compat.unpackb(msgpack.packb(doc))
+        assert not flag.exists()
+    # structured arrays alone still decode as msgpack-numpy decodes them
+    a = np.zeros(3, dtype=[("a", "<i4"), ("b", "<f8")])
+    a["b"] = [1, 2, 3]
+    p = msgpack.packb({"s": a, "x": np.arange(4.0)}, default=msgpack_numpy.encode)
+    got, want = compat.unpackb(p), msgpack_numpy.unpackb(p)
+    assert got["s"].dtype == want["s"].dtype and (got["s"] == want["s"]).all() and (got["x"] == want["x"]).all()

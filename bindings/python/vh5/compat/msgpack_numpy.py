@@ -73,6 +73,17 @@ def _no_arrays(buf, raw, use_list, object_hook, object_pairs_hook, list_hook, st
     return msgpack.unpackb(memoryview(buf), **kw)
 
 
+def _decode_refusing_objects(decode, obj, chain=None):
+    """msgpack-numpy's ``decode`` hook for the structured-dtype fallback, refusing kind 'O'
+    (pickled object arrays) like the library does: pickled data is never loaded."""
+    if isinstance(obj, dict):
+        nd = obj.get(b"nd", obj.get("nd"))
+        kind = obj.get(b"kind", obj.get("kind"))
+        if nd is not None and kind in (b"O", "O"):
+            raise _errors.make_error(4, "VH5_ERR_UNSUPPORTED", "msgpack-numpy object array (kind 'O'): its data is a pickle, which vh5 never loads")
+    return decode(obj, chain=chain)
+
+
 def unpackb(packed, *, raw: bool = False, use_list: bool = True, object_hook=None, object_pairs_hook=None,
             list_hook=None, strict_map_key: bool = True, ext_hook=None, **kwargs):
     """Unpack one msgpack message like ``msgpack_numpy.unpackb``, arrays as views of ``packed``.
@@ -106,11 +117,19 @@ def unpackb(packed, *, raw: bool = False, use_list: bool = True, object_hook=Non
                 import msgpack_numpy
             except ImportError:
                 raise e from None
+            import functools
+
+            import msgpack
+
+            # msgpack-numpy's own decoder, but never on an object array: msgpack_numpy.unpackb
+            # would unpickle it (arbitrary code from the message), even when a structured
+            # array earlier in the same message is what sent us here.
             kw = dict(raw=raw, use_list=use_list, strict_map_key=strict_map_key, **kwargs)
-            for k, v in (("object_hook", object_hook), ("object_pairs_hook", object_pairs_hook), ("list_hook", list_hook), ("ext_hook", ext_hook)):
+            for k, v in (("object_pairs_hook", object_pairs_hook), ("list_hook", list_hook), ("ext_hook", ext_hook)):
                 if v is not None:
                     kw[k] = v
-            return msgpack_numpy.unpackb(bytes(memoryview(buf)), **kw)
+            kw["object_hook"] = functools.partial(_decode_refusing_objects, msgpack_numpy.decode, chain=object_hook)
+            return msgpack.unpackb(bytes(memoryview(buf)), **kw)
         raise
 
     def key(k):
