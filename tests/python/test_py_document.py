@@ -345,3 +345,17 @@ def test_structured_fallback_never_unpickles_object_arrays(tmp_path):
     p = msgpack.packb({"s": a, "x": np.arange(4.0)}, default=msgpack_numpy.encode)
     got, want = compat.unpackb(p), msgpack_numpy.unpackb(p)
     assert got["s"].dtype == want["s"].dtype and (got["s"] == want["s"]).all() and (got["x"] == want["x"]).all()
+
+
+def test_auto_format_refuses_documents_well_formed_in_both():
+    """CBOR [100] is also the msgpack map {24: 100}: auto-detection must not guess (it
+    returned {24: 100}; found by a new-user trial). Named formats decode as asked."""
+    cbor2 = pytest.importorskip("cbor2")
+    for raw in (cbor2.dumps([100]), b"\x81\x18\x05", b"\xa0", b"\x80"):
+        with pytest.raises(vh5.InvalidArgumentError, match="both as msgpack and as CBOR"):
+            vh5.decode_document(raw)
+    assert vh5.decode_document(cbor2.dumps([100]), format="cbor") == [100]
+    assert vh5.decode_document(cbor2.dumps([100]), format="msgpack") == {24: 100}
+    # unambiguous documents still auto-detect
+    assert vh5.decode_document(msgpack.packb({"a": [1, 2]}))["a"] == [1, 2]
+    assert vh5.decode_document(cbor2.dumps({"a": [1, 2]}))["a"] == [1, 2]

@@ -181,7 +181,23 @@ pub fn decode_document(buf: &[u8], format: DocFormat) -> Result<Document<'_>> {
 /// `Dtype`.
 pub fn walk_document<'a, S: Sink<'a>>(buf: &'a [u8], format: DocFormat, sink: &mut S) -> Result<Counts> {
     let format = match format {
-        DocFormat::Auto => detect_format(buf)?,
+        DocFormat::Auto => {
+            let f = detect_format(buf)?;
+            // 0x80-0xbf start a container in both formats (msgpack fixmap/fixarray = CBOR
+            // array; CBOR map = msgpack fixstr): a document well-formed in both is ambiguous,
+            // never guessed (e.g. CBOR [100] is also the msgpack map {24: 100}).
+            if matches!(buf[0], 0x80..=0xbf) {
+                let other = if f == DocFormat::Msgpack { DocFormat::Cbor } else { DocFormat::Msgpack };
+                if walk_document(buf, other, &mut NullSink).is_ok() {
+                    bail!(
+                        InvalidArgument,
+                        "byte 0: the document is well-formed both as msgpack and as CBOR (first byte 0x{:02x}): give the document format (PAYLOAD_DOC_CBOR or PAYLOAD_DOC_MSGPACK)",
+                        buf[0]
+                    );
+                }
+            }
+            f
+        }
         f => f,
     };
     let mut w = Walk { buf, sink, items: 0, views: 0, stack: [Level::default(); MAX_DEPTH], depth: 0, format };
@@ -193,6 +209,15 @@ pub fn walk_document<'a, S: Sink<'a>>(buf: &'a [u8], format: DocFormat, sink: &m
         bail!(Malformed, "trailing bytes: the document ends at byte {end} but the input has {} bytes", buf.len());
     }
     Ok(Counts { format, items: w.items, views: w.views })
+}
+
+/// A sink that keeps nothing (the other-format check of `Auto`).
+struct NullSink;
+
+impl<'a> Sink<'a> for NullSink {
+    fn item(&mut self, _: usize, _: Item) {}
+    fn children(&mut self, _: usize, _: u64) {}
+    fn view(&mut self, _: usize, _: PayloadView<'a>) {}
 }
 
 /// The format of a document from its first bytes: CBOR for a map (0xa0–0xbf) or a tag
