@@ -150,3 +150,17 @@ def test_payload_summarises_every_array_of_a_document(tmp_path):
     g.write_bytes(msgpack.packb(1.5))
     r = run("payload", g)
     assert r.returncode == 1 and "msgpack float 64" in r.stdout and "CBOR tag 11" not in r.stdout, r.stdout
+
+
+def test_closed_stdout_pipe_ends_quietly(tmp_path):
+    """`vh5 payload --values all FILE | head -2`: the CLI ends by SIGPIPE like other Unix
+    tools instead of panicking with "failed printing to stdout: Broken pipe"."""
+    samples = tmp_path / "s"
+    assert run("payload", "--make-samples", str(samples)).returncode == 0
+    f = sorted(samples.glob("sum_f64_100x100*.cbor"))[0]
+    p = subprocess.Popen([CLI, "payload", "--values", "all", str(f)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.readline()
+    p.stdout.close()  # the reader goes away
+    err = p.stderr.read().decode()
+    rc = p.wait(timeout=60)
+    assert "panicked" not in err and rc in (-13, 141), (rc, err[-300:])

@@ -359,3 +359,13 @@ def test_auto_format_refuses_documents_well_formed_in_both():
     # unambiguous documents still auto-detect
     assert vh5.decode_document(msgpack.packb({"a": [1, 2]}))["a"] == [1, 2]
     assert vh5.decode_document(cbor2.dumps({"a": [1, 2]}))["a"] == [1, 2]
+
+
+def test_compat_unpackb_string_and_long_double_arrays_like_msgpack_numpy():
+    """Arrays vh5 has no view for (string coordinates of xarray documents, long double) are
+    decoded as msgpack-numpy decodes them (copies) instead of refused."""
+    doc = {"c": np.array(["ab", "c"]), "s": np.array([b"x", b"yz"]), "g": np.array([1.5], dtype=np.longdouble), "x": np.arange(3.0)}
+    p = msgpack.packb(doc, default=msgpack_numpy.encode)
+    got, want = compat.unpackb(p), msgpack_numpy.unpackb(p)
+    for k in doc:
+        assert got[k].dtype == want[k].dtype and (got[k] == want[k]).all(), k

@@ -53,6 +53,10 @@ pub fn plural(n: impl std::fmt::Display, word: &str) -> String {
 }
 
 fn main() {
+    // Like other Unix tools, end quietly when the reader of stdout goes away (`vh5 ... | head`):
+    // Rust ignores SIGPIPE, so println! would panic with "Broken pipe" instead.
+    // SAFETY: setting a signal disposition to the default before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = args.first() else { usage() };
     let rest = &args[1..];

@@ -16,8 +16,10 @@ scalars (``nd: false``), 0-d, empty, bool, complex, byte-swapped and Fortran-ord
 Differences, each a refusal rather than a different value:
 - kind ``'O'`` (object arrays) raises :class:`vh5.UnsupportedError`: the pickle is never
   loaded (msgpack-numpy would run it);
-- structured dtypes (kind ``'V'``) are decoded by msgpack + msgpack-numpy (copies) when
-  msgpack-numpy is installed, else :class:`vh5.UnsupportedError`;
+- structured dtypes (kind ``'V'``) and dtypes vh5 has no view for (strings ``<U``/``|S``,
+  long double ``<f16``, type strings numpy spells otherwise) are decoded by msgpack +
+  msgpack-numpy's decode hook (copies, object arrays still refused) when msgpack-numpy is
+  installed, else the library's :class:`vh5.UnsupportedError` / :class:`vh5.DtypeError`;
 - a map with keys ``nd``, ``type`` and ``data`` that is not a valid msgpack-numpy array
   raises :class:`vh5.MalformedError` (msgpack-numpy may return the map unchanged);
 - text keys ``"nd"``, ... also mark an array (msgpack-numpy tests only byte-string keys).
@@ -111,8 +113,8 @@ def unpackb(packed, *, raw: bool = False, use_list: bool = True, object_hook=Non
             if fast is not _NOTHING:
                 return fast
         items, views = _walk(buf, 2, caps=(ni, nv))
-    except _errors.UnsupportedError as e:
-        if "structured dtype" in str(e):
+    except (_errors.UnsupportedError, _errors.DtypeError) as e:
+        if "structured dtype" in str(e) or "unsupported numpy type string" in str(e):
             try:
                 import msgpack_numpy
             except ImportError:
