@@ -140,8 +140,10 @@
 
 /**
  * `payload_decode_document` format: detect from the first bytes (a CBOR map or array tag
- * 40/1040/64-87/55799 → CBOR; a msgpack map or array16/32 → msgpack; a first byte valid in
- * both formats, such as a scalar, gives VH5_ERR_INVALID_ARGUMENT).
+ * 40/1040/64-87/55799 → CBOR; a msgpack map or array16/32 → msgpack; a first byte 0x80-0xbf,
+ * which starts a container in both, → the format that accepts the whole document; a
+ * document well-formed in both, or a first byte valid in both such as a scalar, gives
+ * VH5_ERR_INVALID_ARGUMENT: name the format).
  */
 #define PAYLOAD_DOC_AUTO 0
 
@@ -898,7 +900,7 @@ vh5_status payload_copy_data(const uint8_t *buf,
  *
  * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`n_items` / `n_views` NULL, `buf` NULL with a
  * non-zero `len`, `items` / `views` NULL with a non-zero capacity); VH5_ERR_INVALID_ARGUMENT (unknown
- * `format`, or PAYLOAD_DOC_AUTO and the first byte is valid in both formats);
+ * `format`, or PAYLOAD_DOC_AUTO and the document is valid in both formats);
  * VH5_ERR_BUFFER_TOO_SMALL (see above); VH5_ERR_MALFORMED (truncated at any byte, not
  * well-formed, text not UTF-8, trailing bytes after the root value, declared lengths
  * beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (nesting deeper

@@ -7,8 +7,10 @@ use crate::payload::document::{self, DocFormat, Item, ItemKind, Sink};
 use crate::payload::PayloadView;
 
 /// `payload_decode_document` format: detect from the first bytes (a CBOR map or array tag
-/// 40/1040/64-87/55799 → CBOR; a msgpack map or array16/32 → msgpack; a first byte valid in
-/// both formats, such as a scalar, gives VH5_ERR_INVALID_ARGUMENT).
+/// 40/1040/64-87/55799 → CBOR; a msgpack map or array16/32 → msgpack; a first byte 0x80-0xbf,
+/// which starts a container in both, → the format that accepts the whole document; a
+/// document well-formed in both, or a first byte valid in both such as a scalar, gives
+/// VH5_ERR_INVALID_ARGUMENT: name the format).
 pub const PAYLOAD_DOC_AUTO: u32 = 0;
 /// `payload_decode_document` format: CBOR (RFC 8949).
 pub const PAYLOAD_DOC_CBOR: u32 = 1;
@@ -159,7 +161,7 @@ impl<'a> Sink<'a> for SliceSink<'_> {
 ///
 /// Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`n_items` / `n_views` NULL, `buf` NULL with a
 /// non-zero `len`, `items` / `views` NULL with a non-zero capacity); VH5_ERR_INVALID_ARGUMENT (unknown
-/// `format`, or PAYLOAD_DOC_AUTO and the first byte is valid in both formats);
+/// `format`, or PAYLOAD_DOC_AUTO and the document is valid in both formats);
 /// VH5_ERR_BUFFER_TOO_SMALL (see above); VH5_ERR_MALFORMED (truncated at any byte, not
 /// well-formed, text not UTF-8, trailing bytes after the root value, declared lengths
 /// beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (nesting deeper
@@ -262,10 +264,10 @@ mod tests {
         assert_eq!(items[2].kind, PAYLOAD_ITEM_ARRAY_VIEW);
         assert_eq!((items[3].kind, items[3].data_offset, items[3].data_len, items[3].parent, items[3].position), (PAYLOAD_ITEM_TEXT, 14, 2, 0, 2));
         assert_eq!(views[0].data, unsafe { m.as_ptr().add(5) });
-        // auto reads 0x83 as a msgpack fixmap (the payload_decode_view table), and cannot
-        // tell the format of a scalar
+        // auto: 0x83 starts a msgpack fixmap and a CBOR array; only CBOR accepts this
+        // document, so it is CBOR's. It cannot tell the format of a scalar.
         let st = unsafe { payload_decode_document(m.as_ptr(), m.len(), PAYLOAD_DOC_AUTO, items.as_mut_ptr(), ni, views.as_mut_ptr(), nv, &mut ni, &mut nv) };
-        assert_eq!((st, ni, nv), (vh5_status::VH5_ERR_MALFORMED, 0, 0));
+        assert_eq!((st, ni, nv), (vh5_status::VH5_OK, 4, 1));
         let st = unsafe { payload_decode_document(m[1..].as_ptr(), 1, PAYLOAD_DOC_AUTO, items.as_mut_ptr(), ni, views.as_mut_ptr(), nv, &mut ni, &mut nv) };
         assert_eq!((st, ni, nv), (vh5_status::VH5_ERR_INVALID_ARGUMENT, 0, 0));
         let st = unsafe { payload_decode_document(m.as_ptr(), m.len(), 9, items.as_mut_ptr(), 4, views.as_mut_ptr(), 1, &mut ni, &mut nv) };

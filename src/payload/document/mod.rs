@@ -182,18 +182,22 @@ pub fn decode_document(buf: &[u8], format: DocFormat) -> Result<Document<'_>> {
 pub fn walk_document<'a, S: Sink<'a>>(buf: &'a [u8], format: DocFormat, sink: &mut S) -> Result<Counts> {
     let format = match format {
         DocFormat::Auto => {
-            let f = detect_format(buf)?;
+            let mut f = detect_format(buf)?;
             // 0x80-0xbf start a container in both formats (msgpack fixmap/fixarray = CBOR
             // array; CBOR map = msgpack fixstr): a document well-formed in both is ambiguous,
-            // never guessed (e.g. CBOR [100] is also the msgpack map {24: 100}).
+            // never guessed (e.g. CBOR [100] is also the msgpack map {24: 100}); one that only
+            // the other format accepts is that format's.
             if matches!(buf[0], 0x80..=0xbf) {
                 let other = if f == DocFormat::Msgpack { DocFormat::Cbor } else { DocFormat::Msgpack };
                 if walk_document(buf, other, &mut NullSink).is_ok() {
-                    bail!(
-                        InvalidArgument,
-                        "byte 0: the document is well-formed both as msgpack and as CBOR (first byte 0x{:02x}): give the document format (PAYLOAD_DOC_CBOR or PAYLOAD_DOC_MSGPACK)",
-                        buf[0]
-                    );
+                    if walk_document(buf, f, &mut NullSink).is_ok() {
+                        bail!(
+                            InvalidArgument,
+                            "byte 0: the document is well-formed both as msgpack and as CBOR (first byte 0x{:02x}): give the document format (PAYLOAD_DOC_CBOR or PAYLOAD_DOC_MSGPACK)",
+                            buf[0]
+                        );
+                    }
+                    f = other;
                 }
             }
             f
