@@ -43,9 +43,13 @@ pub struct vh5_array {
 /// Describe a `vh5_array` (argument `name`) without borrowing its memory: base pointer (NULL
 /// when `base_len` is 0), dtype and layout.
 ///
+/// `check_itemsize`: refuse an item size other than the dtype's here (copies and writes);
+/// reads check it later, after the tables, so a NULL table is reported first (the order the
+/// slice fuzz oracle and the hostile-input table pin).
+///
 /// # Safety
 /// `a.shape`/`a.strides` must hold `ndim` entries when not NULL.
-pub(crate) unsafe fn array_parts(a: &vh5_array, name: &str) -> Result<(*mut u8, Dtype, ArrayLayout)> {
+pub(crate) unsafe fn array_parts(a: &vh5_array, name: &str, check_itemsize: bool) -> Result<(*mut u8, Dtype, ArrayLayout)> {
     let dtype = Dtype::from_code(a.dtype).ok_or_else(|| err!(Dtype, "{name}.dtype: unknown dtype code {}", a.dtype))?;
     if a.ndim > VH5_MAX_RANK {
         bail!(Unsupported, "{name}.ndim {}: at most {VH5_MAX_RANK} axes are supported", a.ndim);
@@ -53,9 +57,11 @@ pub(crate) unsafe fn array_parts(a: &vh5_array, name: &str) -> Result<(*mut u8, 
     if a.itemsize == 0 {
         bail!(InvalidArgument, "{name}.itemsize is 0");
     }
-    if let Some(sz) = dtype.itemsize() {
-        if sz != a.itemsize {
-            bail!(InvalidArgument, "{name}.itemsize {} does not match its dtype {} ({sz} bytes)", a.itemsize, dtype.name());
+    if check_itemsize {
+        if let Some(sz) = dtype.itemsize() {
+            if sz != a.itemsize {
+                bail!(InvalidArgument, "{name}.itemsize {} does not match its dtype {} ({sz} bytes)", a.itemsize, dtype.name());
+            }
         }
     }
     let n = a.ndim as usize;

@@ -256,7 +256,7 @@ pub extern "C" fn vh5_close(id: i64) -> vh5_status {
 /// The caller's contract: `a.base` valid for reads and writes of `a.base_len` bytes, `shape`
 /// and `strides` valid for `ndim` entries, for the duration of the call.
 unsafe fn dst_array<'a>(a: &vh5_array) -> Result<DstArray<'a>> {
-    let (base, dtype, layout) = array_parts(a, "dst")?;
+    let (base, dtype, layout) = array_parts(a, "dst", false)?;
     let buf: &mut [u8] = if layout.base_len == 0 {
         &mut []
     } else {

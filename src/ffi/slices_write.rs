@@ -69,8 +69,8 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
         if dst.is_null() {
             return Err(null_arg("dst"));
         }
-        let (sp, sd, sl) = array_parts(&*src, "src")?;
-        let (dp, dd, dl) = array_parts(&*dst, "dst")?;
+        let (sp, sd, sl) = array_parts(&*src, "src", true)?;
+        let (dp, dd, dl) = array_parts(&*dst, "dst", true)?;
         let table = table_args(dl.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step)?;
         // SAFETY: the caller's contract on src/dst memory; the core never holds a shared and a
         // mutable borrow of the same bytes at once.
@@ -171,7 +171,7 @@ pub unsafe extern "C" fn vh5_write_many_slices(
         if src.is_null() {
             return Err(null_arg("src"));
         }
-        let (p, dtype, layout) = array_parts(&*src, "src")?;
+        let (p, dtype, layout) = array_parts(&*src, "src", true)?;
         let table = table_args(layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step)?;
         // SAFETY: the caller's contract: `base` valid for reads of `base_len` bytes (a dangling
         // non-null pointer when base_len is 0, valid for an empty slice).
