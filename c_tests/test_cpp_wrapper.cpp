@@ -151,6 +151,10 @@ int main() {
   documents();
   hdf5(dir ? dir : "../shared/data");
   CHECK(vh5::version() == VH5_VERSION_STRING, "version");
+  vh5::Hdf5Info h = vh5::hdf5_version();
+  uint32_t minor = 0;
+  CHECK(vh5_hdf5_version(nullptr, &minor, nullptr, nullptr) == VH5_OK && h.minor == minor, "hdf5_version minor");
+  CHECK(((h.major == 1 && h.minor >= 10) || h.major >= 2) && (h.origin == "system" || h.origin == "vendored"), "hdf5_version version and origin");
   if (failures) {
     std::fprintf(stderr, "test_cpp_wrapper: %d failures\n", failures);
     return 1;

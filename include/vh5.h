@@ -1092,6 +1092,34 @@ vh5_status vh5_set_num_threads(uint32_t n);
 uint32_t vh5_get_num_threads(void);
 
 /**
+ * The version of the libhdf5 this library calls (`H5get_libversion`, e.g. 1, 10, 8) and
+ * whether that libhdf5 was built thread-safe (`H5is_library_threadsafe`; 1 or 0 — vh5
+ * serialises its own libhdf5 calls either way, see `vh5_set_num_threads`). Where it comes
+ * from: `vh5_hdf5_origin`.
+ *
+ * `major`, `minor`, `release`: out, may each be NULL (not written); `threadsafe`: out, may be
+ * NULL. Nothing is kept past the call.
+ *
+ * Returns `VH5_OK`; `VH5_ERR_HDF5` if libhdf5 fails to report them (the outputs are then
+ * set to 0). Thread-safe (takes vh5's libhdf5 lock).
+ *
+ * # Safety
+ * Each non-NULL pointer must be valid for one write of its type.
+ */
+vh5_status vh5_hdf5_version(uint32_t *major,
+                            uint32_t *minor,
+                            uint32_t *release,
+                            uint8_t *threadsafe);
+
+/**
+ * Where the libhdf5 of `vh5_hdf5_version` comes from, as a static NUL-terminated string:
+ * `"system"` (a shared libhdf5 of the system, found when vh5 was built; the dynamic loader
+ * picks the file at run time) or `"vendored"` (HDF5 built from source by the `static-hdf5`
+ * cargo feature and linked statically into libvh5). Never NULL; never free it. Thread-safe.
+ */
+const char *vh5_hdf5_origin(void);
+
+/**
  * Copy many slices from the array `*src` into the array `*dst`, both in memory (numpy ->
  * numpy).
  *

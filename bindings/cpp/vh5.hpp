@@ -87,6 +87,24 @@ constexpr uint32_t dtype_of() {
 /// The library version string ("0.1.0").
 inline std::string version() { return vh5_version_string(); }
 
+/// The libhdf5 vh5 calls (`vh5_hdf5_version`, `vh5_hdf5_origin`).
+struct Hdf5Info {
+  uint32_t major = 0, minor = 0, release = 0;
+  bool threadsafe = false;  ///< libhdf5 built thread-safe (vh5 serialises its calls anyway)
+  std::string origin;       ///< "system" (shared library of the system) or "vendored" (static-hdf5)
+};
+
+/// Version, origin and thread-safety of the libhdf5 vh5 uses. Throws vh5::Error
+/// (VH5_ERR_HDF5) if libhdf5 cannot report them.
+inline Hdf5Info hdf5_version() {
+  Hdf5Info i;
+  uint8_t ts = 0;
+  detail::check(vh5_hdf5_version(&i.major, &i.minor, &i.release, &ts));
+  i.threadsafe = ts != 0;
+  i.origin = vh5_hdf5_origin();
+  return i;
+}
+
 /// Move-only owner of one vh5/libhdf5 id (file or dataset); closes it on destruction.
 class Handle {
  public:

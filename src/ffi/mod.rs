@@ -22,6 +22,7 @@ pub mod payload;
 pub mod document;
 pub mod hdf5;
 pub mod threads;
+pub mod version;
 pub mod slices_write;
 
 /// Status code returned by every fallible vh5 function. Values are stable across releases.

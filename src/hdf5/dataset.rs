@@ -92,7 +92,7 @@ pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
     let mut seen = super::external::ElinkSeen::default();
     let lapl = if allow_ext { None } else { Some(super::external::refusing_lapl(lock, &mut seen)?) };
     let lapl_id = lapl.as_ref().map_or(H5P_DEFAULT, |h| h.id());
-    let h = open_dataset_with(lock, loc, name, lapl_id, allow_ext);
+    let h = open_dataset_with(lock, loc, name, lapl_id, allow_ext).map_err(|e| with_file_if_newer_format(lock, loc, e));
     drop(lapl);
     if let Some(target) = seen.target.take() {
         clear_stack(lock);
@@ -105,6 +105,33 @@ pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
         return Err(super::external::refusal(&super::meta::dataset_name(lock, h.id()), &what));
     }
     Ok(h)
+}
+
+/// `e` with "file `path`, " in front when it is the newer-format error of
+/// [`super::error::newer_format_error`] (whose context names only the object).
+fn with_file_if_newer_format(lock: &H5Lock, loc: hid_t, mut e: crate::error::Error) -> crate::error::Error {
+    if e.kind == ErrorKind::Unsupported && e.message.contains(super::error::NEWER_FORMAT) {
+        e.message = format!("file `{}`, {}", file_name(lock, loc), e.message);
+    }
+    e
+}
+
+/// The name of the file holding the object `id` (`H5Fget_name`), `?` when libhdf5 cannot say.
+pub fn file_name(lock: &H5Lock, id: hid_t) -> String {
+    // SAFETY: sizes as passed; lock held.
+    let n = unsafe { H5Fget_name(id, std::ptr::null_mut(), 0) };
+    if n <= 0 {
+        clear_stack(lock);
+        return "?".into();
+    }
+    let mut buf = vec![0u8; n as usize + 1];
+    // SAFETY: `buf` holds n + 1 bytes.
+    if unsafe { H5Fget_name(id, buf.as_mut_ptr() as *mut c_char, buf.len()) } < 0 {
+        clear_stack(lock);
+        return "?".into();
+    }
+    buf.truncate(n as usize);
+    String::from_utf8_lossy(&buf).into_owned()
 }
 
 /// [`open_dataset`] with the link access list `lapl` (refusing external links unless
@@ -141,7 +168,13 @@ fn open_dataset_with(lock: &H5Lock, loc: hid_t, name: &str, lapl: hid_t, allow_e
     }
     let c = CString::new(name).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
     // SAFETY: valid C string; lock held.
-    let obj = Handle::new(lock, unsafe { H5Oopen(loc, c.as_ptr(), lapl) }, format_args!("opening `{name}`"))?;
+    let obj = Handle::new(lock, unsafe { H5Oopen(loc, c.as_ptr(), lapl) }, format_args!("opening `{name}`")).map_err(|mut e| {
+        if e.kind == ErrorKind::Unsupported {
+            // the newer-format error: "object `x`: written with ..."
+            e.message = e.message.replacen(&format!("opening `{name}`"), &format!("object `{name}`"), 1);
+        }
+        e
+    })?;
     match id_type(lock, obj.id()) {
         Some(H5I_type_t::H5I_DATASET) => match chunk_cache_bytes(lock, obj.id())? {
             // libhdf5 1.10's default chunk cache (1 MiB) holds few chunks, which are then read
@@ -321,9 +354,23 @@ pub fn dataset_info(lock: &H5Lock, dset: hid_t) -> Result<DatasetInfo> {
     }
 }
 
-/// Names (full paths from the root, e.g. `/grp/var`) of every dataset reachable by hard links
-/// from the root group of `file`, in libhdf5's name order.
-pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<String>> {
+/// One object of [`list_datasets`]: a dataset, or an object libhdf5 could not open (then
+/// `error` says why; it may be a group or a dataset).
+#[derive(Debug)]
+pub struct Listed {
+    /// Full path from the root, e.g. `/grp/var`.
+    pub path: String,
+    /// Why libhdf5 could not open the object (`Unsupported` for an object written in a
+    /// format newer than the linked libhdf5 reads, `Hdf5` with the error stack otherwise).
+    pub error: Option<crate::error::Error>,
+}
+
+/// Every dataset reachable by hard links from the root group of `file`, in libhdf5's name
+/// order, plus every object there that libhdf5 could not open (it may be a dataset, so it is
+/// never left out silently: e.g. a dataset written with a newer HDF5 format than the linked
+/// libhdf5 reads). Errors: `InvalidHandle` when `file` is not an open file or group; `Hdf5`
+/// (or `Unsupported`, newer format) when the links cannot be walked.
+pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
     use hdf5_sys::h5::{H5_index_t, H5_iter_order_t};
     use hdf5_sys::h5l::{H5L_info1_t, H5L_type_t, H5Lvisit1};
     unsafe extern "C" fn cb(_g: hid_t, name: *const c_char, info: *const H5L_info1_t, data: *mut std::ffi::c_void) -> hdf5_sys::h5::herr_t {
@@ -335,27 +382,31 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<String>> {
         0
     }
     expect_kind(lock, file, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_GROUP], "file")?;
+    // Named before any failure: every libhdf5 API call clears the error stack.
+    let fname = file_name(lock, file);
     let mut names: Vec<String> = Vec::new();
     // SAFETY: callback only pushes into `names`; lock held.
     unsafe {
         check(
             lock,
             H5Lvisit1(file, H5_index_t::H5_INDEX_NAME, H5_iter_order_t::H5_ITER_INC, Some(cb), &mut names as *mut _ as *mut _),
-            "H5Lvisit",
+            format_args!("listing the objects of `{fname}`"),
         )?;
     }
     let mut out = Vec::new();
     for n in names {
+        let path = format!("/{n}");
         let c = CString::new(n.as_str()).unwrap_or_default();
         // SAFETY: valid C string; lock held.
         let o = unsafe { H5Oopen(file, c.as_ptr(), H5P_DEFAULT) };
         if o < 0 {
-            clear_stack(lock);
+            let e = hdf5_error(lock, ErrorKind::Hdf5, format_args!("file `{fname}`, object `{path}`"));
+            out.push(Listed { path, error: Some(e) });
             continue;
         }
         let o = Handle::new(lock, o, "H5Oopen")?;
         if id_type(lock, o.id()) == Some(H5I_type_t::H5I_DATASET) {
-            out.push(format!("/{n}"));
+            out.push(Listed { path, error: None });
         }
     }
     Ok(out)

@@ -133,13 +133,53 @@ pub fn clear_stack(_lock: &H5Lock) {
 }
 
 /// An error of `kind` whose message is `context` followed by the libhdf5 error stack.
+///
+/// When the stack says libhdf5 met an object format version it does not know ("bad version
+/// number for layout message", "... for datatype message": what HDF5 1.10 says about objects
+/// written by HDF5 1.12 / 2.x with `libver='latest'`), the error is `Unsupported` instead and
+/// the message says so, naming the feature, the linked libhdf5 and which build reads it, in
+/// place of the stack (see [`newer_format`]).
 pub fn hdf5_error(lock: &H5Lock, kind: ErrorKind, context: impl std::fmt::Display) -> Error {
     let stack = take_stack(lock);
+    if let Some(feature) = newer_format(&stack) {
+        return newer_format_error(lock, context, &feature);
+    }
     if stack.is_empty() {
         Error::new(kind, format!("{context} (libhdf5 reported no error stack)"))
     } else {
         Error::new(kind, format!("{context}; libhdf5 error stack:{stack}"))
     }
+}
+
+/// The innermost frame of `stack` (text of [`take_stack`]) in which libhdf5 says an object
+/// message carries a version it does not know (`bad version number for <message>`), as that
+/// frame's description; `None` otherwise. libhdf5 1.10 says this of objects written in the
+/// formats of HDF5 1.12 and later (e.g. layout message version 5, datatype version 5 for
+/// complex numbers); a flipped version byte in a damaged file looks the same.
+pub fn newer_format(stack: &str) -> Option<String> {
+    stack.lines().rev().find_map(|l| {
+        let desc = l.split_once("(): ")?.1;
+        let desc = desc.rsplit_once(" [").map_or(desc, |(d, _)| d);
+        desc.contains("bad version number for ").then(|| desc.trim().to_string())
+    })
+}
+
+/// The words of every [`newer_format_error`] message (to recognise it).
+pub const NEWER_FORMAT: &str = "written with a newer HDF5 format than the linked libhdf5";
+
+/// The `Unsupported` error for an object written in a format newer than the linked libhdf5
+/// reads: `{context}: written with a newer HDF5 format than the linked libhdf5 1.10.8 reads
+/// (libhdf5: {feature}); ...which build reads it`.
+pub fn newer_format_error(lock: &H5Lock, context: impl std::fmt::Display, feature: &str) -> Error {
+    let v = super::version::version_text(lock);
+    Error::new(
+        ErrorKind::Unsupported,
+        format!(
+            "{context}: written with a newer HDF5 format than the linked libhdf5 {v} reads (libhdf5: {feature}); a vh5 built against \
+             HDF5 1.12 or newer reads it (e.g. HDF5 2.x built from source with the `static-hdf5` cargo feature), or write the file \
+             with h5py's libver=('earliest', 'v110'). If no newer HDF5 wrote the file, it is damaged"
+        ),
+    )
 }
 
 /// Check the return value of a libhdf5 call that signals failure with a negative value
@@ -169,6 +209,20 @@ mod tests {
         // The stack was cleared.
         assert!(take_stack(s.lock()).is_empty());
         assert_eq!(check(s.lock(), 5i64, "fine").unwrap(), 5);
+    }
+
+    #[test]
+    fn newer_format_is_the_innermost_bad_version_frame() {
+        let stack = "\n  #000: H5O.c:113 in H5Oopen(): unable to open object [Object header: Can't open object]\n  #009: ../../../src/H5Olayout.c:114 in H5O__layout_decode(): bad version number for layout message [Object header: Unable to load metadata into cache]";
+        assert_eq!(newer_format(stack).as_deref(), Some("bad version number for layout message"));
+        // a flipped object-header version byte is damage, not a newer message format
+        assert_eq!(newer_format("\n  #003: H5Ocache.c:1 in H5O__cache_deserialize(): bad object header version number [Object header: Bad value]"), None);
+        assert_eq!(newer_format(""), None);
+        let s = session();
+        let e = newer_format_error(s.lock(), "file `a.h5`, dataset `/x`", "bad version number for layout message");
+        assert_eq!(e.kind, ErrorKind::Unsupported);
+        assert!(e.message.starts_with("file `a.h5`, dataset `/x`: written with a newer HDF5 format than the linked libhdf5 1."), "{}", e.message);
+        assert!(e.message.contains("(libhdf5: bad version number for layout message)") && e.message.contains("static-hdf5"), "{}", e.message);
     }
 
     #[test]

@@ -12,9 +12,10 @@ pub mod handle;
 pub mod meta;
 pub mod lock;
 pub mod types;
+pub mod version;
 pub mod write;
 
-pub use dataset::{close, dataset_info, list_datasets, open_dataset, open_file, DatasetInfo, HyperslabReader, Layout, FILE_READ_WRITE, MAX_RANK};
+pub use dataset::{close, dataset_info, list_datasets, open_dataset, open_file, DatasetInfo, HyperslabReader, Layout, Listed, FILE_READ_WRITE, MAX_RANK};
 pub use error::{session, H5Session};
 pub use handle::Handle;
 pub use types::TypeInfo;

@@ -14,6 +14,8 @@ not load the library until it is first used.
 - Files and datasets pickle (read-only ones; :func:`allow_pickling` for writable ones) and
   reopen lazily in the receiving process through a per-process cache; :mod:`vh5.dask`
   (needs ``pip install vh5[dask]``) builds Dask arrays and gathers read by vh5 in workers.
+- :func:`hdf5_version`: the libhdf5 vh5 uses (version, origin, thread-safety).
+- ``python -m vh5`` / the ``vh5`` command: the command-line tool (see :mod:`vh5.__main__`).
 - :mod:`vh5.compat.versioned_hdf5`, :mod:`vh5.compat.pyactivestorage`,
   :mod:`vh5.compat.msgpack_numpy`: drop-in shims.
 
@@ -29,6 +31,7 @@ from ._cache import clear as clear_file_cache, set_size as set_file_cache_size
 from .document import Simple, Tag, decode_document
 from .payload import Payload, decode_payload
 from .writes import copy_many_slices, write_many_slices
+from ._hdf5info import HDF5Info, hdf5_version
 
 __version__ = "0.1.0"
 
@@ -50,6 +53,8 @@ __all__ = [
     "set_file_cache_size",
     "library_path",
     "library_version",
+    "hdf5_version",
+    "HDF5Info",
 ]
 __all__ += _errors.__all__
 

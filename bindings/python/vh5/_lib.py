@@ -124,6 +124,8 @@ _SIGNATURES = {
     "vh5_last_error_message": (c_size_t, [ctypes.c_char_p, c_size_t]),
     "vh5_status_name": (c_char_p, [c_int32]),
     "vh5_version_string": (c_char_p, []),
+    "vh5_hdf5_version": (c_int32, [POINTER(c_uint32), POINTER(c_uint32), POINTER(c_uint32), POINTER(c_uint8)]),
+    "vh5_hdf5_origin": (c_char_p, []),
     "vh5_dtype_name": (c_char_p, [c_uint32]),
     "payload_decode_view": (c_int32, [c_void_p, c_size_t, c_uint32, POINTER(PayloadView)]),
     "payload_decode_count": (
