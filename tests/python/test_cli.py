@@ -34,10 +34,22 @@ def tas(tmp_path_factory):
     return p, data
 
 
+SUBCOMMANDS = ["payload", "info", "read", "make-sample"]
+
+
+def _readme_cli_section():
+    text = (REPO / "README.md").read_text().split("## Command-line tool")[1].split("\n## ")[0]
+    return text
+
+
+def _options(text):
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text)) - {"--help"}
+
+
 def test_help_lists_every_readme_command_and_option():
     r = run("--help")
     assert r.returncode == 0 and r.stdout.startswith("usage:"), r.stderr
-    section = (REPO / "README.md").read_text().split("## Command-line tool")[1].split("```")[1]
+    section = _readme_cli_section().split("```")[1]
     lines = [ln for ln in section.splitlines() if ln.startswith("vh5 ")]
     assert len(lines) >= 5
     for ln in lines:
@@ -47,6 +59,34 @@ def test_help_lists_every_readme_command_and_option():
     assert "payload --make-samples DIR" in r.stdout and "--values N|all" in r.stdout
     r = run("frobnicate")
     assert r.returncode == 2 and "unknown subcommand" in r.stderr and "usage:" in r.stderr
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS)
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_every_subcommand_help_prints_to_stdout_and_exits_0(sub, flag):
+    r = run(sub, flag)
+    assert r.returncode == 0 and r.stdout.startswith(f"usage: vh5 {sub}") and r.stderr == "", (r.returncode, r.stdout[:200], r.stderr)
+    # an unknown option is still a usage error: exit 2, usage on stderr
+    r = run(sub, "--no-such-option", "x")
+    assert r.returncode == 2 and "usage: vh5" in r.stderr and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+
+
+def test_readme_cli_section_matches_every_subcommand_help():
+    """Every option of each subcommand's --help is in the README's CLI section, and every
+    option the section gives a subcommand is in that subcommand's --help."""
+    section = _readme_cli_section()
+    usage = section.split("```")[1]
+    for sub in SUBCOMMANDS:
+        helptext = run(sub, "--help").stdout
+        missing = _options(helptext) - _options(section)
+        assert not missing, (sub, missing)
+        readme_opts = set()
+        for ln in usage.splitlines():
+            if ln.startswith(f"vh5 {sub} "):
+                readme_opts |= _options(ln.split("   ")[0])
+        assert readme_opts and readme_opts <= _options(helptext), (sub, readme_opts - _options(helptext))
+    for word in ["--seed", "--show", "--values all", "--shape", "--chunk", "--allow-external", "--version"]:
+        assert word in section, word
 
 
 def test_huge_random_table_is_refused_before_allocating(tas):
@@ -164,3 +204,172 @@ def test_closed_stdout_pipe_ends_quietly(tmp_path):
     err = p.stderr.read().decode()
     rc = p.wait(timeout=60)
     assert "panicked" not in err and rc in (-13, 141), (rc, err[-300:])
+
+
+def _expect(data, rows):
+    """The destination vh5 read builds for 2-d rows (src0, src1, dst0, dst1, c0, c1)."""
+    shape = [max(r[2] + r[4] for r in rows), max(r[3] + r[5] for r in rows)]
+    out = np.zeros(shape, data.dtype)
+    for s0, s1, d0, d1, c0, c1 in rows:
+        out[d0 : d0 + c0, d1 : d1 + c1] = data[s0 : s0 + c0, s1 : s1 + c1]
+    return out
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    p = tmp_path_factory.mktemp("grid") / "grid.h5"
+    data = np.arange(40 * 30, dtype="<f8").reshape(40, 30)
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("x", data=data, chunks=(8, 8), compression="gzip")
+        f.create_dataset("scalar", data=np.float64(2.5))
+    return p, data
+
+
+@pytest.mark.parametrize("style", ["savetxt_default", "savetxt_int_tabs", "csv_header", "spaces_comments"])
+def test_table_commas_whitespace_tabs_comments_header_like_savetxt(grid, tmp_path, style):
+    p, data = grid
+    rows = [(0, 0, 0, 0, 3, 4), (10, 20, 3, 0, 2, 5), (39, 29, 5, 1, 1, 1)]
+    t = tmp_path / "rows.txt"
+    if style == "savetxt_default":
+        np.savetxt(t, np.array(rows), header="src0 src1 dst0 dst1 c0 c1")  # '%.18e', '# ' header
+    elif style == "savetxt_int_tabs":
+        np.savetxt(t, np.array(rows), fmt="%d", delimiter="\t")
+    elif style == "csv_header":
+        t.write_text("src_start_0,src_start_1,dst_start_0,dst_start_1,count_0,count_1\n" + "".join(",".join(map(str, r)) + "\n" for r in rows))
+    else:
+        t.write_text("# a table\n\n" + "".join("  " + "   ".join(map(str, r)) + "  # row\n" for r in rows))
+    out = tmp_path / "o.npy"
+    r = run("read", p, "x", "--table", t, "--save", out)
+    assert r.returncode == 0, r.stderr
+    assert "rows: 3 read, 0 skipped" in r.stdout, r.stdout
+    np.testing.assert_array_equal(np.load(out), _expect(data, rows))
+
+
+def test_table_without_rows_or_with_a_malformed_line_names_file_and_line(grid, tmp_path):
+    p, _ = grid
+    empty = tmp_path / "empty.csv"
+    empty.write_text("# only a comment\nsrc dst count\n")
+    r = run("read", p, "x", "--table", empty)
+    assert r.returncode == 1 and r.stderr.startswith(f"vh5: VH5_ERR_INVALID_ARGUMENT: {empty}: the table has no data rows"), r.stderr
+    bad = tmp_path / "bad.csv"
+    bad.write_text("0 0 0 0 1 1\n0 0 0 0 1\n")
+    r = run("read", p, "x", "--table", bad)
+    assert r.returncode == 1 and f"{bad} line 2: 5 fields" in r.stderr, r.stderr
+    bad.write_text("0 0 0 0 1 1\n0 0 zero 0 1 1\n")
+    r = run("read", p, "x", "--table", bad)
+    assert r.returncode == 1 and f'{bad} line 2: column 3: "zero" is not a number' in r.stderr, r.stderr
+
+
+def test_scalar_dataset_read(grid, tmp_path):
+    """0-d datasets: read without --table/--random/--size, value equal to h5py's."""
+    p, _ = grid
+    out = tmp_path / "s.npy"
+    r = run("read", p, "scalar", "--save", out)
+    assert r.returncode == 0, r.stderr
+    with h5py.File(p) as f:
+        want = f["scalar"][()]
+    got = np.load(out)
+    assert got.shape == () and got == want, (got, want)
+    assert "rows: 1 read" in r.stdout and "checksum: sum 2.5" in r.stdout, r.stdout
+    r = run("read", p, "scalar", "--random", 2, "--size", 1)
+    assert r.returncode == 1 and "0-d" in r.stderr, r.stderr
+    r = run("read", p, "x")
+    assert r.returncode == 1 and "give --table" in r.stderr, r.stderr
+
+
+def test_read_summary_explains_its_fields(grid):
+    p, _ = grid
+    r = run("read", p, "x", "--random", 50, "--size", 3)
+    assert r.returncode == 0, r.stderr
+    assert "direct reads" not in r.stdout
+    assert re.search(r"rows: 50 read, 0 skipped \(count 0, or clipped to nothing by --clip\); 450 elements copied", r.stdout), r.stdout
+    assert re.search(r"storage: \d+ chunks? read whole once \(\d+ of them raw, decoded by vh5\)", r.stdout), r.stdout
+    h = run("read", "--help").stdout
+    assert "Summary: rows read / skipped" in h and "hyperslab reads by libhdf5" in h
+
+
+def test_payload_names_hdf5_netcdf3_json_and_unknown_inputs(grid, tmp_path):
+    p, _ = grid
+    r = run("payload", p)
+    assert r.returncode == 1 and "VH5_ERR_UNSUPPORTED: the input is an HDF5 file (signature at byte 0)" in r.stdout, r.stdout
+    assert "msgpack" not in r.stdout
+    ub = tmp_path / "ub.h5"
+    with h5py.File(ub, "w", userblock_size=1024, libver=("earliest", "v110")) as f:
+        f["x"] = np.arange(3)
+    r = run("payload", ub)
+    assert "HDF5 file (signature at byte 1024 after a user block of 1024 bytes)" in r.stdout, r.stdout
+    for magic, kind in [(b"CDF\x01", "classic"), (b"CDF\x02", "64-bit offset"), (b"CDF\x05", "CDF-5")]:
+        r = run("payload", stdin=(magic + b"\0" * 28).decode("latin-1"))
+        assert r.returncode == 1 and f"netCDF-3 file ({kind}" in r.stdout, r.stdout
+    r = run("payload", "--json", stdin='{"hello": [1, 2]}')
+    v = json.loads(r.stdout)
+    assert v["status"] == "VH5_ERR_UNSUPPORTED" and "JSON document" in v["message"], v
+    # a Reductionist error body stays a server error
+    r = run("payload", "--json", stdin='{"error": {"message": "boom", "caused_by": []}}')
+    assert json.loads(r.stdout)["status"] == "VH5_ERR_SERVER_ERROR", r.stdout
+    r = run("payload", stdin="garbage")
+    assert r.returncode == 1 and "first bytes 67 61 72 62 61 67 65" in r.stdout, r.stdout
+
+
+def test_info_lists_a_dataset_it_cannot_open_and_allow_external(tmp_path):
+    """External raw storage is refused by default: listed with the reason, exit 1, the other
+    datasets still listed; --allow-external opens it."""
+    raw = tmp_path / "raw.bin"
+    raw.write_bytes(bytes(range(16)))
+    p = tmp_path / "ext.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("a", data=np.arange(4))
+        f.create_dataset("ext", shape=(16,), dtype="u1", external=[(str(raw), 0, 16)])
+        f.create_dataset("z", data=np.arange(2))
+    r = run("info", p)
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[1].startswith("  /a: shape [4]") and lines[-1].startswith("  /z: shape [2]"), r.stdout
+    assert "  /ext: cannot open: VH5_ERR_UNSUPPORTED: " in r.stdout and "1 object of" in r.stderr, (r.stdout, r.stderr)
+    r = run("info", "--allow-external", p)
+    assert r.returncode == 0 and "/ext: shape [16], uint8" in r.stdout, r.stdout + r.stderr
+
+
+def test_info_version_names_vh5_and_libhdf5():
+    r = run("info", "--version")
+    assert r.returncode == 0, r.stderr
+    first, second = r.stdout.splitlines()
+    assert re.fullmatch(r"vh5 \d+\.\d+\.\d+", first), first
+    assert re.fullmatch(r"libhdf5 \d+\.\d+\.\d+ \((system|vendored), (not )?thread-safe\)", second), second
+    assert run("--version").stdout == r.stdout
+
+
+def _linked_hdf5():
+    return tuple(map(int, run("info", "--version").stdout.splitlines()[1].split()[1].split(".")))
+
+
+@pytest.mark.parametrize("libver", ["latest", "v112", "v114"])
+def test_newer_hdf5_format_files_named_by_info_and_read(tmp_path, libver):
+    """h5py (HDF5 2.x) files with newer object formats: read equal to h5py where the linked
+    libhdf5 reads them; otherwise every dataset is listed with 'written with a newer HDF5
+    format' (file, object, feature, version, which build reads it) and the exit status is 1 —
+    never an empty listing or NOT_FOUND."""
+    p = tmp_path / f"{libver}.h5"
+    data = np.arange(60, dtype="<f8").reshape(6, 10)
+    try:
+        with h5py.File(p, "w", libver=libver) as f:
+            f.create_dataset("gz", data=data, chunks=(3, 5), compression="gzip")
+            f.create_dataset("plain", data=data)
+    except ValueError as e:  # an h5py whose HDF5 lacks this libver
+        pytest.skip(str(e))
+    r = run("info", p)
+    assert r.stdout.count("\n  /") == 2, r.stdout  # both datasets listed
+    ok = r.returncode == 0
+    if not ok:
+        assert r.returncode == 1 and "NOT_FOUND" not in r.stdout + r.stderr, r.stdout + r.stderr
+        assert "written with a newer HDF5 format than the linked libhdf5 " in r.stdout, r.stdout
+        assert f"file `{p}`, object `/gz`" in r.stdout and "bad version number for" in r.stdout and "static-hdf5" in r.stdout, r.stdout
+    out = tmp_path / "o.npy"
+    t = tmp_path / "t.csv"
+    t.write_text("1 2 0 0 4 7\n")
+    r = run("read", p, "gz", "--table", t, "--save", out)
+    if r.returncode == 0:
+        np.testing.assert_array_equal(np.load(out), data[1:5, 2:9])
+    else:
+        assert _linked_hdf5() < (1, 12) and r.stderr.startswith("vh5: VH5_ERR_UNSUPPORTED: file `"), r.stderr
+        assert "object `gz`: written with a newer HDF5 format" in r.stderr and r.stderr.count("\n") == 1, r.stderr

@@ -3,13 +3,18 @@
 //! Subcommands:
 //! - `vh5 payload [--json] [--values N|all] [FILE ...]` (stdin when no file or `-`): summary
 //!   of payload files; `vh5 payload --make-samples DIR`: write sample payloads.
-//! - `vh5 info FILE`: datasets with shape, dtype, chunks and filters.
+//! - `vh5 info [--allow-external] FILE`: datasets with shape, dtype, chunks and filters;
+//!   `vh5 info --version`: vh5's version and the libhdf5 in use.
 //! - `vh5 read FILE DATASET ...`: many-slice read with checksum and timing.
 //! - `vh5 make-sample FILE`: write the demo's sample dataset.
 
+mod info_cmd;
+mod names;
 mod payload_cmd;
 mod payload_doc;
 mod read_cmd;
+mod sniff;
+mod table;
 
 /// Every command and option (the README's "Command-line tool" section lists the same).
 const USAGE: &str = "usage:
@@ -18,15 +23,18 @@ const USAGE: &str = "usage:
         per line; --values: how many values to show (default 8)
   vh5 payload --make-samples DIR
         write sample payloads of every layout into DIR
-  vh5 info FILE
+  vh5 info [--allow-external] FILE
         list datasets: shape, dtype, chunks, filters, fill value
+  vh5 info --version
+        vh5's version and the libhdf5 in use
   vh5 read FILE DATASET (--table ROWS.csv | --random N --size A,B,..) [--seed S] [--clip]
                         [--save OUT.npy] [--show K]
-        read many slices, print a checksum and the time (details: vh5 read --help)
+        read many slices, print a checksum and the time
   vh5 make-sample FILE [--shape 2000,2000] [--chunk 100,100]
         write a float64 gzip+shuffle sample dataset /data (default 2000x2000, 100x100 chunks)
   vh5 --version
-  vh5 --help";
+  vh5 --help
+  vh5 SUBCOMMAND --help: every option of a subcommand";
 
 /// Print the usage to stderr and exit 2 (a usage error).
 fn usage() -> ! {
@@ -62,13 +70,10 @@ fn main() {
     let rest = &args[1..];
     let code = match cmd.as_str() {
         "payload" => payload_cmd::run(rest),
-        "info" => read_cmd::run_info(rest),
+        "info" => info_cmd::run(rest),
         "read" => read_cmd::run_read(rest),
         "make-sample" => read_cmd::run_make_sample(rest),
-        "--version" | "-V" => {
-            println!("vh5 {}", env!("CARGO_PKG_VERSION"));
-            0
-        }
+        "--version" | "-V" => info_cmd::print_version(),
         "--help" | "-h" | "help" => {
             println!("{USAGE}");
             0
@@ -89,8 +94,8 @@ mod tests {
     fn plural_and_status_names() {
         assert_eq!(plural(1, "zero"), "1 zero");
         assert_eq!(plural(0, "zero"), "0 zeros");
-        assert_eq!(plural(&serde_json::json!(1), "element"), "1 element");
-        assert_eq!(plural(&serde_json::json!(12), "element"), "12 elements");
+        assert_eq!(plural(serde_json::json!(1), "element"), "1 element");
+        assert_eq!(plural(serde_json::json!(12), "element"), "12 elements");
         assert_eq!(status_name(vh5::error::ErrorKind::InvalidArgument), "VH5_ERR_INVALID_ARGUMENT");
         assert_eq!(status_name(vh5::error::ErrorKind::NoMemory), "VH5_ERR_NO_MEMORY");
     }

@@ -14,15 +14,27 @@
 use std::io::Read;
 
 use serde_json::{json, Value};
-use vh5::dtype::ByteOrder;
-use vh5::payload::{self, CountForm, Format, Layout, PayloadView, Scalar};
+use vh5::payload::{self, CountForm, PayloadView, Scalar};
 
+use crate::names::{format_name, layout_name, order_name};
 use crate::{plural, status_name};
 
 mod samples;
 
+/// `vh5 payload --help` (stdout, exit 0; on stderr with exit 2 after a usage error).
+pub const HELP: &str = "usage: vh5 payload [--json] [--values N|all] [FILE ...]
+       vh5 payload --make-samples DIR
+  Summarise array payloads: Reductionist CBOR responses, RFC 8746 typed arrays, msgpack-numpy
+  maps, and documents (msgpack / CBOR messages holding such arrays: every array with its path).
+  FILE ...            files to summarise; stdin when none is given or FILE is -
+  --json              one JSON object per file, one per line (JSON Lines)
+  --values N|all      how many values (and counts) to show (default 8; all: every one)
+  --make-samples DIR  write sample payloads of every layout into DIR
+  -h, --help          this help
+  Exit status: 0 when every file decoded, 1 otherwise, 2 for a usage error.";
+
 fn usage() -> i32 {
-    eprintln!("usage: vh5 payload [--json] [--values N|all] [FILE ...]   (stdin when no FILE or -)\n       vh5 payload --make-samples DIR");
+    eprintln!("{HELP}");
     2
 }
 
@@ -58,7 +70,7 @@ pub fn run(args: &[String]) -> i32 {
                 };
             }
             "-h" | "--help" => {
-                usage();
+                println!("{HELP}");
                 return 0;
             }
             s if s.starts_with("--") => return usage(),
@@ -100,33 +112,6 @@ pub fn run(args: &[String]) -> i32 {
     i32::from(failed)
 }
 
-pub fn format_name(f: Format) -> &'static str {
-    match f {
-        Format::Reductionist => "reductionist",
-        Format::TypedArray => "typed_array",
-        Format::Multidim => "multidim",
-        Format::MsgpackNumpy => "msgpack_numpy",
-    }
-}
-
-fn layout_name(l: Layout) -> Option<&'static str> {
-    match l {
-        Layout::None => None,
-        Layout::Reductionist0_12 => Some("0.12"),
-        Layout::Reductionist0_13_0 => Some("0.13.0"),
-        Layout::Reductionist0_13_1 => Some("0.13.1"),
-        Layout::Client => Some("client"),
-    }
-}
-
-pub fn order_name(o: Option<ByteOrder>) -> Value {
-    match o {
-        Some(ByteOrder::Little) => json!("little"),
-        Some(ByteOrder::Big) => json!("big"),
-        None => Value::Null,
-    }
-}
-
 fn float(x: f64) -> Value {
     if x.is_nan() {
         json!("NaN")
@@ -146,13 +131,26 @@ fn scalar(s: Scalar) -> Value {
     }
 }
 
+/// The error for `buf` that is neither one array nor a document: the decoder's error `e`,
+/// except that a known kind of file (HDF5, netCDF-3, JSON that is not a server's error body,
+/// empty) is named instead (`VH5_ERR_UNSUPPORTED`), and an unknown input gets its first bytes.
+fn not_a_payload(buf: &[u8], e: vh5::error::Error) -> (String, String) {
+    if e.kind == vh5::error::ErrorKind::ServerError {
+        return (status_name(e.kind), e.message);
+    }
+    match crate::sniff::not_a_payload(buf) {
+        Some(what) => (status_name(vh5::error::ErrorKind::Unsupported), format!("the input is {what}")),
+        None => (status_name(e.kind), format!("{} ({}; not a Reductionist, RFC 8746 or msgpack-numpy payload, HDF5, netCDF-3 or JSON)", e.message, crate::sniff::first_bytes(buf))),
+    }
+}
+
 fn summarise(buf: &[u8], nvalues: Option<usize>) -> Result<Value, (String, String)> {
     let fail = |e: vh5::error::Error| (status_name(e.kind), e.message);
     let v: PayloadView<'_> = match payload::decode_view(buf, 0) {
         Ok(v) => v,
         // Not one array: a document holding arrays (its own error is reported when it is
         // not a document either).
-        Err(e) => return super::payload_doc::summarise_document(buf).ok_or_else(|| fail(e)),
+        Err(e) => return super::payload_doc::summarise_document(buf).ok_or_else(|| not_a_payload(buf, e)),
     };
     let mut counts = vec![0i64; v.count.len as usize];
     payload::decode_count(buf, &mut counts).map_err(fail)?;

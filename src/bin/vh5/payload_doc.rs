@@ -44,10 +44,10 @@ pub fn summarise_document(buf: &[u8]) -> Option<Value> {
             let v = &d.views[it.value as usize];
             arrays.push(json!({
                 "path": path,
-                "format": super::payload_cmd::format_name(v.format),
+                "format": crate::names::format_name(v.format),
                 "dtype": v.dtype.name(),
                 "shape": v.shape.as_slice(),
-                "byte_order": super::payload_cmd::order_name(v.byte_order),
+                "byte_order": crate::names::order_name(v.byte_order),
                 "aligned": v.aligned,
                 "fortran_order": v.fortran_order,
                 "data_offset": v.data_offset,

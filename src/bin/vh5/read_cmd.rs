@@ -1,22 +1,17 @@
-//! `vh5 info`, `vh5 read` and `vh5 make-sample`: inspect HDF5 files, run many-slice reads with
-//! checksums and timing, and write the demo's sample file. Uses the Rust API (not the C ABI).
-//!
-//! Slice table CSV format (`vh5 read --table FILE.csv`): one row per line, comma-separated
-//! unsigned integers, for a dataset of n axes either 3n columns
-//! `src_start_0..src_start_{n-1}, dst_start_0.., count_0..` or 5n columns that add
-//! `src_step_0.., dst_step_0..` (elements). Blank lines, lines starting with `#` and a header
-//! line whose first field is not a number are ignored.
+//! `vh5 read` and `vh5 make-sample`: run many-slice reads with checksums and timing, and
+//! write the demo's sample file. Uses the Rust API (not the C ABI). Slice table format:
+//! [`crate::table`].
 
 use std::ffi::CString;
-use std::io::Write as _;
 use std::time::Instant;
 
 use vh5::dtype::Dtype;
 use vh5::error::{Error, Result};
-use vh5::hdf5::{self as h5, Layout};
+use vh5::hdf5 as h5;
 use vh5::slices::{read_many_slices, ArrayLayout, DstArray, SliceTable, SLICES_CLIP};
 
 use crate::fail;
+use crate::table::Table;
 
 /// An `InvalidArgument` error (the CLI's bad-option error).
 fn invalid(m: String) -> Error {
@@ -57,63 +52,21 @@ fn try_alloc<T: Clone + Default>(n: u64, what: &str) -> Result<Vec<T>> {
     Ok(v)
 }
 
-/// `vh5 info FILE`: every dataset with shape, dtype, byte order, layout, chunks, filters and
-/// fill value.
-pub fn run_info(args: &[String]) -> i32 {
-    let [path] = args else {
-        eprintln!("usage: vh5 info FILE");
-        return 2;
-    };
-    match info(path) {
-        Ok(()) => 0,
-        Err(e) => fail(&e),
-    }
-}
-
-fn fmt_fill(info: &h5::DatasetInfo) -> String {
-    let Some(fv) = &info.fill_value else { return "none".into() };
-    let v = match info.dtype.dtype {
-        Some(d) if d != Dtype::Opaque => sum_elements(d, fv).0,
-        _ => return format!("{} bytes", fv.len()),
-    };
-    format!("{v}{}", if info.fill_value_user_defined { "" } else { " (default)" })
-}
-
-fn info(path: &str) -> Result<()> {
-    let s = h5::session();
-    let l = s.lock();
-    let f = h5::open_file(l, path, 0)?;
-    // writeln! (not println!) so a closed pipe (`vh5 info F | head`) ends quietly.
-    let mut out = std::io::stdout().lock();
-    if writeln!(out, "{path}").is_err() {
-        return Ok(());
-    }
-    for name in h5::list_datasets(l, f.id())? {
-        let d = h5::open_dataset(l, f.id(), &name)?;
-        let i = h5::dataset_info(l, d.id())?;
-        let layout = match (&i.layout, &i.chunk) {
-            (Layout::Chunked, Some(c)) => format!("chunks {c:?}"),
-            (Layout::Contiguous, _) => "contiguous".into(),
-            (Layout::Compact, _) => "compact".into(),
-            (Layout::Virtual, _) => "virtual".into(),
-            _ => "chunked".into(),
-        };
-        let filters = if i.filters.is_empty() {
-            "no filters".to_string()
-        } else {
-            let names: Vec<String> = i.filters.iter().map(|(id, n)| if n.is_empty() { format!("filter {id}") } else { format!("{n} ({id})") }).collect();
-            format!("filters: {}", names.join(", "))
-        };
-        if writeln!(out, "  {name}: shape {:?}, {}, {layout}, {filters}, fill value {}", i.shape, i.dtype.description, fmt_fill(&i)).is_err() {
-            return Ok(());
-        }
-    }
-    Ok(())
-}
+/// `vh5 make-sample --help` (stdout, exit 0; on stderr with exit 2 after a usage error).
+pub const MAKE_SAMPLE_HELP: &str = "usage: vh5 make-sample FILE [--shape 2000,2000] [--chunk 100,100]
+  Write an HDF5 file with a float64 dataset /data, values sin(i/100) + cos(j/77), gzip level 4
+  + shuffle (the demo's sample).
+  --shape A,B   extent of /data (default 2000,2000)
+  --chunk A,B   chunk shape, each >= 1 (default 100,100)
+  -h, --help    this help";
 
 /// `vh5 make-sample FILE [--shape A,B] [--chunk A,B]`: a float64 dataset `/data` (default
 /// 2000x2000, chunks 100x100, gzip level 4 + shuffle) with values sin(i/100) + cos(j/77).
 pub fn run_make_sample(args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{MAKE_SAMPLE_HELP}");
+        return 0;
+    }
     let mut path = None;
     let mut shape = vec![2000u64, 2000];
     let mut chunk = vec![100u64, 100];
@@ -124,13 +77,13 @@ pub fn run_make_sample(args: &[String]) -> i32 {
             "--chunk" => chunk = parse_list(it.next()).unwrap_or_default(),
             p if path.is_none() && !p.starts_with("--") => path = Some(p.to_string()),
             _ => {
-                eprintln!("usage: vh5 make-sample FILE [--shape 2000,2000] [--chunk 100,100]");
+                eprintln!("{MAKE_SAMPLE_HELP}");
                 return 2;
             }
         }
     }
     let Some(path) = path else {
-        eprintln!("usage: vh5 make-sample FILE [--shape 2000,2000] [--chunk 100,100]");
+        eprintln!("{MAKE_SAMPLE_HELP}");
         return 2;
     };
     if shape.len() != 2 || chunk.len() != 2 || chunk.contains(&0) {
@@ -170,15 +123,27 @@ fn parse_list(s: Option<&String>) -> Option<Vec<u64>> {
     s?.split(',').map(|x| x.trim().parse().ok()).collect()
 }
 
-const READ_USAGE: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv | --random N --size A,B,..) [--seed S] [--clip] [--save OUT.npy] [--show K]
-  --table ROWS.csv  slice table: per line src_start.., dst_start.., count.. [, src_step.., dst_step..]
-  --random N        N random in-bounds rows of --size elements, stacked along axis 0 of the destination
-  --size A,B,..     elements per axis of each random row, each >= 1 (one value applies to every
-                    axis, clipped to each extent); N x size must fit in memory
+/// `vh5 read --help` (stdout, exit 0; on stderr with exit 2 after a usage error).
+pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv | --random N --size A,B,..) [--seed S] [--clip]
+                [--save OUT.npy] [--show K]
+  Read many slices of DATASET into a new C-order array (just large enough for every row),
+  print the first rows, a summary, a checksum (sum and FNV-1a 64 of the bytes) and the time.
+  A 0-d (scalar) dataset is read without --table, --random and --size (one row).
+  --table ROWS.csv  slice table file, one row per line (format below)
+  --random N        N random in-bounds rows of --size elements, stacked along axis 0 of the
+                    destination
+  --size A,B,..     elements per axis of each random row, each >= 1 (one value applies to
+                    every axis, clipped to each extent); N x size must fit in memory
   --seed S          seed of the random rows (default 1)
   --clip            versioned-hdf5 semantics (clip counts, skip empty rows) instead of errors
   --save OUT.npy    write the destination array as a .npy file
-  --show K          print the first K rows of the table (default 3)";
+  --show K          print the first K rows of the table (default 3)
+  -h, --help        this help
+  Summary: rows read / skipped (count 0, or clipped to nothing by --clip), elements copied;
+  chunks read whole once (of them, raw chunks decoded by vh5), hyperslab reads by libhdf5
+  (row pieces, or rows in order when destinations overlap), rows libhdf5 read straight into
+  the destination.
+";
 
 struct ReadOpts {
     path: String,
@@ -206,7 +171,6 @@ fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
             "--save" => o.save = Some(val()?),
             "--show" => o.show = val()?.parse().map_err(|e| format!("--show: {e}"))?,
             "--clip" => o.clip = true,
-            "--help" | "-h" => return Err(String::new()),
             x if x.starts_with("--") => return Err(format!("unknown option {x}")),
             x => pos.push(x.to_string()),
         }
@@ -214,7 +178,7 @@ fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
     let [path, dataset] = <[String; 2]>::try_from(pos).map_err(|_| "expected FILE and DATASET".to_string())?;
     o.path = path;
     o.dataset = dataset;
-    if o.table.is_some() == o.random.is_some() {
+    if o.table.is_some() && o.random.is_some() {
         return Err("give exactly one of --table or --random".into());
     }
     if o.random.is_some() && o.size.is_empty() {
@@ -229,13 +193,15 @@ fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
 /// `vh5 read FILE DATASET ...`: read a slice table into a new C-order array and print rows,
 /// elements, a checksum (sum and FNV-1a 64 hash of the destination bytes) and timing.
 pub fn run_read(args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{READ_HELP_HEAD}{}", crate::table::FORMAT_HELP);
+        return 0;
+    }
     let o = match parse_read(args) {
         Ok(o) => o,
         Err(e) => {
-            if !e.is_empty() {
-                eprintln!("vh5 read: {e}");
-            }
-            eprintln!("{READ_USAGE}");
+            eprintln!("vh5 read: {e}");
+            eprintln!("{READ_HELP_HEAD}{}", crate::table::FORMAT_HELP);
             return 2;
         }
     };
@@ -245,49 +211,9 @@ pub fn run_read(args: &[String]) -> i32 {
     }
 }
 
-/// Rows of a table as five flat columns.
-#[derive(Default)]
-struct Table {
-    cols: [Vec<u64>; 5],
-    steps: bool,
-    n: usize,
-}
-
-fn load_csv(path: &str, ndim: usize) -> Result<Table> {
+fn load_table(path: &str, ndim: usize) -> Result<Table> {
     let text = std::fs::read_to_string(path).map_err(|e| err_io(format!("cannot read {path}: {e}")))?;
-    let mut t = Table::default();
-    for (ln, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        if t.n == 0 && fields[0].parse::<u64>().is_err() {
-            continue; // header
-        }
-        let vals: Vec<u64> = fields
-            .iter()
-            .enumerate()
-            .map(|(c, f)| {
-                f.parse::<u64>().map_err(|e| {
-                    Error::new(
-                        vh5::error::ErrorKind::InvalidArgument,
-                        format!("{path}:{} column {}: {f:?} is not a non-negative integer ({e}); expected per line src_start.., dst_start.., count.. [, src_step.., dst_step..] for {ndim} axes", ln + 1, c + 1),
-                    )
-                })
-            })
-            .collect::<Result<_>>()?;
-        let groups = vals.len() / ndim.max(1);
-        if ndim == 0 || vals.len() % ndim != 0 || !(groups == 3 || groups == 5) || (t.n > 0 && (groups == 5) != t.steps) {
-            return Err(Error::new(vh5::error::ErrorKind::InvalidArgument, format!("{path}:{}: expected {} or {} columns, got {}", ln + 1, 3 * ndim, 5 * ndim, vals.len())));
-        }
-        t.steps = groups == 5;
-        for g in 0..groups {
-            t.cols[g].extend(&vals[g * ndim..(g + 1) * ndim]);
-        }
-        t.n += 1;
-    }
-    Ok(t)
+    crate::table::parse(path, &text, ndim)
 }
 
 fn err_io(m: String) -> Error {
@@ -355,24 +281,27 @@ fn read(o: &ReadOpts) -> Result<()> {
     };
     let n = info.shape.len();
     let t = match (&o.table, o.random) {
-        (Some(p), _) => load_csv(p, n)?,
+        (Some(_), _) if n == 0 => return Err(invalid(format!("--table: dataset {} is 0-d (a scalar): read it without --table", o.dataset))),
+        (None, Some(_)) if n == 0 => return Err(invalid(format!("--random: dataset {} is 0-d (a scalar): read it without --random and --size", o.dataset))),
+        (None, None) if n == 0 => Table { n: 1, ..Default::default() }, // one row, no columns
+        (Some(p), _) => load_table(p, n)?,
         (None, Some(k)) => random_table(&info.shape, &o.size, k, o.seed, info.dtype.mem_itemsize)?,
-        _ => unreachable!(),
+        (None, None) => return Err(invalid(format!("give --table ROWS.csv or --random N --size A,B,.. (dataset {} has {} axes)", o.dataset, n))),
     };
     // Destination: just large enough for every row (unclipped).
     let mut dshape = vec![0u64; n];
     for i in 0..t.n {
-        for j in 0..n {
+        for (j, d) in dshape.iter_mut().enumerate() {
             let k = i * n + j;
             let step = if t.steps { t.cols[4][k] } else { 1 };
             let end = t.cols[1][k].saturating_add(t.cols[2][k].saturating_sub(1).saturating_mul(step)).saturating_add(1);
-            dshape[j] = dshape[j].max(if t.cols[2][k] == 0 { 0 } else { end });
+            *d = (*d).max(if t.cols[2][k] == 0 { 0 } else { end });
         }
     }
     if o.clip {
         // Clipped rows never reach beyond the dataset extent along each axis from their dst start.
-        for j in 0..n {
-            dshape[j] = dshape[j].min(info.shape[j].saturating_mul(1 + t.n as u64));
+        for (d, &e) in dshape.iter_mut().zip(&info.shape) {
+            *d = (*d).min(e.saturating_mul(1 + t.n as u64));
         }
     }
     let itemsize = info.dtype.mem_itemsize;
@@ -400,7 +329,14 @@ fn read(o: &ReadOpts) -> Result<()> {
     let dt = t0.elapsed();
     let (sum, _) = if dtype == Dtype::Opaque { (String::from("n/a (opaque)"), 0) } else { sum_elements(dtype, &buf) };
     println!("dataset {} {:?} {}; destination {:?}", o.dataset, info.shape, info.dtype.description, dshape);
-    println!("rows {} (skipped {}), elements {}, direct reads {}", stats.rows_read, stats.rows_skipped, stats.elements, stats.direct_reads);
+    println!("rows: {} read, {} skipped (count 0, or clipped to nothing by --clip); {} copied", stats.rows_read, stats.rows_skipped, crate::plural(stats.elements, "element"));
+    println!(
+        "storage: {} read whole once ({} of them raw, decoded by vh5); {} by libhdf5; {} by libhdf5 straight into the destination",
+        crate::plural(stats.chunks_read, "chunk"),
+        stats.raw_chunks,
+        crate::plural(stats.hdf5_reads, "hyperslab read"),
+        crate::plural(stats.direct_reads, "row read")
+    );
     println!("checksum: sum {sum}, fnv1a64 {:016x}", fnv1a(&buf));
     println!(
         "time {:.3} ms ({:.2} us/row)",
@@ -430,7 +366,7 @@ fn f16_to_f64(h: u16) -> f64 {
 }
 
 /// Sum of the native-order elements of `b` as text (complex: real and imaginary sums).
-fn sum_elements(d: Dtype, b: &[u8]) -> (String, usize) {
+pub fn sum_elements(d: Dtype, b: &[u8]) -> (String, usize) {
     let size = d.itemsize().unwrap_or(1);
     let mut re = 0f64;
     let mut im = 0f64;
@@ -533,8 +469,8 @@ mod tests {
         for i in 0..5 {
             assert_eq!(&t.cols[1][i * 3..i * 3 + 3], &[i as u64 * 4, 0, 0]);
             assert_eq!(&t.cols[2][i * 3..i * 3 + 3], &[4, 4, 4]);
-            for j in 0..3 {
-                assert!(t.cols[0][i * 3 + j] + 4 <= shape[j]);
+            for (j, &e) in shape.iter().enumerate() {
+                assert!(t.cols[0][i * 3 + j] + 4 <= e);
             }
         }
     }

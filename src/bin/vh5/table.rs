@@ -1,0 +1,150 @@
+//! Slice tables for `vh5 read --table FILE`: text tables as `np.savetxt` and spreadsheets
+//! write them.
+//!
+//! Format: one row per line; fields separated by commas or by whitespace (spaces, tabs); for a
+//! dataset of n axes either 3n fields `src_start_0..src_start_{n-1}, dst_start_0.., count_0..`
+//! or 5n fields that add `src_step_0.., dst_step_0..` (elements; every row the same width).
+//! Fields are non-negative integers, also written as floats with no fraction (`1.0`,
+//! `1.000000000000000000e+01`, np.savetxt's default format) up to 2^53. Blank lines and
+//! everything after `#` are ignored; the first other line may be a header (it is skipped when
+//! one of its fields is not a number). Errors (`VH5_ERR_INVALID_ARGUMENT`) name the file, the
+//! line and the column; a table without data rows is an error naming the file.
+
+use vh5::error::{Error, ErrorKind, Result};
+
+/// `vh5 read --help`'s description of the table format.
+pub const FORMAT_HELP: &str = "  Table format (--table): one row per line, fields separated by commas or whitespace (spaces,
+  tabs: what np.savetxt writes); for a dataset of n axes 3n fields src_start.., dst_start..,
+  count.. or 5n fields that add src_step.., dst_step.. (elements). Fields are non-negative
+  integers (floats without a fraction such as 1.000000000000000000e+01 are accepted). Blank
+  lines and text after # are ignored; the first other line may be a header (skipped when a
+  field is not a number). A malformed line is an error naming the file and line; a table
+  with no data rows is an error.";
+
+/// Rows of a table as five flat columns (src_start, dst_start, count, src_step, dst_step),
+/// each `n * ndim` values in row order; the step columns are empty unless `steps`.
+#[derive(Default)]
+pub struct Table {
+    pub cols: [Vec<u64>; 5],
+    pub steps: bool,
+    pub n: usize,
+}
+
+/// The fields of one line (comments removed): split at commas when it has any (then every
+/// field must be non-empty), else at runs of whitespace. Empty when the line is blank.
+fn fields(line: &str) -> Option<Vec<&str>> {
+    let line = line.split('#').next().unwrap_or("").trim();
+    if line.is_empty() {
+        return Some(vec![]);
+    }
+    if line.contains(',') {
+        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        // "1,,2" or "1 2,3": refused rather than guessed
+        if f.iter().any(|x| x.is_empty() || x.contains(char::is_whitespace)) {
+            return None;
+        }
+        Some(f)
+    } else {
+        Some(line.split_whitespace().collect())
+    }
+}
+
+/// A field as a non-negative integer: decimal digits, or a float with no fraction <= 2^53.
+fn number(f: &str) -> std::result::Result<u64, String> {
+    if let Ok(v) = f.parse::<u64>() {
+        return Ok(v);
+    }
+    match f.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x <= 9_007_199_254_740_992.0 => Ok(x as u64),
+        Ok(x) if x.is_finite() && x >= 0.0 && x.fract() == 0.0 => Err("larger than 2^53 written as a float (write it as an integer)".into()),
+        Ok(_) => Err("not a non-negative integer".into()),
+        Err(_) => Err("not a number".into()),
+    }
+}
+
+/// Parse the text of table `path` for a dataset of `ndim` >= 1 axes.
+pub fn parse(path: &str, text: &str, ndim: usize) -> Result<Table> {
+    let bad = |ln: usize, m: String| Error::new(ErrorKind::InvalidArgument, format!("{path} line {}: {m}", ln + 1));
+    let expect = format!("expected per line {} fields (src_start.., dst_start.., count..) or {} (+ src_step.., dst_step..) for {ndim} axes", 3 * ndim, 5 * ndim);
+    let mut t = Table::default();
+    let mut seen_line = false;
+    for (ln, line) in text.lines().enumerate() {
+        let f = fields(line).ok_or_else(|| bad(ln, format!("an empty field or a field with spaces between commas; {expect}")))?;
+        if f.is_empty() {
+            continue;
+        }
+        let first = !seen_line;
+        seen_line = true;
+        let parsed: Vec<std::result::Result<u64, String>> = f.iter().map(|x| number(x)).collect();
+        if first && f.iter().zip(&parsed).any(|(x, p)| p.is_err() && x.parse::<f64>().is_err()) {
+            continue; // a header line: some field is not a number at all
+        }
+        let mut vals = Vec::with_capacity(f.len());
+        for (c, (x, p)) in f.iter().zip(parsed).enumerate() {
+            vals.push(p.map_err(|why| bad(ln, format!("column {}: {x:?} is {why}; {expect}", c + 1)))?);
+        }
+        let groups = vals.len() / ndim;
+        if vals.len() % ndim != 0 || !(groups == 3 || groups == 5) {
+            return Err(bad(ln, format!("{} fields; {expect}", vals.len())));
+        }
+        if t.n > 0 && (groups == 5) != t.steps {
+            return Err(bad(ln, format!("{} fields where the rows above have {}; every row needs the same fields", vals.len(), if t.steps { 5 * ndim } else { 3 * ndim })));
+        }
+        t.steps = groups == 5;
+        for g in 0..groups {
+            t.cols[g].extend(&vals[g * ndim..(g + 1) * ndim]);
+        }
+        t.n += 1;
+    }
+    if t.n == 0 {
+        return Err(Error::new(ErrorKind::InvalidArgument, format!("{path}: the table has no data rows ({expect})")));
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commas_whitespace_tabs_comments_header_and_savetxt_floats() {
+        let want = parse("t.csv", "0,0,0,0,2,2\n1,2,1,0,1,1\n", 2).unwrap();
+        for text in [
+            "# rows\nsrc0 src1 dst0 dst1 c0 c1\n0 0\t0 0\t2 2\n1   2 1 0 1 1 # second\n",
+            "0.000000000000000000e+00 0.000000000000000000e+00 0.000000000000000000e+00 0.000000000000000000e+00 2.000000000000000000e+00 2.000000000000000000e+00\n1 2 1 0 1 1\n",
+            "src_start_0, src_start_1, dst_start_0, dst_start_1, count_0, count_1\n0, 0, 0, 0, 2, 2\n\n1 ,2,1,0,1,1\n",
+        ] {
+            let t = parse("t.csv", text, 2).unwrap();
+            assert_eq!((t.n, t.steps, &t.cols), (want.n, want.steps, &want.cols), "{text:?}");
+        }
+        let t = parse("t.csv", "# c\nsrc dst count\n1 0 3\n4\t3\t1\n", 1).unwrap();
+        assert_eq!((t.n, t.steps), (2, false));
+        assert_eq!(t.cols[0], [1, 4]);
+        assert_eq!(t.cols[2], [3, 1]);
+        let t = parse("t.csv", "1.000000000000000000e+00,0,2.0\n", 1).unwrap();
+        assert_eq!((t.cols[0][0], t.cols[2][0]), (1, 2));
+        let t = parse("t.csv", "1 0 1 2 1\n", 1).unwrap();
+        assert!(t.steps && t.cols[3] == [2] && t.cols[4] == [1]);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let e = parse("t.csv", "1 0 1\n2 x 1\n", 1).err().unwrap();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument);
+        assert!(e.message.starts_with("t.csv line 2: column 2: \"x\" is not a number"), "{}", e.message);
+        let e = parse("t.csv", "1 0 1\n1.5 0 1\n", 1).err().unwrap();
+        assert!(e.message.contains("line 2: column 1: \"1.5\" is not a non-negative integer"), "{}", e.message);
+        let e = parse("t.csv", "1 0 1\n1 0\n", 1).err().unwrap();
+        assert!(e.message.contains("line 2: 2 fields"), "{}", e.message);
+        let e = parse("t.csv", "1 0 1\n1 0 1 1 1\n", 1).err().unwrap();
+        assert!(e.message.contains("same fields"), "{}", e.message);
+        let e = parse("t.csv", "1,,1\n", 1).err().unwrap();
+        assert!(e.message.contains("line 1: an empty field"), "{}", e.message);
+        for empty in ["", "# only\n\n", "a b c\n"] {
+            let e = parse("t.csv", empty, 1).err().unwrap();
+            assert!(e.message.starts_with("t.csv: the table has no data rows"), "{}", e.message);
+        }
+        let e = parse("t.csv", "-1 0 1\n", 1).err().unwrap();
+        assert!(e.message.contains("\"-1\" is not a non-negative integer"), "{}", e.message);
+    }
+}
