@@ -1,19 +1,28 @@
-"""Build hook: compile the vh5 Rust crate (repository root) and ship libvh5 inside the package.
+"""Build hook: compile the vh5 Rust crate (repository root) and ship libvh5 and the ``vh5``
+command-line tool inside the package.
 
 The crate is a plain C ABI cdylib loaded with ctypes, so it is built with
 ``Binding.NoBinding`` and installed under a fixed name (``vh5/libvh5.so``, or ``.dylib`` /
 ``.dll``) instead of an ABI-tagged extension-module name: the Python code loads it by path,
-and the same file works for every Python version. The wheel is tagged ``py3-none-<platform>``
-for the same reason. Set ``VH5_CARGO_FEATURES`` (comma separated, e.g. ``static-hdf5``) to
-pass crate features.
+and the same file works for every Python version. The crate's ``vh5`` binary is installed
+as ``vh5/vh5`` (``Binding.Exec``); ``python -m vh5`` and the ``vh5`` console script run it
+(``vh5/_cli.py``). The wheel is tagged ``py3-none-<platform>`` for the same reason.
+
+Environment:
+
+- ``VH5_FEATURES`` (comma separated, e.g. ``static-hdf5``): cargo features, the same variable
+  as ``scripts/install.sh``. ``VH5_CARGO_FEATURES``, its old name, is still accepted with a
+  deprecation message.
+- ``VH5_PREBUILT_DIR``: a directory holding an already built ``libvh5.so`` and ``vh5``
+  (e.g. ``target/release`` after ``cargo build --release --locked``): they are packaged as
+  they are and cargo is not run (used by the tests to install quickly).
 """
 
 import os
 import sys
 
-from setuptools import setup
-from setuptools_rust import Binding, RustExtension
-from setuptools_rust.build import build_rust
+from setuptools import Distribution, setup
+from setuptools.command.build_py import build_py
 
 try:
     from setuptools.command.bdist_wheel import bdist_wheel
@@ -31,14 +40,6 @@ else:
     LIB_NAME = "libvh5.so"
 
 
-class build_rust_fixed_name(build_rust):
-    """Install the cdylib as vh5/libvh5.so rather than vh5/libvh5.cpython-XY-<plat>.so."""
-
-    def get_dylib_ext_path(self, ext, target_fname):
-        path = super().get_dylib_ext_path(ext, target_fname)
-        return os.path.join(os.path.dirname(path), LIB_NAME)
-
-
 class bdist_wheel_any_python(bdist_wheel):
     """The wheel has no Python extension module: any Python 3, one platform."""
 
@@ -47,24 +48,75 @@ class bdist_wheel_any_python(bdist_wheel):
         return "py3", "none", plat
 
 
-if not os.path.exists(CARGO_TOML):
+if not os.path.exists(CARGO_TOML) and not os.environ.get("VH5_PREBUILT_DIR"):
     sys.exit(
         f"vh5: the Rust crate was not found at {CARGO_TOML}; install from a checkout of the "
         "repository (pip install ./bindings/python)"
     )
 
-features = [f for f in os.environ.get("VH5_CARGO_FEATURES", "").split(",") if f]
 
-setup(
-    rust_extensions=[
-        RustExtension(
-            "vh5.libvh5",
-            path=CARGO_TOML,
-            binding=Binding.NoBinding,
-            py_limited_api=False,
-            features=features,
-            args=["--locked"],
-        )
-    ],
-    cmdclass={"build_rust": build_rust_fixed_name, "bdist_wheel": bdist_wheel_any_python},
-)
+def cargo_features():
+    """The cargo features from VH5_FEATURES (or its deprecated name VH5_CARGO_FEATURES)."""
+    new, old = os.environ.get("VH5_FEATURES"), os.environ.get("VH5_CARGO_FEATURES")
+    if old is not None:
+        print("vh5: VH5_CARGO_FEATURES is deprecated; set VH5_FEATURES (the name scripts/install.sh uses)", file=sys.stderr)
+        if new is not None and new != old:
+            sys.exit(f"vh5: VH5_FEATURES={new!r} and VH5_CARGO_FEATURES={old!r} disagree; set only VH5_FEATURES")
+    return [f for f in (new if new is not None else old or "").split(",") if f]
+
+
+EXE_NAME = "vh5.exe" if sys.platform == "win32" else "vh5"
+PREBUILT = os.environ.get("VH5_PREBUILT_DIR")
+
+
+class build_py_with_prebuilt(build_py):
+    """Copy VH5_PREBUILT_DIR's library and binary into the package instead of running cargo."""
+
+    def run(self):
+        super().run()
+        for name in (LIB_NAME, EXE_NAME):
+            src = os.path.join(PREBUILT, name)
+            if not os.path.isfile(src):
+                sys.exit(f"vh5: VH5_PREBUILT_DIR={PREBUILT}: {src} not found (cargo build --release --locked first)")
+            dst = os.path.join(self.build_lib, "vh5", name)
+            self.copy_file(src, dst)
+            if name == EXE_NAME:
+                os.chmod(dst, 0o755)
+
+
+class binary_distribution(Distribution):
+    """The package holds native code (a wheel per platform) even when no extension is built."""
+
+    def has_ext_modules(self):
+        return True
+
+
+if PREBUILT:
+    setup(distclass=binary_distribution, cmdclass={"build_py": build_py_with_prebuilt, "bdist_wheel": bdist_wheel_any_python})
+else:
+    from setuptools_rust import Binding, RustExtension
+    from setuptools_rust.build import build_rust
+
+    class build_rust_fixed_name(build_rust):
+        """Install the cdylib as vh5/libvh5.so rather than vh5/libvh5.cpython-XY-<plat>.so."""
+
+        def get_dylib_ext_path(self, ext, target_fname):
+            path = super().get_dylib_ext_path(ext, target_fname)
+            return os.path.join(os.path.dirname(path), LIB_NAME)
+
+    features = cargo_features()
+    setup(
+        rust_extensions=[
+            RustExtension(
+                "vh5.libvh5",
+                path=CARGO_TOML,
+                binding=Binding.NoBinding,
+                py_limited_api=False,
+                features=features,
+                args=["--locked"],
+            ),
+            # the command-line tool, installed as vh5/vh5 (run by python -m vh5 / the vh5 script)
+            RustExtension({"vh5": "vh5.vh5"}, path=CARGO_TOML, binding=Binding.Exec, script=False, features=features, args=["--locked", "--bin", "vh5"]),
+        ],
+        cmdclass={"build_rust": build_rust_fixed_name, "bdist_wheel": bdist_wheel_any_python},
+    )
