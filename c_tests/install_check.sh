@@ -114,8 +114,9 @@ C
 }
 check "VH5_VERSION_MAJOR/MINOR/PATCH/STRING match Cargo.toml ($VERSION)" version_macros
 
-cli() { local v; v=$("$P/bin/vh5" --version); echo "$v"; [ "$v" = "vh5 $VERSION" ]; }
-check "bin/vh5 --version" cli
+# first line vh5's version, second line the libhdf5 it runs with ("libhdf5 1.10.8 (system, ...)")
+cli() { local v; v=$("$P/bin/vh5" --version); echo "$v"; [ "$(echo "$v" | sed -n 1p)" = "vh5 $VERSION" ] && echo "$v" | sed -n 2p | grep -q '^libhdf5 [0-9]*\.[0-9]*\.[0-9]* ('; }
+check "bin/vh5 --version (vh5 and libhdf5 versions)" cli
 
 # --- CMake consumer project ----------------------------------------------------------------
 FULL=${VH5_CONSUMER_FULL:-}

@@ -15,7 +15,8 @@
 #   lib/cmake/vh5/            vh5Config.cmake + vh5ConfigVersion.cmake (find_package(vh5))
 #   lib/pkgconfig/vh5.pc      pkg-config file
 #   bin/vh5                   command-line tool
-# Environment: VH5_FEATURES="static-hdf5" builds with cargo features (see docs/INSTALL.md);
+# Environment: VH5_FEATURES="static-hdf5" builds with cargo features (see docs/INSTALL.md; the
+# same variable as pip install ./bindings/python; the old VH5_CARGO_FEATURES is accepted);
 # CARGO_TARGET_DIR is honoured. Needs cargo; cmake for the CMake version file.
 set -euo pipefail
 
@@ -35,6 +36,13 @@ case "$VERSION" in
   *) echo "install: cannot read the crate version from 'cargo pkgid' ($pkgid)" >&2; exit 1 ;;
 esac
 FEATURES=()
+if [ -n "${VH5_CARGO_FEATURES:-}" ]; then   # the old name pip's build read
+  echo "[install] VH5_CARGO_FEATURES is deprecated: set VH5_FEATURES (read by this script and by pip install ./bindings/python)" >&2
+  if [ -n "${VH5_FEATURES:-}" ] && [ "$VH5_FEATURES" != "$VH5_CARGO_FEATURES" ]; then
+    echo "[install] VH5_FEATURES=$VH5_FEATURES and VH5_CARGO_FEATURES=$VH5_CARGO_FEATURES disagree; set only VH5_FEATURES" >&2; exit 2
+  fi
+  VH5_FEATURES=$VH5_CARGO_FEATURES
+fi
 [ -n "${VH5_FEATURES:-}" ] && FEATURES=(--features "$VH5_FEATURES")
 
 echo "[install] vh5 $VERSION: cargo build --release --locked ${FEATURES[*]}"
