@@ -83,9 +83,11 @@ pub fn expect_kind(lock: &H5Lock, id: hid_t, kinds: &[H5I_type_t], what: &str) -
 /// Errors: `InvalidHandle` when `loc` is not an open file or group; `NotFound` when a path
 /// component does not exist (naming it); `InvalidArgument` when the object is not a dataset;
 /// `Hdf5` when libhdf5 cannot read the links or the object (damaged metadata);
-/// `Unsupported` when the path traverses an external link or the dataset's storage is
-/// external or virtual, unless `loc` is a file opened with `VH5_FILE_ALLOW_EXTERNAL` (see
-/// [`super::external`]).
+/// `Unsupported` when the object is written in a format newer than the linked libhdf5 reads
+/// (the link exists but libhdf5 cannot decode its object header: "file `f.h5`, object `x`:
+/// written with a newer HDF5 format ...", see [`super::error::newer_format_error`]), and when
+/// the path traverses an external link or the dataset's storage is external or virtual,
+/// unless `loc` is a file opened with `VH5_FILE_ALLOW_EXTERNAL` (see [`super::external`]).
 pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
     expect_kind(lock, loc, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_GROUP], "file")?;
     let allow_ext = super::external::allowed(loc);
