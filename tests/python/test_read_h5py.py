@@ -221,9 +221,9 @@ def test_cli_save_npy_matches_h5py():
     want[3:5, 0:9:2] = data[50:52, 40:50:2]
     assert got.dtype == np.dtype("=i4")
     np.testing.assert_array_equal(got, want)
-    assert "rows 2 (skipped 0), elements 22" in r.stdout
+    assert "rows: 2 read, 0 skipped (count 0, or clipped to nothing by --clip); 22 elements copied" in r.stdout, r.stdout
     r = subprocess.run([CLI, "read", str(path), "v", "--random", "100", "--size", "5,5", "--seed", "9"], capture_output=True, text=True)
-    assert r.returncode == 0 and "rows 100 (skipped 0), elements 2500" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "rows: 100 read, 0 skipped" in r.stdout and "2500 elements copied" in r.stdout, r.stdout + r.stderr
     # libhdf5's automatic error printing is silenced: one vh5 line, no HDF5-DIAG dump.
     r = subprocess.run([CLI, "read", str(path), "nope/v", "--random", "1", "--size", "1,1"], capture_output=True, text=True)
     assert r.returncode == 1 and "HDF5-DIAG" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
