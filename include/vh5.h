@@ -771,6 +771,9 @@ extern "C" {
  * Returns the full length of the message in bytes (not counting the NUL), so a return value
  * `>= cap` means it was truncated. The message is the
  * empty string after a successful call. Thread-safe: each thread has its own message.
+ *
+ * # Safety
+ * `buf` must be NULL or valid for writes of `cap` bytes.
  */
 size_t vh5_last_error_message(char *buf, size_t cap);
 

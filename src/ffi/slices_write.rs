@@ -5,7 +5,7 @@
 //! any thread; libhdf5 calls are serialised by vh5's process-wide lock. The caller must not
 //! modify (or, for a destination, access) the arrays' memory from another thread during a call.
 
-use super::args::{array_parts, table_args};
+use super::args::{array_parts, src_array, table_args};
 use super::hdf5::vh5_array;
 use super::{guard, null_arg, vh5_status};
 
@@ -63,19 +63,19 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
     flags: u32,
 ) -> vh5_status {
     guard(|| {
-        if src.is_null() {
-            return Err(null_arg("src"));
+        // Both arrays are checked for NULL before either is decoded (the order of the statuses).
+        for (a, name) in [(src, "src"), (dst, "dst")] {
+            if a.is_null() {
+                return Err(null_arg(name));
+            }
         }
-        if dst.is_null() {
-            return Err(null_arg("dst"));
-        }
-        let (sp, sd, sl) = array_parts(&*src, "src", true)?;
-        let (dp, dd, dl) = array_parts(&*dst, "dst", true)?;
-        let table = table_args(dl.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step)?;
+        // SAFETY: `src` and `dst` point to `vh5_array`s (this function's contract).
+        let ((sp, sd, sl), (dp, dd, dl)) = unsafe { (array_parts(src, "src", true)?, array_parts(dst, "dst", true)?) };
+        // SAFETY: the tables as this function's contract says.
+        let table = unsafe { table_args(dl.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step) }?;
         // SAFETY: the caller's contract on src/dst memory; the core never holds a shared and a
         // mutable borrow of the same bytes at once.
-        crate::slices::memcopy::copy_many_slices_raw(sp, &sl, sd, dp, &dl, dd, &table, flags)?;
-        Ok(())
+        unsafe { crate::slices::memcopy::copy_many_slices_raw(sp, &sl, sd, dp, &dl, dd, &table, flags) }.map(drop)
     })
 }
 
@@ -168,16 +168,10 @@ pub unsafe extern "C" fn vh5_write_many_slices(
     flags: u32,
 ) -> vh5_status {
     guard(|| {
-        if src.is_null() {
-            return Err(null_arg("src"));
-        }
-        let (p, dtype, layout) = array_parts(&*src, "src", true)?;
-        let table = table_args(layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step)?;
-        // SAFETY: the caller's contract: `base` valid for reads of `base_len` bytes (a dangling
-        // non-null pointer when base_len is 0, valid for an empty slice).
-        let buf: &[u8] = std::slice::from_raw_parts(p as *const u8, layout.base_len);
-        let a = crate::slices::SrcArray { buf, layout, dtype };
-        crate::slices::write_many_slices(dset, &a, &table, flags)?;
-        Ok(())
+        // SAFETY: `src` and its memory as this function's contract says.
+        let a = unsafe { src_array(src, "src") }?;
+        // SAFETY: the tables as this function's contract says.
+        let table = unsafe { table_args(a.layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step) }?;
+        crate::slices::write_many_slices(dset, &a, &table, flags).map(drop)
     })
 }
