@@ -192,21 +192,19 @@ pub fn classify(lock: &H5Lock, t: hid_t) -> Result<TypeInfo> {
                     }
                 }
             }
-            H5T_class_t::H5T_ENUM => {
-                if size == 1 && H5Tget_nmembers(t) == 2 {
-                    let mut ok = true;
-                    for (i, (name, val)) in [("FALSE", 0i8), ("TRUE", 1i8)].into_iter().enumerate() {
-                        let mut v = 0i8;
-                        let r = H5Tget_member_value(t, i as c_uint, &mut v as *mut i8 as *mut _);
-                        ok &= r >= 0 && v == val && member_name(t, i as c_uint) == name;
-                    }
-                    if ok {
-                        return Ok(simple(Dtype::Bool, None));
-                    }
+            H5T_class_t::H5T_ENUM if size == 1 && H5Tget_nmembers(t) == 2 => {
+                let mut ok = true;
+                for (i, (name, val)) in [("FALSE", 0i8), ("TRUE", 1i8)].into_iter().enumerate() {
+                    let mut v = 0i8;
+                    let r = H5Tget_member_value(t, i as c_uint, &mut v as *mut i8 as *mut _);
+                    ok &= r >= 0 && v == val && member_name(t, i as c_uint) == name;
+                }
+                if ok {
+                    return Ok(simple(Dtype::Bool, None));
                 }
             }
-            H5T_class_t::H5T_COMPOUND => {
-                if H5Tget_nmembers(t) == 2 && member_name(t, 0) == "r" && member_name(t, 1) == "i" {
+            H5T_class_t::H5T_COMPOUND if H5Tget_nmembers(t) == 2 && member_name(t, 0) == "r" && member_name(t, 1) == "i" => {
+                {
                     let r = Handle::new(lock, H5Tget_member_type(t, 0), "H5Tget_member_type")?;
                     let i = Handle::new(lock, H5Tget_member_type(t, 1), "H5Tget_member_type")?;
                     let (ri, ii) = (classify(lock, r.id())?, classify(lock, i.id())?);
