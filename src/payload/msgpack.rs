@@ -18,7 +18,7 @@ use rmp::decode::bytes::BytesReadError;
 use rmp::decode::{self, Bytes, ValueReadError};
 use rmp::Marker;
 
-use super::{check_data_len, effective_order, CountInfo, DataLoc, Format, Layout, Parsed, Shape, MAX_NDIM};
+use super::view::{check_data_len, effective_order, CountInfo, DataLoc, Format, Layout, Parsed, Shape, MAX_NDIM};
 use crate::dtype::{ByteOrder, Dtype};
 use crate::error::{Error, Result};
 

@@ -33,7 +33,7 @@ mod msgpack;
 
 pub use super::cbor::raw::MAX_DEPTH;
 use super::cbor::raw::INDEF;
-use super::PayloadView;
+use super::view::PayloadView;
 use crate::error::Result;
 
 /// `Item::parent` of the root item.
@@ -417,7 +417,7 @@ impl<'a, S: Sink<'a>> Walk<'a, '_, S> {
         if pend != end {
             bail!(Malformed, "byte {}: the array map ends at byte {pend} as an array but at byte {end} as a map", l.head);
         }
-        let v = super::view_of(p, 0).map_err(|e| super::cbor::raw::ctx(e, &format!("array map at byte {}", l.head)))?;
+        let v = super::decode::view_of(p, 0).map_err(|e| super::cbor::raw::ctx(e, &format!("array map at byte {}", l.head)))?;
         // Roll back: the map's item becomes the view; its children are forgotten.
         self.items = l.item;
         self.views = l.views_at;
