@@ -183,9 +183,8 @@ pub unsafe extern "C" fn vh5_file_open(path: *const c_char, flags: u32, file_out
 /// `VH5_ERR_UNSUPPORTED` (the path goes through an external link, or the dataset stores its
 /// data in external files or is virtual, and `file` was not opened with
 /// `VH5_FILE_ALLOW_EXTERNAL`: the message names the dataset and what it points at);
-/// `VH5_ERR_HDF5`. `*dset_out` is set to -1 on failure. Chunked datasets get a chunk cache of
-/// 8 chunks (at least 8 MiB, at most 64 MiB; libhdf5 1.10's default is 1 MiB) so that many
-/// small reads decompress each chunk once. Thread-safe.
+/// `VH5_ERR_HDF5`. `*dset_out` is set to -1 on failure. Chunked datasets are opened with a
+/// larger chunk cache than libhdf5's default (see docs/ARCHITECTURE.md). Thread-safe.
 ///
 /// # Safety
 /// `name` must be NULL or a NUL-terminated string; `dset_out` NULL or valid for one write.
@@ -283,11 +282,10 @@ pub extern "C" fn vh5_close(id: i64) -> vh5_status {
 /// bytes, a row's staging buffer — could not be allocated; the message names the chunk or
 /// row and the bytes; earlier rows may have been written).
 ///
-/// Memory: vh5 reads a chunk whole into a buffer of its own only when its decoded size is at
-/// most env `VH5_MAX_CHUNK_BYTES` (bytes, read once; default 1 GiB); pieces of larger chunks
-/// are read through libhdf5 (`H5Dread`), with the same results. Sizes read from the file
-/// (stored chunk size, decoded size) are checked against the file size and the chunk size,
-/// and a failed allocation is a status, never an abort.
+/// Memory: a buffer vh5 allocates for a whole chunk is at most env `VH5_MAX_CHUNK_BYTES`
+/// (bytes, read once; default 1 GiB; larger chunks are read in pieces with the same
+/// results); sizes read from the file are checked before they size a buffer, and a failed
+/// allocation is a status, never an abort. How reads are planned: docs/ARCHITECTURE.md.
 ///
 /// Thread-safe (see the module notes); the caller must not access `*dst`'s memory from
 /// another thread during the call.
