@@ -45,20 +45,8 @@ pub(crate) fn walk_array<F: FnMut(u64, i64)>(d: &mut Decoder<'_>, f: &mut F) -> 
         }
         // fast path: a run of small unsigned integers inside a definite-length level
         if stack[depth - 1] != INDEF {
-            let mut left = stack[depth - 1];
-            while left > 0 {
-                let Some(v) = uint_head(input, pos) else { break };
-                let (v, adv) = v;
-                if v > i64::MAX as u64 {
-                    bail!(Malformed, "count element {idx} at byte {pos} = {v} does not fit int64");
-                }
-                f(idx, v as i64);
-                idx += 1;
-                pos += adv;
-                left -= 1;
-            }
-            stack[depth - 1] = left;
-            if left == 0 {
+            stack[depth - 1] = uint_run(input, &mut pos, stack[depth - 1], &mut idx, f)?;
+            if stack[depth - 1] == 0 {
                 continue;
             }
         }
@@ -107,6 +95,24 @@ pub(crate) fn walk_array<F: FnMut(u64, i64)>(d: &mut Decoder<'_>, f: &mut F) -> 
     }
     d.set_position(pos);
     Ok((idx, nested))
+}
+
+/// Hand over up to `left` leaves that are complete unsigned-integer heads, from `*pos` on
+/// (advancing `*pos` and `*idx`); returns how many of the `left` remain (the first other
+/// item stops the run). A value above INT64_MAX is `Malformed`.
+#[inline(always)]
+fn uint_run<F: FnMut(u64, i64)>(input: &[u8], pos: &mut usize, mut left: u64, idx: &mut u64, f: &mut F) -> Result<u64> {
+    while left > 0 {
+        let Some((v, adv)) = uint_head(input, *pos) else { break };
+        if v > i64::MAX as u64 {
+            bail!(Malformed, "count element {idx} at byte {pos} = {v} does not fit int64");
+        }
+        f(*idx, v as i64);
+        *idx += 1;
+        *pos += adv;
+        left -= 1;
+    }
+    Ok(left)
 }
 
 /// A complete unsigned-integer head at `pos` (RFC 8949 §3.1 major type 0): `(value, bytes)`;
