@@ -149,14 +149,7 @@ pub fn detect_format(buf: &[u8]) -> Result<DocFormat> {
         }
         Ok(super::detect::Detected::Msgpack) => return Ok(DocFormat::Msgpack),
         Ok(super::detect::Detected::Cbor) => {
-            let b = buf[0];
-            let tag_ok = match b {
-                0xa0..=0xbf => true,
-                0xd8 => buf.get(1).is_some_and(|&t| t == 40 || (64..=87).contains(&t)),
-                0xd9 => matches!(buf.get(1..3), Some([0x04, 0x10]) | Some([0xd9, 0xf7])),
-                _ => false,
-            };
-            if tag_ok {
+            if matches!(buf[0], 0xa0..=0xbf) || super::detect::payload_tag(buf) {
                 return Ok(DocFormat::Cbor);
             }
         }
