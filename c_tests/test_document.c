@@ -3,21 +3,11 @@
  * xarray.Dataset.to_dict("array") packed with msgpack_numpy.encode), and a CBOR document with
  * an RFC 8746 typed array; errors: truncation, NULL arguments, unknown format. */
 #include "vh5.h"
+#include "check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures = 0;
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                          \
-    }                                                                      \
-  } while (0)
-
-static double load_f64(const uint8_t *p) { double d; memcpy(&d, p, 8); return d; }
 
 /* msgpack-numpy map {b"nd": true, b"type": "<f8", b"kind": b"", b"shape": [2], b"data": <16 bytes>} */
 static size_t put_array(uint8_t *o, double a, double b) {
@@ -100,10 +90,5 @@ static void cbor_document(void) {
 int main(void) {
   msgpack_document();
   cbor_document();
-  if (failures) {
-    fprintf(stderr, "test_document: %d failures\n", failures);
-    return 1;
-  }
-  printf("test_document: ok\n");
-  return 0;
+  return finish("test_document");
 }

@@ -3,29 +3,12 @@
  * (VH5_SHARED_DATA/payloads/server) when present (embedded copies of two are used otherwise).
  * Elements are read with memcpy (unaligned-safe). */
 #include "vh5.h"
+#include "check.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures = 0;
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                          \
-    }                                                                      \
-  } while (0)
-
-static char msg[1024];
-static const char *last_msg(void) {
-  vh5_last_error_message(msg, sizeof msg);
-  return msg;
-}
-
-static double load_f64(const uint8_t *p) { double d; memcpy(&d, p, 8); return d; }
-static int64_t load_i64(const uint8_t *p) { int64_t v; memcpy(&v, p, 8); return v; }
 
 /* serde_cbor layout of a Reductionist 0.13.1 response: sum over axis 0 -> float64 [2],
  * count [3, 300], little-endian. */
@@ -156,7 +139,7 @@ static void test_malformed_vector(void) {
   payload_view v;
   CHECK(n == 93);
   CHECK(payload_decode_view(buf, n, 0, &v) == VH5_ERR_MALFORMED);
-  CHECK(strstr(last_msg(), "3 bytes") != NULL && strstr(msg, "24 bytes") != NULL);
+  CHECK(strstr(last_msg(), "3 bytes") != NULL && strstr(last_msg(), "24 bytes") != NULL);
   CHECK(strcmp(vh5_status_name(VH5_ERR_MALFORMED), "VH5_ERR_MALFORMED") == 0);
 }
 
@@ -200,7 +183,7 @@ static void test_shared_server(void) {
   if (buf) {
     CHECK(payload_decode_view(buf, len, 0, &v) == VH5_ERR_SERVER_ERROR);
     CHECK(strstr(last_msg(), "this is a JSON error body from the server: error retrieving object from S3 storage") != NULL);
-    CHECK(strstr(msg, "NoSuchKey") != NULL);
+    CHECK(strstr(last_msg(), "NoSuchKey") != NULL);
     free(buf);
   }
 }
@@ -228,10 +211,5 @@ int main(void) {
   test_malformed_vector();
   test_nested_and_scalar_counts();
   test_shared_server();
-  if (failures) {
-    fprintf(stderr, "test_payload: %d failure(s)\n", failures);
-    return 1;
-  }
-  printf("test_payload: all checks passed\n");
-  return 0;
+  return finish("test_payload");
 }

@@ -771,6 +771,9 @@ extern "C" {
  * Returns the full length of the message in bytes (not counting the NUL), so a return value
  * `>= cap` means it was truncated. The message is the
  * empty string after a successful call. Thread-safe: each thread has its own message.
+ *
+ * # Safety
+ * `buf` must be NULL or valid for writes of `cap` bytes.
  */
 size_t vh5_last_error_message(char *buf, size_t cap);
 
@@ -958,9 +961,8 @@ vh5_status vh5_file_open(const char *path, uint32_t flags, int64_t *file_out);
  * `VH5_ERR_UNSUPPORTED` (the path goes through an external link, or the dataset stores its
  * data in external files or is virtual, and `file` was not opened with
  * `VH5_FILE_ALLOW_EXTERNAL`: the message names the dataset and what it points at);
- * `VH5_ERR_HDF5`. `*dset_out` is set to -1 on failure. Chunked datasets get a chunk cache of
- * 8 chunks (at least 8 MiB, at most 64 MiB; libhdf5 1.10's default is 1 MiB) so that many
- * small reads decompress each chunk once. Thread-safe.
+ * `VH5_ERR_HDF5`. `*dset_out` is set to -1 on failure. Chunked datasets are opened with a
+ * larger chunk cache than libhdf5's default (see docs/ARCHITECTURE.md). Thread-safe.
  *
  * # Safety
  * `name` must be NULL or a NUL-terminated string; `dset_out` NULL or valid for one write.
@@ -1035,11 +1037,10 @@ vh5_status vh5_close(int64_t id);
  * bytes, a row's staging buffer — could not be allocated; the message names the chunk or
  * row and the bytes; earlier rows may have been written).
  *
- * Memory: vh5 reads a chunk whole into a buffer of its own only when its decoded size is at
- * most env `VH5_MAX_CHUNK_BYTES` (bytes, read once; default 1 GiB); pieces of larger chunks
- * are read through libhdf5 (`H5Dread`), with the same results. Sizes read from the file
- * (stored chunk size, decoded size) are checked against the file size and the chunk size,
- * and a failed allocation is a status, never an abort.
+ * Memory: a buffer vh5 allocates for a whole chunk is at most env `VH5_MAX_CHUNK_BYTES`
+ * (bytes, read once; default 1 GiB; larger chunks are read in pieces with the same
+ * results); sizes read from the file are checked before they size a buffer, and a failed
+ * allocation is a status, never an abort. How reads are planned: docs/ARCHITECTURE.md.
  *
  * Thread-safe (see the module notes); the caller must not access `*dst`'s memory from
  * another thread during the call.
@@ -1071,14 +1072,10 @@ vh5_status vh5_read_many_slices(int64_t dset,
  * `VH5_MAX_CHUNK_BYTES`) value makes every read and write fail with
  * `VH5_ERR_INVALID_ARGUMENT` naming the variable, never silently ignored.
  *
- * Worker threads never call libhdf5: the calling thread reads the stored chunk bytes under
- * vh5's libhdf5 lock and the workers inflate / unshuffle / checksum / byte-swap and copy them
- * into the destination, outside the lock. The same holds for `vh5_write_many_slices` of
- * filtered datasets (workers merge and compress, the calling thread stores). The calling
- * thread holds the lock only while it fetches or stores chunks: never while it decodes a
- * chunk itself or waits for the workers, and between two chunk fetches it hands the lock to
- * any thread waiting for it, so vh5 calls from other threads (and other libhdf5 users of the
- * same lock) interleave with a long call instead of waiting for its end.
+ * Worker threads never call libhdf5, and a call holds vh5's libhdf5 lock only while it
+ * fetches or stores chunks, handing it to waiting threads between chunks: vh5 calls from
+ * other threads (and other libhdf5 users of the same lock) interleave with a long call
+ * instead of waiting for its end. The division of work: docs/ARCHITECTURE.md.
  *
  * Returns `VH5_OK`; `VH5_ERR_INVALID_ARGUMENT` when `n` > VH5_MAX_THREADS (the setting is
  * then unchanged). Thread-safe.
@@ -1135,9 +1132,7 @@ const char *vh5_hdf5_origin(void);
  *
  * Same memory: `src` and `dst` may describe the same buffer or overlapping views of it. Each
  * row then behaves as if its source block were first copied to a temporary (memmove
- * semantics, like numpy's `dst[...] = src[...]`): it sees the results of earlier rows. Rows
- * whose source and destination byte ranges intersect go through an internal scratch buffer;
- * others are copied directly.
+ * semantics, like numpy's `dst[...] = src[...]`): it sees the results of earlier rows.
  *
  * `flags`: 0 or `VH5_SLICES_CLIP` (counts silently clipped to both extents, rows clipped to
  * nothing skipped). `VH5_SLICES_CONVERT` is refused: the dtypes (and item sizes) must be
@@ -1195,20 +1190,9 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * rows clipped to nothing skipped), `VH5_SLICES_CONVERT` (let libhdf5 convert from the
  * array's dtype to the dataset's, e.g. float64 -> int16) or 0.
  *
- * Chunked datasets (compressed or not): each chunk the rows touch is written ONCE per call;
- * chunks the rows cover completely are assembled in memory and written without being read;
- * chunks covered in part are read once (unallocated chunks read as the fill value), merged
- * in row order and written once. Contiguous and compact datasets, and chunked datasets
- * written with a dtype conversion (CONVERT with an array dtype other than the dataset's: a
- * chunk merged in the array's dtype would round-trip the elements no row writes through it),
- * get one `H5Dwrite` per row.
- * Filtered chunked datasets whose whole pipeline is deflate / shuffle / fletcher32 and whose
- * file type needs no conversion from the array's (byte order aside): vh5 runs the filters
- * itself (deflate at the dataset's level) on up to `vh5_get_num_threads()` worker threads
- * outside the libhdf5 lock and stores each chunk with `H5Dwrite_chunk`, filter mask 0;
- * chunks covered in part are read raw (`H5Dread_chunk`) and decoded by vh5. Other
- * pipelines (szip, nbit, scaleoffset, plugins) and conversions go through `H5Dwrite`.
- * Either way the file ends up as libhdf5's own `H5Dwrite` of the same rows leaves it: a new
+ * The file ends up as libhdf5's own `H5Dwrite` of the same rows leaves it, whichever path
+ * vh5 takes (chunks assembled and written once per call, filters run by vh5 on worker
+ * threads for deflate / shuffle / fletcher32 pipelines: see docs/ARCHITECTURE.md): a new
  * chunk starts as the fill value throughout (also outside the extent of an edge chunk,
  * visible after a resize), or as zeros under fill time never; a stored edge chunk keeps its
  * bytes outside the extent; with `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS` partial edge chunks

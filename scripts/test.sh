@@ -8,6 +8,9 @@ bash scripts/setup.sh
 echo "== cargo build (release library, CLI)"
 cargo build --release --locked 2>&1 | tail -n 2
 
+echo "== duplicate code (no block of 8+ code lines repeated in the library under src/)"
+python3 scripts/check_duplicates.py
+
 echo "== cargo test"
 log=$(mktemp -t vh5-cargo-test.XXXXXX)
 trap 'rm -f "$log"' EXIT

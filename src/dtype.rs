@@ -130,22 +130,28 @@ impl Dtype {
 
     /// Canonical lower-case name (numpy's): "int32", "float64", "complex128", "bool", "opaque".
     pub fn name(self) -> &'static str {
+        self.c_name().to_str().unwrap_or("?")
+    }
+
+    /// [`Dtype::name`] as a NUL-terminated string (what `vh5_dtype_name` returns): the one
+    /// table of dtype names.
+    pub fn c_name(self) -> &'static std::ffi::CStr {
         match self {
-            Dtype::Bool => "bool",
-            Dtype::Int8 => "int8",
-            Dtype::Int16 => "int16",
-            Dtype::Int32 => "int32",
-            Dtype::Int64 => "int64",
-            Dtype::UInt8 => "uint8",
-            Dtype::UInt16 => "uint16",
-            Dtype::UInt32 => "uint32",
-            Dtype::UInt64 => "uint64",
-            Dtype::Float16 => "float16",
-            Dtype::Float32 => "float32",
-            Dtype::Float64 => "float64",
-            Dtype::Complex64 => "complex64",
-            Dtype::Complex128 => "complex128",
-            Dtype::Opaque => "opaque",
+            Dtype::Bool => c"bool",
+            Dtype::Int8 => c"int8",
+            Dtype::Int16 => c"int16",
+            Dtype::Int32 => c"int32",
+            Dtype::Int64 => c"int64",
+            Dtype::UInt8 => c"uint8",
+            Dtype::UInt16 => c"uint16",
+            Dtype::UInt32 => c"uint32",
+            Dtype::UInt64 => c"uint64",
+            Dtype::Float16 => c"float16",
+            Dtype::Float32 => c"float32",
+            Dtype::Float64 => c"float64",
+            Dtype::Complex64 => c"complex64",
+            Dtype::Complex128 => c"complex128",
+            Dtype::Opaque => c"opaque",
         }
     }
 

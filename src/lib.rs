@@ -10,6 +10,12 @@
 //! - [`hdf5`]: libhdf5 access behind one process-wide lock, error-stack capture, RAII handles.
 //! - [`dtype`]: element types shared by both halves.
 //! - [`error`]: the crate's error type.
+//!
+//! Every `unsafe` operation sits in an `unsafe` block (also inside `unsafe fn`s) with a
+//! `// SAFETY:` comment saying why it holds; clippy enforces the comment.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 #[macro_use]
 pub mod error;

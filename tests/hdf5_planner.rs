@@ -79,8 +79,8 @@ fn create(path: &std::path::Path, sp: &Spec, fill: &[u8], data: &[u8], written: 
                 idx[j] = start[j] + r % count[j];
                 r /= count[j];
             }
-            for j in 0..n {
-                off = off * sp.shape[j] + idx[j];
+            for (&extent, &i) in sp.shape.iter().zip(&idx) {
+                off = off * extent + i;
             }
             block.extend_from_slice(&data[off as usize * size..(off as usize + 1) * size]);
         }

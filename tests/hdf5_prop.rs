@@ -122,10 +122,10 @@ fn run_case(mut c: Case) -> Result<(), TestCaseError> {
         acc *= alloc[j] as i64;
     }
     let mut offset = c.extra as i64;
-    for j in 0..n {
-        if c.neg[j] {
-            offset += strides[j] * (c.dst_shape[j] as i64 - 1);
-            strides[j] = -strides[j];
+    for ((s, &neg), &extent) in strides.iter_mut().zip(&c.neg).zip(&c.dst_shape).take(n) {
+        if neg {
+            offset += *s * (extent as i64 - 1);
+            *s = -*s;
         }
     }
     let buf_len = acc as usize + c.extra + 5;

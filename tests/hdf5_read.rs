@@ -398,7 +398,7 @@ fn custom_types_file(p: &std::path::Path) {
         let st = H5Tcopy(*H5T_C_S1);
         H5Tset_size(st, 4);
         let d = H5Dcreate2(f, cs("fixed").as_ptr(), st, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        assert!(H5Dwrite(d, st, H5S_ALL, H5S_ALL, H5P_DEFAULT, b"abcdefghijk\0".as_ptr() as *const _) >= 0);
+        assert!(H5Dwrite(d, st, H5S_ALL, H5S_ALL, H5P_DEFAULT, c"abcdefghijk".as_ptr() as *const _) >= 0);
         H5Dclose(d);
         H5Tclose(st);
         // variable-length string

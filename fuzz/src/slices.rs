@@ -277,6 +277,7 @@ struct Side<'a> {
 /// Apply validated rows: element e of row i goes from source index `s + k*ss` to
 /// destination index `d + k*ds`. `read(off)` fetches a source element (`itemsize` bytes at
 /// byte `off` of the source buffer); every row is gathered completely before it is written.
+#[allow(clippy::too_many_arguments)]
 fn apply_rows(
     t: &Tables,
     n: usize,

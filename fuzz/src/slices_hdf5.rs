@@ -39,9 +39,13 @@ pub struct ReadCase {
     pub seed: u8,
 }
 
-/// The contract of `vh5_read_many_slices` (C header) for `c`: the failure, or (reference
-/// bytes of the whole dataset in the destination dtype, each row's effective counts).
-pub fn expect_read<'f>(f: &'f FixtureDs, c: &ReadCase) -> Result<Option<(&'f [u8], Vec<Option<Vec<u64>>>)>, Fail> {
+/// What a valid read must produce: reference bytes of the whole dataset in the destination
+/// dtype, and each row's effective counts (`None`: the row was clipped to nothing).
+pub type Expected<'f> = (&'f [u8], Vec<Option<Vec<u64>>>);
+
+/// The contract of `vh5_read_many_slices` (C header) for `c`: the failure, or what it must
+/// produce ([`Expected`]).
+pub fn expect_read<'f>(f: &'f FixtureDs, c: &ReadCase) -> Result<Option<Expected<'f>>, Fail> {
     let dstr = array_strides(&c.dst, false).map_err(|s| fail(s, None))?;
     let n = c.dst.shape.len();
     if tables_null(&c.tables, n) {

@@ -1,12 +1,13 @@
 //! Argument decoders shared by every export that takes arrays or slice tables: one place that
-//! turns a `vh5_array` into a dtype and an [`ArrayLayout`] (checking dtype code, rank, item
-//! size against the dtype, shape/strides pointers, base vs base_len) and one that borrows the
-//! five `nslices * ndim` tables of a many-slice call.
+//! turns a `vh5_array` into a dtype and an [`ArrayLayout`] ([`array_parts`]: checking the
+//! pointer, dtype code, rank, item size against the dtype, shape/strides pointers, base vs
+//! base_len; [`dst_array`] / [`src_array`] borrow its memory on top) and one that borrows the
+//! five `nslices * ndim` tables of a many-slice call ([`table_args`]).
 
 use super::{null_arg, slice_arg};
 use crate::dtype::Dtype;
 use crate::error::Result;
-use crate::slices::{ArrayLayout, SliceTable};
+use crate::slices::{ArrayLayout, DstArray, SliceTable, SrcArray};
 
 /// Maximum number of axes of a dataset or array (HDF5's `H5S_MAX_RANK`).
 pub const VH5_MAX_RANK: u32 = 32;
@@ -40,16 +41,20 @@ pub struct vh5_array {
     pub strides: *const i64,
 }
 
-/// Describe a `vh5_array` (argument `name`) without borrowing its memory: base pointer (NULL
-/// when `base_len` is 0), dtype and layout.
+/// Describe the `vh5_array` at `a` (argument `name`) without borrowing its memory: base
+/// pointer (dangling but non-NULL when `base_len` is 0), dtype and layout. `NullArgument`
+/// when `a` is NULL.
 ///
 /// `check_itemsize`: refuse an item size other than the dtype's here (copies and writes);
 /// reads check it later, after the tables, so a NULL table is reported first (the order the
 /// slice fuzz oracle and the hostile-input table pin).
 ///
 /// # Safety
-/// `a.shape`/`a.strides` must hold `ndim` entries when not NULL.
-pub(crate) unsafe fn array_parts(a: &vh5_array, name: &str, check_itemsize: bool) -> Result<(*mut u8, Dtype, ArrayLayout)> {
+/// `a` must be NULL or point to a `vh5_array` whose `shape`/`strides` hold `ndim` entries
+/// when not NULL.
+pub(crate) unsafe fn array_parts(a: *const vh5_array, name: &str, check_itemsize: bool) -> Result<(*mut u8, Dtype, ArrayLayout)> {
+    // SAFETY: `a` is NULL or points to a `vh5_array` (this function's contract).
+    let a = unsafe { a.as_ref() }.ok_or_else(|| null_arg(name))?;
     let dtype = Dtype::from_code(a.dtype).ok_or_else(|| err!(Dtype, "{name}.dtype: unknown dtype code {}", a.dtype))?;
     if a.ndim > VH5_MAX_RANK {
         bail!(Unsupported, "{name}.ndim {}: at most {VH5_MAX_RANK} axes are supported", a.ndim);
@@ -65,11 +70,13 @@ pub(crate) unsafe fn array_parts(a: &vh5_array, name: &str, check_itemsize: bool
         }
     }
     let n = a.ndim as usize;
-    let shape = slice_arg(a.shape, n, &format!("{name}.shape"))?.to_vec();
+    // SAFETY: `shape` holds `ndim` entries when not NULL (this function's contract).
+    let shape = unsafe { slice_arg(a.shape, n, &format!("{name}.shape")) }?.to_vec();
     let strides = if a.strides.is_null() {
         ArrayLayout::c_strides(&shape, a.itemsize).ok_or_else(|| err!(InvalidArgument, "{name}.shape {shape:?} x itemsize {} overflows", a.itemsize))?
     } else {
-        slice_arg(a.strides, n, &format!("{name}.strides"))?.to_vec()
+        // SAFETY: as for `shape`.
+        unsafe { slice_arg(a.strides, n, &format!("{name}.strides")) }?.to_vec()
     };
     if a.base.is_null() && a.base_len != 0 {
         return Err(null_arg(&format!("{name}.base")));
@@ -78,10 +85,40 @@ pub(crate) unsafe fn array_parts(a: &vh5_array, name: &str, check_itemsize: bool
     Ok((base, dtype, ArrayLayout { shape, strides, offset: a.offset, base_len: a.base_len, itemsize: a.itemsize }))
 }
 
-/// Borrow the five tables of `nslices * ndim` values (steps optional).
+/// Borrow the `vh5_array` at `a` (argument `name`) as a destination: checks as
+/// [`array_parts`] without the item size (see there).
 ///
 /// # Safety
-/// Each non-NULL pointer must hold `nslices * ndim` values.
+/// As [`array_parts`], and `a.base` valid for reads and writes of `a.base_len` bytes, not
+/// accessed by anyone else, for `'a`.
+pub(crate) unsafe fn dst_array<'a>(a: *const vh5_array, name: &str) -> Result<DstArray<'a>> {
+    // SAFETY: this function's contract.
+    let (base, dtype, layout) = unsafe { array_parts(a, name, false) }?;
+    // SAFETY: `base` is valid for reads and writes of `base_len` bytes for `'a` (this function's
+    // contract; dangling but non-NULL when 0, valid for an empty slice).
+    let buf = unsafe { std::slice::from_raw_parts_mut(base, layout.base_len) };
+    Ok(DstArray { buf, layout, dtype })
+}
+
+/// Borrow the `vh5_array` at `a` (argument `name`) as a source: checks as [`array_parts`],
+/// item size included.
+///
+/// # Safety
+/// As [`array_parts`], and `a.base` valid for reads of `a.base_len` bytes, not written by
+/// anyone, for `'a`.
+pub(crate) unsafe fn src_array<'a>(a: *const vh5_array, name: &str) -> Result<SrcArray<'a>> {
+    // SAFETY: this function's contract.
+    let (base, dtype, layout) = unsafe { array_parts(a, name, true) }?;
+    // SAFETY: `base` is valid for reads of `base_len` bytes for `'a` (this function's contract;
+    // dangling but non-NULL when 0, valid for an empty slice).
+    let buf = unsafe { std::slice::from_raw_parts(base as *const u8, layout.base_len) };
+    Ok(SrcArray { buf, layout, dtype })
+}
+
+/// Borrow the five tables of `nslices * ndim` values (steps optional) of a many-slice call.
+///
+/// # Safety
+/// Each non-NULL pointer must hold `nslices * ndim` values, not written during `'a`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn table_args<'a>(
     ndim: usize,
@@ -93,20 +130,8 @@ pub(crate) unsafe fn table_args<'a>(
     dst_step: *const u64,
 ) -> Result<SliceTable<'a>> {
     let len = nslices.checked_mul(ndim).ok_or_else(|| err!(InvalidArgument, "nslices {nslices} x ndim {ndim} overflows"))?;
-    let opt = |p: *const u64, name: &str| -> Result<Option<&'a [u64]>> {
-        if p.is_null() {
-            Ok(None)
-        } else {
-            Ok(Some(slice_arg(p, len, name)?))
-        }
-    };
-    SliceTable::new(
-        ndim,
-        nslices,
-        slice_arg(src_start, len, "src_start")?,
-        slice_arg(dst_start, len, "dst_start")?,
-        slice_arg(count, len, "count")?,
-        opt(src_step, "src_step")?,
-        opt(dst_step, "dst_step")?,
-    )
+    // SAFETY: every table holds `len` values when not NULL (this function's contract).
+    let table = |p: *const u64, name: &str| unsafe { slice_arg(p, len, name) };
+    let opt = |p: *const u64, name: &str| if p.is_null() { Ok(None) } else { table(p, name).map(Some) };
+    SliceTable::new(ndim, nslices, table(src_start, "src_start")?, table(dst_start, "dst_start")?, table(count, "count")?, opt(src_step, "src_step")?, opt(dst_step, "dst_step")?)
 }

@@ -2,7 +2,8 @@
 //! `crate::payload::document`).
 
 use super::payload::payload_view;
-use super::{guard, null_arg, slice_arg, vh5_status};
+use super::{guard, slice_arg, slice_mut_arg, vh5_status, write_out};
+use crate::error::Result;
 use crate::payload::document::{self, DocFormat, Item, ItemKind, Sink};
 use crate::payload::PayloadView;
 
@@ -188,42 +189,25 @@ pub unsafe extern "C" fn payload_decode_document(
     n_items: *mut usize,
     n_views: *mut usize,
 ) -> vh5_status {
-    for p in [n_items, n_views] {
-        if !p.is_null() {
-            // SAFETY: the caller passes a writable size_t (contract above).
-            p.write(0);
-        }
-    }
-    let mut needed = None;
-    let st = guard(|| {
-        if n_items.is_null() {
-            return Err(null_arg("n_items"));
-        }
-        if n_views.is_null() {
-            return Err(null_arg("n_views"));
-        }
-        // SAFETY: `buf` is valid for `len` bytes (caller's contract).
-        let b = slice_arg(buf, len, "buf")?;
-        if items_cap > 0 && items.is_null() {
-            return Err(null_arg("items"));
-        }
-        if views_cap > 0 && views.is_null() {
-            return Err(null_arg("views"));
-        }
+    guard(|| {
+        // Both counts are zeroed (when not NULL) before either NULL is reported.
+        // SAFETY: `n_items` / `n_views` are NULL or valid for one write (the caller's contract).
+        let zeroed = unsafe { [write_out(n_items, "n_items", 0), write_out(n_views, "n_views", 0)] };
+        zeroed.into_iter().collect::<Result<()>>()?;
+        // SAFETY: `buf` is NULL or valid for `len` bytes (the caller's contract).
+        let b = unsafe { slice_arg(buf, len, "buf") }?;
+        // SAFETY: `items` / `views` are NULL or valid for `*_cap` writes (the caller's contract).
+        let (items, views) = unsafe { (slice_mut_arg(items, items_cap, "items")?, slice_mut_arg(views, views_cap, "views")?) };
         let format = match format {
             PAYLOAD_DOC_AUTO => DocFormat::Auto,
             PAYLOAD_DOC_CBOR => DocFormat::Cbor,
             PAYLOAD_DOC_MSGPACK => DocFormat::Msgpack,
             f => bail!(InvalidArgument, "unknown document format {f} (known: PAYLOAD_DOC_AUTO=0, PAYLOAD_DOC_CBOR=1, PAYLOAD_DOC_MSGPACK=2)"),
         };
-        let mut sink = SliceSink {
-            // SAFETY: non-null (checked) and valid for `*_cap` writes (caller's contract).
-            items: if items_cap == 0 { &mut [] } else { std::slice::from_raw_parts_mut(items, items_cap) },
-            views: if views_cap == 0 { &mut [] } else { std::slice::from_raw_parts_mut(views, views_cap) },
-        };
-        let c = document::walk_document(b, format, &mut sink)?;
+        let c = document::walk_document(b, format, &mut SliceSink { items, views })?;
+        // SAFETY: as above (both checked non-NULL).
+        unsafe { write_out(n_items, "n_items", c.items).and(write_out(n_views, "n_views", c.views)) }?;
         if c.items > items_cap || c.views > views_cap {
-            needed = Some((c.items, c.views));
             bail!(
                 BufferTooSmall,
                 "the document has {} items and {} array views but the outputs hold {items_cap} items and {views_cap} views (capacities, in elements)",
@@ -231,22 +215,24 @@ pub unsafe extern "C" fn payload_decode_document(
                 c.views
             );
         }
-        // SAFETY: checked non-null above.
-        n_items.write(c.items);
-        n_views.write(c.views);
         Ok(())
-    });
-    if let Some((i, v)) = needed {
-        // SAFETY: checked non-null inside the guard before `needed` was set.
-        n_items.write(i);
-        n_views.write(v);
-    }
-    st
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `payload_decode_document` of `m[..len]` into `items` / `views` (NULL when `None`, with
+    /// the capacity given anyway, to be refused).
+    #[allow(clippy::too_many_arguments)]
+    fn decode(m: &[u8], len: usize, format: u32, items: Option<&mut [payload_item]>, icap: usize, views: Option<&mut [payload_view]>, vcap: usize, ni: &mut usize, nv: &mut usize) -> vh5_status {
+        assert!(len <= m.len() && items.as_ref().is_none_or(|s| icap <= s.len()) && views.as_ref().is_none_or(|s| vcap <= s.len()));
+        let ip = items.map_or(std::ptr::null_mut(), |s| s.as_mut_ptr());
+        let vp = views.map_or(std::ptr::null_mut(), |s| s.as_mut_ptr());
+        // SAFETY: every pointer is NULL or a live buffer of at least the length passed.
+        unsafe { payload_decode_document(m.as_ptr(), len, format, ip, icap, vp, vcap, ni, nv) }
+    }
 
     #[test]
     fn two_call_pattern() {
@@ -255,26 +241,31 @@ mod tests {
         m.extend_from_slice(&1.5f64.to_le_bytes());
         m.extend_from_slice(b"\x62ab");
         let (mut ni, mut nv) = (0usize, 0usize);
-        let st = unsafe { payload_decode_document(m.as_ptr(), m.len(), PAYLOAD_DOC_CBOR, std::ptr::null_mut(), 0, std::ptr::null_mut(), 0, &mut ni, &mut nv) };
+        let st = decode(&m, m.len(), PAYLOAD_DOC_CBOR, None, 0, None, 0, &mut ni, &mut nv);
         assert_eq!((st, ni, nv), (vh5_status::VH5_ERR_BUFFER_TOO_SMALL, 4, 1));
         let mut items = vec![payload_item::default(); ni];
         let mut views = vec![payload_view::zeroed(); nv];
-        let st = unsafe { payload_decode_document(m.as_ptr(), m.len(), PAYLOAD_DOC_CBOR, items.as_mut_ptr(), ni, views.as_mut_ptr(), nv, &mut ni, &mut nv) };
+        let st = decode(&m, m.len(), PAYLOAD_DOC_CBOR, Some(&mut items), ni, Some(&mut views), nv, &mut ni, &mut nv);
         assert_eq!((st, ni, nv), (vh5_status::VH5_OK, 4, 1));
         assert_eq!(items[2].kind, PAYLOAD_ITEM_ARRAY_VIEW);
         assert_eq!((items[3].kind, items[3].data_offset, items[3].data_len, items[3].parent, items[3].position), (PAYLOAD_ITEM_TEXT, 14, 2, 0, 2));
-        assert_eq!(views[0].data, unsafe { m.as_ptr().add(5) });
+        assert_eq!(views[0].data, m[5..].as_ptr());
         // auto: 0x83 starts a msgpack fixmap and a CBOR array; only CBOR accepts this
         // document, so it is CBOR's. It cannot tell the format of a scalar.
-        let st = unsafe { payload_decode_document(m.as_ptr(), m.len(), PAYLOAD_DOC_AUTO, items.as_mut_ptr(), ni, views.as_mut_ptr(), nv, &mut ni, &mut nv) };
+        let st = decode(&m, m.len(), PAYLOAD_DOC_AUTO, Some(&mut items), ni, Some(&mut views), nv, &mut ni, &mut nv);
         assert_eq!((st, ni, nv), (vh5_status::VH5_OK, 4, 1));
-        let st = unsafe { payload_decode_document(m[1..].as_ptr(), 1, PAYLOAD_DOC_AUTO, items.as_mut_ptr(), ni, views.as_mut_ptr(), nv, &mut ni, &mut nv) };
+        let st = decode(&m[1..], 1, PAYLOAD_DOC_AUTO, Some(&mut items), ni, Some(&mut views), nv, &mut ni, &mut nv);
         assert_eq!((st, ni, nv), (vh5_status::VH5_ERR_INVALID_ARGUMENT, 0, 0));
-        let st = unsafe { payload_decode_document(m.as_ptr(), m.len(), 9, items.as_mut_ptr(), 4, views.as_mut_ptr(), 1, &mut ni, &mut nv) };
+        let st = decode(&m, m.len(), 9, Some(&mut items), 4, Some(&mut views), 1, &mut ni, &mut nv);
         assert_eq!(st, vh5_status::VH5_ERR_INVALID_ARGUMENT);
-        let st = unsafe { payload_decode_document(m.as_ptr(), m.len(), 1, std::ptr::null_mut(), 4, views.as_mut_ptr(), 1, &mut ni, &mut nv) };
+        let st = decode(&m, m.len(), 1, None, 4, Some(&mut views), 1, &mut ni, &mut nv);
         assert_eq!(st, vh5_status::VH5_ERR_NULL_ARGUMENT);
-        let st = unsafe { payload_decode_document(m.as_ptr(), m.len() - 1, 1, items.as_mut_ptr(), 4, views.as_mut_ptr(), 1, &mut ni, &mut nv) };
+        let st = decode(&m, m.len() - 1, 1, Some(&mut items), 4, Some(&mut views), 1, &mut ni, &mut nv);
         assert_eq!((st, ni, nv), (vh5_status::VH5_ERR_MALFORMED, 0, 0));
+        // a NULL count is refused, the other one still zeroed
+        nv = 7;
+        // SAFETY: live buffers of the capacities passed; `n_items` NULL is refused.
+        let st = unsafe { payload_decode_document(m.as_ptr(), m.len(), 1, items.as_mut_ptr(), 4, views.as_mut_ptr(), 1, std::ptr::null_mut(), &mut nv) };
+        assert_eq!((st, nv), (vh5_status::VH5_ERR_NULL_ARGUMENT, 0));
     }
 }

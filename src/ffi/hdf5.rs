@@ -11,14 +11,12 @@ use std::ffi::c_char;
 
 use hdf5_sys::h5i::H5I_type_t;
 
-use super::{guard, null_arg, str_arg, vh5_status};
+use super::{guard, str_arg, vh5_status, write_out};
 use crate::dtype::ByteOrder;
-use crate::error::Result;
+use crate::hdf5::{self as h5, DatasetInfo, Layout};
+use crate::slices;
 pub use super::args::{vh5_array, VH5_MAX_RANK};
-use super::args::{array_parts, table_args};
-use crate::hdf5::{self as h5, Layout};
-use crate::slices::{self, DstArray};
-
+use super::args::{dst_array, table_args};
 
 /// `vh5_file_open` flag: open for reading and writing (`H5F_ACC_RDWR`). Without it (flags 0)
 /// the file is opened read-only. Needed by `vh5_write_many_slices`.
@@ -56,7 +54,7 @@ pub const VH5_LAYOUT_VIRTUAL: u32 = 3;
 /// Description of a dataset, filled by `vh5_dataset_get_info`. Every field is written on
 /// success; the struct is zeroed on failure.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct vh5_dataset_info {
     /// Number of axes (0 for a scalar dataset).
     pub ndim: u32,
@@ -103,96 +101,9 @@ pub struct vh5_dataset_info {
     pub fill_value: [u8; 16],
 }
 
-
-/// Open the HDF5 file at `path` (NUL-terminated UTF-8) and store its id in `*file_out`.
-///
-/// `flags`: 0 (read-only), or any of `VH5_FILE_READ_WRITE` and `VH5_FILE_ALLOW_EXTERNAL` (allow
-/// datasets pointing at other files; see its doc). The id is a libhdf5 `hid_t` (int64_t);
-/// close it with `vh5_close`. The file is opened with the `H5F_CLOSE_WEAK` close degree:
-/// closing the file id while datasets opened from it are still open is allowed, and the file
-/// stays open until the last of them is closed.
-///
-/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`path` or `file_out` NULL);
-/// `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits, path not UTF-8); `VH5_ERR_IO` (missing or
-/// unreadable file, a directory, or not an HDF5 file — e.g. a netCDF classic file: the
-/// message says "not an HDF5 file"); `VH5_ERR_HDF5` (libhdf5 failed to open it; message with
-/// its error stack). `*file_out` is set to -1 on failure. Thread-safe.
-///
-/// # Safety
-/// `path` must be NULL or a NUL-terminated string; `file_out` NULL or valid for one write.
-#[no_mangle]
-pub unsafe extern "C" fn vh5_file_open(path: *const c_char, flags: u32, file_out: *mut i64) -> vh5_status {
-    if !file_out.is_null() {
-        *file_out = -1;
-    }
-    guard(|| {
-        if file_out.is_null() {
-            return Err(null_arg("file_out"));
-        }
-        let path = str_arg(path, "path")?;
-        let s = h5::session();
-        let f = h5::open_file(s.lock(), path, flags)?;
-        *file_out = f.into_raw();
-        Ok(())
-    })
-}
-
-/// Open the dataset `name` (NUL-terminated UTF-8 path, through groups: "grp/var" or
-/// "/grp/var") in the file (or group) `file` and store its id in `*dset_out`; close it with
-/// `vh5_close`.
-///
-/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`file` is not an open
-/// file or group id: closed, never opened, or an id of another libhdf5 instance);
-/// `VH5_ERR_NOT_FOUND` (the message names the missing path component);
-/// `VH5_ERR_INVALID_ARGUMENT` (the object is a group or a named datatype, not a dataset);
-/// `VH5_ERR_UNSUPPORTED` (the path goes through an external link, or the dataset stores its
-/// data in external files or is virtual, and `file` was not opened with
-/// `VH5_FILE_ALLOW_EXTERNAL`: the message names the dataset and what it points at);
-/// `VH5_ERR_HDF5`. `*dset_out` is set to -1 on failure. Chunked datasets get a chunk cache of
-/// 8 chunks (at least 8 MiB, at most 64 MiB; libhdf5 1.10's default is 1 MiB) so that many
-/// small reads decompress each chunk once. Thread-safe.
-///
-/// # Safety
-/// `name` must be NULL or a NUL-terminated string; `dset_out` NULL or valid for one write.
-#[no_mangle]
-pub unsafe extern "C" fn vh5_dataset_open(file: i64, name: *const c_char, dset_out: *mut i64) -> vh5_status {
-    if !dset_out.is_null() {
-        *dset_out = -1;
-    }
-    guard(|| {
-        if dset_out.is_null() {
-            return Err(null_arg("dset_out"));
-        }
-        let name = str_arg(name, "name")?;
-        let s = h5::session();
-        let d = h5::open_dataset(s.lock(), file, name)?;
-        *dset_out = d.into_raw();
-        Ok(())
-    })
-}
-
-/// Describe the dataset `dset` into `*out` (see `vh5_dataset_info`; fully written on success,
-/// zeroed on failure).
-///
-/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`dset` is not an open
-/// dataset id); `VH5_ERR_HDF5`. A dataset whose type vh5 cannot read still succeeds, with
-/// `dtype` = `VH5_DTYPE_INVALID`. Thread-safe.
-///
-/// # Safety
-/// `out` must be NULL or valid for writing one `vh5_dataset_info`.
-#[no_mangle]
-pub unsafe extern "C" fn vh5_dataset_get_info(dset: i64, out: *mut vh5_dataset_info) -> vh5_status {
-    if !out.is_null() {
-        std::ptr::write_bytes(out, 0, 1);
-    }
-    guard(|| {
-        if out.is_null() {
-            return Err(null_arg("out"));
-        }
-        let s = h5::session();
-        let info = h5::dataset_info(s.lock(), dset)?;
-        let mut o: vh5_dataset_info = std::mem::zeroed();
-        o.ndim = info.shape.len() as u32;
+impl From<&DatasetInfo> for vh5_dataset_info {
+    fn from(info: &DatasetInfo) -> Self {
+        let mut o = vh5_dataset_info { ndim: info.shape.len() as u32, ..Default::default() };
         o.shape[..info.shape.len()].copy_from_slice(&info.shape);
         o.maxshape[..info.maxshape.len()].copy_from_slice(&info.maxshape);
         o.layout = match info.layout {
@@ -227,8 +138,88 @@ pub unsafe extern "C" fn vh5_dataset_get_info(dset: i64, out: *mut vh5_dataset_i
             }
         }
         o.fill_value_user_defined = info.fill_value_user_defined as u8;
-        *out = o;
-        Ok(())
+        o
+    }
+}
+
+/// Open the HDF5 file at `path` (NUL-terminated UTF-8) and store its id in `*file_out`.
+///
+/// `flags`: 0 (read-only), or any of `VH5_FILE_READ_WRITE` and `VH5_FILE_ALLOW_EXTERNAL` (allow
+/// datasets pointing at other files; see its doc). The id is a libhdf5 `hid_t` (int64_t);
+/// close it with `vh5_close`. The file is opened with the `H5F_CLOSE_WEAK` close degree:
+/// closing the file id while datasets opened from it are still open is allowed, and the file
+/// stays open until the last of them is closed.
+///
+/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`path` or `file_out` NULL);
+/// `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits, path not UTF-8); `VH5_ERR_IO` (missing or
+/// unreadable file, a directory, or not an HDF5 file — e.g. a netCDF classic file: the
+/// message says "not an HDF5 file"); `VH5_ERR_HDF5` (libhdf5 failed to open it; message with
+/// its error stack). `*file_out` is set to -1 on failure. Thread-safe.
+///
+/// # Safety
+/// `path` must be NULL or a NUL-terminated string; `file_out` NULL or valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_file_open(path: *const c_char, flags: u32, file_out: *mut i64) -> vh5_status {
+    guard(|| {
+        // SAFETY: `file_out` is NULL or valid for one write (the caller's contract).
+        unsafe { write_out(file_out, "file_out", -1) }?;
+        // SAFETY: `path` is NULL or NUL-terminated (the caller's contract).
+        let path = unsafe { str_arg(path, "path") }?;
+        let s = h5::session();
+        let f = h5::open_file(s.lock(), path, flags)?;
+        // SAFETY: as above.
+        unsafe { write_out(file_out, "file_out", f.into_raw()) }
+    })
+}
+
+/// Open the dataset `name` (NUL-terminated UTF-8 path, through groups: "grp/var" or
+/// "/grp/var") in the file (or group) `file` and store its id in `*dset_out`; close it with
+/// `vh5_close`.
+///
+/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`file` is not an open
+/// file or group id: closed, never opened, or an id of another libhdf5 instance);
+/// `VH5_ERR_NOT_FOUND` (the message names the missing path component);
+/// `VH5_ERR_INVALID_ARGUMENT` (the object is a group or a named datatype, not a dataset);
+/// `VH5_ERR_UNSUPPORTED` (the path goes through an external link, or the dataset stores its
+/// data in external files or is virtual, and `file` was not opened with
+/// `VH5_FILE_ALLOW_EXTERNAL`: the message names the dataset and what it points at);
+/// `VH5_ERR_HDF5`. `*dset_out` is set to -1 on failure. Chunked datasets are opened with a
+/// larger chunk cache than libhdf5's default (see docs/ARCHITECTURE.md). Thread-safe.
+///
+/// # Safety
+/// `name` must be NULL or a NUL-terminated string; `dset_out` NULL or valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_dataset_open(file: i64, name: *const c_char, dset_out: *mut i64) -> vh5_status {
+    guard(|| {
+        // SAFETY: `dset_out` is NULL or valid for one write (the caller's contract).
+        unsafe { write_out(dset_out, "dset_out", -1) }?;
+        // SAFETY: `name` is NULL or NUL-terminated (the caller's contract).
+        let name = unsafe { str_arg(name, "name") }?;
+        let s = h5::session();
+        let d = h5::open_dataset(s.lock(), file, name)?;
+        // SAFETY: as above.
+        unsafe { write_out(dset_out, "dset_out", d.into_raw()) }
+    })
+}
+
+/// Describe the dataset `dset` into `*out` (see `vh5_dataset_info`; fully written on success,
+/// zeroed on failure).
+///
+/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`dset` is not an open
+/// dataset id); `VH5_ERR_HDF5`. A dataset whose type vh5 cannot read still succeeds, with
+/// `dtype` = `VH5_DTYPE_INVALID`. Thread-safe.
+///
+/// # Safety
+/// `out` must be NULL or valid for writing one `vh5_dataset_info`.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_dataset_get_info(dset: i64, out: *mut vh5_dataset_info) -> vh5_status {
+    guard(|| {
+        // SAFETY: `out` is NULL or valid for one write (the caller's contract).
+        unsafe { write_out(out, "out", vh5_dataset_info::default()) }?;
+        let s = h5::session();
+        let info = h5::dataset_info(s.lock(), dset)?;
+        // SAFETY: as above.
+        unsafe { write_out(out, "out", vh5_dataset_info::from(&info)) }
     })
 }
 
@@ -248,22 +239,6 @@ pub extern "C" fn vh5_close(id: i64) -> vh5_status {
         h5::dataset::expect_kind(s.lock(), id, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_DATASET], "id")?;
         h5::close(s.lock(), id)
     })
-}
-
-/// Borrow a `vh5_array` as a destination (checks as [`array_parts`]).
-///
-/// # Safety
-/// The caller's contract: `a.base` valid for reads and writes of `a.base_len` bytes, `shape`
-/// and `strides` valid for `ndim` entries, for the duration of the call.
-unsafe fn dst_array<'a>(a: &vh5_array) -> Result<DstArray<'a>> {
-    let (base, dtype, layout) = array_parts(a, "dst", false)?;
-    let buf: &mut [u8] = if layout.base_len == 0 {
-        &mut []
-    } else {
-        // SAFETY: `base` is non-NULL here and valid for `base_len` bytes (the caller's contract).
-        unsafe { std::slice::from_raw_parts_mut(base, layout.base_len) }
-    };
-    Ok(DstArray { buf, layout, dtype })
 }
 
 /// Copy many hyperslabs of dataset `dset` into the caller's array `*dst`.
@@ -307,11 +282,10 @@ unsafe fn dst_array<'a>(a: &vh5_array) -> Result<DstArray<'a>> {
 /// bytes, a row's staging buffer — could not be allocated; the message names the chunk or
 /// row and the bytes; earlier rows may have been written).
 ///
-/// Memory: vh5 reads a chunk whole into a buffer of its own only when its decoded size is at
-/// most env `VH5_MAX_CHUNK_BYTES` (bytes, read once; default 1 GiB); pieces of larger chunks
-/// are read through libhdf5 (`H5Dread`), with the same results. Sizes read from the file
-/// (stored chunk size, decoded size) are checked against the file size and the chunk size,
-/// and a failed allocation is a status, never an abort.
+/// Memory: a buffer vh5 allocates for a whole chunk is at most env `VH5_MAX_CHUNK_BYTES`
+/// (bytes, read once; default 1 GiB; larger chunks are read in pieces with the same
+/// results); sizes read from the file are checked before they size a buffer, and a failed
+/// allocation is a status, never an abort. How reads are planned: docs/ARCHITECTURE.md.
 ///
 /// Thread-safe (see the module notes); the caller must not access `*dst`'s memory from
 /// another thread during the call.
@@ -333,14 +307,11 @@ pub unsafe extern "C" fn vh5_read_many_slices(
     flags: u32,
 ) -> vh5_status {
     guard(|| {
-        if dst.is_null() {
-            return Err(null_arg("dst"));
-        }
-        let a = &*dst;
-        let mut d = dst_array(a)?;
-        let table = table_args(a.ndim as usize, nslices, src_start, dst_start, count, src_step, dst_step)?;
-        slices::read_many_slices(dset, &mut d, &table, flags)?;
-        Ok(())
+        // SAFETY: `dst` and its memory as this function's contract says.
+        let mut d = unsafe { dst_array(dst, "dst") }?;
+        // SAFETY: the tables as this function's contract says.
+        let table = unsafe { table_args(d.layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step) }?;
+        slices::read_many_slices(dset, &mut d, &table, flags).map(drop)
     })
 }
 

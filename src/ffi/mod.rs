@@ -180,10 +180,12 @@ pub(crate) fn null_arg(name: &str) -> Error {
     Error::new(ErrorKind::NullArgument, format!("argument `{name}` is NULL"))
 }
 
-/// Borrow `len` elements at `ptr` as a slice; NULL is accepted only when `len` is 0.
+/// Borrow `len` elements at `ptr` (argument `name`) as a slice; NULL is accepted only when
+/// `len` is 0 (`NullArgument` otherwise).
 ///
 /// # Safety
-/// `ptr` must be valid for reads of `len` elements for the lifetime `'a` (the caller's contract).
+/// `ptr` must be NULL or valid for reads of `len` elements for the lifetime `'a` (the
+/// caller's contract), and not written by anyone during it.
 pub(crate) unsafe fn slice_arg<'a, T>(ptr: *const T, len: usize, name: &str) -> Result<&'a [T]> {
     if len == 0 {
         return Ok(&[]);
@@ -191,7 +193,46 @@ pub(crate) unsafe fn slice_arg<'a, T>(ptr: *const T, len: usize, name: &str) -> 
     if ptr.is_null() {
         return Err(null_arg(name));
     }
-    Ok(std::slice::from_raw_parts(ptr, len))
+    // SAFETY: non-NULL and valid for `len` reads for `'a` (this function's contract).
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// Borrow `len` elements at `ptr` (argument `name`) as a mutable slice: a caller's output
+/// buffer. NULL is accepted only when `len` is 0 (`NullArgument` otherwise).
+///
+/// # Safety
+/// `ptr` must be NULL or valid for reads and writes of `len` elements for the lifetime `'a`,
+/// and not accessed by anyone else during it.
+pub(crate) unsafe fn slice_mut_arg<'a, T>(ptr: *mut T, len: usize, name: &str) -> Result<&'a mut [T]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if ptr.is_null() {
+        return Err(null_arg(name));
+    }
+    // SAFETY: non-NULL and valid, exclusively, for `len` elements for `'a` (this function's
+    // contract).
+    Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
+}
+
+/// Store `value` in the caller's out-parameter `ptr` (argument `name`): the one place an
+/// export writes through an out-pointer (handles, counts, info and view structs).
+/// `NullArgument` naming the argument when `ptr` is NULL (nothing written).
+///
+/// Exports call it first with the value the out-parameter holds on failure (-1 for a handle,
+/// 0 for a count, a zeroed struct), which also checks it for NULL before any other argument,
+/// and again with the result on success.
+///
+/// # Safety
+/// `ptr` must be NULL or valid and aligned for one write of a `T`.
+pub(crate) unsafe fn write_out<T>(ptr: *mut T, name: &str, value: T) -> Result<()> {
+    if ptr.is_null() {
+        return Err(null_arg(name));
+    }
+    // SAFETY: non-NULL, valid and aligned for one write (this function's contract); `write`
+    // does not drop the old contents, which may be uninitialised.
+    unsafe { ptr.write(value) };
+    Ok(())
 }
 
 /// Borrow a NUL-terminated C string argument as UTF-8.
@@ -202,9 +243,9 @@ pub(crate) unsafe fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a s
     if ptr.is_null() {
         return Err(null_arg(name));
     }
-    std::ffi::CStr::from_ptr(ptr)
-        .to_str()
-        .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("argument `{name}` is not valid UTF-8: {e}")))
+    // SAFETY: non-NULL and NUL-terminated, valid for `'a` (this function's contract).
+    let s = unsafe { std::ffi::CStr::from_ptr(ptr) };
+    s.to_str().map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("argument `{name}` is not valid UTF-8: {e}")))
 }
 
 /// Copy the message of the last failure on the calling thread into `buf`.
@@ -214,22 +255,25 @@ pub(crate) unsafe fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a s
 /// Returns the full length of the message in bytes (not counting the NUL), so a return value
 /// `>= cap` means it was truncated. The message is the
 /// empty string after a successful call. Thread-safe: each thread has its own message.
+///
+/// # Safety
+/// `buf` must be NULL or valid for writes of `cap` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn vh5_last_error_message(buf: *mut c_char, cap: usize) -> usize {
     catch_unwind(|| {
         LAST_ERROR.with(|e| {
             let e = e.borrow();
-            let bytes = e.as_bytes();
-            if !buf.is_null() && cap > 0 {
+            // SAFETY: `buf` is NULL or valid for writes of `cap` bytes (the caller's contract).
+            if let Ok(out @ [_, ..]) = unsafe { slice_mut_arg(buf.cast::<u8>(), cap, "buf") } {
                 // Truncate at a UTF-8 character boundary, so the copy is always valid UTF-8.
-                let mut n = bytes.len().min(cap - 1);
+                let mut n = e.len().min(out.len() - 1);
                 while n > 0 && !e.is_char_boundary(n) {
                     n -= 1;
                 }
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf as *mut u8, n);
-                *buf.add(n) = 0;
+                out[..n].copy_from_slice(&e.as_bytes()[..n]);
+                out[n] = 0;
             }
-            bytes.len()
+            e.len()
         })
     })
     .unwrap_or(0)
@@ -260,25 +304,7 @@ pub extern "C" fn vh5_version_string() -> *const c_char {
 /// its output structs has a name. Never free it. Thread-safe.
 #[no_mangle]
 pub extern "C" fn vh5_dtype_name(dtype: u32) -> *const c_char {
-    let s: &'static [u8] = match crate::dtype::Dtype::from_code(dtype) {
-        Some(crate::dtype::Dtype::Bool) => b"bool\0",
-        Some(crate::dtype::Dtype::Int8) => b"int8\0",
-        Some(crate::dtype::Dtype::Int16) => b"int16\0",
-        Some(crate::dtype::Dtype::Int32) => b"int32\0",
-        Some(crate::dtype::Dtype::Int64) => b"int64\0",
-        Some(crate::dtype::Dtype::UInt8) => b"uint8\0",
-        Some(crate::dtype::Dtype::UInt16) => b"uint16\0",
-        Some(crate::dtype::Dtype::UInt32) => b"uint32\0",
-        Some(crate::dtype::Dtype::UInt64) => b"uint64\0",
-        Some(crate::dtype::Dtype::Float16) => b"float16\0",
-        Some(crate::dtype::Dtype::Float32) => b"float32\0",
-        Some(crate::dtype::Dtype::Float64) => b"float64\0",
-        Some(crate::dtype::Dtype::Complex64) => b"complex64\0",
-        Some(crate::dtype::Dtype::Complex128) => b"complex128\0",
-        Some(crate::dtype::Dtype::Opaque) => b"opaque\0",
-        None => return std::ptr::null(),
-    };
-    s.as_ptr() as *const c_char
+    crate::dtype::Dtype::from_code(dtype).map_or(std::ptr::null(), |d| d.c_name().as_ptr())
 }
 
 #[cfg(test)]
@@ -308,47 +334,56 @@ mod tests {
     }
     use std::ffi::CStr;
 
+    /// The last error message copied through a buffer of `cap` bytes (NULL when 0), and the
+    /// length `vh5_last_error_message` returned.
+    fn last_message(cap: usize) -> (usize, String) {
+        let mut buf = vec![0 as c_char; cap.max(1)];
+        let p = if cap == 0 { std::ptr::null_mut() } else { buf.as_mut_ptr() };
+        // SAFETY: `p` is NULL (cap 0) or holds `cap` bytes.
+        let n = unsafe { vh5_last_error_message(p, cap) };
+        // SAFETY: `buf` is NUL-terminated: by vh5, or still all zeros when cap is 0.
+        (n, unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap().to_owned())
+    }
+
+    /// A static string vh5 returned.
+    fn static_str(p: *const c_char) -> &'static str {
+        // SAFETY: vh5's name and version strings are static and NUL-terminated.
+        unsafe { CStr::from_ptr(p) }.to_str().unwrap()
+    }
+
     #[test]
     fn guard_maps_errors_and_panics() {
         let st = guard(|| Err(Error::new(ErrorKind::OutOfBounds, "row 3 axis 1: start 9 >= extent 4")));
         assert_eq!(st, vh5_status::VH5_ERR_OUT_OF_BOUNDS);
-        let mut buf = [0 as c_char; 64];
-        let n = unsafe { vh5_last_error_message(buf.as_mut_ptr(), buf.len()) };
-        let s = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap();
+        let (n, s) = last_message(64);
         assert_eq!(s, "row 3 axis 1: start 9 >= extent 4");
         assert_eq!(n, s.len());
         // truncation: snprintf-like
-        let mut small = [0 as c_char; 4];
-        let n = unsafe { vh5_last_error_message(small.as_mut_ptr(), small.len()) };
-        assert_eq!(n, s.len());
-        assert_eq!(unsafe { CStr::from_ptr(small.as_ptr()) }.to_str().unwrap(), "row");
+        assert_eq!(last_message(4), (s.len(), "row".to_string()));
 
         let st = guard(|| panic!("boom"));
         assert_eq!(st, vh5_status::VH5_ERR_PANIC);
-        let n = unsafe { vh5_last_error_message(std::ptr::null_mut(), 0) };
-        assert!(n > 0);
+        assert!(last_message(0).0 > 0);
 
         // truncation never splits a UTF-8 character: "é" is 2 bytes
         guard(|| Err(Error::new(ErrorKind::Malformed, "aé")));
-        let mut three = [0 as c_char; 3];
-        let n = unsafe { vh5_last_error_message(three.as_mut_ptr(), three.len()) };
-        assert_eq!(n, 3);
-        assert_eq!(unsafe { CStr::from_ptr(three.as_ptr()) }.to_str().unwrap(), "a");
+        assert_eq!(last_message(3), (3, "a".to_string()));
 
         assert_eq!(guard(|| Ok(())), vh5_status::VH5_OK);
-        assert_eq!(unsafe { vh5_last_error_message(std::ptr::null_mut(), 0) }, 0);
+        assert_eq!(last_message(0).0, 0);
     }
 
     #[test]
     fn names() {
         for (code, name) in [(0, "VH5_OK"), (3, "VH5_ERR_MALFORMED"), (15, "VH5_ERR_SERVER_ERROR"), (16, "VH5_ERR_NO_MEMORY"), (99, "VH5_UNKNOWN_STATUS"), (-1, "VH5_UNKNOWN_STATUS")] {
-            assert_eq!(unsafe { CStr::from_ptr(vh5_status_name(code)) }.to_str().unwrap(), name);
+            assert_eq!(static_str(vh5_status_name(code)), name);
         }
         for d in crate::dtype::ALL_NUMERIC {
-            assert_eq!(unsafe { CStr::from_ptr(vh5_dtype_name(d.code())) }.to_str().unwrap(), d.name());
+            assert_eq!(static_str(vh5_dtype_name(d.code())), d.name());
         }
-        assert!(vh5_dtype_name(0).is_null());
-        assert_eq!(unsafe { CStr::from_ptr(vh5_version_string()) }.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+        assert_eq!(static_str(vh5_dtype_name(15)), "opaque");
+        assert!(vh5_dtype_name(0).is_null() && vh5_dtype_name(16).is_null());
+        assert_eq!(static_str(vh5_version_string()), env!("CARGO_PKG_VERSION"));
         assert_eq!(env!("CARGO_PKG_VERSION"), format!("{VH5_VERSION_MAJOR}.{VH5_VERSION_MINOR}.{VH5_VERSION_PATCH}"));
     }
 }

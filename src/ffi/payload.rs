@@ -1,7 +1,8 @@
 //! C ABI of the payload half: `payload_decode_view`, `payload_decode_count`,
 //! `payload_copy_data` (thin wrappers over `crate::payload`).
 
-use super::{guard, null_arg, slice_arg, vh5_status};
+use super::{guard, slice_arg, slice_mut_arg, vh5_status, write_out};
+use crate::error::{ErrorKind, Result};
 use crate::dtype::{ByteOrder, Dtype};
 use crate::payload::{self, CountForm, PayloadView};
 
@@ -188,20 +189,14 @@ const _: () = assert!(CountForm::Array as u32 == PAYLOAD_COUNT_ARRAY && PAYLOAD_
 /// writable `payload_view`. The pointers in `*out` borrow `buf`: valid while `buf` is.
 #[no_mangle]
 pub unsafe extern "C" fn payload_decode_view(buf: *const u8, len: usize, flags: u32, out: *mut payload_view) -> vh5_status {
-    if !out.is_null() {
-        // SAFETY: the caller passes a writable payload_view (contract above).
-        out.write(payload_view::zeroed());
-    }
     guard(|| {
-        if out.is_null() {
-            return Err(null_arg("out"));
-        }
-        // SAFETY: `buf` is valid for `len` bytes (caller's contract).
-        let b = slice_arg(buf, len, "buf")?;
+        // SAFETY: `out` is NULL or points to a writable payload_view (the caller's contract).
+        unsafe { write_out(out, "out", payload_view::zeroed()) }?;
+        // SAFETY: `buf` is NULL or valid for `len` bytes (the caller's contract).
+        let b = unsafe { slice_arg(buf, len, "buf") }?;
         let v = payload::decode_view(b, flags)?;
-        // SAFETY: checked non-null above; the caller owns a writable payload_view.
-        out.write(payload_view::from_view(&v));
-        Ok(())
+        // SAFETY: as above.
+        unsafe { write_out(out, "out", payload_view::from_view(&v)) }
     })
 }
 
@@ -227,45 +222,8 @@ pub unsafe extern "C" fn payload_decode_view(buf: *const u8, len: usize, flags: 
 /// `cap` int64 values; `written` NULL or a writable `size_t`. Nothing is retained.
 #[no_mangle]
 pub unsafe extern "C" fn payload_decode_count(buf: *const u8, len: usize, out: *mut i64, cap: usize, written: *mut usize) -> vh5_status {
-    if !written.is_null() {
-        // SAFETY: caller passes a writable size_t.
-        written.write(0);
-    }
-    let mut needed = None;
-    let st = guard(|| {
-        if written.is_null() {
-            return Err(null_arg("written"));
-        }
-        // SAFETY: `buf` is valid for `len` bytes (caller's contract).
-        let b = slice_arg(buf, len, "buf")?;
-        if cap > 0 && out.is_null() {
-            return Err(null_arg("out"));
-        }
-        let o: &mut [i64] = if cap == 0 {
-            &mut []
-        } else {
-            // SAFETY: `out` is non-null and valid for `cap` int64 writes (caller's contract).
-            std::slice::from_raw_parts_mut(out, cap)
-        };
-        match payload::decode_count(b, o) {
-            Ok(n) => {
-                // SAFETY: checked non-null above.
-                written.write(n);
-                Ok(())
-            }
-            Err(e) => {
-                if e.kind == crate::error::ErrorKind::BufferTooSmall {
-                    needed = payload::count_len(b).map(|n| n as usize);
-                }
-                Err(e)
-            }
-        }
-    });
-    if let (Some(n), false) = (needed, written.is_null()) {
-        // SAFETY: checked non-null.
-        written.write(n);
-    }
-    st
+    // SAFETY: the pointers as this function's contract says.
+    unsafe { decode_into(buf, len, out, cap, written, payload::decode_count, |b| payload::count_len(b).map(|n| n as usize)) }
 }
 
 /// Copy the data of the payload in `buf` (`len` bytes) into `out` in NATIVE byte order,
@@ -287,50 +245,56 @@ pub unsafe extern "C" fn payload_decode_count(buf: *const u8, len: usize, out: *
 /// `out_len` bytes; `written` NULL or a writable `size_t`. Nothing is retained.
 #[no_mangle]
 pub unsafe extern "C" fn payload_copy_data(buf: *const u8, len: usize, out: *mut std::ffi::c_void, out_len: usize, written: *mut usize) -> vh5_status {
-    if !written.is_null() {
-        // SAFETY: caller passes a writable size_t.
-        written.write(0);
-    }
-    let mut needed = None;
-    let st = guard(|| {
-        if written.is_null() {
-            return Err(null_arg("written"));
-        }
-        // SAFETY: `buf` is valid for `len` bytes (caller's contract).
-        let b = slice_arg(buf, len, "buf")?;
-        if out_len > 0 && out.is_null() {
-            return Err(null_arg("out"));
-        }
-        let o: &mut [u8] = if out_len == 0 {
-            &mut []
-        } else {
-            // SAFETY: `out` is non-null and valid for `out_len` byte writes (caller's contract).
-            std::slice::from_raw_parts_mut(out as *mut u8, out_len)
+    // SAFETY: the pointers as this function's contract says.
+    unsafe { decode_into(buf, len, out.cast::<u8>(), out_len, written, payload::copy_data, payload::data_len) }
+}
+
+/// The body of [`payload_decode_count`] and [`payload_copy_data`]: `decode` the message in
+/// `buf` into the caller's `out` (`cap` elements) and store the number of elements written in
+/// `*written` (0 on failure, the number `needed` on `BufferTooSmall`).
+///
+/// # Safety
+/// `buf` NULL or valid for reads of `len` bytes; `out` NULL or valid for writes of `cap`
+/// elements; `written` NULL or valid for one write.
+unsafe fn decode_into<T>(
+    buf: *const u8,
+    len: usize,
+    out: *mut T,
+    cap: usize,
+    written: *mut usize,
+    decode: fn(&[u8], &mut [T]) -> Result<usize>,
+    needed: fn(&[u8]) -> Option<usize>,
+) -> vh5_status {
+    guard(|| {
+        // SAFETY: `written` is NULL or valid for one write (this function's contract).
+        unsafe { write_out(written, "written", 0) }?;
+        // SAFETY: `buf` is NULL or valid for `len` bytes (this function's contract).
+        let b = unsafe { slice_arg(buf, len, "buf") }?;
+        // SAFETY: `out` is NULL or valid for `cap` writes (this function's contract).
+        let o = unsafe { slice_mut_arg(out, cap, "out") }?;
+        let n = match decode(b, o) {
+            Ok(n) => n,
+            Err(e) if e.kind == ErrorKind::BufferTooSmall => match needed(b) {
+                // SAFETY: as above.
+                Some(n) => return unsafe { write_out(written, "written", n) }.and(Err(e)),
+                None => return Err(e),
+            },
+            Err(e) => return Err(e),
         };
-        match payload::copy_data(b, o) {
-            Ok(n) => {
-                // SAFETY: checked non-null above.
-                written.write(n);
-                Ok(())
-            }
-            Err(e) => {
-                if e.kind == crate::error::ErrorKind::BufferTooSmall {
-                    needed = payload::data_len(b);
-                }
-                Err(e)
-            }
-        }
-    });
-    if let (Some(n), false) = (needed, written.is_null()) {
-        // SAFETY: checked non-null.
-        written.write(n);
-    }
-    st
+        // SAFETY: as above.
+        unsafe { write_out(written, "written", n) }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `payload_decode_view` of `m[..len]` (`len` may exceed `m` only with `p` NULL).
+    fn view(p: *const u8, len: usize, flags: u32, out: Option<&mut payload_view>) -> vh5_status {
+        // SAFETY: `p` is NULL or a live buffer of `len` bytes; `out` is NULL or a live view.
+        unsafe { payload_decode_view(p, len, flags, out.map_or(std::ptr::null_mut(), |v| v as *mut _)) }
+    }
 
     #[test]
     fn view_and_errors() {
@@ -338,24 +302,29 @@ mod tests {
         let mut m = vec![0xd8, 86, 0x48];
         m.extend_from_slice(&1.5f64.to_le_bytes());
         let mut v = payload_view::zeroed();
-        let st = unsafe { payload_decode_view(m.as_ptr(), m.len(), 0, &mut v) };
-        assert_eq!(st, vh5_status::VH5_OK);
+        assert_eq!(view(m.as_ptr(), m.len(), 0, Some(&mut v)), vh5_status::VH5_OK);
         assert_eq!((v.format, v.dtype, v.itemsize, v.ndim, v.shape[0], v.data_offset, v.data_len), (2, 12, 8, 1, 1, 3, 8));
-        assert_eq!(v.data, unsafe { m.as_ptr().add(3) });
-        let st = unsafe { payload_decode_view(m.as_ptr(), m.len() - 1, 0, &mut v) };
-        assert_eq!(st, vh5_status::VH5_ERR_MALFORMED);
+        assert_eq!(v.data, m[3..].as_ptr());
+        assert_eq!(view(m.as_ptr(), m.len() - 1, 0, Some(&mut v)), vh5_status::VH5_ERR_MALFORMED);
         assert_eq!((v.data, v.ndim, v.format), (std::ptr::null(), 0, 0));
-        assert_eq!(unsafe { payload_decode_view(m.as_ptr(), m.len(), 8, &mut v) }, vh5_status::VH5_ERR_INVALID_ARGUMENT);
-        assert_eq!(unsafe { payload_decode_view(m.as_ptr(), m.len(), 0, std::ptr::null_mut()) }, vh5_status::VH5_ERR_NULL_ARGUMENT);
-        assert_eq!(unsafe { payload_decode_view(std::ptr::null(), 4, 0, &mut v) }, vh5_status::VH5_ERR_NULL_ARGUMENT);
+        assert_eq!(view(m.as_ptr(), m.len(), 8, Some(&mut v)), vh5_status::VH5_ERR_INVALID_ARGUMENT);
+        assert_eq!(view(m.as_ptr(), m.len(), 0, None), vh5_status::VH5_ERR_NULL_ARGUMENT);
+        assert_eq!(view(std::ptr::null(), 4, 0, Some(&mut v)), vh5_status::VH5_ERR_NULL_ARGUMENT);
         let mut out = [0u8; 8];
         let mut w = 0usize;
+        // SAFETY: live buffers of the lengths passed.
         assert_eq!(unsafe { payload_copy_data(m.as_ptr(), m.len(), out.as_mut_ptr().cast(), 7, &mut w) }, vh5_status::VH5_ERR_BUFFER_TOO_SMALL);
         assert_eq!(w, 8);
+        // SAFETY: as above.
         assert_eq!(unsafe { payload_copy_data(m.as_ptr(), m.len(), out.as_mut_ptr().cast(), 8, &mut w) }, vh5_status::VH5_OK);
         assert_eq!((w, f64::from_ne_bytes(out)), (8, 1.5));
         let mut c = [0i64; 1];
+        // SAFETY: as above.
         assert_eq!(unsafe { payload_decode_count(m.as_ptr(), m.len(), c.as_mut_ptr(), 1, &mut w) }, vh5_status::VH5_OK);
         assert_eq!(w, 0);
+        // SAFETY: as above (`out` NULL with a capacity: refused before any write).
+        assert_eq!(unsafe { payload_decode_count(m.as_ptr(), m.len(), std::ptr::null_mut(), 1, &mut w) }, vh5_status::VH5_ERR_NULL_ARGUMENT);
+        // SAFETY: as above.
+        assert_eq!(unsafe { payload_copy_data(m.as_ptr(), m.len(), out.as_mut_ptr().cast(), 8, std::ptr::null_mut()) }, vh5_status::VH5_ERR_NULL_ARGUMENT);
     }
 }

@@ -5,8 +5,8 @@
 //! any thread; libhdf5 calls are serialised by vh5's process-wide lock. The caller must not
 //! modify (or, for a destination, access) the arrays' memory from another thread during a call.
 
-use super::args::{array_parts, table_args};
-use super::hdf5::vh5_array;
+use super::args::{array_parts, src_array, table_args};
+use super::args::vh5_array;
 use super::{guard, null_arg, vh5_status};
 
 /// Copy many slices from the array `*src` into the array `*dst`, both in memory (numpy ->
@@ -24,9 +24,7 @@ use super::{guard, null_arg, vh5_status};
 ///
 /// Same memory: `src` and `dst` may describe the same buffer or overlapping views of it. Each
 /// row then behaves as if its source block were first copied to a temporary (memmove
-/// semantics, like numpy's `dst[...] = src[...]`): it sees the results of earlier rows. Rows
-/// whose source and destination byte ranges intersect go through an internal scratch buffer;
-/// others are copied directly.
+/// semantics, like numpy's `dst[...] = src[...]`): it sees the results of earlier rows.
 ///
 /// `flags`: 0 or `VH5_SLICES_CLIP` (counts silently clipped to both extents, rows clipped to
 /// nothing skipped). `VH5_SLICES_CONVERT` is refused: the dtypes (and item sizes) must be
@@ -63,19 +61,19 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
     flags: u32,
 ) -> vh5_status {
     guard(|| {
-        if src.is_null() {
-            return Err(null_arg("src"));
+        // Both arrays are checked for NULL before either is decoded (the order of the statuses).
+        for (a, name) in [(src, "src"), (dst, "dst")] {
+            if a.is_null() {
+                return Err(null_arg(name));
+            }
         }
-        if dst.is_null() {
-            return Err(null_arg("dst"));
-        }
-        let (sp, sd, sl) = array_parts(&*src, "src", true)?;
-        let (dp, dd, dl) = array_parts(&*dst, "dst", true)?;
-        let table = table_args(dl.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step)?;
+        // SAFETY: `src` and `dst` point to `vh5_array`s (this function's contract).
+        let ((sp, sd, sl), (dp, dd, dl)) = unsafe { (array_parts(src, "src", true)?, array_parts(dst, "dst", true)?) };
+        // SAFETY: the tables as this function's contract says.
+        let table = unsafe { table_args(dl.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step) }?;
         // SAFETY: the caller's contract on src/dst memory; the core never holds a shared and a
         // mutable borrow of the same bytes at once.
-        crate::slices::memcopy::copy_many_slices_raw(sp, &sl, sd, dp, &dl, dd, &table, flags)?;
-        Ok(())
+        unsafe { crate::slices::memcopy::copy_many_slices_raw(sp, &sl, sd, dp, &dl, dd, &table, flags) }.map(drop)
     })
 }
 
@@ -101,20 +99,9 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
 /// rows clipped to nothing skipped), `VH5_SLICES_CONVERT` (let libhdf5 convert from the
 /// array's dtype to the dataset's, e.g. float64 -> int16) or 0.
 ///
-/// Chunked datasets (compressed or not): each chunk the rows touch is written ONCE per call;
-/// chunks the rows cover completely are assembled in memory and written without being read;
-/// chunks covered in part are read once (unallocated chunks read as the fill value), merged
-/// in row order and written once. Contiguous and compact datasets, and chunked datasets
-/// written with a dtype conversion (CONVERT with an array dtype other than the dataset's: a
-/// chunk merged in the array's dtype would round-trip the elements no row writes through it),
-/// get one `H5Dwrite` per row.
-/// Filtered chunked datasets whose whole pipeline is deflate / shuffle / fletcher32 and whose
-/// file type needs no conversion from the array's (byte order aside): vh5 runs the filters
-/// itself (deflate at the dataset's level) on up to `vh5_get_num_threads()` worker threads
-/// outside the libhdf5 lock and stores each chunk with `H5Dwrite_chunk`, filter mask 0;
-/// chunks covered in part are read raw (`H5Dread_chunk`) and decoded by vh5. Other
-/// pipelines (szip, nbit, scaleoffset, plugins) and conversions go through `H5Dwrite`.
-/// Either way the file ends up as libhdf5's own `H5Dwrite` of the same rows leaves it: a new
+/// The file ends up as libhdf5's own `H5Dwrite` of the same rows leaves it, whichever path
+/// vh5 takes (chunks assembled and written once per call, filters run by vh5 on worker
+/// threads for deflate / shuffle / fletcher32 pipelines: see docs/ARCHITECTURE.md): a new
 /// chunk starts as the fill value throughout (also outside the extent of an edge chunk,
 /// visible after a resize), or as zeros under fill time never; a stored edge chunk keeps its
 /// bytes outside the extent; with `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS` partial edge chunks
@@ -168,16 +155,10 @@ pub unsafe extern "C" fn vh5_write_many_slices(
     flags: u32,
 ) -> vh5_status {
     guard(|| {
-        if src.is_null() {
-            return Err(null_arg("src"));
-        }
-        let (p, dtype, layout) = array_parts(&*src, "src", true)?;
-        let table = table_args(layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step)?;
-        // SAFETY: the caller's contract: `base` valid for reads of `base_len` bytes (a dangling
-        // non-null pointer when base_len is 0, valid for an empty slice).
-        let buf: &[u8] = std::slice::from_raw_parts(p as *const u8, layout.base_len);
-        let a = crate::slices::SrcArray { buf, layout, dtype };
-        crate::slices::write_many_slices(dset, &a, &table, flags)?;
-        Ok(())
+        // SAFETY: `src` and its memory as this function's contract says.
+        let a = unsafe { src_array(src, "src") }?;
+        // SAFETY: the tables as this function's contract says.
+        let table = unsafe { table_args(a.layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step) }?;
+        crate::slices::write_many_slices(dset, &a, &table, flags).map(drop)
     })
 }

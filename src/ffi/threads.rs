@@ -14,14 +14,10 @@ use crate::slices::options;
 /// `VH5_MAX_CHUNK_BYTES`) value makes every read and write fail with
 /// `VH5_ERR_INVALID_ARGUMENT` naming the variable, never silently ignored.
 ///
-/// Worker threads never call libhdf5: the calling thread reads the stored chunk bytes under
-/// vh5's libhdf5 lock and the workers inflate / unshuffle / checksum / byte-swap and copy them
-/// into the destination, outside the lock. The same holds for `vh5_write_many_slices` of
-/// filtered datasets (workers merge and compress, the calling thread stores). The calling
-/// thread holds the lock only while it fetches or stores chunks: never while it decodes a
-/// chunk itself or waits for the workers, and between two chunk fetches it hands the lock to
-/// any thread waiting for it, so vh5 calls from other threads (and other libhdf5 users of the
-/// same lock) interleave with a long call instead of waiting for its end.
+/// Worker threads never call libhdf5, and a call holds vh5's libhdf5 lock only while it
+/// fetches or stores chunks, handing it to waiting threads between chunks: vh5 calls from
+/// other threads (and other libhdf5 users of the same lock) interleave with a long call
+/// instead of waiting for its end. The division of work: docs/ARCHITECTURE.md.
 ///
 /// Returns `VH5_OK`; `VH5_ERR_INVALID_ARGUMENT` when `n` > VH5_MAX_THREADS (the setting is
 /// then unchanged). Thread-safe.

@@ -15,7 +15,7 @@ use hdf5_sys::h5p::*;
 use hdf5_sys::h5t::H5Tequal;
 
 use super::error::{check, clear_stack};
-use super::handle::Handle;
+use super::handle::{dataset_name, Handle};
 use super::lock::H5Lock;
 use crate::error::Result;
 
@@ -79,9 +79,11 @@ impl ChunkLayout {
 /// `dcpl` is a valid dataset creation property list; the lock is held.
 unsafe fn fill_never(lock: &H5Lock, dcpl: hid_t) -> Result<bool> {
     let mut time = H5D_fill_time_t::H5D_FILL_TIME_IFSET;
-    check(lock, H5Pget_fill_time(dcpl, &mut time), "H5Pget_fill_time")?;
+    // SAFETY: valid list, lock held (this function's contract); the out-pointer is a local.
+    check(lock, unsafe { H5Pget_fill_time(dcpl, &mut time) }, "H5Pget_fill_time")?;
     let mut status = H5D_fill_value_t::H5D_FILL_VALUE_UNDEFINED;
-    check(lock, H5Pfill_value_defined(dcpl, &mut status), "H5Pfill_value_defined")?;
+    // SAFETY: as above.
+    check(lock, unsafe { H5Pfill_value_defined(dcpl, &mut status) }, "H5Pfill_value_defined")?;
     Ok(match time {
         H5D_fill_time_t::H5D_FILL_TIME_NEVER => true,
         H5D_fill_time_t::H5D_FILL_TIME_IFSET => status == H5D_fill_value_t::H5D_FILL_VALUE_UNDEFINED,
@@ -127,7 +129,7 @@ pub fn chunk_layout(lock: &H5Lock, dset: hid_t) -> Result<ChunkLayout> {
         if H5Pget_layout(dcpl.id()) != H5D_layout_t::H5D_CHUNKED {
             return Ok(ChunkLayout { chunk: None, filters: vec![], dont_filter_partial: false, fill_never });
         }
-        let mut c = [0u64; super::MAX_RANK];
+        let mut c = [0u64; crate::dtype::MAX_RANK];
         let n = check(lock, H5Pget_chunk(dcpl.id(), c.len() as c_int, c.as_mut_ptr()), "H5Pget_chunk")? as usize;
         let nf = check(lock, H5Pget_nfilters(dcpl.id()), "H5Pget_nfilters")?;
         let mut filters = Vec::with_capacity(nf as usize);
@@ -162,7 +164,7 @@ const H5Z_FILTER_SCALEOFFSET: i32 = 6;
 /// libhdf5 1.10 write far past its buffer), so vh5 checks them against the dataset before
 /// any read or write reaches the filter: `Hdf5` naming the dataset and the parameter.
 fn check_scaleoffset(lock: &H5Lock, dset: hid_t, chunk: &[u64], cd: &[u32]) -> Result<()> {
-    let name = || super::meta::dataset_name(lock, dset);
+    let name = || dataset_name(lock, dset);
     if cd.len() < 8 {
         bail!(Hdf5, "dataset {}: the scaleoffset filter has {} parameters, libhdf5 stores at least 8: the file is corrupted", name(), cd.len());
     }

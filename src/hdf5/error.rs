@@ -87,14 +87,17 @@ impl Drop for H5Session {
 
 unsafe extern "C" fn walk_frame(n: c_uint, err: *const H5E_error2_t, data: *mut c_void) -> hdf5_sys::h5::herr_t {
     // SAFETY: libhdf5 passes a valid frame; `data` is the `&mut String` given to H5Ewalk2.
-    let out = &mut *(data as *mut String);
-    let e = &*err;
-    let s = |p: *const c_char| if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() };
+    let (out, e) = unsafe { (&mut *(data as *mut String), &*err) };
+    // SAFETY: the frame's strings are NULL or NUL-terminated, alive during the callback.
+    let s = |p: *const c_char| if p.is_null() { String::new() } else { unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned() };
     let msg = |id: hid_t| {
         let mut buf = [0 as c_char; 160];
-        let n = H5Eget_msg(id, std::ptr::null_mut(), buf.as_mut_ptr(), buf.len());
+        // SAFETY: `buf` holds the length passed; libhdf5 NUL-terminates what it writes; the
+        // lock is held by the caller of H5Ewalk2.
+        let n = unsafe { H5Eget_msg(id, std::ptr::null_mut(), buf.as_mut_ptr(), buf.len()) };
         if n > 0 {
-            CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
+            // SAFETY: NUL-terminated by libhdf5 (above).
+            unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
         } else {
             String::new()
         }
@@ -239,6 +242,7 @@ mod tests {
         assert!(f.is_none());
         drop(_outer);
         let _l = lock();
+        // SAFETY: lock held by `_l`.
         unsafe { H5Eget_auto2(H5E_DEFAULT, &mut f, &mut d) };
         assert!(f.is_some(), "default libhdf5 error printer restored");
     }

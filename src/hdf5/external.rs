@@ -24,7 +24,7 @@ use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5p::*;
 
 use super::error::check;
-use super::handle::Handle;
+use super::handle::{dataset_name, Handle};
 use super::lock::H5Lock;
 use crate::error::Result;
 
@@ -99,7 +99,7 @@ pub fn refusal(name: &str, what: &str) -> crate::error::Error {
 /// [`storage_elsewhere`]) and was not opened through a file that allows it.
 pub fn check_allowed(lock: &H5Lock, dset: hid_t, elsewhere: Option<&str>) -> Result<()> {
     match elsewhere {
-        Some(what) if !allowed(dset) => Err(refusal(&super::meta::dataset_name(lock, dset), what)),
+        Some(what) if !allowed(dset) => Err(refusal(&dataset_name(lock, dset), what)),
         _ => Ok(()),
     }
 }
@@ -129,6 +129,7 @@ extern "C" fn refuse_elink(
     _fapl: hid_t,
     op_data: *mut c_void,
 ) -> hdf5_sys::h5::herr_t {
+    // SAFETY: libhdf5 passes NULL or NUL-terminated names, alive during the callback.
     let s = |p: *const c_char| if p.is_null() { "?".into() } else { unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned() };
     if !op_data.is_null() {
         // SAFETY: op_data is the `ElinkSeen` given to `H5Pset_elink_cb` by `refusing_lapl`,

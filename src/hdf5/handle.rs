@@ -2,7 +2,7 @@
 //!
 //! A [`Handle`] owns one reference to a libhdf5 object id and closes it when dropped, taking
 //! the process-wide lock to do so. [`Handle::into_raw`] gives the id away (to a C caller who
-//! closes it with `vh5_close`).
+//! closes it with `vh5_close`). [`dataset_name`] names a dataset id in messages.
 
 use hdf5_sys::h5d::H5Dclose;
 use hdf5_sys::h5f::H5Fclose;
@@ -76,6 +76,29 @@ pub fn close_id(lock: &H5Lock, id: hid_t) -> Result<()> {
     check(lock, r, format_args!("closing libhdf5 id {id}")).map(|_| ())
 }
 
+/// `` `/path/of/dset` in `file.h5` `` for messages (libhdf5's names; `?` when unknown).
+pub fn dataset_name(lock: &H5Lock, dset: hid_t) -> String {
+    let get = |f: &dyn Fn(*mut std::ffi::c_char, usize) -> isize| -> String {
+        let n = f(std::ptr::null_mut(), 0);
+        if n <= 0 {
+            clear_stack(lock);
+            return "?".into();
+        }
+        let mut buf = vec![0u8; n as usize + 1];
+        if f(buf.as_mut_ptr() as *mut _, buf.len()) < 0 {
+            clear_stack(lock);
+            return "?".into();
+        }
+        buf.truncate(n as usize);
+        String::from_utf8_lossy(&buf).into_owned()
+    };
+    // SAFETY: valid id; lock held; `get` passes a buffer of the length it gives (or NULL, 0).
+    let name = get(&|p, n| unsafe { hdf5_sys::h5i::H5Iget_name(dset, p, n) });
+    // SAFETY: as above.
+    let file = get(&|p, n| unsafe { hdf5_sys::h5f::H5Fget_name(dset, p, n) });
+    format!("`{name}` in `{file}`")
+}
+
 impl Drop for Handle {
     fn drop(&mut self) {
         let s = session();
@@ -85,8 +108,9 @@ impl Drop for Handle {
     }
 }
 
-// The id is an integer owned by this value; libhdf5 (thread-safe build) may be called from any
-// thread as long as our lock is held, which `drop` does.
+// SAFETY: the id is an integer owned by this value; libhdf5 may be called from any thread as
+// long as our lock is held, which `drop` does.
 unsafe impl Send for Handle {}
+// SAFETY: `&Handle` only reads the id; every libhdf5 call made with it takes the lock.
 unsafe impl Sync for Handle {}
 

@@ -154,6 +154,7 @@ mod tests {
         // SAFETY: the closures call no libhdf5 function.
         unsafe { released(&b, || assert!(held_by_current_thread())) };
         drop(b);
+        // SAFETY: the closure calls no libhdf5 function.
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { released(&a, || panic!("boom")) }));
         assert!(r.is_err());
         assert!(held_by_current_thread(), "lock taken back during unwinding");

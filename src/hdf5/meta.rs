@@ -3,7 +3,7 @@
 //! one row costs a few microseconds instead of re-querying libhdf5 (~10 calls).
 //!
 //! Keyed by the dataset's `hid_t`: libhdf5 1.10 never hands out an id number twice in a
-//! process (ids grow monotonically per type), and [`super::dataset::close`] forgets the entry;
+//! process (ids grow monotonically per type), and closing an id through vh5 forgets its entry;
 //! an id closed behind vh5's back fails the "open dataset" check before the cache is
 //! consulted. The extent (and the dataspaces that carry it) is cached only when it cannot
 //! change while the id is open: the file was opened read-only without SWMR
@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use hdf5_sys::h5i::hid_t;
 
 use super::chunk::{chunk_layout, ChunkLayout};
-use super::dataset::SpaceCache;
-use super::handle::Handle;
+use super::hyperslab::{space_dims, SpaceCache};
+use super::handle::{dataset_name, Handle};
 use super::lock::H5Lock;
 use super::types::{classify, TypeInfo};
 use crate::error::Result;
@@ -68,7 +68,7 @@ pub struct DecodedChunk {
 }
 
 impl DatasetMeta {
-    /// The dataspace slot to give [`super::dataset::HyperslabReader::with_cache`], or `None`
+    /// The dataspace slot to give [`super::hyperslab::HyperslabReader::with_cache`], or `None`
     /// when the dataset's extent may change (file opened read-write or SWMR: `H5Dset_extent`,
     /// `H5Drefresh`), in which case every reader creates fresh dataspaces.
     pub fn space_cache(&self) -> Option<&Mutex<Option<SpaceCache>>> {
@@ -130,28 +130,6 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
     Ok(m)
 }
 
-/// `` `/path/of/dset` in `file.h5` `` for messages (libhdf5's names; `?` when unknown).
-pub fn dataset_name(lock: &H5Lock, dset: hid_t) -> String {
-    let get = |f: &dyn Fn(*mut std::ffi::c_char, usize) -> isize| -> String {
-        let n = f(std::ptr::null_mut(), 0);
-        if n <= 0 {
-            super::error::clear_stack(lock);
-            return "?".into();
-        }
-        let mut buf = vec![0u8; n as usize + 1];
-        if f(buf.as_mut_ptr() as *mut _, buf.len()) < 0 {
-            super::error::clear_stack(lock);
-            return "?".into();
-        }
-        buf.truncate(n as usize);
-        String::from_utf8_lossy(&buf).into_owned()
-    };
-    // SAFETY: valid id; lock held; the buffers are sized as passed.
-    let name = get(&|p, n| unsafe { hdf5_sys::h5i::H5Iget_name(dset, p, n) });
-    let file = get(&|p, n| unsafe { hdf5_sys::h5f::H5Fget_name(dset, p, n) });
-    format!("`{name}` in `{file}`")
-}
-
 /// libhdf5's rule for chunk shapes (`H5D__chunk_construct`, checked when a dataset is
 /// created, not when a file is read): every chunk dimension is at least 1 and, on axes of
 /// fixed size (maximum dimension not `H5S_UNLIMITED`), at most the maximum dimension. A
@@ -159,19 +137,10 @@ pub fn dataset_name(lock: &H5Lock, dset: hid_t) -> String {
 /// `Hdf5` naming the dataset, its file and the axis. Chunks larger than the current extent
 /// on extendible axes are legal.
 fn check_chunk_dims(lock: &H5Lock, dset: hid_t, chunk: &[u64]) -> Result<()> {
-    // SAFETY: valid dataset id; lock held; the arrays hold MAX_RANK entries.
-    let (n, maxdims) = unsafe {
-        let space = Handle::new(lock, hdf5_sys::h5d::H5Dget_space(dset), "H5Dget_space")?;
-        let mut dims = [0u64; super::MAX_RANK];
-        let mut maxdims = [0u64; super::MAX_RANK];
-        let n = hdf5_sys::h5s::H5Sget_simple_extent_ndims(space.id());
-        let n = super::error::check(lock, n, "H5Sget_simple_extent_ndims")? as usize;
-        if n > super::MAX_RANK {
-            return Ok(()); // reported where the rank is checked
-        }
-        super::error::check(lock, hdf5_sys::h5s::H5Sget_simple_extent_dims(space.id(), dims.as_mut_ptr(), maxdims.as_mut_ptr()), "H5Sget_simple_extent_dims")?;
-        (n, maxdims)
-    };
+    // SAFETY: valid dataset id (checked by the caller); lock held.
+    let space = Handle::new(lock, unsafe { hdf5_sys::h5d::H5Dget_space(dset) }, "H5Dget_space")?;
+    let (_, maxdims) = space_dims(lock, space.id())?;
+    let n = maxdims.len();
     if chunk.len() != n {
         bail!(Hdf5, "dataset {}: its chunks have {} axes, its dataspace {n}: the file is corrupted", dataset_name(lock, dset), chunk.len());
     }

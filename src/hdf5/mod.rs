@@ -1,21 +1,30 @@
 //! libhdf5 access: the process-wide lock ([`lock`]), error-stack capture and silenced error
-//! printing ([`error`]), RAII handles ([`handle`]), datatype mapping ([`types`]) and
-//! files/datasets/hyperslab reads ([`dataset`]).
+//! printing ([`error`]), RAII handles and names of ids ([`handle`]), datatype mapping
+//! ([`types`]), files and datasets ([`dataset`]), hyperslab reads ([`hyperslab`]) and
+//! writes ([`write`]), per-dataset cached facts ([`meta`]), raw chunk access ([`chunk`]) and
+//! the refusal of storage in other files ([`external`]).
 //!
 //! Every libhdf5 call vh5 makes happens while holding the lock of an [`error::H5Session`].
+//!
+//! Imports run one way, from the top of this list down; no module imports one above it:
+//! `dataset` -> `meta` -> `chunk`, `external` -> `hyperslab`, `write`, `types` -> `handle` ->
+//! `error` -> `lock`.
 
 pub mod chunk;
 pub mod dataset;
 pub mod error;
 pub mod external;
 pub mod handle;
+pub mod hyperslab;
 pub mod meta;
 pub mod lock;
 pub mod types;
 pub mod version;
 pub mod write;
 
-pub use dataset::{close, dataset_info, list_datasets, open_dataset, open_file, DatasetInfo, HyperslabReader, Layout, Listed, FILE_READ_WRITE, MAX_RANK};
+pub use dataset::{close, dataset_info, list_datasets, open_dataset, open_file, DatasetInfo, Layout, Listed, FILE_READ_WRITE};
+pub use hyperslab::HyperslabReader;
+pub use crate::dtype::MAX_RANK;
 pub use error::{session, H5Session};
 pub use handle::Handle;
 pub use types::TypeInfo;

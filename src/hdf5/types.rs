@@ -111,148 +111,180 @@ fn unsupported_reason(lock: &H5Lock, t: hid_t) -> Result<Option<String>> {
     }
 }
 
-/// Classify the file datatype `t`.
+/// Classify the file datatype `t`: a vh5 dtype when its layout is one numpy reads as plain
+/// bytes (integers, IEEE floats, the h5py bool enum, h5py complex compounds), opaque bytes of
+/// its native memory type otherwise, or unsupported (variable-length data, references).
 pub fn classify(lock: &H5Lock, t: hid_t) -> Result<TypeInfo> {
-    // SAFETY: t is a valid datatype id; we hold the lock for every call below.
-    unsafe {
-        let class = H5Tget_class(t);
-        let size = H5Tget_size(t);
-        if size == 0 {
-            return Err(super::error::hdf5_error(lock, ErrorKind::Hdf5, "H5Tget_size failed"));
-        }
-        let order = if size > 1 { order_of(t) } else { None };
-        let order_txt = |o: Option<ByteOrder>| match o {
-            Some(ByteOrder::Little) => " (little-endian)",
-            Some(ByteOrder::Big) => " (big-endian)",
-            None => "",
-        };
-        if let Some(reason) = unsupported_reason(lock, t)? {
-            return Ok(TypeInfo {
-                dtype: None,
-                file_itemsize: size,
-                mem_itemsize: size,
-                byte_order: None,
-                plain: false,
-                description: reason.clone(),
-                unsupported: Some(reason),
-            });
-        }
-        let simple = |d: Dtype, order: Option<ByteOrder>| TypeInfo {
-            dtype: Some(d),
+    // SAFETY: t is a valid datatype id; we hold the lock.
+    let (class, size) = unsafe { (H5Tget_class(t), H5Tget_size(t)) };
+    if size == 0 {
+        return Err(super::error::hdf5_error(lock, ErrorKind::Hdf5, "H5Tget_size failed"));
+    }
+    let order = if size > 1 { order_of(t) } else { None };
+    if let Some(reason) = unsupported_reason(lock, t)? {
+        return Ok(TypeInfo {
+            dtype: None,
             file_itemsize: size,
             mem_itemsize: size,
-            byte_order: order,
-            plain: true,
-            description: format!("{}{}", d.name(), order_txt(order)),
-            unsupported: None,
-        };
-        match class {
-            H5T_class_t::H5T_INTEGER => {
-                let signed = H5Tget_sign(t) == H5T_sign_t::H5T_SGN_2;
-                let d = match (size, signed) {
-                    (1, true) => Some(Dtype::Int8),
-                    (2, true) => Some(Dtype::Int16),
-                    (4, true) => Some(Dtype::Int32),
-                    (8, true) => Some(Dtype::Int64),
-                    (1, false) => Some(Dtype::UInt8),
-                    (2, false) => Some(Dtype::UInt16),
-                    (4, false) => Some(Dtype::UInt32),
-                    (8, false) => Some(Dtype::UInt64),
-                    _ => None,
-                };
-                if let Some(d) = d {
-                    // Integers with padding bits (precision < 8*size) are not plain numpy ints.
-                    if H5Tget_precision(t) == 8 * size && H5Tget_offset(t) == 0 {
-                        return Ok(simple(d, order));
-                    }
-                }
-            }
-            H5T_class_t::H5T_FLOAT => {
-                let (mut spos, mut epos, mut esize, mut mpos, mut msize) = (0usize, 0usize, 0usize, 0usize, 0usize);
-                check(lock, H5Tget_fields(t, &mut spos, &mut epos, &mut esize, &mut mpos, &mut msize), "H5Tget_fields")?;
-                let ebias = H5Tget_ebias(t);
-                let d = match (size, spos, epos, esize, mpos, msize, ebias) {
-                    (2, 15, 10, 5, 0, 10, 15) => Some(Dtype::Float16),
-                    (4, 31, 23, 8, 0, 23, 127) => Some(Dtype::Float32),
-                    (8, 63, 52, 11, 0, 52, 1023) => Some(Dtype::Float64),
-                    _ => None,
-                };
-                if let Some(d) = d {
-                    if order.is_some() {
-                        if let Some(odd) = float_layout_oddity(lock, t, size)? {
-                            // Same fields, another encoding: libhdf5 converts (never raw bytes).
-                            return Ok(TypeInfo {
-                                byte_order: None,
-                                plain: false,
-                                description: format!("{}{} with a non-IEEE layout ({odd}; converted by libhdf5)", d.name(), order_txt(order)),
-                                ..simple(d, order)
-                            });
-                        }
-                        return Ok(simple(d, order));
-                    }
-                }
-            }
-            H5T_class_t::H5T_ENUM => {
-                if size == 1 && H5Tget_nmembers(t) == 2 {
-                    let mut ok = true;
-                    for (i, (name, val)) in [("FALSE", 0i8), ("TRUE", 1i8)].into_iter().enumerate() {
-                        let mut v = 0i8;
-                        let r = H5Tget_member_value(t, i as c_uint, &mut v as *mut i8 as *mut _);
-                        ok &= r >= 0 && v == val && member_name(t, i as c_uint) == name;
-                    }
-                    if ok {
-                        return Ok(simple(Dtype::Bool, None));
-                    }
-                }
-            }
-            H5T_class_t::H5T_COMPOUND => {
-                if H5Tget_nmembers(t) == 2 && member_name(t, 0) == "r" && member_name(t, 1) == "i" {
-                    let r = Handle::new(lock, H5Tget_member_type(t, 0), "H5Tget_member_type")?;
-                    let i = Handle::new(lock, H5Tget_member_type(t, 1), "H5Tget_member_type")?;
-                    let (ri, ii) = (classify(lock, r.id())?, classify(lock, i.id())?);
-                    let half = size / 2;
-                    let same = ri.dtype == ii.dtype && ri.byte_order == ii.byte_order;
-                    let at = H5Tget_member_offset(t, 0) == 0 && H5Tget_member_offset(t, 1) == half && size == 2 * half;
-                    let d = match ri.dtype {
-                        Some(Dtype::Float32) if half == 4 => Some(Dtype::Complex64),
-                        Some(Dtype::Float64) if half == 8 => Some(Dtype::Complex128),
-                        _ => None,
-                    };
-                    if let (Some(d), true, true) = (d, same, at) {
-                        if !ri.plain {
-                            return Ok(TypeInfo { plain: false, description: format!("{} of {}", d.name(), ri.description), ..simple(d, None) });
-                        }
-                        return Ok(simple(d, ri.byte_order));
-                    }
-                }
-            }
-            _ => {}
-        }
-        // Anything else: opaque bytes of its native memory type.
-        let mem = native_of(lock, t)?;
-        let mem_size = H5Tget_size(mem.id());
-        let class_name = match class {
-            H5T_class_t::H5T_INTEGER => "integer",
-            H5T_class_t::H5T_FLOAT => "float",
-            H5T_class_t::H5T_TIME => "time",
-            H5T_class_t::H5T_STRING => "fixed-length string",
-            H5T_class_t::H5T_BITFIELD => "bitfield",
-            H5T_class_t::H5T_OPAQUE => "opaque",
-            H5T_class_t::H5T_COMPOUND => "compound",
-            H5T_class_t::H5T_ENUM => "enum",
-            H5T_class_t::H5T_ARRAY => "array",
-            _ => "other",
-        };
-        Ok(TypeInfo {
-            dtype: Some(Dtype::Opaque),
-            file_itemsize: size,
-            mem_itemsize: mem_size,
-            byte_order: order,
+            byte_order: None,
             plain: false,
-            description: format!("opaque: {class_name} of {size} bytes in the file, {mem_size} in memory{}", order_txt(order)),
-            unsupported: None,
-        })
+            description: reason.clone(),
+            unsupported: Some(reason),
+        });
     }
+    let known = match class {
+        H5T_class_t::H5T_INTEGER => integer_dtype(t, size).map(|d| simple(d, size, order)),
+        H5T_class_t::H5T_FLOAT => float_info(lock, t, size, order)?,
+        H5T_class_t::H5T_ENUM => is_bool_enum(t, size).then(|| simple(Dtype::Bool, size, None)),
+        H5T_class_t::H5T_COMPOUND => complex_info(lock, t, size)?,
+        _ => None,
+    };
+    match known {
+        Some(info) => Ok(info),
+        None => opaque_info(lock, t, class, size, order),
+    }
+}
+
+/// " (little-endian)", " (big-endian)" or "" for descriptions.
+fn order_txt(o: Option<ByteOrder>) -> &'static str {
+    match o {
+        Some(ByteOrder::Little) => " (little-endian)",
+        Some(ByteOrder::Big) => " (big-endian)",
+        None => "",
+    }
+}
+
+/// A type vh5 reads as `d` in `order`, raw bytes of `size` in the file and in memory.
+fn simple(d: Dtype, size: usize, order: Option<ByteOrder>) -> TypeInfo {
+    TypeInfo {
+        dtype: Some(d),
+        file_itemsize: size,
+        mem_itemsize: size,
+        byte_order: order,
+        plain: true,
+        description: format!("{}{}", d.name(), order_txt(order)),
+        unsupported: None,
+    }
+}
+
+/// The dtype of an integer type of `size` bytes without padding bits (precision 8*size,
+/// offset 0: otherwise not a plain numpy integer).
+fn integer_dtype(t: hid_t, size: usize) -> Option<Dtype> {
+    // SAFETY: t is a valid integer type id (the caller's class check); lock held by the caller.
+    let (signed, plain) = unsafe { (H5Tget_sign(t) == H5T_sign_t::H5T_SGN_2, H5Tget_precision(t) == 8 * size && H5Tget_offset(t) == 0) };
+    let d = match (size, signed) {
+        (1, true) => Dtype::Int8,
+        (2, true) => Dtype::Int16,
+        (4, true) => Dtype::Int32,
+        (8, true) => Dtype::Int64,
+        (1, false) => Dtype::UInt8,
+        (2, false) => Dtype::UInt16,
+        (4, false) => Dtype::UInt32,
+        (8, false) => Dtype::UInt64,
+        _ => return None,
+    };
+    plain.then_some(d)
+}
+
+/// A float type with the IEEE half / single / double fields: plain, or converted by libhdf5
+/// when its encoding differs in another way ([`float_layout_oddity`]); `None` for other fields.
+fn float_info(lock: &H5Lock, t: hid_t, size: usize, order: Option<ByteOrder>) -> Result<Option<TypeInfo>> {
+    let (mut spos, mut epos, mut esize, mut mpos, mut msize) = (0usize, 0usize, 0usize, 0usize, 0usize);
+    // SAFETY: t is a valid float type id; lock held by the caller; out-pointers are locals.
+    check(lock, unsafe { H5Tget_fields(t, &mut spos, &mut epos, &mut esize, &mut mpos, &mut msize) }, "H5Tget_fields")?;
+    // SAFETY: as above.
+    let ebias = unsafe { H5Tget_ebias(t) };
+    let d = match (size, spos, epos, esize, mpos, msize, ebias) {
+        (2, 15, 10, 5, 0, 10, 15) => Dtype::Float16,
+        (4, 31, 23, 8, 0, 23, 127) => Dtype::Float32,
+        (8, 63, 52, 11, 0, 52, 1023) => Dtype::Float64,
+        _ => return Ok(None),
+    };
+    if order.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(match float_layout_oddity(lock, t, size)? {
+        // Same fields, another encoding: libhdf5 converts (never raw bytes).
+        Some(odd) => TypeInfo {
+            byte_order: None,
+            plain: false,
+            description: format!("{}{} with a non-IEEE layout ({odd}; converted by libhdf5)", d.name(), order_txt(order)),
+            ..simple(d, size, order)
+        },
+        None => simple(d, size, order),
+    }))
+}
+
+/// Whether the enum type `t` is h5py's bool: 1 byte, members FALSE = 0 and TRUE = 1.
+fn is_bool_enum(t: hid_t, size: usize) -> bool {
+    // SAFETY: t is a valid enum type id; lock held by the caller; `v` is a local of the
+    // member size (1 byte, checked first).
+    unsafe {
+        size == 1
+            && H5Tget_nmembers(t) == 2
+            && [("FALSE", 0i8), ("TRUE", 1i8)].into_iter().enumerate().all(|(i, (name, val))| {
+                let mut v = 0i8;
+                let r = H5Tget_member_value(t, i as c_uint, &mut v as *mut i8 as *mut _);
+                r >= 0 && v == val && member_name(t, i as c_uint) == name
+            })
+    }
+}
+
+/// h5py's complex compound {r, i} of two equal float32 / float64 members, packed; `None`
+/// for any other compound.
+fn complex_info(lock: &H5Lock, t: hid_t, size: usize) -> Result<Option<TypeInfo>> {
+    // SAFETY: t is a valid compound type id; lock held by the caller.
+    unsafe {
+        if H5Tget_nmembers(t) != 2 || member_name(t, 0) != "r" || member_name(t, 1) != "i" {
+            return Ok(None);
+        }
+        let r = Handle::new(lock, H5Tget_member_type(t, 0), "H5Tget_member_type")?;
+        let i = Handle::new(lock, H5Tget_member_type(t, 1), "H5Tget_member_type")?;
+        let (ri, ii) = (classify(lock, r.id())?, classify(lock, i.id())?);
+        let half = size / 2;
+        let same = ri.dtype == ii.dtype && ri.byte_order == ii.byte_order;
+        let at = H5Tget_member_offset(t, 0) == 0 && H5Tget_member_offset(t, 1) == half && size == 2 * half;
+        let d = match ri.dtype {
+            Some(Dtype::Float32) if half == 4 => Dtype::Complex64,
+            Some(Dtype::Float64) if half == 8 => Dtype::Complex128,
+            _ => return Ok(None),
+        };
+        if !(same && at) {
+            return Ok(None);
+        }
+        if !ri.plain {
+            return Ok(Some(TypeInfo { plain: false, description: format!("{} of {}", d.name(), ri.description), ..simple(d, size, None) }));
+        }
+        Ok(Some(simple(d, size, ri.byte_order)))
+    }
+}
+
+/// Any other type: opaque bytes of its native memory type.
+fn opaque_info(lock: &H5Lock, t: hid_t, class: H5T_class_t, size: usize, order: Option<ByteOrder>) -> Result<TypeInfo> {
+    let mem = native_of(lock, t)?;
+    // SAFETY: a valid type id; lock held by the caller.
+    let mem_size = unsafe { H5Tget_size(mem.id()) };
+    let class_name = match class {
+        H5T_class_t::H5T_INTEGER => "integer",
+        H5T_class_t::H5T_FLOAT => "float",
+        H5T_class_t::H5T_TIME => "time",
+        H5T_class_t::H5T_STRING => "fixed-length string",
+        H5T_class_t::H5T_BITFIELD => "bitfield",
+        H5T_class_t::H5T_OPAQUE => "opaque",
+        H5T_class_t::H5T_COMPOUND => "compound",
+        H5T_class_t::H5T_ENUM => "enum",
+        H5T_class_t::H5T_ARRAY => "array",
+        _ => "other",
+    };
+    Ok(TypeInfo {
+        dtype: Some(Dtype::Opaque),
+        file_itemsize: size,
+        mem_itemsize: mem_size,
+        byte_order: order,
+        plain: false,
+        description: format!("opaque: {class_name} of {size} bytes in the file, {mem_size} in memory{}", order_txt(order)),
+        unsupported: None,
+    })
 }
 
 /// How a float type whose fields match an IEEE layout differs from the IEEE encoding

@@ -48,7 +48,7 @@ impl<'l> HyperslabWriter<'l> {
         unsafe {
             let file_space = Handle::new(lock, H5Dget_space(dset), "H5Dget_space")?;
             let n = check(lock, H5Sget_simple_extent_ndims(file_space.id()), "H5Sget_simple_extent_ndims")? as usize;
-            let mut dims = [0u64; super::MAX_RANK];
+            let mut dims = [0u64; crate::dtype::MAX_RANK];
             if n > 0 {
                 check(lock, H5Sget_simple_extent_dims(file_space.id(), dims.as_mut_ptr(), std::ptr::null_mut()), "H5Sget_simple_extent_dims")?;
             }

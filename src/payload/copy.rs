@@ -1,10 +1,13 @@
-//! Copying payload data into a caller buffer in native byte order.
+//! Copying a payload's data and its count out of the message into caller buffers, in native
+//! byte order.
 
 use minicbor::Decoder;
 
-use super::cbor::cbor_err;
-use super::DataLoc;
-use crate::dtype::Dtype;
+use super::cbor::count::{bad_count_bytes, int_from_bytes_checked};
+use super::cbor::raw::cbor_err;
+use super::decode::{parse, parse_with};
+use super::view::{CountForm, DataLoc};
+use crate::dtype::{ByteOrder, Dtype};
 use crate::error::Result;
 
 /// Copy the data of the payload in `buf` into `out` in NATIVE byte order, keeping the
@@ -16,7 +19,7 @@ use crate::error::Result;
 /// Errors: anything the decoder reports for the message; `BufferTooSmall` when `out` is
 /// shorter than the data (nothing is written; the message gives the needed byte count).
 pub fn copy_data(buf: &[u8], out: &mut [u8]) -> Result<usize> {
-    let p = super::parse(buf)?;
+    let p = parse(buf)?;
     let need = match p.data {
         DataLoc::Contiguous { data, .. } => data.len(),
         DataLoc::Chunked { len, .. } => len,
@@ -42,6 +45,60 @@ pub fn copy_data(buf: &[u8], out: &mut [u8]) -> Result<usize> {
         swap_in_place(out, p.dtype);
     }
     Ok(need)
+}
+
+/// Decode the count of the payload in `buf` into `out` as native int64 and return how many
+/// were written (0 when the payload has no count).
+///
+/// Forms: a bare integer (1 value); an integer array, flat or nested, flattened in C order;
+/// `count_as_bytes` or a typed array, converted from its element type and byte order.
+/// Errors: anything [`super::decode_view`] reports for the message (except the view-only
+/// `Misaligned`/`ByteOrder` checks, which do not apply: a chunked data byte string is fine
+/// here); `BufferTooSmall` when `out.len()` is less than the count length (nothing is
+/// written beyond `out`; for an integer array the first `out.len()` values may have been
+/// written, since counts are decoded during the single walk; the message gives the needed
+/// count); `Malformed` for a negative count or one above INT64_MAX, naming its index and
+/// byte offset.
+pub fn decode_count(buf: &[u8], out: &mut [i64]) -> Result<usize> {
+    // Integer-array counts are written during the parse's single walk (only indices < cap).
+    let cap = out.len();
+    let p = parse_with(buf, &mut |i, v| {
+        if let Some(slot) = out.get_mut(i as usize) {
+            *slot = v;
+        }
+    })?;
+    let c = p.count;
+    if c.len > cap as u64 {
+        bail!(BufferTooSmall, "the count has {} elements but the output holds only {cap} (cap, in elements)", c.len);
+    }
+    match c.form {
+        CountForm::Absent => Ok(0),
+        CountForm::Scalar => {
+            out[0] = c.scalar;
+            Ok(1)
+        }
+        CountForm::Bytes => {
+            let bytes = c.bytes.expect("bytes form has bytes");
+            let dt = c.dtype.expect("bytes form has a dtype");
+            let item = dt.itemsize().unwrap_or(1);
+            let order = c.byte_order.unwrap_or(ByteOrder::Little);
+            if dt == Dtype::Int64 && order == ByteOrder::NATIVE {
+                for (o, b) in out.iter_mut().zip(bytes.chunks_exact(8)) {
+                    *o = i64::from_ne_bytes(b.try_into().expect("8 bytes"));
+                }
+            } else {
+                for (o, b) in out.iter_mut().zip(bytes.chunks_exact(item)) {
+                    *o = int_from_bytes_checked(b, dt, order).unwrap_or(-1);
+                }
+            }
+            // validate (vectorisable pass over what we wrote)
+            if let Some(i) = out[..c.len as usize].iter().position(|&v| v < 0) {
+                return Err(bad_count_bytes(bytes, i, dt, order, c.offset));
+            }
+            Ok(c.len as usize)
+        }
+        CountForm::Array => Ok(c.len as usize),
+    }
 }
 
 /// Reverse the bytes of every swap unit of `dtype` in `data` (complex numbers swap each half).

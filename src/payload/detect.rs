@@ -40,7 +40,9 @@ pub fn detect(buf: &[u8]) -> Result<Detected> {
     Ok(match b {
         // CBOR maps (0xa0-0xbf) and the tags of accepted payloads.
         0xa0..=0xbf => Detected::Cbor,
-        0xc0..=0xdb if accepted_cbor_tag(buf) => Detected::Cbor,
+        0xc0..=0xdb if payload_tag(buf) => Detected::Cbor,
+        // A 4- or 8-byte tag head cut short: let the CBOR decoder report the truncation.
+        0xda | 0xdb if buf.len() < 3 => Detected::Cbor,
         // Tags no payload starts with: most likely a msgpack value that is not a map.
         0xc0..=0xdb => bail!(
             Malformed,
@@ -56,15 +58,13 @@ pub fn detect(buf: &[u8]) -> Result<Detected> {
     })
 }
 
-/// Whether `buf` starts with the head of a CBOR tag a payload may start with: 40, 1040,
-/// 64–87 (typed arrays, including the refused reserved / float128 ones, which then get their
-/// own message), or the self-describe tag 55799.
-fn accepted_cbor_tag(buf: &[u8]) -> bool {
+/// Whether `buf` starts with the head of a CBOR tag a payload (or a document's array) may
+/// start with: 40, 1040, 64–87 (typed arrays, including the refused reserved / float128
+/// ones, which then get their own message), or the self-describe tag 55799.
+pub(crate) fn payload_tag(buf: &[u8]) -> bool {
     match buf.first() {
         Some(0xd8) => buf.get(1).is_some_and(|&t| t == 40 || (64..=87).contains(&t)),
         Some(0xd9) => matches!(buf.get(1..3), Some([0x04, 0x10]) | Some([0xd9, 0xf7])),
-        // A head cut short: let the CBOR decoder report the truncation.
-        Some(0xd8..=0xdb) => buf.len() < 3,
         _ => false,
     }
 }
@@ -164,6 +164,12 @@ mod tests {
         assert_eq!(e.kind, ErrorKind::Malformed);
         assert!(e.message.contains("0x9a") && e.message.contains("CBOR array"), "{}", e.message);
         assert_eq!(detect(&[]).unwrap_err().kind, ErrorKind::Malformed);
+        // tag heads: payload tags are CBOR; a 1- or 2-byte tag head naming another tag is
+        // named as msgpack; a cut 4- or 8-byte tag head is left to the CBOR decoder
+        assert!(payload_tag(&[0xd9, 0x04, 0x10]) && payload_tag(&[0xd8, 40]) && !payload_tag(&[0xd8, 5]));
+        assert_eq!(detect(&[0xd8]).unwrap_err().kind, ErrorKind::Malformed);
+        assert_eq!(detect(&[0xd9, 0x04]).unwrap_err().kind, ErrorKind::Malformed);
+        assert_eq!(detect(&[0xda, 0x00]).unwrap(), Detected::Cbor);
     }
 
     #[test]

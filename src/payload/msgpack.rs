@@ -18,7 +18,7 @@ use rmp::decode::bytes::BytesReadError;
 use rmp::decode::{self, Bytes, ValueReadError};
 use rmp::Marker;
 
-use super::{check_data_len, effective_order, CountInfo, DataLoc, Format, Layout, Parsed, Shape, MAX_NDIM};
+use super::view::{check_data_len, effective_order, CountInfo, DataLoc, Format, Layout, Parsed, Shape, MAX_NDIM};
 use crate::dtype::{ByteOrder, Dtype};
 use crate::error::{Error, Result};
 
@@ -170,26 +170,7 @@ pub(crate) fn parse_at(buf: &[u8], start: usize) -> Result<(Parsed<'_>, usize)> 
                 }
             }
             K_KIND => kind = Some(c.string_like(&what)?),
-            K_SHAPE => {
-                let spos = c.pos;
-                let m = c.with(&what, decode::read_array_len)?;
-                if m as usize > MAX_NDIM {
-                    bail!(Unsupported, "key \"shape\" at byte {spos} has {m} axes, more than {MAX_NDIM} (PAYLOAD_MAX_NDIM)");
-                }
-                let mut s = Shape::SCALAR;
-                for j in 0..m {
-                    let p = c.pos;
-                    let mut r = Bytes::new(&buf[p..]);
-                    let v: u64 = decode::read_int(&mut r).map_err(|e| match e {
-                        decode::NumValueReadError::TypeMismatch(m) => err!(Malformed, "shape axis {j} at byte {p}: expected an unsigned integer, found msgpack {m:?}"),
-                        decode::NumValueReadError::OutOfRange => err!(Malformed, "shape axis {j} at byte {p} is negative"),
-                        _ => err!(Malformed, "truncated input: shape axis {j} at byte {p} runs past the end of the {}-byte message", buf.len()),
-                    })?;
-                    c.pos = buf.len() - r.remaining_slice().len();
-                    s.push(v).expect("checked above");
-                }
-                shape = Some(s);
-            }
+            K_SHAPE => shape = Some(read_shape(&mut c, &what)?),
             K_DATA => {
                 let dpos = c.pos;
                 let d = c.string_like(&what)?;
@@ -202,21 +183,7 @@ pub(crate) fn parse_at(buf: &[u8], start: usize) -> Result<(Parsed<'_>, usize)> 
     let Some(nd) = nd else {
         bail!(Malformed, "msgpack map has no key \"nd\": not a msgpack-numpy payload");
     };
-    let kind = kind.unwrap_or(b"");
-    if kind == b"O" || ty.is_some_and(|t| t.first() == Some(&b'|') && t.get(1) == Some(&b'O') || t == b"O") {
-        bail!(Unsupported, "msgpack-numpy object array (kind 'O'): its data is a Python pickle, which vh5 never unpickles or copies");
-    }
-    if kind == b"V" || ty_is_list {
-        bail!(Unsupported, "msgpack-numpy structured dtype (kind 'V', type at byte {ty_pos}): not supported");
-    }
-    if !kind.is_empty() {
-        bail!(Unsupported, "msgpack-numpy kind {:?} is not supported (expected '' for plain numeric arrays)", String::from_utf8_lossy(kind));
-    }
-    let Some(ty) = ty else { bail!(Malformed, "msgpack-numpy map has no key \"type\"") };
-    let ty_s = std::str::from_utf8(ty).map_err(|_| err!(Dtype, "key \"type\" at byte {ty_pos} is not UTF-8"))?;
-    let Some((dtype, order)) = Dtype::from_numpy_str(ty_s) else {
-        bail!(Dtype, "key \"type\" at byte {ty_pos}: unsupported numpy type string {ty_s:?} (expected e.g. <f8, >i4, |u1, <c16, <f2, |b1)");
-    };
+    let (dtype, order) = numpy_dtype(kind.unwrap_or(b""), ty, ty_is_list, ty_pos)?;
     let Some((data, offset, dpos)) = data else { bail!(Malformed, "msgpack-numpy map has no key \"data\"") };
     let shape = match (nd, shape) {
         (true, Some(s)) => s,
@@ -235,6 +202,48 @@ pub(crate) fn parse_at(buf: &[u8], start: usize) -> Result<(Parsed<'_>, usize)> 
         nelements,
         count: CountInfo::ABSENT,
     }, end))
+}
+
+/// Read the array of unsigned integers at the cursor as a shape (`what` names the value).
+fn read_shape(c: &mut Cur<'_>, what: &str) -> Result<Shape> {
+    let buf = c.buf;
+    let spos = c.pos;
+    let m = c.with(what, decode::read_array_len)?;
+    if m as usize > MAX_NDIM {
+        bail!(Unsupported, "key \"shape\" at byte {spos} has {m} axes, more than {MAX_NDIM} (PAYLOAD_MAX_NDIM)");
+    }
+    let mut s = Shape::SCALAR;
+    for j in 0..m {
+        let p = c.pos;
+        let mut r = Bytes::new(&buf[p..]);
+        let v: u64 = decode::read_int(&mut r).map_err(|e| match e {
+            decode::NumValueReadError::TypeMismatch(m) => err!(Malformed, "shape axis {j} at byte {p}: expected an unsigned integer, found msgpack {m:?}"),
+            decode::NumValueReadError::OutOfRange => err!(Malformed, "shape axis {j} at byte {p} is negative"),
+            _ => err!(Malformed, "truncated input: shape axis {j} at byte {p} runs past the end of the {}-byte message", buf.len()),
+        })?;
+        c.pos = buf.len() - r.remaining_slice().len();
+        s.push(v).expect("checked above");
+    }
+    Ok(s)
+}
+
+/// The element type and byte order of a msgpack-numpy map from its `kind` and `type` values
+/// (`ty_is_list`: `type` was a list, a structured dtype; `ty_pos`: its byte offset).
+/// Pickled object arrays, structured dtypes and other kinds are `Unsupported`.
+fn numpy_dtype(kind: &[u8], ty: Option<&[u8]>, ty_is_list: bool, ty_pos: usize) -> Result<(Dtype, Option<ByteOrder>)> {
+    if kind == b"O" || ty.is_some_and(|t| t.first() == Some(&b'|') && t.get(1) == Some(&b'O') || t == b"O") {
+        bail!(Unsupported, "msgpack-numpy object array (kind 'O'): its data is a Python pickle, which vh5 never unpickles or copies");
+    }
+    if kind == b"V" || ty_is_list {
+        bail!(Unsupported, "msgpack-numpy structured dtype (kind 'V', type at byte {ty_pos}): not supported");
+    }
+    if !kind.is_empty() {
+        bail!(Unsupported, "msgpack-numpy kind {:?} is not supported (expected '' for plain numeric arrays)", String::from_utf8_lossy(kind));
+    }
+    let Some(ty) = ty else { bail!(Malformed, "msgpack-numpy map has no key \"type\"") };
+    let ty_s = std::str::from_utf8(ty).map_err(|_| err!(Dtype, "key \"type\" at byte {ty_pos} is not UTF-8"))?;
+    Dtype::from_numpy_str(ty_s)
+        .ok_or_else(|| err!(Dtype, "key \"type\" at byte {ty_pos}: unsupported numpy type string {ty_s:?} (expected e.g. <f8, >i4, |u1, <c16, <f2, |b1)"))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Reading single elements of a view (unaligned-safe, byte order honoured), for tools and
 //! tests. Bulk readers should use the view's pointer or [`super::copy_data`] instead.
 
-use super::PayloadView;
+use super::view::PayloadView;
 use crate::dtype::{ByteOrder, Dtype};
 
 /// One element value, widened.

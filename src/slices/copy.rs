@@ -178,13 +178,15 @@ pub unsafe fn copy_runs_unchecked(s: *const u8, d: *mut u8, ss: &[isize], ds: &[
         let len = counts[1] * itemsize;
         let (mut sp, mut dp) = (s, d);
         for _ in 0..counts[0] {
-            copy_run(sp, dp, len);
+            // SAFETY: each run lies inside the caller's blocks (this function's contract).
+            unsafe { copy_run(sp, dp, len) };
             sp = sp.wrapping_offset(ss[0]);
             dp = dp.wrapping_offset(ds[0]);
         }
         return;
     }
-    copy_raw(s, d, ss, ds, counts, itemsize)
+    // SAFETY: the same contract as this function's.
+    unsafe { copy_raw(s, d, ss, ds, counts, itemsize) }
 }
 
 /// Element strides and a base pointer moved to the lowest address, plus the axes to invert.
@@ -250,8 +252,12 @@ fn try_ndarray<T: Copy>(src: &[u8], so: usize, ss: &[isize], dst: &mut [u8], d_o
 unsafe fn copy_run(s: *const u8, d: *mut u8, len: usize) {
     #[inline(always)]
     unsafe fn mv<const N: usize>(s: *const u8, d: *mut u8, at: usize) {
-        std::ptr::copy_nonoverlapping(s.add(at), d.add(at), N);
+        // SAFETY: `at + N <= len` at every call below, inside the run of the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(s.add(at), d.add(at), N) };
     }
+    // SAFETY: every move below stays inside `[0, len)` of both runs (the case bounds), which
+    // the caller's contract makes valid and non-overlapping.
+    unsafe {
     match len {
         0 => {}
         1..=7 => std::ptr::copy_nonoverlapping(s, d, len),
@@ -275,6 +281,7 @@ unsafe fn copy_run(s: *const u8, d: *mut u8, len: usize) {
         }
         _ => std::ptr::copy_nonoverlapping(s, d, len),
     }
+    }
 }
 
 /// Byte-level strided copy.
@@ -287,7 +294,8 @@ unsafe fn copy_raw(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts:
     let inner = counts[n - 1];
     let (iss, ids) = (ss[n - 1], ds[n - 1]);
     let contiguous = iss == itemsize as isize && ids == itemsize as isize;
-    let row = |so: isize, dof: isize| {
+    // SAFETY: every offset is an element of the blocks the caller vouches for (valid, disjoint).
+    let row = |so: isize, dof: isize| unsafe {
         let (sp, dp) = (s.offset(so), d.offset(dof));
         if contiguous {
             copy_run(sp, dp, inner * itemsize);

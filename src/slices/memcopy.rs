@@ -277,21 +277,24 @@ unsafe fn stream_rows(s: *const u8, d: *mut u8, ss: isize, ds: isize, rows: usiz
     {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
         for k in 0..rows {
-            let sp = s.offset(k as isize * ss);
-            let dp = d.offset(k as isize * ds);
+            // SAFETY: the start of run `k < rows` (the caller's contract).
+            let (sp, dp) = unsafe { (s.offset(k as isize * ss), d.offset(k as isize * ds)) };
             let mut o = 0;
             while o < len {
                 // SAFETY: inside the run (caller); dp + o is 16-byte aligned (caller); SSE2 is
                 // baseline on x86_64.
+                unsafe {
                 let v = _mm_loadu_si128(sp.add(o) as *const __m128i);
                 _mm_stream_si128(dp.add(o) as *mut __m128i, v);
+                }
                 o += 16;
             }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     for k in 0..rows {
-        std::ptr::copy_nonoverlapping(s.offset(k as isize * ss), d.offset(k as isize * ds), len);
+        // SAFETY: run `k < rows` (the caller's contract).
+        unsafe { std::ptr::copy_nonoverlapping(s.offset(k as isize * ss), d.offset(k as isize * ds), len) };
     }
 }
 

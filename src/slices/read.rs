@@ -275,7 +275,7 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
     if no_steps && c_contiguous_block(&ctx.layout.strides, &r.count[..n], itemsize) {
         // SAFETY: the block's bytes are exactly this row's destination elements (dense), which
         // the caller guarantees no other thread touches.
-        let out = ctx.dst.range(dst_off, block_bytes)?;
+        let out = unsafe { ctx.dst.range(dst_off, block_bytes)? };
         if let Some(f) = ctx.fill {
             fill_with(out, f);
         }
@@ -300,7 +300,8 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
         counts[j] = r.count[j] as usize;
         dstrides[j] = ctx.layout.strides[j] as isize * r.dst_step[j] as isize;
     }
-    ctx.dst.copy_in(&scratch[..block_bytes], 0, &sstrides[..n], dst_off, &dstrides[..n], &counts[..n], itemsize)?;
+    // SAFETY: this row's destination elements, which the caller guarantees no other thread touches.
+    unsafe { ctx.dst.copy_in(&scratch[..block_bytes], 0, &sstrides[..n], dst_off, &dstrides[..n], &counts[..n], itemsize)? };
     Ok(false)
 }
 

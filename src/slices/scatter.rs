@@ -16,6 +16,8 @@ pub struct DstPtr {
 // SAFETY: the pointer is only written through `copy_in`, whose contract requires that no two
 // threads touch the same bytes at the same time; the buffer outlives the scoped threads.
 unsafe impl Send for DstPtr {}
+// SAFETY: as for `Send`: shared use only goes through `copy_in` / `range`, whose contracts
+// keep threads on disjoint bytes.
 unsafe impl Sync for DstPtr {}
 
 impl DstPtr {
@@ -45,7 +47,9 @@ impl DstPtr {
         if off.checked_add(len).is_none_or(|e| e > self.len) {
             bail!(OutOfBounds, "scatter: bytes [{off}, +{len}) outside the destination of {} bytes", self.len);
         }
-        Ok(std::slice::from_raw_parts_mut(self.ptr.add(off), len))
+        // SAFETY: `[off, off + len)` is inside the destination (checked above); exclusivity is
+        // the caller's contract.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off), len) })
     }
 
     /// Copy `prod(counts)` elements of `itemsize` bytes from `src` (element `idx` at byte
@@ -78,7 +82,7 @@ impl DstPtr {
         // SAFETY: both blocks are inside their buffers (checked above); `src` is a shared
         // borrow distinct from the destination; exclusivity of the destination elements is the
         // caller's contract.
-        copy_raw(src.as_ptr().add(so), self.ptr.add(d_o), ss, ds, counts, itemsize);
+        unsafe { copy_raw(src.as_ptr().add(so), self.ptr.add(d_o), ss, ds, counts, itemsize) };
         Ok(())
     }
 }
@@ -86,6 +90,9 @@ impl DstPtr {
 /// Strided copy of one innermost run, specialised on the item size.
 #[inline(always)]
 unsafe fn run(s: *const u8, d: *mut u8, iss: isize, ids: isize, inner: usize, itemsize: usize) {
+    // SAFETY: every access below is an element `k < inner` of the run the caller vouches for
+    // (valid, the two runs disjoint); unaligned reads and writes need no alignment.
+    unsafe {
     if iss == itemsize as isize && ids == itemsize as isize {
         std::ptr::copy_nonoverlapping(s, d, inner * itemsize);
         return;
@@ -110,6 +117,7 @@ unsafe fn run(s: *const u8, d: *mut u8, iss: isize, ids: isize, inner: usize, it
             }
         }
     }
+    }
 }
 
 /// # Safety
@@ -118,12 +126,14 @@ unsafe fn run(s: *const u8, d: *mut u8, iss: isize, ids: isize, inner: usize, it
 unsafe fn copy_raw(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts: &[usize], itemsize: usize) {
     let n = counts.len();
     if n == 0 {
-        std::ptr::copy_nonoverlapping(s, d, itemsize);
+        // SAFETY: the single element of both blocks (the caller's contract).
+        unsafe { std::ptr::copy_nonoverlapping(s, d, itemsize) };
         return;
     }
     let inner = counts[n - 1];
     let (iss, ids) = (ss[n - 1], ds[n - 1]);
-    super::copy::for_each_outer(ss, ds, counts, |so, dof| run(s.offset(so), d.offset(dof), iss, ids, inner, itemsize));
+    // SAFETY: every offset is the start of a run inside the blocks (the caller's contract).
+    super::copy::for_each_outer(ss, ds, counts, |so, dof| unsafe { run(s.offset(so), d.offset(dof), iss, ids, inner, itemsize) });
 }
 
 #[cfg(test)]
@@ -154,9 +164,11 @@ mod tests {
             let mut got = want.clone();
             crate::slices::copy::copy_strided(&src, so, &ss, &mut want, off, &ds, &counts, size).unwrap();
             let p = DstPtr::new(&mut got);
+            // SAFETY: single-threaded test.
             unsafe { p.copy_in(&src, so, &ss, off, &ds, &counts, size).unwrap() };
             prop_assert_eq!(&got, &want);
             let p = DstPtr::new(&mut want);
+            // SAFETY: single-threaded test.
             let r = unsafe { p.copy_in(&src, so, &ss, len, &ds, &counts, size) };
             prop_assert!(r.is_err());
         }

@@ -6,7 +6,7 @@
 //! failed). [`skip`] instead keeps a fixed stack of [`MAX_DEPTH`] levels (8 bytes each, on
 //! the native stack): nesting deeper than that is `Unsupported`, naming the byte offset.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// cbindgen:ignore
 /// Deepest nesting of arrays and maps inside one skipped value, and inside a document
@@ -118,6 +118,27 @@ pub(crate) fn walk_string(buf: &[u8], pos: usize, h: &Head, f: &mut impl FnMut(u
         check(p + c.len, e)?;
         f(p + c.len, e);
         p = e;
+    }
+}
+
+/// `what` followed by "at byte {pos}", unless `what` already ends with that position (a key's
+/// value is described as "value of key .. at byte N" and must not repeat it).
+pub(crate) fn at(what: &str, pos: usize) -> String {
+    let suffix = format!(" at byte {pos}");
+    if what.ends_with(&suffix) {
+        what.to_string()
+    } else {
+        format!("{what}{suffix}")
+    }
+}
+
+/// Map a minicbor error to ours, naming what was being decoded (`Malformed`; truncation
+/// says so and gives the message length).
+pub(crate) fn cbor_err(e: minicbor::decode::Error, what: &str, len: usize) -> Error {
+    if e.is_end_of_input() {
+        err!(Malformed, "truncated input: {what} runs past the end of the {len}-byte message ({e})")
+    } else {
+        err!(Malformed, "{what}: {e}")
     }
 }
 

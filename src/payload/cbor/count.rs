@@ -1,16 +1,15 @@
 //! The per-element `count` of Reductionist responses: walking CBOR integer arrays (flat or
-//! nested) without allocation, and decoding every count form into native `i64`.
+//! nested) without allocation, and the rules for fixed-width counts (`count_as_bytes`, typed
+//! arrays): every count is in 0..=INT64_MAX. Decoding a message's count into a caller buffer
+//! is [`crate::payload::decode_count`].
 
 use minicbor::data::Type;
 use minicbor::Decoder;
 
-use super::cbor::cbor_err;
-use super::{CountForm, MAX_COUNT_DEPTH};
+use super::raw::{cbor_err, INDEF};
 use crate::dtype::{ByteOrder, Dtype};
-use crate::error::Result;
-
-/// Marks an indefinite-length level on the walk stack.
-const INDEF: u64 = u64::MAX;
+use crate::error::{Error, Result};
+use crate::payload::view::MAX_COUNT_DEPTH;
 
 /// Walk the CBOR integer array at the decoder position (definite or indefinite, nested up
 /// to [`MAX_COUNT_DEPTH`] levels), calling `f(index, value)` for every leaf in C order
@@ -46,20 +45,8 @@ pub(crate) fn walk_array<F: FnMut(u64, i64)>(d: &mut Decoder<'_>, f: &mut F) -> 
         }
         // fast path: a run of small unsigned integers inside a definite-length level
         if stack[depth - 1] != INDEF {
-            let mut left = stack[depth - 1];
-            while left > 0 {
-                let Some(v) = uint_head(input, pos) else { break };
-                let (v, adv) = v;
-                if v > i64::MAX as u64 {
-                    bail!(Malformed, "count element {idx} at byte {pos} = {v} does not fit int64");
-                }
-                f(idx, v as i64);
-                idx += 1;
-                pos += adv;
-                left -= 1;
-            }
-            stack[depth - 1] = left;
-            if left == 0 {
+            stack[depth - 1] = uint_run(input, &mut pos, stack[depth - 1], &mut idx, f)?;
+            if stack[depth - 1] == 0 {
                 continue;
             }
         }
@@ -108,6 +95,24 @@ pub(crate) fn walk_array<F: FnMut(u64, i64)>(d: &mut Decoder<'_>, f: &mut F) -> 
     }
     d.set_position(pos);
     Ok((idx, nested))
+}
+
+/// Hand over up to `left` leaves that are complete unsigned-integer heads, from `*pos` on
+/// (advancing `*pos` and `*idx`); returns how many of the `left` remain (the first other
+/// item stops the run). A value above INT64_MAX is `Malformed`.
+#[inline(always)]
+fn uint_run<F: FnMut(u64, i64)>(input: &[u8], pos: &mut usize, mut left: u64, idx: &mut u64, f: &mut F) -> Result<u64> {
+    while left > 0 {
+        let Some((v, adv)) = uint_head(input, *pos) else { break };
+        if v > i64::MAX as u64 {
+            bail!(Malformed, "count element {idx} at byte {pos} = {v} does not fit int64");
+        }
+        f(*idx, v as i64);
+        *idx += 1;
+        *pos += adv;
+        left -= 1;
+    }
+    Ok(left)
 }
 
 /// A complete unsigned-integer head at `pos` (RFC 8949 §3.1 major type 0): `(value, bytes)`;
@@ -163,8 +168,15 @@ pub(crate) fn check_count_bytes(data: &[u8], dt: Dtype, order: ByteOrder, offset
     let Some(i) = data.chunks_exact(item).position(|c| c[msb] & 0x80 != 0) else {
         return Ok(());
     };
+    Err(bad_count_bytes(data, i, dt, order, offset))
+}
+
+/// `Malformed` for fixed-width count `i` of `data` (type `dt` in `order`, starting at input
+/// byte `offset`): negative or above INT64_MAX, naming its index, byte offset and raw bytes.
+pub(crate) fn bad_count_bytes(data: &[u8], i: usize, dt: Dtype, order: ByteOrder, offset: usize) -> Error {
+    let item = dt.itemsize().unwrap_or(1);
     let raw = &data[i * item..(i + 1) * item];
-    bail!(
+    err!(
         Malformed,
         "count element {i} at byte {} ({} {}-endian bytes {}) is negative or does not fit int64",
         offset + i * item,
@@ -172,68 +184,6 @@ pub(crate) fn check_count_bytes(data: &[u8], dt: Dtype, order: ByteOrder, offset
         if order == ByteOrder::Little { "little" } else { "big" },
         raw.iter().map(|b| format!("{b:02x}")).collect::<String>()
     )
-}
-
-/// Decode the count of the payload in `buf` into `out` as native int64 and return how many
-/// were written (0 when the payload has no count).
-///
-/// Forms: a bare integer (1 value); an integer array, flat or nested, flattened in C order;
-/// `count_as_bytes` or a typed array, converted from its element type and byte order.
-/// Errors: anything [`super::decode_view`] reports for the message (except the view-only
-/// `Misaligned`/`ByteOrder` checks, which do not apply: a chunked data byte string is fine
-/// here); `BufferTooSmall` when `out.len()` is less than the count length (nothing is
-/// written beyond `out`; for an integer array the first `out.len()` values may have been
-/// written, since counts are decoded during the single walk; the message gives the needed
-/// count); `Malformed` for a negative count or one above INT64_MAX, naming its index and
-/// byte offset.
-pub fn decode_count(buf: &[u8], out: &mut [i64]) -> Result<usize> {
-    // Integer-array counts are written during the parse's single walk (only indices < cap).
-    let cap = out.len();
-    let p = super::parse_with(buf, &mut |i, v| {
-        if let Some(slot) = out.get_mut(i as usize) {
-            *slot = v;
-        }
-    })?;
-    let c = p.count;
-    if c.len > cap as u64 {
-        bail!(BufferTooSmall, "the count has {} elements but the output holds only {cap} (cap, in elements)", c.len);
-    }
-    match c.form {
-        CountForm::Absent => Ok(0),
-        CountForm::Scalar => {
-            out[0] = c.scalar;
-            Ok(1)
-        }
-        CountForm::Bytes => {
-            let bytes = c.bytes.expect("bytes form has bytes");
-            let dt = c.dtype.expect("bytes form has a dtype");
-            let item = dt.itemsize().unwrap_or(1);
-            let order = c.byte_order.unwrap_or(ByteOrder::Little);
-            if dt == Dtype::Int64 && order == ByteOrder::NATIVE {
-                for (o, b) in out.iter_mut().zip(bytes.chunks_exact(8)) {
-                    *o = i64::from_ne_bytes(b.try_into().expect("8 bytes"));
-                }
-            } else {
-                for (o, b) in out.iter_mut().zip(bytes.chunks_exact(item)) {
-                    *o = int_from_bytes_checked(b, dt, order).unwrap_or(-1);
-                }
-            }
-            // validate (vectorisable pass over what we wrote)
-            if let Some(i) = out[..c.len as usize].iter().position(|&v| v < 0) {
-                let off = c.offset + i * item;
-                let raw = &bytes[i * item..(i + 1) * item];
-                bail!(
-                    Malformed,
-                    "count element {i} at byte {off} ({} {}-endian bytes {}) is negative or does not fit int64",
-                    dt.name(),
-                    if order == ByteOrder::Little { "little" } else { "big" },
-                    raw.iter().map(|b| format!("{b:02x}")).collect::<String>()
-                );
-            }
-            Ok(c.len as usize)
-        }
-        CountForm::Array => Ok(c.len as usize),
-    }
 }
 
 #[cfg(test)]
