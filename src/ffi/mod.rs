@@ -23,6 +23,7 @@ pub mod document;
 pub mod hdf5;
 pub mod threads;
 pub mod slices_write;
+pub mod objects;
 
 /// Status code returned by every fallible vh5 function. Values are stable across releases.
 #[repr(i32)]

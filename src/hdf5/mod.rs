@@ -8,6 +8,7 @@ pub mod chunk;
 pub mod dataset;
 pub mod error;
 pub mod external;
+pub mod links;
 pub mod handle;
 pub mod meta;
 pub mod lock;

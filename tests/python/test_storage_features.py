@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import vh5
+from vh5 import _h5py
 
 h5py = pytest.importorskip("h5py")
 
@@ -126,7 +127,7 @@ def test_h5py_source_renamed_or_replaced_after_open_reads_the_file_h5py_has_open
         np.testing.assert_array_equal(out, [0.0, 1.0, 2.0])
         # reopened by the file's current ordinary name (a /proc/self/fd path would name
         # another file in another process once a handle is pickled)
-        d, f = vh5.hdf5._open_h5py(h["d"])
+        d, f = _h5py.open_h5py(h["d"])
         try:
             assert f.filename == str(tmp_path / "a" / "moved.h5"), f.filename
         finally:

@@ -14,8 +14,8 @@ import ctypes
 import numpy as np
 
 from . import _dtypes
-from ._errors import make_error
-from ._lib import PayloadView, check, lib
+from ._errors import check, error
+from ._lib import PayloadView, lib
 from .payload import _as_bytes_array
 
 __all__ = ["decode_document", "Tag", "Simple"]
@@ -101,7 +101,7 @@ def _array(raw: np.ndarray, v: PayloadView) -> np.ndarray:
     dt = _dtypes.to_numpy(v.dtype, v.itemsize, v.byte_order)
     off, nb = int(v.data_offset), int(v.data_len)
     if off + nb > raw.size:
-        raise make_error(10, "VH5_ERR_PANIC", f"library returned data [{off}, {off + nb}) outside a {raw.size}-byte buffer")
+        raise error("VH5_ERR_PANIC", f"library returned data [{off}, {off + nb}) outside a {raw.size}-byte buffer")
     shape = tuple(int(v.shape[i]) for i in range(int(v.ndim)))
     a = raw[off : off + nb].view(dt).reshape(shape, order="F" if v.fortran_order else "C")
     a.flags.writeable = False
@@ -188,7 +188,7 @@ def _build(raw, items, views, *, bytes_as, key_bytes, text, tag, ext, map_hook, 
             stack.pop()
             v = map_hook(f[1]) if f[0] == K_MAP else list_hook(f[1]) if f[0] == K_ARRAY else tag(f[4], f[1])
     if stack or i != n:
-        raise make_error(3, "VH5_ERR_MALFORMED", "document item list ended inside a container")
+        raise error("VH5_ERR_MALFORMED", "document item list ended inside a container")
     return root
 
 

@@ -20,8 +20,8 @@ import ctypes
 import numpy as np
 
 from . import _dtypes
-from ._errors import make_error
-from ._lib import PAYLOAD_REQUIRE_ALIGNED, PAYLOAD_REQUIRE_NATIVE, PayloadView, check, lib
+from ._errors import check, error
+from ._lib import PAYLOAD_REQUIRE_ALIGNED, PAYLOAD_REQUIRE_NATIVE, PayloadView, lib
 
 __all__ = ["Payload", "decode_payload"]
 
@@ -141,7 +141,7 @@ class Payload:
     def _data_view(self, raw: np.ndarray, fortran: bool) -> np.ndarray:
         off, n = self.data_offset, self.nbytes
         if off + n > raw.size:
-            raise make_error(10, "VH5_ERR_PANIC", f"library returned data [{off}, {off + n}) outside a {raw.size}-byte buffer")
+            raise error("VH5_ERR_PANIC", f"library returned data [{off}, {off + n}) outside a {raw.size}-byte buffer")
         flat = raw[off : off + n].view(self.dtype)
         return flat.reshape(self.shape, order="F" if fortran else "C")
 
@@ -165,7 +165,7 @@ class Payload:
             )
         )
         if written.value != n:
-            raise make_error(3, "VH5_ERR_MALFORMED", f"payload_decode_count wrote {written.value} counts, expected {n}")
+            raise error("VH5_ERR_MALFORMED", f"the library decoded {written.value} counts, expected {n}")
         return out, False
 
     @property
@@ -228,7 +228,7 @@ class Payload:
         raw = self._raw
         check(lib().payload_copy_data(raw.ctypes.data, raw.size, out.ctypes.data, out.nbytes, ctypes.byref(written)))
         if written.value != out.nbytes:
-            raise make_error(3, "VH5_ERR_MALFORMED", f"payload_copy_data wrote {written.value} bytes, expected {out.nbytes}")
+            raise error("VH5_ERR_MALFORMED", f"the library copied {written.value} bytes, expected {out.nbytes}")
         return out
 
     def __repr__(self) -> str:

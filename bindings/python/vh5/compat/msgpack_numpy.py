@@ -82,7 +82,7 @@ def _decode_refusing_objects(decode, obj, chain=None):
         nd = obj.get(b"nd", obj.get("nd"))
         kind = obj.get(b"kind", obj.get("kind"))
         if nd is not None and kind in (b"O", "O"):
-            raise _errors.make_error(4, "VH5_ERR_UNSUPPORTED", "msgpack-numpy object array (kind 'O'): its data is a pickle, which vh5 never loads")
+            raise _errors.error("VH5_ERR_UNSUPPORTED", "msgpack-numpy object array (kind 'O'): its data is a pickle, which vh5 never loads")
     return decode(obj, chain=chain)
 
 
