@@ -87,8 +87,8 @@ class _Navigation(Mapping):
         return len(members(self._file, self._path))
 
     def __contains__(self, name) -> bool:
-        """True when ``name`` (a member name or a path) names an existing object (a dangling
-        soft link does not)."""
+        """True when ``name`` (a member name or a path) names a link, as in h5py (a dangling
+        soft link counts; opening it raises KeyError)."""
         if not isinstance(name, (str, bytes)):
             return False
         try:
@@ -103,7 +103,7 @@ class _Navigation(Mapping):
             kinds = dict((n, k) for k, n in members(self._file, parent or "/"))
         except (NotFoundError, InvalidArgumentError):
             return False
-        return kinds.get(leaf, "s") != "s"
+        return leaf in kinds
 
     def keys(self):
         """A view of the member names (h5py's ``KeysViewHDF5``)."""
