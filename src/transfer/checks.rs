@@ -4,7 +4,7 @@
 
 use hdf5_sys::h5i::hid_t;
 
-use super::geometry::{ArrayLayout, SliceTable};
+use crate::geometry::{ArrayLayout, SliceTable};
 use super::read::{SLICES_CLIP, SLICES_CONVERT};
 use crate::dtype::Dtype;
 use crate::error::Result;

@@ -16,9 +16,9 @@
 
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 
-use super::geometry::{check_rows, row, ArrayLayout, Row, SliceTable, MAX_RANK};
+use crate::geometry::{check_rows, row, ArrayLayout, Row, SliceTable, MAX_RANK};
 use super::options::{self, PlannerMode};
-use super::scatter::DstPtr;
+use crate::engine::scatter::DstPtr;
 use crate::dtype::{ByteOrder, Dtype};
 use crate::error::Result;
 use crate::hdf5::chunk::{fill_element, fill_with, types_equal};
@@ -26,7 +26,7 @@ use crate::hdf5::meta::dataset_meta;
 use crate::hdf5::dataset::{expect_kind, HyperslabReader};
 use crate::hdf5::error::session;
 use super::chunked::Convert;
-use super::transfer::{check_array, memory_type, parse_flags, Direction};
+use super::checks::{check_array, memory_type, parse_flags, Direction};
 
 /// Flag: versioned-hdf5 semantics: counts silently clipped to both extents, rows that end up
 /// copying nothing are skipped.
@@ -283,7 +283,7 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
         return Ok(true);
     }
     if scratch.len() < block_bytes {
-        super::alloc::resize_zeroed(scratch, block_bytes, || format!("row {i}: scratch buffer for its hyperslab"))?;
+        crate::mem::resize_zeroed(scratch, block_bytes, || format!("row {i}: scratch buffer for its hyperslab"))?;
     }
     if let Some(f) = ctx.fill {
         fill_with(&mut scratch[..block_bytes], f);
