@@ -12,6 +12,6 @@ pub mod read;
 pub mod write;
 
 pub use crate::geometry::{ArrayLayout, Row, SliceTable};
-pub use read::{read_many_slices, DstArray, ReadStats, SLICES_CLIP, SLICES_CONVERT};
+pub use read::{read_many_slices, DstArray, ReadStats, SLICES_CLIP, SLICES_CONVERT, SLICES_SWAPPED};
 pub use memcopy::{copy_many_slices, copy_many_slices_within, CopyStats};
 pub use write::{write_many_slices, SrcArray, WriteStats};

@@ -37,7 +37,7 @@ use crate::hdf5::dataset::{dataset_info, expect_kind, HyperslabReader, Layout};
 use crate::hdf5::error::session;
 use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::H5Lock;
-use super::checks::{check_array, memory_type, parse_flags, Direction};
+use super::checks::{check_array, memory_type, parse_flags, Direction, Flags};
 use crate::hdf5::types::classify;
 use crate::hdf5::write::{file_is_writable, HyperslabWriter};
 
@@ -76,7 +76,7 @@ const NAMES: [&str; 2] = ["source array", "dataset"];
 /// `vh5_write_many_slices` in the C header for the exact semantics and errors).
 pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -> Result<WriteStats> {
     super::options::check_env()?;
-    let (clip, convert) = parse_flags(flags)?;
+    let Flags { clip, convert, .. } = parse_flags(Direction::Write, flags)?;
     let n = src.layout.shape.len();
     check_array(Direction::Write, table, &src.layout, src.dtype, src.buf.len())?;
     src.layout.validate_bounds().map_err(|e| Error::new(e.kind, format!("src: {}", e.message)))?;
@@ -94,7 +94,7 @@ pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags:
     // SAFETY: dset is an open dataset (checked); lock held.
     let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
     let finfo = classify(l, ftype.id())?;
-    let mem = memory_type(l, Direction::Write, ftype.id(), &finfo, src.dtype, src.layout.itemsize, convert)?;
+    let mem = memory_type(l, Direction::Write, ftype.id(), &finfo, src.dtype, src.layout.itemsize, convert, false)?;
     let itemsize = src.layout.itemsize;
     let mut writer = HyperslabWriter::new(l, dset, mem.id(), itemsize)?;
     let dshape: Vec<u64> = writer.shape().to_vec();

@@ -203,7 +203,8 @@ class Dataset(Handle):
         count = np.array(hs.count, dtype=np.uint64).reshape(1, nd)
         step = None if all(s == 1 for s in hs.step) else np.array(hs.step, dtype=np.uint64).reshape(1, nd)
         zero = np.zeros((1, nd), dtype=np.uint64)
-        _marshal.read(self.id, dst, [start, zero, count, step, None], 1, _marshal.flags(False, convert), self._ids())
+        fl = _marshal.flags(False, convert, not dst.dtype.isnative)
+        _marshal.read(self.id, dst, [start, zero, count, step, None], 1, fl, self._ids())
 
     def __getitem__(self, sel):
         """The selected elements as a numpy array of :attr:`dtype` (h5py's basic selections:
@@ -219,13 +220,11 @@ class Dataset(Handle):
         """
         dt = self._readable_dtype()
         hs = _select.parse(sel, self.shape)
-        out = np.empty(hs.count, dtype=_native(dt))
+        out = np.empty(hs.count, dtype=dt)
         if out.size:
             self._read_hyperslab(hs, out, False)
         elif self.closed:
             self.id  # noqa: B018 - raises InvalidHandleError
-        if out.dtype != dt:
-            out = out.astype(dt)
         out = out.reshape(hs.shape)
         if out.ndim == 0 and sel is not Ellipsis:
             return out[()]
@@ -265,7 +264,7 @@ class Dataset(Handle):
         target = view.view()
         target.shape = hs.count  # inserts the integer axes (length 1): never a copy
         if target.size:
-            self._read_hyperslab(hs, target, view.dtype != _native(dt))
+            self._read_hyperslab(hs, target, view.dtype.newbyteorder("=") != dt.newbyteorder("="))
         elif self.closed:
             self.id  # noqa: B018 - raises InvalidHandleError
 
@@ -273,6 +272,3 @@ class Dataset(Handle):
         dt = self.dtype.str if self.dtype is not None else None
         return f"<vh5.Dataset {self.name!r} shape={self.shape} dtype={dt} chunks={self.chunks}>"
 
-
-def _native(dt: np.dtype) -> np.dtype:
-    return dt.newbyteorder("=") if dt.itemsize > 1 and dt.byteorder not in ("=", "|") else dt

@@ -43,6 +43,7 @@ PAYLOAD_REQUIRE_NATIVE = 2
 #: Flags of ``vh5_read_many_slices`` / ``vh5_write_many_slices`` / ``vh5_copy_many_slices``.
 VH5_SLICES_CLIP = 1
 VH5_SLICES_CONVERT = 2
+VH5_SLICES_SWAPPED = 4
 #: Flag of ``vh5_group_members``.
 VH5_GROUP_RECURSIVE = 1
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _dtypes
 from ._errors import check, error
-from ._lib import VH5_SLICES_CLIP, VH5_SLICES_CONVERT, Array, lib
+from ._lib import VH5_SLICES_CLIP, VH5_SLICES_CONVERT, VH5_SLICES_SWAPPED, Array, lib
 
 __all__ = ["flags", "address", "array_struct", "tables", "fast_tables", "read", "write", "copy", "COORD_NAMES"]
 
@@ -28,9 +28,10 @@ _addressof = ctypes.addressof
 _from_buffer = ctypes.c_char.from_buffer
 
 
-def flags(clip: bool, convert: bool = False) -> int:
-    """The ``VH5_SLICES_*`` bits for the ``clip`` / ``convert`` keywords."""
-    return (VH5_SLICES_CLIP if clip else 0) | (VH5_SLICES_CONVERT if convert else 0)
+def flags(clip: bool, convert: bool = False, swapped: bool = False) -> int:
+    """The ``VH5_SLICES_*`` bits for the ``clip`` / ``convert`` keywords and a destination in
+    non-native byte order (``swapped``, reads only: ``not dst.dtype.isnative``)."""
+    return (VH5_SLICES_CLIP if clip else 0) | (VH5_SLICES_CONVERT if convert else 0) | (VH5_SLICES_SWAPPED if swapped else 0)
 
 
 def address(a: np.ndarray) -> int:
@@ -51,16 +52,16 @@ _CACHE_MAX = 256
 _TLS = threading.local()
 
 
-def _template(a: np.ndarray, what: str):
+def _template(a: np.ndarray, what: str, any_order: bool):
     """(code, itemsize, lo, span, ndim, shape ptr, strides ptr, shape, strides) of ``a``'s
     layout: ``lo`` is the (non-positive) byte offset of the lowest element from element 0,
     ``span`` the bytes from the lowest to past the highest element."""
-    key = (a.dtype, a.shape, a.strides)
+    key = (a.dtype, a.shape, a.strides, any_order)
     ent = _TEMPLATES.get(key)
     if ent is not None:
         return ent
     code, itemsize, order = _dtypes.from_numpy(a.dtype)
-    if order not in (_dtypes.ORDER_NONE, _dtypes.NATIVE_ORDER):
+    if not any_order and order not in (_dtypes.ORDER_NONE, _dtypes.NATIVE_ORDER):
         raise error(
             "VH5_ERR_DTYPE",
             f"{what} has non-native byte order {a.dtype.str}; use a native-order array "
@@ -100,7 +101,8 @@ def array_struct(a: np.ndarray, what: str = "dst", slot: int = 0) -> Array:
     keyed by (slot, dtype, shape, strides): only its ``base`` is set per call. The struct
     keeps its shape/strides tables alive and is valid until the next call on this thread with
     the same ``slot`` (use slots 0 and 1 for the two arrays of one copy). ``what`` names the
-    array in errors."""
+    array in errors; a read destination (``"dst"`` in slot 0) may be in either byte order
+    (the caller passes ``VH5_SLICES_SWAPPED``), any other array must be native."""
     try:
         cache = _TLS.arrays
     except AttributeError:
@@ -108,7 +110,7 @@ def array_struct(a: np.ndarray, what: str = "dst", slot: int = 0) -> Array:
     key = (slot, a.dtype, a.shape, a.strides)
     ent = cache.get(key)
     if ent is None:
-        code, itemsize, lo, span, nd, shape_p, strides_p, shape, strides = _template(a, what)
+        code, itemsize, lo, span, nd, shape_p, strides_p, shape, strides = _template(a, what, slot == 0 and what == "dst")
         if len(cache) >= _CACHE_MAX:
             cache.clear()
         ent = cache[key] = (Array(0, span, -lo, code, itemsize, nd, shape_p, strides_p), lo, shape, strides)

@@ -158,12 +158,13 @@ def read_many_slices(
                 if not src._finalizer.alive:
                     src.id  # raises InvalidHandleError
                 arr = _marshal.cached_struct(dst) or _marshal.array_struct(dst, "dst")
-                status = (_READ_FN or _read_fn())(src._id, arr, nslices, addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], _marshal.flags(clip, convert))
+                fl = _marshal.flags(clip, convert, not dst.dtype.isnative)
+                status = (_READ_FN or _read_fn())(src._id, arr, nslices, addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], fl)
                 if status:
                     check(status, src._ids())
                 return
         tabs, nslices = _marshal.tables(ndim, src_start, dst_start, count, src_step, dst_step)
-        _marshal.read(src.id, dst, tabs, nslices, _marshal.flags(clip, convert), src._ids())
+        _marshal.read(src.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), src._ids())
         return
     if isinstance(src, np.ndarray):
         if convert:
@@ -181,7 +182,7 @@ def read_tables(dset: Dataset, dst, src_start, dst_start, count, src_step=None, 
     """:func:`read_many_slices` of an open :class:`vh5.Dataset` and coordinate tables (no
     dispatch, no selections): the building block of the compatibility shims."""
     tabs, nslices = _marshal.tables(dset.ndim, src_start, dst_start, count, src_step, dst_step)
-    _marshal.read(dset.id, dst, tabs, nslices, _marshal.flags(clip, convert), dset._ids())
+    _marshal.read(dset.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), dset._ids())
 
 
 def write_many_slices(

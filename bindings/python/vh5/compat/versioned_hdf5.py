@@ -171,13 +171,7 @@ def read_many_slices(
         )
         return orig(src, dst, src_start, dst_start, count, src_stride, dst_stride, fast)
     try:
-        target = dst
-        if not dst.dtype.isnative and dst.dtype.itemsize > 1:
-            # vh5 moves native-order elements: stage through a native copy (keeps untouched values).
-            target = dst.astype(dst.dtype.newbyteorder("="))
-        read_tables(dset, target, *tables, clip=True)
-        if target is not dst:
-            dst[...] = target
+        read_tables(dset, dst, *tables, clip=True)  # a dst in either byte order is read in place
     except _errors.Error as e:
         if isinstance(e, (ValueError, RuntimeError)):
             raise
