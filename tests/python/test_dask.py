@@ -16,7 +16,6 @@ import pytest
 h5py = pytest.importorskip("h5py")
 da = pytest.importorskip("dask.array", reason="dask is not installed: pip install 'vh5[dask]' (or scripts/setup.sh)")
 import dask  # noqa: E402
-
 import vh5  # noqa: E402
 import vh5.dask as vd  # noqa: E402
 

@@ -55,7 +55,7 @@ def test_struct_layouts_match_header(tmp_path):
             got[(cname, field)] = int(n)
     for cname, st in present.items():
         assert got[(cname, "sizeof")] == ctypes.sizeof(st), cname
-        for fname, ftype in st._fields_:
+        for fname, _ftype in st._fields_:
             assert got[(cname, fname)] == getattr(st, fname).offset, f"{cname}.{fname}"
     # and every field of the header struct is declared (sizes equal and no gaps is checked above)
 

@@ -9,7 +9,6 @@ import weakref
 
 import numpy as np
 import pytest
-
 import vh5
 from vh5.compat import msgpack_numpy as compat
 

@@ -14,7 +14,6 @@ REPO = Path(__file__).resolve().parents[2]
 import vh5  # noqa: E402
 from vh5 import _h5py  # noqa: E402
 
-
 h5py = pytest.importorskip("h5py")
 TMP = Path(tempfile.mkdtemp(prefix="vh5-py-edge-"))
 

@@ -8,11 +8,9 @@ import ctypes
 import glob
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-
 import vh5
 from vh5 import _h5py
 
@@ -83,7 +81,9 @@ def test_dont_filter_partial_chunks_write_reads_back_in_h5py(tmp_path, pipe, thr
     with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
         np.testing.assert_array_equal(fa["d"][()], fb["d"][()])
         ia, ib = fa["d"].id, fb["d"].id
-        masks = lambda i: [(i.get_chunk_info(k).chunk_offset, i.get_chunk_info(k).filter_mask) for k in range(i.get_num_chunks())]
+        def masks(i):
+            return [(i.get_chunk_info(k).chunk_offset, i.get_chunk_info(k).filter_mask) for k in range(i.get_num_chunks())]
+
         assert sorted(masks(ia)) == sorted(masks(ib))
     # and grown: the old edge chunks' bytes outside the extent and their re-filtering
     for p in (a, b):

@@ -8,8 +8,11 @@ not load the library until it is first used.
   numpy views of the caller's buffer (no copy), counts as int64 arrays, masks.
 - :func:`decode_document`: a whole msgpack / CBOR document (nested maps, lists, scalars)
   with every array inside it as a numpy view, in one pass.
-- :class:`File` / :class:`Dataset` / :func:`read_many_slices`: many hyperslabs from an HDF5
-  dataset into any numpy array layout in one call; :func:`write_many_slices` (numpy -> HDF5,
+- :class:`File` / :class:`Group` / :class:`Dataset`: h5py-style navigation (``keys()``,
+  ``f["grp/x"]``, ``visit``), metadata and basic-selection reads (``d[0, 10:20, ::2]``);
+- :func:`read_many_slices`: many hyperslabs from an HDF5 dataset into any numpy array
+  layout (either byte order) in one call, from coordinate tables or a list of selections
+  (:func:`slice_table`); :func:`write_many_slices` (numpy -> HDF5,
   ``File(path, "r+")``) and :func:`copy_many_slices` (numpy -> numpy) the other directions.
 - Files and datasets pickle (read-only ones; :func:`allow_pickling` for writable ones) and
   reopen lazily in the receiving process through a per-process cache; :mod:`vh5.dask`

@@ -271,4 +271,3 @@ class Dataset(Handle):
     def __repr__(self) -> str:
         dt = self.dtype.str if self.dtype is not None else None
         return f"<vh5.Dataset {self.name!r} shape={self.shape} dtype={dt} chunks={self.chunks}>"
-

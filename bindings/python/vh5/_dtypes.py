@@ -46,8 +46,7 @@ def to_numpy(code: int, itemsize: int, byte_order: int) -> np.dtype:
         raise error("VH5_ERR_DTYPE", f"unknown vh5 dtype code {code}")
     dt = np.dtype(char)
     if dt.itemsize != itemsize:
-        raise error("VH5_ERR_DTYPE", f"dtype code {code} has item size {dt.itemsize}, library said {itemsize}"
-        )
+        raise error("VH5_ERR_DTYPE", f"dtype code {code} has item size {dt.itemsize}, library said {itemsize}")
     if dt.itemsize > 1 and byte_order in (ORDER_LITTLE, ORDER_BIG):
         dt = dt.newbyteorder("<" if byte_order == ORDER_LITTLE else ">")
     return dt

@@ -70,7 +70,6 @@ def status_number(name: str) -> int:
     return -1
 
 
-
 class Error(Exception):
     """Base class of every error raised by vh5 for a failed library call.
 
@@ -206,8 +205,6 @@ class NoMemoryError(Error, MemoryError):
     status_name = "VH5_ERR_NO_MEMORY"
 
 
-
-
 def _classes() -> dict:
     return {c.status_name: c for c in Error.__subclasses__() if c.status_name != _UNKNOWN}
 
@@ -271,12 +268,18 @@ _PYTHON_TERMS = (
         "with cbor2 instead (or have the sender use a definite-length byte string)",
     ),
     ("(pass VH5_SLICES_CONVERT to let libhdf5 convert)", "(pass convert=True to let libhdf5 convert)"),
-    ("open the file with VH5_FILE_READ_WRITE (Python: vh5.File(path, \"r+\"))", "open the file with vh5.File(path, \"r+\")"),
+    (
+        'open the file with VH5_FILE_READ_WRITE (Python: vh5.File(path, "r+"))',
+        'open the file with vh5.File(path, "r+")',
+    ),
     (
         "open the file with VH5_FILE_ALLOW_EXTERNAL (Python: vh5.File(path, allow_external=True))",
         "open the file with vh5.File(path, allow_external=True)",
     ),
-    ("(only VH5_SLICES_CLIP = 1; memory copies never convert dtypes)", "(only clip=True; memory copies never convert dtypes)"),
+    (
+        "(only VH5_SLICES_CLIP = 1; memory copies never convert dtypes)",
+        "(only clip=True; memory copies never convert dtypes)",
+    ),
     ("give the document format (PAYLOAD_DOC_CBOR or PAYLOAD_DOC_MSGPACK)", 'pass format="cbor" or format="msgpack"'),
     ("(PAYLOAD_MAX_DEPTH; ", "(vh5's limit; "),
     (" (PAYLOAD_MAX_DEPTH)", " (vh5's limit)"),

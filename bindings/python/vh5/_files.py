@@ -299,4 +299,3 @@ class File(Handle, _Navigation):
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<vh5.File {self.filename!r} ({state})>"
-

@@ -90,7 +90,9 @@ def _check_bounds(starts, cnt, steps, shape, name):
     if over.any():
         r, ax = (int(v) for v in np.argwhere(over)[0])
         t = 1 if steps is None else int(steps[r, ax])
-        raise error("VH5_ERR_OUT_OF_BOUNDS", f"row {r} axis {ax}: start {int(starts[r, ax])} + (count {cnt[ax]} - 1) * step {t} "
+        raise error(
+            "VH5_ERR_OUT_OF_BOUNDS",
+            f"row {r} axis {ax}: start {int(starts[r, ax])} + (count {cnt[ax]} - 1) * step {t} "
             f"is past the extent {shape[ax]} of dataset {name!r}",
         )
 
@@ -245,7 +247,11 @@ def _graph(name, dset, starts, cnt, steps, dtype, order, cuts, rpt, chunks):
     task = np.searchsorted(cuts, pos, side="right") - 1
     local = pos - cuts[task]
     # extra pieces: (output row, task, entry index in that task, ka, kb)
-    xs = [(int(order[p]), t, cuts[t + 1] - cuts[t] + e, ka, kb) for t in range(ntasks) for e, (p, ka, kb) in enumerate(extras[t])]
+    xs = [
+        (int(order[p]), t, cuts[t + 1] - cuts[t] + e, ka, kb)
+        for t in range(ntasks)
+        for e, (p, ka, kb) in enumerate(extras[t])
+    ]
     xs = np.array(xs, dtype=np.int64).reshape(-1, 5)
     blocks = []
     for j, a in enumerate(range(0, nrows, rpt)):
@@ -260,7 +266,16 @@ def _graph(name, dset, starts, cnt, steps, dtype, order, cuts, rpt, chunks):
             src_rows.append(local[a:b][g])
             dst_rows.append(g)
         patches = np.array([(index[int(x[1])], x[2], x[0] - a, x[3], x[4]) for x in xb], dtype=np.int64).reshape(-1, 5)
-        dsk[(name, j) + tail] = (_assemble, [(rname, int(x)) for x in ts], src_rows, dst_rows, patches, b - a, cnt, dtype)
+        dsk[(name, j) + tail] = (
+            _assemble,
+            [(rname, int(x)) for x in ts],
+            src_rows,
+            dst_rows,
+            patches,
+            b - a,
+            cnt,
+            dtype,
+        )
         blocks.append(b - a)
     return dsk, tuple(blocks)
 

@@ -63,7 +63,9 @@ def open_h5py(src):
     filename = getattr(h5file, "filename", None)
     if driver not in REOPENABLE_DRIVERS or not isinstance(filename, str):
         what = _DRIVER_REASONS.get(driver, f"a file opened with the h5py driver {driver!r}")
-        raise error("VH5_ERR_UNSUPPORTED", f"the h5py file behind {src.name!r} ({filename!r}) is {what}; vh5 reads through "
+        raise error(
+            "VH5_ERR_UNSUPPORTED",
+            f"the h5py file behind {src.name!r} ({filename!r}) is {what}; vh5 reads through "
             "its own libhdf5 by reopening a single file on disk by its path (h5py drivers "
             f"{', '.join(sorted(REOPENABLE_DRIVERS))}), so it cannot read this one: read it "
             "with h5py, or write it to a file on disk first",
@@ -76,7 +78,9 @@ def open_h5py(src):
     if ident is not None and not _same_inode(path, ident):
         # Renamed or replaced between the check and the open: never read the wrong file.
         f.close()
-        raise error("VH5_ERR_IO", f"the file h5py has open for {src.name!r} ({filename!r}) was renamed or replaced while "
+        raise error(
+            "VH5_ERR_IO",
+            f"the file h5py has open for {src.name!r} ({filename!r}) was renamed or replaced while "
             f"vh5 reopened it as {path!r}; vh5 refuses to read a different file",
         )
     try:
@@ -149,7 +153,9 @@ def _same_file_path(h5file, driver, filename, name):
         why = "it is not the file h5py has open (device and inode differ, or it no longer exists)"
         if len(cands) > 1 and cands[0] != given:
             why += f"; h5py's file is now {cands[0]!r}"
-    raise error("VH5_ERR_IO", f"cannot reopen the file h5py has open for {name!r}: h5py opened {filename!r}, which now "
+    raise error(
+        "VH5_ERR_IO",
+        f"cannot reopen the file h5py has open for {name!r}: h5py opened {filename!r}, which now "
         f"resolves to {given!r}, but {why}; vh5 refuses to read a different file. Open it with "
         "vh5.File(absolute_path) instead",
     )
@@ -166,4 +172,3 @@ def resolve_source(src):
         f"src must be a vh5.Dataset or an h5py.Dataset, not {type(src).__name__} "
         "(numpy sources go with a numpy dst or a vh5.Dataset dst)"
     )
-

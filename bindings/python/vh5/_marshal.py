@@ -31,7 +31,11 @@ _from_buffer = ctypes.c_char.from_buffer
 def flags(clip: bool, convert: bool = False, swapped: bool = False) -> int:
     """The ``VH5_SLICES_*`` bits for the ``clip`` / ``convert`` keywords and a destination in
     non-native byte order (``swapped``, reads only: ``not dst.dtype.isnative``)."""
-    return (VH5_SLICES_CLIP if clip else 0) | (VH5_SLICES_CONVERT if convert else 0) | (VH5_SLICES_SWAPPED if swapped else 0)
+    return (
+        (VH5_SLICES_CLIP if clip else 0)
+        | (VH5_SLICES_CONVERT if convert else 0)
+        | (VH5_SLICES_SWAPPED if swapped else 0)
+    )
 
 
 def address(a: np.ndarray) -> int:
@@ -110,7 +114,9 @@ def array_struct(a: np.ndarray, what: str = "dst", slot: int = 0) -> Array:
     key = (slot, a.dtype, a.shape, a.strides)
     ent = cache.get(key)
     if ent is None:
-        code, itemsize, lo, span, nd, shape_p, strides_p, shape, strides = _template(a, what, slot == 0 and what == "dst")
+        code, itemsize, lo, span, nd, shape_p, strides_p, shape, strides = _template(
+            a, what, slot == 0 and what == "dst"
+        )
         if len(cache) >= _CACHE_MAX:
             cache.clear()
         ent = cache[key] = (Array(0, span, -lo, code, itemsize, nd, shape_p, strides_p), lo, shape, strides)

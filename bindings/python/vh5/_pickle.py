@@ -33,13 +33,13 @@ import socket
 import weakref
 
 from . import _cache
-from ._errors import Error, error, with_message
 from ._datasets import Dataset
+from ._errors import Error, error, with_message
 from ._files import File
 
 __all__ = ["allow_pickling", "file_key", "lazy_copy", "resolve"]
 
-_ALLOWED: "weakref.WeakSet" = weakref.WeakSet()
+_ALLOWED: weakref.WeakSet = weakref.WeakSet()
 _FIXED_PARAMS = frozenset({"self", "path", "mode"})
 
 
@@ -258,7 +258,9 @@ class _LazyDataset(_Lazy, Dataset):
             if getattr(self, m) != getattr(d, m)
         ]
         if changed:
-            raise error("VH5_ERR_INVALID_HANDLE", f"dataset {self.name!r} of {key[0]!r} changed since this handle was pickled "
+            raise error(
+                "VH5_ERR_INVALID_HANDLE",
+                f"dataset {self.name!r} of {key[0]!r} changed since this handle was pickled "
                 f"({'; '.join(changed)}); rebuild the handle (and any Dask array on it)",
             )
         return d

@@ -109,7 +109,10 @@ def _slice(k: slice, n: int, axis: int, index):
             try:
                 operator.index(v)
             except TypeError:
-                raise TypeError(f"{_where(index)}axis {axis}: slice {what} must be an integer or None, not {type(v).__name__} ({_describe(k)})") from None
+                raise TypeError(
+                    f"{_where(index)}axis {axis}: slice {what} must be an integer or None, "
+                    f"not {type(v).__name__} ({_describe(k)})"
+                ) from None
     if k.step is not None and operator.index(k.step) <= 0:
         st = operator.index(k.step)
         what = "zero" if st == 0 else f"negative ({st})"
@@ -126,7 +129,10 @@ def _unsupported(k, axis: int, index) -> str:
     elif isinstance(k, (list, np.ndarray)):
         a = np.asarray(k)
         kind = "a boolean mask" if a.dtype == bool else "a list or array of indices (fancy indexing)"
-        what = f"{kind} is not a basic selection; vh5 reads hyperslabs: use slices, or several selections with vh5.read_many_slices"
+        what = (
+            f"{kind} is not a basic selection; vh5 reads hyperslabs: use slices, "
+            "or several selections with vh5.read_many_slices"
+        )
     elif isinstance(k, str):
         what = "field names are not supported"
     else:

@@ -25,7 +25,14 @@ from ._errors import check, error
 from ._h5py import is_h5py_dataset, resolve_source
 from ._lib import lib
 
-__all__ = ["read_many_slices", "write_many_slices", "copy_many_slices", "set_num_threads", "get_num_threads", "read_tables"]
+__all__ = [
+    "read_many_slices",
+    "write_many_slices",
+    "copy_many_slices",
+    "set_num_threads",
+    "get_num_threads",
+    "read_tables",
+]
 
 _ndarray = np.ndarray
 _U64 = _marshal.U64
@@ -124,14 +131,20 @@ def read_many_slices(
         raise ValueError("dst must be writeable")
     if count is None or _select.is_selection_list(src_start):
         shape = src.shape
-        src_start, dst_start, count, src_step = _selection_tables(len(shape), shape, src_start, dst_start, count, src_step)
+        src_start, dst_start, count, src_step = _selection_tables(
+            len(shape), shape, src_start, dst_start, count, src_step
+        )
     if type(src) is Dataset:
         # Fast path (a vh5.Dataset, nothing to close): no try/finally, no broadcasting; the
         # common table layout is handled inline (one Python frame: ~2 µs of a ~6 µs call).
         ndim = len(src.shape)
         addrs = []
         nslices = -1
-        for a in (src_start, dst_start, count) if src_step is None and dst_step is None else (src_start, dst_start, count, src_step, dst_step):
+        for a in (
+            (src_start, dst_start, count)
+            if src_step is None and dst_step is None
+            else (src_start, dst_start, count, src_step, dst_step)
+        ):
             if a is None:
                 addrs.append(None)
                 continue
@@ -156,10 +169,12 @@ def read_many_slices(
                 if len(addrs) == 3:
                     addrs += (None, None)
                 if not src._finalizer.alive:
-                    src.id  # raises InvalidHandleError
+                    src.id  # noqa: B018 - raises InvalidHandleError
                 arr = _marshal.cached_struct(dst) or _marshal.array_struct(dst, "dst")
                 fl = _marshal.flags(clip, convert, not dst.dtype.isnative)
-                status = (_READ_FN or _read_fn())(src._id, arr, nslices, addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], fl)
+                status = (_READ_FN or _read_fn())(
+                    src._id, arr, nslices, addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], fl
+                )
                 if status:
                     check(status, src._ids())
                 return
@@ -178,7 +193,9 @@ def read_many_slices(
             h.close()
 
 
-def read_tables(dset: Dataset, dst, src_start, dst_start, count, src_step=None, dst_step=None, *, clip=False, convert=False):
+def read_tables(
+    dset: Dataset, dst, src_start, dst_start, count, src_step=None, dst_step=None, *, clip=False, convert=False
+):
     """:func:`read_many_slices` of an open :class:`vh5.Dataset` and coordinate tables (no
     dispatch, no selections): the building block of the compatibility shims."""
     tabs, nslices = _marshal.tables(dset.ndim, src_start, dst_start, count, src_step, dst_step)
@@ -271,7 +288,10 @@ def copy_many_slices(
     if not dst.flags.writeable:
         raise ValueError("dst must be writeable")
     if src.dtype != dst.dtype:
-        raise error("VH5_ERR_DTYPE", f"dtype mismatch: src is {src.dtype.str}, dst is {dst.dtype.str} (memory copies never convert)")
+        raise error(
+            "VH5_ERR_DTYPE",
+            f"dtype mismatch: src is {src.dtype.str}, dst is {dst.dtype.str} (memory copies never convert)",
+        )
     if src.ndim != dst.ndim:
         raise error("VH5_ERR_INVALID_ARGUMENT", f"dimensionality mismatch: src.ndim={src.ndim} != dst.ndim={dst.ndim}")
     if count is None:

@@ -25,7 +25,6 @@ layout (h5py gives named fields).
 
 from __future__ import annotations
 
-
 import numpy as np
 
 try:
@@ -33,8 +32,7 @@ try:
     from dask.base import tokenize
 except ImportError as _e:  # pragma: no cover - exercised only without dask
     raise ImportError(
-        "vh5.dask needs Dask: pip install 'vh5[dask]' (or pip install 'dask[array]'; "
-        "add 'distributed' for clusters)"
+        "vh5.dask needs Dask: pip install 'vh5[dask]' (or pip install 'dask[array]'; add 'distributed' for clusters)"
     ) from _e
 
 from . import _pickle
@@ -200,4 +198,3 @@ def from_dataset(dset, chunks="auto", *, name=None, inline_array: bool = False):
         inline_array=inline_array,
         meta=np.empty((0,) * src.ndim, dtype=src.dtype),
     )
-

@@ -159,11 +159,7 @@ class Payload:
                 return raw[off : off + 8 * n].view(np.int64), True
         out = np.empty(n, dtype=np.int64)
         written = ctypes.c_size_t(0)
-        check(
-            lib().payload_decode_count(
-                raw.ctypes.data, raw.size, out.ctypes.data, n, ctypes.byref(written)
-            )
-        )
+        check(lib().payload_decode_count(raw.ctypes.data, raw.size, out.ctypes.data, n, ctypes.byref(written)))
         if written.value != n:
             raise error("VH5_ERR_MALFORMED", f"the library decoded {written.value} counts, expected {n}")
         return out, False
@@ -202,8 +198,7 @@ class Payload:
             m = np.full(self.shape, bool(self.count[0] == 0))
         else:
             raise ValueError(
-                f"cannot mask: payload has {self.count.size} counts for {size} elements "
-                "(expected 1 or one per element)"
+                f"cannot mask: payload has {self.count.size} counts for {size} elements (expected 1 or one per element)"
             )
         return m if m.any() else np.ma.nomask
 
@@ -270,9 +265,7 @@ def decode_payload(buf, *, require_aligned: bool = False, require_native: bool =
     library walks the message.
     """
     raw = _as_bytes_array(buf)
-    flags = (PAYLOAD_REQUIRE_ALIGNED if require_aligned else 0) | (
-        PAYLOAD_REQUIRE_NATIVE if require_native else 0
-    )
+    flags = (PAYLOAD_REQUIRE_ALIGNED if require_aligned else 0) | (PAYLOAD_REQUIRE_NATIVE if require_native else 0)
     view = PayloadView()
     check(lib().payload_decode_view(raw.ctypes.data, raw.size, flags, ctypes.byref(view)))
     return Payload(raw, view)
