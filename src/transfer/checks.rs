@@ -81,11 +81,12 @@ pub(crate) fn check_array(dir: Direction, table: &SliceTable, layout: &ArrayLayo
 /// `finfo`) to or from an array of `dtype` with `itemsize` bytes per element.
 ///
 /// Same dtype: the file type's native memory type (big-endian files are converted by byte
-/// order only), or with `swapped` the same type in the other byte order (see
+/// order only), or with `flags.swapped` the same type in the other byte order (see
 /// [`mem_type_swapped`]). Different dtypes: `Dtype` error, unless `convert` and libhdf5 has a
-/// conversion path in the transfer's direction. Types vh5 does not move (variable-length,
+/// conversion path in the transfer's direction (`flags.convert`). Types vh5 does not move (variable-length,
 /// references): `Unsupported`.
-pub(crate) fn memory_type(l: &H5Lock, dir: Direction, ftype: hid_t, finfo: &TypeInfo, dtype: Dtype, itemsize: usize, convert: bool, swapped: bool) -> Result<MemType> {
+pub(crate) fn memory_type(l: &H5Lock, dir: Direction, ftype: hid_t, finfo: &TypeInfo, dtype: Dtype, itemsize: usize, flags: Flags) -> Result<MemType> {
+    let Flags { convert, swapped, .. } = flags;
     let fdesc = &finfo.description;
     let side = dir.array();
     Ok(match finfo.dtype {

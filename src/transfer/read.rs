@@ -73,7 +73,8 @@ pub struct ReadStats {
 /// `vh5_read_many_slices` in the C header for the exact semantics and errors).
 pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, flags: u32) -> Result<ReadStats> {
     options::check_env()?;
-    let Flags { clip, convert, swapped } = parse_flags(Direction::Read, flags)?;
+    let fl = parse_flags(Direction::Read, flags)?;
+    let Flags { clip, swapped, .. } = fl;
     let n = dst.layout.shape.len();
     check_array(Direction::Read, table, &dst.layout, dst.dtype, dst.buf.len())?;
     dst.layout.validate()?;
@@ -84,7 +85,7 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
     let meta = dataset_meta(l, dset)?;
     crate::hdf5::external::check_allowed(l, dset, meta.elsewhere.as_deref())?;
     let (ftype, finfo) = (&meta.ftype, &meta.finfo);
-    let mem = memory_type(l, Direction::Read, ftype.id(), finfo, dst.dtype, dst.layout.itemsize, convert, swapped)?;
+    let mem = memory_type(l, Direction::Read, ftype.id(), finfo, dst.dtype, dst.layout.itemsize, fl)?;
     let itemsize = dst.layout.itemsize;
     let mut reader = match meta.space_cache() {
         Some(slot) => HyperslabReader::with_cache(l, dset, mem.id(), itemsize, slot)?,

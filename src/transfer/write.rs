@@ -76,7 +76,8 @@ const NAMES: [&str; 2] = ["source array", "dataset"];
 /// `vh5_write_many_slices` in the C header for the exact semantics and errors).
 pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -> Result<WriteStats> {
     super::options::check_env()?;
-    let Flags { clip, convert, .. } = parse_flags(Direction::Write, flags)?;
+    let fl = parse_flags(Direction::Write, flags)?;
+    let Flags { clip, .. } = fl;
     let n = src.layout.shape.len();
     check_array(Direction::Write, table, &src.layout, src.dtype, src.buf.len())?;
     src.layout.validate_bounds().map_err(|e| Error::new(e.kind, format!("src: {}", e.message)))?;
@@ -94,7 +95,7 @@ pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags:
     // SAFETY: dset is an open dataset (checked); lock held.
     let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
     let finfo = classify(l, ftype.id())?;
-    let mem = memory_type(l, Direction::Write, ftype.id(), &finfo, src.dtype, src.layout.itemsize, convert, false)?;
+    let mem = memory_type(l, Direction::Write, ftype.id(), &finfo, src.dtype, src.layout.itemsize, fl)?;
     let itemsize = src.layout.itemsize;
     let mut writer = HyperslabWriter::new(l, dset, mem.id(), itemsize)?;
     let dshape: Vec<u64> = writer.shape().to_vec();

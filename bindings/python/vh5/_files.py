@@ -72,10 +72,17 @@ class _Navigation(Mapping):
         try:
             members(f, path, count_only=True)
         except InvalidArgumentError as e:
-            if e.message.startswith(f"`{path}` is a"):
-                raise first from None  # the object itself is not a group: its own error
-            detail = e.message.removeprefix(f"{f.filename!r}: ").removeprefix(f"`{path}`: ")
+            detail = e.message.removeprefix(f"{f.filename!r}: ")
+            if detail.startswith(f"`{path}` is a"):
+                raise first from None  # the object itself is not a group: the dataset's own error
+            detail = detail.removeprefix(f"`{path}`: ")
             raise error("VH5_ERR_NOT_FOUND", f"no object {path!r} in {f.filename!r}: {detail}") from None
+        except NotFoundError as e:
+            if _is_dangling(f, path):
+                raise e from None  # a dangling soft link: KeyError, as in h5py
+            raise first from None  # e.g. damaged metadata: the dataset's own error says more
+        except Error:
+            raise first from None
         return Group(f, path)
 
     def __iter__(self):
@@ -145,6 +152,15 @@ class _Navigation(Mapping):
 
     def __hash__(self):
         return id(self)
+
+
+def _is_dangling(file: File, path: str) -> bool:
+    """True when ``path`` is a soft link to nothing (its parent lists it with kind ``"s"``)."""
+    parent, _, leaf = path.rpartition("/")
+    try:
+        return dict((n, k) for k, n in members(file, parent or "/")).get(leaf) == "s"
+    except Error:
+        return False
 
 
 def members(file: File, path: str, *, recursive: bool = False, count_only: bool = False):
