@@ -173,7 +173,10 @@ fn links(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8
             H5L_type_t::H5L_TYPE_HARD | H5L_type_t::H5L_TYPE_SOFT => {
                 let full = if gname == "." { name.clone() } else { format!("{}/{name}", gname.trim_end_matches('/')) };
                 let c = CString::new(full).map_err(|_| err!(Hdf5, "link name with a NUL byte"))?;
-                info_kind(lock, loc, &c, lapl)?.unwrap_or(KIND_DANGLING)
+                // A soft link that resolves to nothing is dangling; a hard link whose object
+                // cannot be opened (damaged header) is of unknown kind.
+                let missing = if t == H5L_type_t::H5L_TYPE_SOFT { KIND_DANGLING } else { KIND_OTHER };
+                info_kind(lock, loc, &c, lapl)?.unwrap_or(missing)
             }
             H5L_type_t::H5L_TYPE_EXTERNAL => KIND_EXTERNAL,
             _ => KIND_OTHER,

@@ -73,7 +73,7 @@ class _Navigation(Mapping):
             members(f, path, count_only=True)
         except InvalidArgumentError as e:
             detail = e.message.removeprefix(f"{f.filename!r}: ")
-            if detail.startswith(f"`{path}` is a"):
+            if not detail.startswith(f"`{path}`: "):
                 raise first from None  # the object itself is not a group: the dataset's own error
             detail = detail.removeprefix(f"`{path}`: ")
             raise error("VH5_ERR_NOT_FOUND", f"no object {path!r} in {f.filename!r}: {detail}") from None
