@@ -47,7 +47,7 @@ pub fn expect_read<'f>(f: &'f FixtureDs, c: &ReadCase) -> Result<Option<(&'f [u8
     if tables_null(&c.tables, n) {
         return Err(fail(St::Null, None));
     }
-    if c.flags & !3 != 0 {
+    if c.flags & !7 != 0 {
         return Err(fail(St::Invalid, Some("flags".into())));
     }
     let (clip, convert) = (c.flags & 1 != 0, c.flags & 2 != 0);
@@ -71,6 +71,10 @@ pub fn expect_read<'f>(f: &'f FixtureDs, c: &ReadCase) -> Result<Option<(&'f [u8
     } else {
         return Err(fail(St::Dtype, Some("mismatch".into())));
     };
+    if c.flags & 4 != 0 && c.dst.dtype == 15 {
+        // VH5_SLICES_SWAPPED: opaque records have no byte order.
+        return Err(fail(St::Dtype, None));
+    }
     if f.shape.len() != n {
         return Err(fail(St::Invalid, Some("dimensionality".into())));
     }
@@ -79,6 +83,16 @@ pub fn expect_read<'f>(f: &'f FixtureDs, c: &ReadCase) -> Result<Option<(&'f [u8
     }
     let eff = check_rows(&effective_tables(&c.tables), n, &f.shape, &c.dst.shape, clip)?;
     Ok(Some((whole, eff)))
+}
+
+/// The word whose bytes `VH5_SLICES_SWAPPED` (flag 4) reverses in a destination of dtype code
+/// `dtype` (`size` bytes per element): none for 1-byte types and bool, half the item for
+/// complex.
+fn swap_word(flags: u32, dtype: u32, size: usize) -> Option<usize> {
+    if flags & 4 == 0 || size <= 1 || matches!(dtype, 1 | 2 | 6 | 15) {
+        return None;
+    }
+    Some(if matches!(dtype, 13 | 14) { size / 2 } else { size })
 }
 
 /// Run `vh5_read_many_slices` on `c` (planner mode and threads overridden for this thread)
@@ -103,7 +117,13 @@ pub fn run_read(fixture: &[FixtureDs], c: &ReadCase, guard: usize) -> vh5_status
             Side { a: &src, strides: &sstr },
             Side { a: &c.dst, strides: &dstr },
             size,
-            |o, v| v.extend_from_slice(&whole[o..o + size]),
+            |o, v| {
+                let at = v.len();
+                v.extend_from_slice(&whole[o..o + size]);
+                if let Some(w) = swap_word(c.flags, c.dst.dtype, size) {
+                    v[at..].chunks_exact_mut(w).for_each(|x| x.reverse());
+                }
+            },
             |o, b| md[guard + o..guard + o + size].copy_from_slice(b),
         );
     }
