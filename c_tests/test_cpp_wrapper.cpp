@@ -3,6 +3,7 @@
 // big-endian data, count decoding. Values are hand-computed or from h5py (test1.nc).
 #include "vh5.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -136,6 +137,22 @@ static void hdf5(const std::string &dir) {
   CHECK(status_of([&] { vh5::read_many_slices(d, dst, short_table, dst_start, count); }) == VH5_ERR_INVALID_ARGUMENT,
         "table of the wrong length");
   CHECK(status_of([&] { f.dataset("/no/such"); }) == VH5_ERR_NOT_FOUND, "missing dataset");
+  // Group members: the root lists tas as a dataset; a dataset is not a group.
+  auto root = f.members("/");
+  CHECK(std::find(root.begin(), root.end(), std::make_pair('d', std::string("tas"))) != root.end(), "members lists tas");
+  CHECK(status_of([&] { f.members("/tas"); }) == VH5_ERR_INVALID_ARGUMENT, "members of a dataset");
+  // A destination in the non-native byte order (VH5_SLICES_SWAPPED): the same values, bytes reversed.
+  std::vector<double> sw(9, 0.0);
+  vh5::ArrayRef<double> sdst{sw.data(), sw.size(), {3, 1, 3}, {}};
+  vh5::read_many_slices(d, sdst, src_start, dst_start, count, src_step, {}, VH5_SLICES_SWAPPED);
+  for (int i = 0; i < 9; i++) {
+    unsigned char b[8];
+    std::memcpy(b, &sw[i], 8);
+    std::reverse(b, b + 8);
+    double v;
+    std::memcpy(&v, b, 8);
+    CHECK(v == want[i], "swapped destination holds the values in the other byte order");
+  }
   CHECK(status_of([&] { vh5::File missing(dir + "/real/no_such.nc"); }) == VH5_ERR_IO, "missing file");
 
   // Move semantics: the moved-from object no longer owns the id.

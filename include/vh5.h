@@ -297,6 +297,18 @@
 #define VH5_SLICES_CONVERT 2
 
 /**
+ * `vh5_read_many_slices` flag: the destination's elements are stored in the byte order
+ * opposite to the host's (e.g. a big-endian `float32` array on a little-endian host, numpy
+ * `'>f4'`); without it destinations are in native order. Elements arrive in the
+ * destination's order: bytes of a file type already in that order move unchanged, others are
+ * byte-swapped while scattering (or converted by libhdf5 into the swapped memory type). With
+ * `VH5_SLICES_CONVERT` the conversion targets `dst->dtype` in that order. Numeric dtypes only:
+ * `VH5_ERR_DTYPE` for `VH5_DTYPE_OPAQUE`; no effect on 1-byte dtypes and bool. Writes refuse
+ * it (`VH5_ERR_INVALID_ARGUMENT`).
+ */
+#define VH5_SLICES_SWAPPED 4
+
+/**
  * Storage layout codes (`layout` field of `vh5_dataset_info`).
  */
 #define VH5_LAYOUT_CONTIGUOUS 0
@@ -320,6 +332,12 @@
  * Largest value `vh5_set_num_threads` and env `VH5_THREADS` accept.
  */
 #define VH5_MAX_THREADS 1024
+
+/**
+ * `vh5_group_members` flag: list every object below the group (recursively, through hard
+ * links) instead of the group's own links.
+ */
+#define VH5_GROUP_RECURSIVE 1
 
 /**
  * Status code returned by every fallible vh5 function. Values are stable across releases.
@@ -1008,15 +1026,15 @@ vh5_status vh5_close(int64_t id);
  * The dataset must have `dst->ndim` axes. A scalar (0-d) dataset is read with `ndim` 0 and
  * empty tables: each row copies the single element.
  *
- * `flags`: `VH5_SLICES_CLIP`, `VH5_SLICES_CONVERT` (or 0).
+ * `flags`: `VH5_SLICES_CLIP`, `VH5_SLICES_CONVERT`, `VH5_SLICES_SWAPPED` (or 0).
  *
  * Every row and the array layout are validated before the first read, so on any status
  * below except `VH5_ERR_HDF5` nothing has been written. Unallocated chunks read as the
  * dataset's fill value, in every planner mode; also under fill time never
  * (`H5D_FILL_TIME_NEVER`, netCDF "no fill" files), where libhdf5's `H5Dread` leaves the
  * destination of never-written storage untouched: vh5 writes the fill value there (0 when
- * none is defined), never bytes of another row. Big-endian datasets are delivered in native
- * byte order.
+ * none is defined), never bytes of another row. Elements are delivered in native byte order
+ * (big-endian datasets are swapped), or in the opposite order with `VH5_SLICES_SWAPPED`.
  *
  * Returns `VH5_OK` (also for nslices 0 and zero-size arrays, which touch nothing);
  * `VH5_ERR_NULL_ARGUMENT` (dst, a required table, shape, or base with base_len > 0 NULL);
@@ -1030,7 +1048,7 @@ vh5_status vh5_close(int64_t id);
  * offsets); `VH5_ERR_OUT_OF_BOUNDS` (without CLIP: a row reaching outside the dataset or the
  * array extent, or whose `start + (count-1)*step` overflows uint64 — naming row, axis and the
  * numbers); `VH5_ERR_DTYPE` (unknown dtype code; dataset dtype differs from `dst->dtype`
- * without CONVERT; no libhdf5 conversion path with CONVERT; opaque itemsize mismatch);
+ * without CONVERT; no libhdf5 conversion path with CONVERT; opaque itemsize mismatch; `VH5_SLICES_SWAPPED` with an opaque dtype);
  * `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5
  * failed during a read, e.g. a corrupt chunk or a missing filter plugin; earlier rows may
  * have been written); `VH5_ERR_NO_MEMORY` (a buffer vh5 needed — a whole chunk, its stored
@@ -1243,6 +1261,65 @@ vh5_status vh5_write_many_slices(int64_t dset,
                                  const uint64_t *src_step,
                                  const uint64_t *dst_step,
                                  uint32_t flags);
+
+/**
+ * List the members of the group at path `group` (NUL-terminated UTF-8, relative to `loc`;
+ * `"/"` or `"."` for the root group) of the file or group `loc`.
+ *
+ * The result is a sequence of records, each one kind byte, the member's name (UTF-8) and a
+ * NUL byte, in libhdf5's name order. Kind bytes: `'g'` group, `'d'` dataset, `'t'` named
+ * datatype, `'e'` external link (never followed), `'s'` soft link to nothing (dangling),
+ * `'?'` anything else. Without flags the records are the group's links (names are link names;
+ * a soft link has the kind of its target). With `VH5_GROUP_RECURSIVE` they are every hard
+ * link below the group, names relative to it (`"sub"`, `"sub/x"`, ...; a group before its
+ * members; soft and external links left out; an object reachable by two hard links appears
+ * under both names).
+ *
+ * Two-call protocol: `*len_out` receives the total size of the records in bytes. When `cap`
+ * is at least that size they are copied to `buf`; otherwise nothing is written to `buf` and
+ * the call returns `VH5_ERR_BUFFER_TOO_SMALL`, except that `buf` NULL with `cap` 0 is a size
+ * query and returns `VH5_OK`.
+ *
+ * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`group` or `len_out` NULL, or `buf` NULL with
+ * `cap` > 0); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; the object at `group` is not a
+ * group — the message says what it is, or which component of the path is a dataset);
+ * `VH5_ERR_INVALID_HANDLE` (`loc` is not an open file or group id); `VH5_ERR_NOT_FOUND`
+ * (naming the missing path component); `VH5_ERR_UNSUPPORTED` (the path goes through an
+ * external link and `loc` was not opened with `VH5_FILE_ALLOW_EXTERNAL`);
+ * `VH5_ERR_BUFFER_TOO_SMALL`; `VH5_ERR_HDF5`. `*len_out` is 0 on other failures.
+ * Thread-safe.
+ *
+ * # Safety
+ * `group` must be NULL or a NUL-terminated string; `buf` NULL or valid for `cap` byte writes;
+ * `len_out` NULL or valid for one write.
+ */
+vh5_status vh5_group_members(int64_t loc,
+                             const char *group,
+                             uint32_t flags,
+                             uint8_t *buf,
+                             size_t cap,
+                             size_t *len_out);
+
+/**
+ * Copy the client data values (`cd_values`) of filter number `index` (0-based, pipeline
+ * order as in `vh5_dataset_info.filter_id`) of the dataset `dset` into `values` (room for
+ * `cap` entries) and store their number in `*n_out`. Deflate (gzip) has one value, the
+ * compression level; szip has the options mask and pixels per block first; shuffle the item
+ * size. When `cap` is smaller than the number, the first `cap` values are copied (`*n_out`
+ * still says how many there are); `values` may be NULL when `cap` is 0.
+ *
+ * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`n_out` NULL, or `values` NULL with `cap` > 0);
+ * `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_INVALID_ARGUMENT`
+ * (no filter `index`); `VH5_ERR_HDF5`. `*n_out` is 0 on failure. Thread-safe.
+ *
+ * # Safety
+ * `values` must be NULL or valid for `cap` writes; `n_out` NULL or valid for one write.
+ */
+vh5_status vh5_dataset_filter_params(int64_t dset,
+                                     uint32_t index,
+                                     uint32_t *values,
+                                     size_t cap,
+                                     size_t *n_out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -42,6 +42,9 @@ if [ "${VH5_FUZZ_SMOKE:-0}" = 1 ]; then
   bash scripts/fuzz.sh "${VH5_FUZZ_SMOKE_SECS:-60}"
 fi
 
+echo "== ruff (Python lint: bindings/python, tests/python, scripts; rules in bindings/python/pyproject.toml)"
+ruff check --config bindings/python/pyproject.toml bindings/python tests/python scripts
+
 echo "== Python tests"
 export VH5_LIBRARY="$PWD/target/release/libvh5.so"
 export VH5_CLI="$PWD/target/release/vh5"

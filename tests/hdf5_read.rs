@@ -157,9 +157,12 @@ fn argument_errors_have_their_own_status_and_message() {
     assert!(m.contains("dtype mismatch") && m.contains("float64") && m.contains("float32"), "{m}");
     let (st, _) = ffi_read(d, &mut buf, 0, Dtype::Float64, 4, &[4, 4], None, &ok_row, 0, false);
     assert_eq!(st, VH5_ERR_INVALID_ARGUMENT);
-    let (st, m) = ffi_read(d, &mut buf, 0, Dtype::Float64, 8, &[4, 4], None, &ok_row, 4, false);
+    let (st, m) = ffi_read(d, &mut buf, 0, Dtype::Float64, 8, &[4, 4], None, &ok_row, 8, false);
     assert_eq!(st, VH5_ERR_INVALID_ARGUMENT);
     assert!(m.contains("flags"), "{m}");
+    // VH5_SLICES_SWAPPED (4) is a known read flag: the same values with their bytes reversed.
+    let (st, m) = ffi_read(d, &mut buf, 0, Dtype::Float64, 8, &[4, 4], None, &ok_row, 4, false);
+    assert_eq!(st, VH5_OK, "{m}");
     let shape = [4u64, 4];
     let a = vh5_array { base: buf.as_mut_ptr() as *mut _, base_len: 128, offset: 0, dtype: 99, itemsize: 8, ndim: 2, shape: shape.as_ptr(), strides: std::ptr::null() };
     let t = tables(&ok_row);

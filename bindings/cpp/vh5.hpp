@@ -155,6 +155,29 @@ class File {
   void close() { h_.close(); }
   /// Open the dataset at `name` (paths with groups); throws VH5_ERR_NOT_FOUND if missing.
   inline Dataset dataset(const std::string &name) const;
+  /// Members of the group at `group` ("/" = root) as (kind, name) pairs, name order (see
+  /// vh5_group_members: kind 'g' group, 'd' dataset, 't' named datatype, 'e' external link,
+  /// 's' dangling soft link, '?' other). `recursive`: every hard link below the group, names
+  /// relative to it. Throws vh5::Error.
+  std::vector<std::pair<char, std::string>> members(const std::string &group = "/", bool recursive = false) const {
+    uint32_t flags = recursive ? VH5_GROUP_RECURSIVE : 0;
+    for (;;) {
+      size_t need = 0;
+      detail::check(vh5_group_members(h_.id(), group.c_str(), flags, nullptr, 0, &need));
+      std::string buf(need, '\0');
+      size_t got = 0;
+      vh5_status st = vh5_group_members(h_.id(), group.c_str(), flags, reinterpret_cast<uint8_t *>(&buf[0]), buf.size(), &got);
+      if (st == VH5_ERR_BUFFER_TOO_SMALL) continue;  // the group changed between the calls
+      detail::check(st);
+      std::vector<std::pair<char, std::string>> out;
+      for (size_t i = 0; i < got;) {
+        size_t end = buf.find('\0', i);
+        out.emplace_back(buf[i], buf.substr(i + 1, end - i - 1));
+        i = end + 1;
+      }
+      return out;
+    }
+  }
 
  private:
   Handle h_;
@@ -171,6 +194,15 @@ class Dataset {
     vh5_dataset_info out;
     detail::check(vh5_dataset_get_info(h_.id(), &out));
     return out;
+  }
+  /// The client data values of filter `index` (pipeline order), e.g. {level} for gzip.
+  std::vector<uint32_t> filter_params(uint32_t index) const {
+    size_t n = 0;
+    detail::check(vh5_dataset_filter_params(h_.id(), index, nullptr, 0, &n));
+    std::vector<uint32_t> v(n);
+    detail::check(vh5_dataset_filter_params(h_.id(), index, v.data(), v.size(), &n));
+    v.resize(std::min(n, v.size()));
+    return v;
   }
   /// The dataset's extents in elements.
   std::vector<uint64_t> shape() const {
@@ -214,7 +246,9 @@ struct ArrayRef {
 
 /// Copy many hyperslabs of `src` into `dst` (see vh5_read_many_slices). Each table holds
 /// nslices x ndim uint64 values in row-major order (any contiguous container); steps may
-/// be empty containers (all 1). Throws vh5::Error.
+/// be empty containers (all 1). Flags: VH5_SLICES_CLIP, VH5_SLICES_CONVERT,
+/// VH5_SLICES_SWAPPED (`dst` holds its elements in the byte order opposite to the host's).
+/// Throws vh5::Error.
 template <class T, class Table>
 void read_many_slices(const Dataset &src, const ArrayRef<T> &dst, const Table &src_start, const Table &dst_start,
                       const Table &count, const Table &src_step = Table(), const Table &dst_step = Table(),

@@ -24,9 +24,9 @@ pub struct FixtureDs {
     pub whole: Vec<(u32, Option<Vec<u8>>)>,
 }
 
-/// Planner modes a read runs in (`vh5::slices::options::with_overrides`).
-pub const MODES: [vh5::slices::options::PlannerMode; 3] =
-    [vh5::slices::options::PlannerMode::Auto, vh5::slices::options::PlannerMode::Chunks, vh5::slices::options::PlannerMode::Rows];
+/// Planner modes a read runs in (`vh5::transfer::options::with_overrides`).
+pub const MODES: [vh5::transfer::options::PlannerMode; 3] =
+    [vh5::transfer::options::PlannerMode::Auto, vh5::transfer::options::PlannerMode::Chunks, vh5::transfer::options::PlannerMode::Rows];
 
 #[derive(Debug, Clone)]
 pub struct ReadCase {
@@ -51,7 +51,7 @@ pub fn expect_read<'f>(f: &'f FixtureDs, c: &ReadCase) -> Result<Option<Expected
     if tables_null(&c.tables, n) {
         return Err(fail(St::Null, None));
     }
-    if c.flags & !3 != 0 {
+    if c.flags & !7 != 0 {
         return Err(fail(St::Invalid, Some("flags".into())));
     }
     let (clip, convert) = (c.flags & 1 != 0, c.flags & 2 != 0);
@@ -75,6 +75,10 @@ pub fn expect_read<'f>(f: &'f FixtureDs, c: &ReadCase) -> Result<Option<Expected
     } else {
         return Err(fail(St::Dtype, Some("mismatch".into())));
     };
+    if c.flags & 4 != 0 && c.dst.dtype == 15 {
+        // VH5_SLICES_SWAPPED: opaque records have no byte order.
+        return Err(fail(St::Dtype, None));
+    }
     if f.shape.len() != n {
         return Err(fail(St::Invalid, Some("dimensionality".into())));
     }
@@ -83,6 +87,16 @@ pub fn expect_read<'f>(f: &'f FixtureDs, c: &ReadCase) -> Result<Option<Expected
     }
     let eff = check_rows(&effective_tables(&c.tables), n, &f.shape, &c.dst.shape, clip)?;
     Ok(Some((whole, eff)))
+}
+
+/// The word whose bytes `VH5_SLICES_SWAPPED` (flag 4) reverses in a destination of dtype code
+/// `dtype` (`size` bytes per element): none for 1-byte types and bool, half the item for
+/// complex.
+fn swap_word(flags: u32, dtype: u32, size: usize) -> Option<usize> {
+    if flags & 4 == 0 || size <= 1 || matches!(dtype, 1 | 2 | 6 | 15) {
+        return None;
+    }
+    Some(if matches!(dtype, 13 | 14) { size / 2 } else { size })
 }
 
 /// Run `vh5_read_many_slices` on `c` (planner mode and threads overridden for this thread)
@@ -107,14 +121,20 @@ pub fn run_read(fixture: &[FixtureDs], c: &ReadCase, guard: usize) -> vh5_status
             Side { a: &src, strides: &sstr },
             Side { a: &c.dst, strides: &dstr },
             size,
-            |o, v| v.extend_from_slice(&whole[o..o + size]),
+            |o, v| {
+                let at = v.len();
+                v.extend_from_slice(&whole[o..o + size]);
+                if let Some(w) = swap_word(c.flags, c.dst.dtype, size) {
+                    v[at..].chunks_exact_mut(w).for_each(|x| x.reverse());
+                }
+            },
             |o, b| md[guard + o..guard + o + size].copy_from_slice(b),
         );
     }
     let da = varr(&c.dst, dbuf.ptr());
     let tp = table_ptrs(&c.tables);
     let mode = MODES[c.mode % 3];
-    let st = vh5::slices::options::with_overrides(Some(mode), Some(c.threads), || {
+    let st = vh5::transfer::options::with_overrides(Some(mode), Some(c.threads), || {
         // SAFETY: as in run_copy: every pointer is valid for what it declares, or NULL.
         unsafe { vh5::ffi::hdf5::vh5_read_many_slices(f.id, &da, c.tables.nslices, tp[0], tp[1], tp[2], tp[3], tp[4], c.flags) }
     });
@@ -249,7 +269,7 @@ pub fn run_write(fixture: &[FixtureDs], c: &WriteCase, guard: usize, h: &dyn Wri
     }
     let sa = varr(&c.src, sbuf.ptr());
     let tp = table_ptrs(&c.tables);
-    let st = vh5::slices::options::with_overrides(None, Some(c.threads), || {
+    let st = vh5::transfer::options::with_overrides(None, Some(c.threads), || {
         // SAFETY: every pointer is valid for what it declares, or NULL.
         unsafe { vh5::ffi::slices_write::vh5_write_many_slices(f.id, &sa, c.tables.nslices, tp[0], tp[1], tp[2], tp[3], tp[4], c.flags) }
     });

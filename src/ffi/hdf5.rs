@@ -14,7 +14,7 @@ use hdf5_sys::h5i::H5I_type_t;
 use super::{guard, str_arg, vh5_status, write_out};
 use crate::dtype::ByteOrder;
 use crate::hdf5::{self as h5, DatasetInfo, Layout};
-use crate::slices;
+use crate::transfer;
 pub use super::args::{vh5_array, VH5_MAX_RANK};
 use super::args::{dst_array, table_args};
 
@@ -41,6 +41,16 @@ pub const VH5_SLICES_CLIP: u32 = 1;
 /// destination dtype (e.g. int16 file -> float64 array). Without it the destination dtype
 /// must be the dataset's (byte order aside: big-endian files are always converted to native).
 pub const VH5_SLICES_CONVERT: u32 = 2;
+
+/// `vh5_read_many_slices` flag: the destination's elements are stored in the byte order
+/// opposite to the host's (e.g. a big-endian `float32` array on a little-endian host, numpy
+/// `'>f4'`); without it destinations are in native order. Elements arrive in the
+/// destination's order: bytes of a file type already in that order move unchanged, others are
+/// byte-swapped while scattering (or converted by libhdf5 into the swapped memory type). With
+/// `VH5_SLICES_CONVERT` the conversion targets `dst->dtype` in that order. Numeric dtypes only:
+/// `VH5_ERR_DTYPE` for `VH5_DTYPE_OPAQUE`; no effect on 1-byte dtypes and bool. Writes refuse
+/// it (`VH5_ERR_INVALID_ARGUMENT`).
+pub const VH5_SLICES_SWAPPED: u32 = 4;
 
 /// Storage layout codes (`layout` field of `vh5_dataset_info`).
 pub const VH5_LAYOUT_CONTIGUOUS: u32 = 0;
@@ -253,15 +263,15 @@ pub extern "C" fn vh5_close(id: i64) -> vh5_status {
 /// The dataset must have `dst->ndim` axes. A scalar (0-d) dataset is read with `ndim` 0 and
 /// empty tables: each row copies the single element.
 ///
-/// `flags`: `VH5_SLICES_CLIP`, `VH5_SLICES_CONVERT` (or 0).
+/// `flags`: `VH5_SLICES_CLIP`, `VH5_SLICES_CONVERT`, `VH5_SLICES_SWAPPED` (or 0).
 ///
 /// Every row and the array layout are validated before the first read, so on any status
 /// below except `VH5_ERR_HDF5` nothing has been written. Unallocated chunks read as the
 /// dataset's fill value, in every planner mode; also under fill time never
 /// (`H5D_FILL_TIME_NEVER`, netCDF "no fill" files), where libhdf5's `H5Dread` leaves the
 /// destination of never-written storage untouched: vh5 writes the fill value there (0 when
-/// none is defined), never bytes of another row. Big-endian datasets are delivered in native
-/// byte order.
+/// none is defined), never bytes of another row. Elements are delivered in native byte order
+/// (big-endian datasets are swapped), or in the opposite order with `VH5_SLICES_SWAPPED`.
 ///
 /// Returns `VH5_OK` (also for nslices 0 and zero-size arrays, which touch nothing);
 /// `VH5_ERR_NULL_ARGUMENT` (dst, a required table, shape, or base with base_len > 0 NULL);
@@ -275,7 +285,7 @@ pub extern "C" fn vh5_close(id: i64) -> vh5_status {
 /// offsets); `VH5_ERR_OUT_OF_BOUNDS` (without CLIP: a row reaching outside the dataset or the
 /// array extent, or whose `start + (count-1)*step` overflows uint64 — naming row, axis and the
 /// numbers); `VH5_ERR_DTYPE` (unknown dtype code; dataset dtype differs from `dst->dtype`
-/// without CONVERT; no libhdf5 conversion path with CONVERT; opaque itemsize mismatch);
+/// without CONVERT; no libhdf5 conversion path with CONVERT; opaque itemsize mismatch; `VH5_SLICES_SWAPPED` with an opaque dtype);
 /// `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5
 /// failed during a read, e.g. a corrupt chunk or a missing filter plugin; earlier rows may
 /// have been written); `VH5_ERR_NO_MEMORY` (a buffer vh5 needed — a whole chunk, its stored
@@ -311,11 +321,11 @@ pub unsafe extern "C" fn vh5_read_many_slices(
         let mut d = unsafe { dst_array(dst, "dst") }?;
         // SAFETY: the tables as this function's contract says.
         let table = unsafe { table_args(d.layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step) }?;
-        slices::read_many_slices(dset, &mut d, &table, flags).map(drop)
+        transfer::read_many_slices(dset, &mut d, &table, flags).map(drop)
     })
 }
 
 // The header needs literals (cbindgen); the library's own constants are the definitions.
 const _: () = assert!(VH5_MAX_RANK as usize == crate::dtype::MAX_RANK);
-const _: () = assert!(VH5_SLICES_CLIP == slices::SLICES_CLIP && VH5_SLICES_CONVERT == slices::SLICES_CONVERT);
+const _: () = assert!(VH5_SLICES_CLIP == transfer::SLICES_CLIP && VH5_SLICES_CONVERT == transfer::SLICES_CONVERT && VH5_SLICES_SWAPPED == transfer::SLICES_SWAPPED);
 const _: () = assert!(VH5_FILE_READ_WRITE == h5::FILE_READ_WRITE);

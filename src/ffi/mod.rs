@@ -24,6 +24,7 @@ pub mod hdf5;
 pub mod threads;
 pub mod version;
 pub mod slices_write;
+pub mod objects;
 
 /// Status code returned by every fallible vh5 function. Values are stable across releases.
 #[repr(i32)]

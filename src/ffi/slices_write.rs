@@ -73,7 +73,7 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
         let table = unsafe { table_args(dl.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step) }?;
         // SAFETY: the caller's contract on src/dst memory; the core never holds a shared and a
         // mutable borrow of the same bytes at once.
-        unsafe { crate::slices::memcopy::copy_many_slices_raw(sp, &sl, sd, dp, &dl, dd, &table, flags) }.map(drop)
+        unsafe { crate::transfer::memcopy::copy_many_slices_raw(sp, &sl, sd, dp, &dl, dd, &table, flags) }.map(drop)
     })
 }
 
@@ -159,6 +159,6 @@ pub unsafe extern "C" fn vh5_write_many_slices(
         let a = unsafe { src_array(src, "src") }?;
         // SAFETY: the tables as this function's contract says.
         let table = unsafe { table_args(a.layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step) }?;
-        crate::slices::write_many_slices(dset, &a, &table, flags).map(drop)
+        crate::transfer::write_many_slices(dset, &a, &table, flags).map(drop)
     })
 }

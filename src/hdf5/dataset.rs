@@ -402,3 +402,29 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
     }
     Ok(out)
 }
+
+/// The client data values (`cd_values`) of filter number `index` (0-based, pipeline order) of
+/// the dataset `dset`, e.g. `[level]` for deflate, `[options_mask, pixels_per_block, ...]`
+/// for szip. `InvalidHandle` when `dset` is not an open dataset; `InvalidArgument` when the
+/// pipeline has no filter `index`; `Hdf5` when libhdf5 fails.
+pub fn filter_params(lock: &H5Lock, dset: hid_t, index: u32) -> Result<Vec<u32>> {
+    expect_kind(lock, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
+    // SAFETY: valid ids under the lock; the cd_values buffer holds `nelmts` entries.
+    unsafe {
+        let dcpl = Handle::new(lock, H5Dget_create_plist(dset), "H5Dget_create_plist")?;
+        let nf = check(lock, H5Pget_nfilters(dcpl.id()), "H5Pget_nfilters")?;
+        if index as c_int >= nf || index > i32::MAX as u32 {
+            bail!(InvalidArgument, "argument `index`: {index}, the dataset has {nf} filters");
+        }
+        let mut values = vec![0 as c_uint; 64];
+        let (mut flags, mut config): (c_uint, c_uint) = (0, 0);
+        let mut nelmts: usize = values.len();
+        check(lock, H5Pget_filter2(dcpl.id(), index, &mut flags, &mut nelmts, values.as_mut_ptr(), 0, std::ptr::null_mut(), &mut config), "H5Pget_filter2")?;
+        if nelmts > values.len() {
+            values = vec![0; nelmts];
+            check(lock, H5Pget_filter2(dcpl.id(), index, &mut flags, &mut nelmts, values.as_mut_ptr(), 0, std::ptr::null_mut(), &mut config), "H5Pget_filter2")?;
+        }
+        values.truncate(nelmts);
+        Ok(values)
+    }
+}

@@ -84,6 +84,12 @@ impl<'l> HyperslabReader<'l> {
         self.spaces.as_ref().expect("reader dataspaces present until drop")
     }
 
+    /// Read with `mem_type` from now on (a type of the same item size; it must outlive the
+    /// reader's use).
+    pub fn set_mem_type(&mut self, mem_type: hid_t) {
+        self.mem_type = mem_type;
+    }
+
     /// Current extent of the dataset (empty for a scalar dataset).
     pub fn shape(&self) -> &[u64] {
         &self.sp().shape

@@ -14,6 +14,7 @@ pub mod chunk;
 pub mod dataset;
 pub mod error;
 pub mod external;
+pub mod links;
 pub mod handle;
 pub mod hyperslab;
 pub mod meta;

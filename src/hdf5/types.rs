@@ -349,6 +349,41 @@ impl MemType {
     }
 }
 
+/// The memory type of `d` with its words in the byte order opposite to the host's (a
+/// big-endian `float32` on a little-endian host), for destinations stored that way: libhdf5
+/// converts into it, and raw chunk bytes of a file type in that order are moved unchanged.
+/// 1-byte dtypes and bool have no byte order: their native type is returned. Complex is the
+/// compound {r, i} of swapped floats. `Dtype` error for [`Dtype::Opaque`] (no single order).
+pub fn mem_type_swapped(lock: &H5Lock, d: Dtype) -> Result<MemType> {
+    if matches!(d, Dtype::Int8 | Dtype::UInt8 | Dtype::Bool) {
+        return mem_type_for(lock, d);
+    }
+    let other = if cfg!(target_endian = "little") { H5T_order_t::H5T_ORDER_BE } else { H5T_order_t::H5T_ORDER_LE };
+    // SAFETY: valid type ids under the lock; every type built here is owned by a Handle.
+    unsafe {
+        match d {
+            Dtype::Opaque => Err(crate::err!(Dtype, "a byte-swapped array needs a numeric dtype: opaque (compound, string, ...) records have no single byte order")),
+            Dtype::Complex64 | Dtype::Complex128 => {
+                let (half, base) = if d == Dtype::Complex64 { (4, *H5T_NATIVE_FLOAT) } else { (8, *H5T_NATIVE_DOUBLE) };
+                let f = Handle::new(lock, H5Tcopy(base), "H5Tcopy")?;
+                check(lock, H5Tset_order(f.id(), other), "H5Tset_order")?;
+                let h = Handle::new(lock, H5Tcreate(H5T_class_t::H5T_COMPOUND, 2 * half), "H5Tcreate (complex)")?;
+                check(lock, H5Tinsert(h.id(), c"r".as_ptr(), 0, f.id()), "H5Tinsert r")?;
+                check(lock, H5Tinsert(h.id(), c"i".as_ptr(), half, f.id()), "H5Tinsert i")?;
+                Ok(MemType::Owned(h))
+            }
+            _ => {
+                let h = match mem_type_for(lock, d)? {
+                    MemType::Predefined(id) => Handle::new(lock, H5Tcopy(id), "H5Tcopy")?,
+                    MemType::Owned(h) => h,
+                };
+                check(lock, H5Tset_order(h.id(), other), "H5Tset_order")?;
+                Ok(MemType::Owned(h))
+            }
+        }
+    }
+}
+
 /// The native memory type vh5 uses for a numeric/bool/complex dtype (not [`Dtype::Opaque`]):
 /// native byte order; bool is h5py's enum {FALSE=0, TRUE=1} over int8; complex is h5py's
 /// compound {r, i}; float16 is the IEEE half layout.

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-
 import h5py
+import numpy as np
 
 
 def regions(path, name="d"):

@@ -22,9 +22,8 @@ import glob
 import json
 import os
 
-import numpy as np
-
 import h5py
+import numpy as np
 from hypothesis import strategies as st
 
 # --------------------------------------------------------------------------------------

@@ -19,9 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 import _conformance_files as C
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

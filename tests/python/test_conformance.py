@@ -68,20 +68,19 @@ import os
 import random
 import re
 import tempfile
-import warnings
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 
 h5py = pytest.importorskip("h5py")
 pytest.importorskip("hypothesis")
-from hypothesis import Phase, given, settings  # noqa: E402
-from hypothesis import seed as hypothesis_seed  # noqa: E402
-
 import _conformance_corrupt as X  # noqa: E402
 import _conformance_files as C  # noqa: E402
 import _conformance_run as R  # noqa: E402
+from hypothesis import Phase, given, settings  # noqa: E402
+from hypothesis import seed as hypothesis_seed  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 if os.environ.get("VH5_TEST_INSTALLED") != "1" and not os.path.exists(

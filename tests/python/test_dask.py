@@ -16,7 +16,6 @@ import pytest
 h5py = pytest.importorskip("h5py")
 da = pytest.importorskip("dask.array", reason="dask is not installed: pip install 'vh5[dask]' (or scripts/setup.sh)")
 import dask  # noqa: E402
-
 import vh5  # noqa: E402
 import vh5.dask as vd  # noqa: E402
 
@@ -278,7 +277,7 @@ def test_distributed_from_dataset_and_gather(cluster_client, h5file, expected):
         assert np.isclose(client.compute(g.max(axis=0)).result(), _rows(A2, starts, (3, 10)).max(axis=0)).all()
     # both workers ran tasks and keep the file in their cache
     keys = client.run(lambda: [k for k in __import__("vh5")._cache.cached_keys() if k[0] == "d"])
-    assert len(keys) == 2 and all(("d", (h5file, "r", (("allow_external", False),)), "g/a2") in v for v in keys.values())
+    assert len(keys) == 2 and all(("d", (h5file, "r", (("allow_external", False),)), "/g/a2") in v for v in keys.values())
 
 
 def test_distributed_worker_that_cannot_open_reports_path(cluster_client, tmp_path):
@@ -288,7 +287,7 @@ def test_distributed_worker_that_cannot_open_reports_path(cluster_client, tmp_pa
         g = vd.gather(d, [[0, 0], [100, 50]], [2, 2])
     os.rename(path, path + ".away")  # the workers have never opened it
     for arr in (x.sum(), g):
-        with pytest.raises(vh5.IoError, match=rf"reopening '{path}' dataset 'g/a2' in process \d+ on .*cannot open `{path}`: No such file"):
+        with pytest.raises(vh5.IoError, match=rf"reopening '{path}' dataset '/g/a2' in process \d+ on .*cannot open `{path}`: No such file"):
             cluster_client.compute(arr).result()
 
 

@@ -55,7 +55,7 @@ def test_struct_layouts_match_header(tmp_path):
             got[(cname, field)] = int(n)
     for cname, st in present.items():
         assert got[(cname, "sizeof")] == ctypes.sizeof(st), cname
-        for fname, ftype in st._fields_:
+        for fname, _ftype in st._fields_:
             assert got[(cname, fname)] == getattr(st, fname).offset, f"{cname}.{fname}"
     # and every field of the header struct is declared (sizes equal and no gaps is checked above)
 
@@ -79,20 +79,28 @@ def test_status_names_and_error_classes():
     assert _lib.status_name(16) == "VH5_ERR_NO_MEMORY" and _lib.status_name(17) == "VH5_UNKNOWN_STATUS"
 
 
-def test_status_literals_in_the_package_match_library():
-    """Where the Python layer raises a status itself (``make_error(7, "VH5_ERR_DTYPE", ...)`` or a
-    ``# VH5_ERR_...`` comment beside a number), number and name agree with the library's table."""
+def test_status_numbers_come_from_the_library():
+    """The package never writes a status number: it raises statuses by name
+    (``error("VH5_ERR_DTYPE", ...)``), every name it uses is one the library defines, and the
+    error classes cover exactly the library's table (``vh5_status_name``)."""
     import re
 
     pkg = Path(vh5.__file__).parent
-    pairs = []
+    names = set()
     for f in pkg.rglob("*.py"):
         text = f.read_text()
-        pairs += [(f.name, int(c), n) for c, n in re.findall(r'make_error\(\s*(\d+),\s*"(VH5_[A-Z0-9_]+)"', text)]
-        pairs += [(f.name, int(c), n) for c, n in re.findall(r"\b(\d+),\s*#\s*(VH5_[A-Z0-9_]+)", text)]
-    assert pairs, "no status literal found: the scan is broken"
-    for fname, code, name in pairs:
-        assert _lib.status_name(code) == name, (fname, code, name)
+        assert not re.findall(r"make_error\(\s*\d+", text), f.name
+        assert not re.findall(r"\b\d+,\s*#\s*VH5_ERR_", text), f.name
+        names |= set(re.findall(r'error\(\s*"(VH5_[A-Z0-9_]+)"', text))
+    assert names, "no status raised by name found: the scan is broken"
+    table = _errors.status_table()
+    assert set(names) <= set(table.values()), set(names) - set(table.values())
+    classes = {c.status_name for c in vh5.Error.__subclasses__()}
+    assert classes == set(table.values()) - {"VH5_OK"}
+    for number, name in table.items():
+        if number:
+            assert vh5.error_class(number).status_name == name
+            assert _errors.error(name, "x").status == number
 
 
 def test_dtype_codes_match_library():

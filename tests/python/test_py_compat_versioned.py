@@ -10,10 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-
 import vh5  # noqa: E402
-
 from vh5.compat import versioned_hdf5 as shim  # noqa: E402
 
 h5py = pytest.importorskip("h5py")

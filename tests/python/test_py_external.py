@@ -5,7 +5,6 @@ dataset and its target) and read exactly as h5py reads them with ``allow_externa
 import h5py
 import numpy as np
 import pytest
-
 import vh5
 
 V110 = ("earliest", "v110")

@@ -19,7 +19,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 import vh5  # noqa: E402
-
 from vh5.compat.pyactivestorage import decode_result  # noqa: E402
 
 cbor2 = pytest.importorskip("cbor2")

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-
 import vh5  # noqa: E402
 
 h5py = pytest.importorskip("h5py")

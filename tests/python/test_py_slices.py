@@ -20,9 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 import vh5  # noqa: E402
 
-
 h5py = pytest.importorskip("h5py")
-from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 SHARED = Path(os.environ.get("VH5_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -43,7 +42,7 @@ def expected_read(full, dst, src_start, dst_start, count, src_step, dst_step, cl
     out = dst.copy()
     n = src_start.shape[0]
     for i in range(n):
-        ss, ds, cs = [], [], []
+        ss, ds = [], []
         empty = False
         for j in range(full.ndim):
             s, d, c = int(src_start[i, j]), int(dst_start[i, j]), int(count[i, j])
@@ -161,7 +160,11 @@ def slices_for(draw, src_shape, dst_shape, clip=False, steps=True):
                 dj = draw(st.integers(0, dst_shape[j] - 1))
                 max_c = min((src_shape[j] - 1 - sj) // sst, (dst_shape[j] - 1 - dj) // dst_) + 1
                 cj = draw(st.integers(0, max_c))
-            s.append(sj); d.append(dj); c.append(cj); ss.append(sst); ds.append(dst_)
+            s.append(sj)
+            d.append(dj)
+            c.append(cj)
+            ss.append(sst)
+            ds.append(dst_)
         rows.append((s, d, c, ss, ds))
     arr = lambda k: np.array([r[k] for r in rows], dtype=np.int64).reshape(n, ndim)  # noqa: E731
     return arr(0), arr(1), arr(2), (arr(3) if use_src_step else None), (arr(4) if use_dst_step else None)

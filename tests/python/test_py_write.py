@@ -31,7 +31,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 import vh5  # noqa: E402
 
-
 h5py = pytest.importorskip("h5py")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402

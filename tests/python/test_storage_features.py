@@ -8,12 +8,11 @@ import ctypes
 import glob
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-
 import vh5
+from vh5 import _h5py
 
 h5py = pytest.importorskip("h5py")
 
@@ -82,7 +81,9 @@ def test_dont_filter_partial_chunks_write_reads_back_in_h5py(tmp_path, pipe, thr
     with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
         np.testing.assert_array_equal(fa["d"][()], fb["d"][()])
         ia, ib = fa["d"].id, fb["d"].id
-        masks = lambda i: [(i.get_chunk_info(k).chunk_offset, i.get_chunk_info(k).filter_mask) for k in range(i.get_num_chunks())]
+        def masks(i):
+            return [(i.get_chunk_info(k).chunk_offset, i.get_chunk_info(k).filter_mask) for k in range(i.get_num_chunks())]
+
         assert sorted(masks(ia)) == sorted(masks(ib))
     # and grown: the old edge chunks' bytes outside the extent and their re-filtering
     for p in (a, b):
@@ -126,7 +127,7 @@ def test_h5py_source_renamed_or_replaced_after_open_reads_the_file_h5py_has_open
         np.testing.assert_array_equal(out, [0.0, 1.0, 2.0])
         # reopened by the file's current ordinary name (a /proc/self/fd path would name
         # another file in another process once a handle is pickled)
-        d, f = vh5.hdf5._open_h5py(h["d"])
+        d, f = _h5py.open_h5py(h["d"])
         try:
             assert f.filename == str(tmp_path / "a" / "moved.h5"), f.filename
         finally:

@@ -8,8 +8,11 @@ not load the library until it is first used.
   numpy views of the caller's buffer (no copy), counts as int64 arrays, masks.
 - :func:`decode_document`: a whole msgpack / CBOR document (nested maps, lists, scalars)
   with every array inside it as a numpy view, in one pass.
-- :class:`File` / :class:`Dataset` / :func:`read_many_slices`: many hyperslabs from an HDF5
-  dataset into any numpy array layout in one call; :func:`write_many_slices` (numpy -> HDF5,
+- :class:`File` / :class:`Group` / :class:`Dataset`: h5py-style navigation (``keys()``,
+  ``f["grp/x"]``, ``visit``), metadata and basic-selection reads (``d[0, 10:20, ::2]``);
+- :func:`read_many_slices`: many hyperslabs from an HDF5 dataset into any numpy array
+  layout (either byte order) in one call, from coordinate tables or a list of selections
+  (:func:`slice_table`); :func:`write_many_slices` (numpy -> HDF5,
   ``File(path, "r+")``) and :func:`copy_many_slices` (numpy -> numpy) the other directions.
 - Files and datasets pickle (read-only ones; :func:`allow_pickling` for writable ones) and
   reopen lazily in the receiving process through a per-process cache; :mod:`vh5.dask`
@@ -23,14 +26,17 @@ Every library failure raises a subclass of :class:`Error` (``.status``, ``.statu
 ``.message``). The GIL is released during every library call.
 """
 
-from . import _errors
-from ._errors import *  # noqa: F401,F403  (the names in _errors.__all__)
-from .hdf5 import Dataset, File, get_num_threads, read_many_slices, set_num_threads
+from . import _errors, _lib
+from ._cache import clear as clear_file_cache
+from ._cache import set_size as set_file_cache_size
+from ._datasets import Dataset
+from ._errors import *  # noqa: F403  (the names in _errors.__all__)
+from ._files import File, Group
 from ._pickle import allow_pickling
-from ._cache import clear as clear_file_cache, set_size as set_file_cache_size
+from ._select import SliceTable, slice_table
+from ._slices import copy_many_slices, get_num_threads, read_many_slices, set_num_threads, write_many_slices
 from .document import Simple, Tag, decode_document
 from .payload import Payload, decode_payload
-from .writes import copy_many_slices, write_many_slices
 from ._hdf5info import HDF5Info, hdf5_version
 
 __version__ = "0.1.0"
@@ -42,7 +48,10 @@ __all__ = [
     "Tag",
     "Simple",
     "File",
+    "Group",
     "Dataset",
+    "slice_table",
+    "SliceTable",
     "read_many_slices",
     "set_num_threads",
     "get_num_threads",
@@ -63,13 +72,9 @@ def library_path() -> str:
     """Path of the libvh5 shared library in use (``VH5_LIBRARY`` or the packaged copy).
 
     Raises ImportError when none is found."""
-    from ._lib import library_path as _p
-
-    return _p()
+    return _lib.library_path()
 
 
 def library_version() -> str:
     """Version string of the loaded libvh5 (``vh5_version_string()``), e.g. ``"0.1.0"``."""
-    from ._lib import lib
-
-    return lib().vh5_version_string().decode("ascii")
+    return _lib.lib().vh5_version_string().decode("ascii")

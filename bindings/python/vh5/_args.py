@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ._errors import Error, make_error
+from ._errors import Error, with_message
 
 __all__ = ["path_arg", "name_arg", "with_lock_hint", "LOCK_HINT"]
 
@@ -70,4 +70,4 @@ def with_lock_hint(e: Error) -> Error:
     "unable to lock the file"); ``e`` itself otherwise."""
     if "unable to lock" not in e.message or "HDF5_USE_FILE_LOCKING" in e.message:
         return e
-    return make_error(e.status, e.status_name, e.message + LOCK_HINT)
+    return with_message(e, e.message + LOCK_HINT)

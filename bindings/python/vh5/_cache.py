@@ -26,6 +26,8 @@ import os
 import threading
 from collections import OrderedDict
 
+from ._files import File
+
 __all__ = ["open_file", "open_dataset", "clear", "set_size", "get_size", "cached_keys"]
 
 _DEFAULT_SIZE = 128
@@ -54,8 +56,6 @@ class _FileCache:
             self.entries.popitem(last=False)  # dropped, not closed: holders keep it valid
 
     def file(self, fkey):
-        from .hdf5 import File
-
         path, mode, options = fkey
         return self._get(("f", fkey), lambda: File(path, mode, **dict(options)))
 

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from ._errors import make_error
+from ._errors import error
 
 # VH5_DTYPE_* code -> numpy kind+size (without byte order). 15 (opaque) is 'V<itemsize>'.
 CODE_TO_CHAR = {
@@ -43,12 +43,10 @@ def to_numpy(code: int, itemsize: int, byte_order: int) -> np.dtype:
         return np.dtype(f"V{int(itemsize)}")
     char = CODE_TO_CHAR.get(int(code))
     if char is None:
-        raise make_error(7, "VH5_ERR_DTYPE", f"unknown vh5 dtype code {code}")
+        raise error("VH5_ERR_DTYPE", f"unknown vh5 dtype code {code}")
     dt = np.dtype(char)
     if dt.itemsize != itemsize:
-        raise make_error(
-            7, "VH5_ERR_DTYPE", f"dtype code {code} has item size {dt.itemsize}, library said {itemsize}"
-        )
+        raise error("VH5_ERR_DTYPE", f"dtype code {code} has item size {dt.itemsize}, library said {itemsize}")
     if dt.itemsize > 1 and byte_order in (ORDER_LITTLE, ORDER_BIG):
         dt = dt.newbyteorder("<" if byte_order == ORDER_LITTLE else ">")
     return dt
@@ -59,7 +57,7 @@ def from_numpy(dt: np.dtype):
     (structured, void, fixed strings...). Object dtypes raise :class:`vh5.DtypeError`."""
     dt = np.dtype(dt)
     if dt.hasobject:
-        raise make_error(7, "VH5_ERR_DTYPE", f"object dtype {dt} cannot be moved as raw bytes")
+        raise error("VH5_ERR_DTYPE", f"object dtype {dt} cannot be moved as raw bytes")
     key = f"{dt.kind}{dt.itemsize}"
     code = CHAR_TO_CODE.get(key, OPAQUE)
     if dt.itemsize <= 1 or dt.byteorder == "|":

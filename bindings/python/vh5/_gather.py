@@ -16,15 +16,17 @@ from the read tasks that hold them).
 from __future__ import annotations
 
 import math
+import operator
 
+import dask.array as da
 import numpy as np
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
-import dask.array as da
 
 from . import _pickle
-from ._errors import make_error
-from .hdf5 import read_many_slices
+from ._dask_source import source_dataset, token_parts
+from ._errors import error
+from ._slices import read_many_slices
 
 __all__ = ["gather"]
 
@@ -56,7 +58,7 @@ def _table(what: str, a, nd: int, nrows):
             v = arr[r, ax]
             if arr.dtype.kind == "i":
                 raise ValueError(f"{what} row {r} axis {ax} is negative ({v})")
-            raise make_error(6, "VH5_ERR_OUT_OF_BOUNDS", f"{what} row {r} axis {ax} is {v}, past any extent")
+            raise error("VH5_ERR_OUT_OF_BOUNDS", f"{what} row {r} axis {ax} is {v}, past any extent")
     arr = arr.astype(np.int64, copy=False)
     if nrows is not None and arr.shape[0] == 1 and nrows != 1:
         arr = np.broadcast_to(arr, (nrows, nd))
@@ -88,8 +90,7 @@ def _check_bounds(starts, cnt, steps, shape, name):
     if over.any():
         r, ax = (int(v) for v in np.argwhere(over)[0])
         t = 1 if steps is None else int(steps[r, ax])
-        raise make_error(
-            6,
+        raise error(
             "VH5_ERR_OUT_OF_BOUNDS",
             f"row {r} axis {ax}: start {int(starts[r, ax])} + (count {cnt[ax]} - 1) * step {t} "
             f"is past the extent {shape[ax]} of dataset {name!r}",
@@ -246,7 +247,11 @@ def _graph(name, dset, starts, cnt, steps, dtype, order, cuts, rpt, chunks):
     task = np.searchsorted(cuts, pos, side="right") - 1
     local = pos - cuts[task]
     # extra pieces: (output row, task, entry index in that task, ka, kb)
-    xs = [(int(order[p]), t, cuts[t + 1] - cuts[t] + e, ka, kb) for t in range(ntasks) for e, (p, ka, kb) in enumerate(extras[t])]
+    xs = [
+        (int(order[p]), t, cuts[t + 1] - cuts[t] + e, ka, kb)
+        for t in range(ntasks)
+        for e, (p, ka, kb) in enumerate(extras[t])
+    ]
     xs = np.array(xs, dtype=np.int64).reshape(-1, 5)
     blocks = []
     for j, a in enumerate(range(0, nrows, rpt)):
@@ -261,7 +266,16 @@ def _graph(name, dset, starts, cnt, steps, dtype, order, cuts, rpt, chunks):
             src_rows.append(local[a:b][g])
             dst_rows.append(g)
         patches = np.array([(index[int(x[1])], x[2], x[0] - a, x[3], x[4]) for x in xb], dtype=np.int64).reshape(-1, 5)
-        dsk[(name, j) + tail] = (_assemble, [(rname, int(x)) for x in ts], src_rows, dst_rows, patches, b - a, cnt, dtype)
+        dsk[(name, j) + tail] = (
+            _assemble,
+            [(rname, int(x)) for x in ts],
+            src_rows,
+            dst_rows,
+            patches,
+            b - a,
+            cnt,
+            dtype,
+        )
         blocks.append(b - a)
     return dsk, tuple(blocks)
 
@@ -292,9 +306,7 @@ def gather(dset, src_start, count, src_step=None, rows_per_task=None, *, name=No
         shapes, negative values, a step of 0, rows of different counts, a 0-d dataset.
         vh5.OutOfBoundsError: a row reaching past the extent (naming row and axis).
     """
-    from .dask import _source_dataset, _token_parts
-
-    d = _source_dataset(dset)
+    d = source_dataset(dset)
     nd = len(d.shape)
     if nd == 0:
         raise ValueError(f"dataset {d.name!r} is a scalar (0-d): there are no rows to gather")
@@ -314,13 +326,11 @@ def gather(dset, src_start, count, src_step=None, rows_per_task=None, *, name=No
     if rows_per_task is None:
         rpt = _default_rows_per_task(nrows, math.prod(cnt) * dtype.itemsize)
     else:
-        import operator
-
         rpt = operator.index(rows_per_task)
         if rpt < 1:
             raise ValueError(f"rows_per_task must be >= 1, not {rpt}")
     if name is None:
-        name = "vh5-gather-" + tokenize(_token_parts(d), starts, cnt, steps, rpt)
+        name = "vh5-gather-" + tokenize(token_parts(d), starts, cnt, steps, rpt)
     meta = np.empty((0,) * (nd + 1), dtype=dtype)
     if nrows == 0:
         dsk = {(name, 0) + (0,) * nd: np.empty((0,) + cnt, dtype=dtype)}

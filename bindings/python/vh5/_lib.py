@@ -35,9 +35,7 @@ from ctypes import (
 )
 from pathlib import Path
 
-from ._errors import make_error
-
-__all__ = ["lib", "library_path", "check", "PayloadView", "DatasetInfo", "Array"]
+__all__ = ["lib", "library_path", "last_error_message", "status_name", "PayloadView", "DatasetInfo", "Array"]
 
 #: Flags of ``payload_decode_view``.
 PAYLOAD_REQUIRE_ALIGNED = 1
@@ -45,6 +43,9 @@ PAYLOAD_REQUIRE_NATIVE = 2
 #: Flags of ``vh5_read_many_slices`` / ``vh5_write_many_slices`` / ``vh5_copy_many_slices``.
 VH5_SLICES_CLIP = 1
 VH5_SLICES_CONVERT = 2
+VH5_SLICES_SWAPPED = 4
+#: Flag of ``vh5_group_members``.
+VH5_GROUP_RECURSIVE = 1
 
 PAYLOAD_MAX_NDIM = 64
 VH5_MAX_NDIM = 32
@@ -144,6 +145,8 @@ _SIGNATURES = {
     "vh5_dataset_open": (c_int32, [c_int64, c_char_p, POINTER(c_int64)]),
     "vh5_dataset_get_info": (c_int32, [c_int64, POINTER(DatasetInfo)]),
     "vh5_close": (c_int32, [c_int64]),
+    "vh5_group_members": (c_int32, [c_int64, c_char_p, c_uint32, c_void_p, c_size_t, POINTER(c_size_t)]),
+    "vh5_dataset_filter_params": (c_int32, [c_int64, c_uint32, POINTER(c_uint32), c_size_t, POINTER(c_size_t)]),
     "vh5_set_num_threads": (c_int32, [c_uint32]),
     "vh5_get_num_threads": (c_uint32, []),
     "vh5_read_many_slices": (
@@ -211,11 +214,7 @@ class _Missing:
         self.__name__ = name
 
     def __call__(self, *args):
-        raise make_error(
-            4,
-            "VH5_ERR_UNSUPPORTED",
-            f"the loaded library ({library_path()}) does not export {self.__name__}; rebuild it",
-        )
+        raise NotImplementedError(f"the loaded library ({library_path()}) does not export {self.__name__}; rebuild it")
 
 
 class _Lib:
@@ -259,42 +258,3 @@ def last_error_message() -> str:
 def status_name(status: int) -> str:
     """The C name of a status code (``"VH5_ERR_MALFORMED"``...)."""
     return lib().vh5_status_name(int(status)).decode("ascii")
-
-
-#: (C-API advice in a library message, its Python equivalent). The library's messages are
-#: written for C callers; :func:`check` rewrites the advice that names a C function or flag
-#: into the Python API's terms (the rest of the message is kept as it is).
-_PYTHON_ADVICE = (
-    (
-        "PAYLOAD_REQUIRE_ALIGNED was given; copy it with payload_copy_data",
-        "require_aligned=True was given; decode without require_aligned and call "
-        "Payload.copy_native() for an aligned native-order copy",
-    ),
-    (
-        "PAYLOAD_REQUIRE_NATIVE was given; copy it with payload_copy_data",
-        "require_native=True was given; decode without require_native and call "
-        "Payload.copy_native() for a native-order copy",
-    ),
-    (
-        "it has no contiguous view; use payload_copy_data",
-        "it has no contiguous view, which vh5.decode_payload needs: decode this message "
-        "with cbor2 instead (or have the sender use a definite-length byte string)",
-    ),
-)
-
-
-def python_message(message: str) -> str:
-    """``message`` with C-API advice (``payload_copy_data``, ``PAYLOAD_REQUIRE_*``) replaced
-    by the Python API's equivalent (see ``_PYTHON_ADVICE``)."""
-    if "payload_copy_data" in message:
-        for c_text, py_text in _PYTHON_ADVICE:
-            message = message.replace(c_text, py_text)
-    return message
-
-
-def check(status: int) -> None:
-    """Raise the :class:`vh5.Error` subclass for ``status`` (with the thread's last message,
-    its C-API advice put in Python terms by :func:`python_message`) unless it is ``VH5_OK``.
-    Must be called on the thread that made the failing call."""
-    if status != 0:
-        raise make_error(status, status_name(status), python_message(last_error_message()))

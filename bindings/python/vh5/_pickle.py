@@ -26,18 +26,20 @@ share); the file is closed when no handle and no cache entry uses it.
 
 from __future__ import annotations
 
+import copyreg
 import inspect
 import os
 import socket
 import weakref
 
 from . import _cache
-from ._errors import Error, make_error
-from .hdf5 import Dataset, File
+from ._datasets import Dataset
+from ._errors import Error, error, with_message
+from ._files import File
 
 __all__ = ["allow_pickling", "file_key", "lazy_copy", "resolve"]
 
-_ALLOWED: "weakref.WeakSet" = weakref.WeakSet()
+_ALLOWED: weakref.WeakSet = weakref.WeakSet()
 _FIXED_PARAMS = frozenset({"self", "path", "mode"})
 
 
@@ -162,13 +164,13 @@ def resolve(handle):
 
 def _closed_error(handle):
     kind = "Dataset" if isinstance(handle, Dataset) else "File"
-    return make_error(14, "VH5_ERR_INVALID_HANDLE", f"{kind} is closed")
+    return error("VH5_ERR_INVALID_HANDLE", f"{kind} is closed")
 
 
 def _with_context(e: Error, path: str, name) -> Error:
     where = f"reopening {path!r}" + (f" dataset {name!r}" if name is not None else "")
     where += f" in process {os.getpid()} on {socket.gethostname()}"
-    return make_error(e.status, e.status_name, f"{where}: {e.message}")
+    return with_message(e, f"{where}: {e.message}")
 
 
 class _Lazy:
@@ -177,7 +179,7 @@ class _Lazy:
 
     __slots__ = ()
 
-    # hdf5.py reads ``_id`` / ``_finalizer`` directly in places: resolve those too
+    # the read fast path reads ``_id`` / ``_finalizer`` directly: resolve those too
     @property
     def _id(self):
         return self._resolve()._id
@@ -256,10 +258,18 @@ class _LazyDataset(_Lazy, Dataset):
             if getattr(self, m) != getattr(d, m)
         ]
         if changed:
-            raise make_error(
-                14,
+            raise error(
                 "VH5_ERR_INVALID_HANDLE",
                 f"dataset {self.name!r} of {key[0]!r} changed since this handle was pickled "
                 f"({'; '.join(changed)}); rebuild the handle (and any Dask array on it)",
             )
         return d
+
+
+# Pickling is registered here rather than with ``__reduce__`` methods on the classes, so the
+# file and dataset modules never import this one (which imports them): the dependency runs
+# one way. ``copyreg`` is consulted by pickle (and cloudpickle) before ``__reduce_ex__``.
+for _cls in (File, _LazyFile):
+    copyreg.pickle(_cls, reduce_file)
+for _cls in (Dataset, _LazyDataset):
+    copyreg.pickle(_cls, reduce_dataset)

@@ -25,8 +25,6 @@ layout (h5py gives named fields).
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 try:
@@ -34,45 +32,17 @@ try:
     from dask.base import tokenize
 except ImportError as _e:  # pragma: no cover - exercised only without dask
     raise ImportError(
-        "vh5.dask needs Dask: pip install 'vh5[dask]' (or pip install 'dask[array]'; "
-        "add 'distributed' for clusters)"
+        "vh5.dask needs Dask: pip install 'vh5[dask]' (or pip install 'dask[array]'; add 'distributed' for clusters)"
     ) from _e
 
 from . import _pickle
-from ._errors import make_error
-from .hdf5 import Dataset, _is_h5py_dataset, _open_h5py, read_many_slices
+from ._dask_source import source_dataset as _source_dataset
+from ._dask_source import token_parts as _token_parts
+from ._datasets import Dataset
+from ._gather import gather
+from ._slices import read_many_slices
 
 __all__ = ["from_dataset", "gather"]
-
-
-def _source_dataset(dset) -> Dataset:
-    """A lazy vh5 handle (never closed under the graph) for a vh5 or h5py dataset."""
-    if isinstance(dset, Dataset):
-        if dset.closed:
-            raise make_error(14, "VH5_ERR_INVALID_HANDLE", f"vh5.Dataset {dset.name!r} is closed")
-        lazy = _pickle.lazy_copy(dset)
-    elif _is_h5py_dataset(dset):
-        d, f = _open_h5py(dset)  # refuses in-memory / family / ... files, flushes writers
-        try:
-            lazy = _pickle.lazy_copy(d)
-        finally:
-            d.close()
-            f.close()
-    else:
-        raise TypeError(f"dset must be a vh5.Dataset or an h5py.Dataset, not {type(dset).__name__}")
-    if lazy.dtype is None:
-        raise make_error(4, "VH5_ERR_UNSUPPORTED", f"dataset {lazy.name!r}: vh5 cannot read its element type")
-    return lazy
-
-
-def _token_parts(d: Dataset):
-    path, mode, options = _pickle.file_key(d.file)
-    try:
-        st = os.stat(path)
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-    except OSError:
-        stamp = None
-    return (path, mode, repr(options), d.name, d.shape, d.dtype.str, d.chunks, stamp)
 
 
 # ----------------------------------------------------------------------------------------
@@ -228,8 +198,3 @@ def from_dataset(dset, chunks="auto", *, name=None, inline_array: bool = False):
         inline_array=inline_array,
         meta=np.empty((0,) * src.ndim, dtype=src.dtype),
     )
-
-
-# ----------------------------------------------------------------------------------------
-# gather
-from ._gather import gather  # noqa: E402  (keeps this file short; uses the helpers above)

@@ -14,14 +14,16 @@ import ctypes
 import numpy as np
 
 from . import _dtypes
-from ._errors import make_error
-from ._lib import PayloadView, check, lib
+from ._errors import check, error
+from ._lib import PayloadView, lib
 from .payload import _as_bytes_array
 
 __all__ = ["decode_document", "Tag", "Simple"]
 
 DOC_FORMATS = {None: 0, "auto": 0, "cbor": 1, "msgpack": 2}
-(K_MAP, K_ARRAY, K_TEXT, K_BYTES, K_UINT, K_NEGINT, K_FLOAT, K_BOOL, K_NIL, K_UNDEF, K_SIMPLE, K_TAG, K_EXT, K_VIEW) = range(1, 15)
+(K_MAP, K_ARRAY, K_TEXT, K_BYTES, K_UINT, K_NEGINT, K_FLOAT, K_BOOL, K_NIL, K_UNDEF, K_SIMPLE, K_TAG, K_EXT, K_VIEW) = (
+    range(1, 15)
+)
 F_INDEFINITE, F_NARROW_FLOAT, F_NUMPY_SCALAR = 1, 2, 4
 VH5_ERR_BUFFER_TOO_SMALL = 5
 
@@ -78,7 +80,15 @@ def _walk(raw: np.ndarray, fmt: int, caps=None):
         items = np.empty(icap, dtype=ITEM_DTYPE)
         views = (PayloadView * max(vcap, 1))()
         st = lib().payload_decode_document(
-            raw.ctypes.data, n, fmt, items.ctypes.data, icap, ctypes.addressof(views), vcap, ctypes.byref(ni), ctypes.byref(nv)
+            raw.ctypes.data,
+            n,
+            fmt,
+            items.ctypes.data,
+            icap,
+            ctypes.addressof(views),
+            vcap,
+            ctypes.byref(ni),
+            ctypes.byref(nv),
         )
         if st != VH5_ERR_BUFFER_TOO_SMALL:
             break
@@ -90,7 +100,9 @@ def _walk(raw: np.ndarray, fmt: int, caps=None):
 def _count(raw: np.ndarray, fmt: int):
     """(items, views) of the document: one validating walk with capacities 0."""
     ni, nv = ctypes.c_size_t(0), ctypes.c_size_t(0)
-    st = lib().payload_decode_document(raw.ctypes.data, raw.size, fmt, None, 0, None, 0, ctypes.byref(ni), ctypes.byref(nv))
+    st = lib().payload_decode_document(
+        raw.ctypes.data, raw.size, fmt, None, 0, None, 0, ctypes.byref(ni), ctypes.byref(nv)
+    )
     if st != VH5_ERR_BUFFER_TOO_SMALL:
         check(st)
     return ni.value, nv.value
@@ -101,7 +113,7 @@ def _array(raw: np.ndarray, v: PayloadView) -> np.ndarray:
     dt = _dtypes.to_numpy(v.dtype, v.itemsize, v.byte_order)
     off, nb = int(v.data_offset), int(v.data_len)
     if off + nb > raw.size:
-        raise make_error(10, "VH5_ERR_PANIC", f"library returned data [{off}, {off + nb}) outside a {raw.size}-byte buffer")
+        raise error("VH5_ERR_PANIC", f"library returned data [{off}, {off + nb}) outside a {raw.size}-byte buffer")
     shape = tuple(int(v.shape[i]) for i in range(int(v.ndim)))
     a = raw[off : off + nb].view(dt).reshape(shape, order="F" if v.fortran_order else "C")
     a.flags.writeable = False
@@ -188,7 +200,7 @@ def _build(raw, items, views, *, bytes_as, key_bytes, text, tag, ext, map_hook, 
             stack.pop()
             v = map_hook(f[1]) if f[0] == K_MAP else list_hook(f[1]) if f[0] == K_ARRAY else tag(f[4], f[1])
     if stack or i != n:
-        raise make_error(3, "VH5_ERR_MALFORMED", "document item list ended inside a container")
+        raise error("VH5_ERR_MALFORMED", "document item list ended inside a container")
     return root
 
 

@@ -20,8 +20,8 @@ import ctypes
 import numpy as np
 
 from . import _dtypes
-from ._errors import make_error
-from ._lib import PAYLOAD_REQUIRE_ALIGNED, PAYLOAD_REQUIRE_NATIVE, PayloadView, check, lib
+from ._errors import check, error
+from ._lib import PAYLOAD_REQUIRE_ALIGNED, PAYLOAD_REQUIRE_NATIVE, PayloadView, lib
 
 __all__ = ["Payload", "decode_payload"]
 
@@ -141,7 +141,7 @@ class Payload:
     def _data_view(self, raw: np.ndarray, fortran: bool) -> np.ndarray:
         off, n = self.data_offset, self.nbytes
         if off + n > raw.size:
-            raise make_error(10, "VH5_ERR_PANIC", f"library returned data [{off}, {off + n}) outside a {raw.size}-byte buffer")
+            raise error("VH5_ERR_PANIC", f"library returned data [{off}, {off + n}) outside a {raw.size}-byte buffer")
         flat = raw[off : off + n].view(self.dtype)
         return flat.reshape(self.shape, order="F" if fortran else "C")
 
@@ -159,13 +159,9 @@ class Payload:
                 return raw[off : off + 8 * n].view(np.int64), True
         out = np.empty(n, dtype=np.int64)
         written = ctypes.c_size_t(0)
-        check(
-            lib().payload_decode_count(
-                raw.ctypes.data, raw.size, out.ctypes.data, n, ctypes.byref(written)
-            )
-        )
+        check(lib().payload_decode_count(raw.ctypes.data, raw.size, out.ctypes.data, n, ctypes.byref(written)))
         if written.value != n:
-            raise make_error(3, "VH5_ERR_MALFORMED", f"payload_decode_count wrote {written.value} counts, expected {n}")
+            raise error("VH5_ERR_MALFORMED", f"the library decoded {written.value} counts, expected {n}")
         return out, False
 
     @property
@@ -202,8 +198,7 @@ class Payload:
             m = np.full(self.shape, bool(self.count[0] == 0))
         else:
             raise ValueError(
-                f"cannot mask: payload has {self.count.size} counts for {size} elements "
-                "(expected 1 or one per element)"
+                f"cannot mask: payload has {self.count.size} counts for {size} elements (expected 1 or one per element)"
             )
         return m if m.any() else np.ma.nomask
 
@@ -228,7 +223,7 @@ class Payload:
         raw = self._raw
         check(lib().payload_copy_data(raw.ctypes.data, raw.size, out.ctypes.data, out.nbytes, ctypes.byref(written)))
         if written.value != out.nbytes:
-            raise make_error(3, "VH5_ERR_MALFORMED", f"payload_copy_data wrote {written.value} bytes, expected {out.nbytes}")
+            raise error("VH5_ERR_MALFORMED", f"the library copied {written.value} bytes, expected {out.nbytes}")
         return out
 
     def __repr__(self) -> str:
@@ -270,9 +265,7 @@ def decode_payload(buf, *, require_aligned: bool = False, require_native: bool =
     library walks the message.
     """
     raw = _as_bytes_array(buf)
-    flags = (PAYLOAD_REQUIRE_ALIGNED if require_aligned else 0) | (
-        PAYLOAD_REQUIRE_NATIVE if require_native else 0
-    )
+    flags = (PAYLOAD_REQUIRE_ALIGNED if require_aligned else 0) | (PAYLOAD_REQUIRE_NATIVE if require_native else 0)
     view = PayloadView()
     check(lib().payload_decode_view(raw.ctypes.data, raw.size, flags, ctypes.byref(view)))
     return Payload(raw, view)

@@ -33,7 +33,16 @@ from ..payload import _as_bytes_array
 
 __all__ = ["unpackb", "loads"]
 
-_IGNORED = {"max_buffer_size", "max_str_len", "max_bin_len", "max_array_len", "max_map_len", "max_ext_len", "unicode_errors", "timestamp"}
+_IGNORED = {
+    "max_buffer_size",
+    "max_str_len",
+    "max_bin_len",
+    "max_array_len",
+    "max_map_len",
+    "max_ext_len",
+    "unicode_errors",
+    "timestamp",
+}
 
 
 def _complex_hook(d):
@@ -58,6 +67,7 @@ def _no_arrays(buf, raw, use_list, object_hook, object_pairs_hook, list_hook, st
     if object_pairs_hook is not None:
         hook = None
     elif object_hook is not None:
+
         def hook(d):
             d = _complex_hook(d)
             return object_hook(d) if isinstance(d, dict) else d
@@ -82,12 +92,25 @@ def _decode_refusing_objects(decode, obj, chain=None):
         nd = obj.get(b"nd", obj.get("nd"))
         kind = obj.get(b"kind", obj.get("kind"))
         if nd is not None and kind in (b"O", "O"):
-            raise _errors.make_error(4, "VH5_ERR_UNSUPPORTED", "msgpack-numpy object array (kind 'O'): its data is a pickle, which vh5 never loads")
+            raise _errors.error(
+                "VH5_ERR_UNSUPPORTED",
+                "msgpack-numpy object array (kind 'O'): its data is a pickle, which vh5 never loads",
+            )
     return decode(obj, chain=chain)
 
 
-def unpackb(packed, *, raw: bool = False, use_list: bool = True, object_hook=None, object_pairs_hook=None,
-            list_hook=None, strict_map_key: bool = True, ext_hook=None, **kwargs):
+def unpackb(
+    packed,
+    *,
+    raw: bool = False,
+    use_list: bool = True,
+    object_hook=None,
+    object_pairs_hook=None,
+    list_hook=None,
+    strict_map_key: bool = True,
+    ext_hook=None,
+    **kwargs,
+):
     """Unpack one msgpack message like ``msgpack_numpy.unpackb``, arrays as views of ``packed``.
 
     Args: as ``msgpack.unpackb`` (see the module doc for what is supported); the size limits

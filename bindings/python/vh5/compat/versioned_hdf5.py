@@ -51,8 +51,10 @@ import warnings
 import numpy as np
 
 from .. import _errors
-from ..hdf5 import Dataset, _call_read, _is_h5py_dataset, resolve_source
-from ..writes import copy_many_slices, write_many_slices
+from .._datasets import Dataset
+from .._h5py import is_h5py_dataset as _is_h5py_dataset
+from .._h5py import resolve_source
+from .._slices import copy_many_slices, read_tables, write_many_slices
 
 __all__ = ["read_many_slices", "write_h5py"]
 
@@ -169,13 +171,7 @@ def read_many_slices(
         )
         return orig(src, dst, src_start, dst_start, count, src_stride, dst_stride, fast)
     try:
-        target = dst
-        if not dst.dtype.isnative and dst.dtype.itemsize > 1:
-            # vh5 moves native-order elements: stage through a native copy (keeps untouched values).
-            target = dst.astype(dst.dtype.newbyteorder("="))
-        _call_read(dset, target, tables, nslices, clip=True, convert=False)
-        if target is not dst:
-            dst[...] = target
+        read_tables(dset, dst, *tables, clip=True)  # a dst in either byte order is read in place
     except _errors.Error as e:
         if isinstance(e, (ValueError, RuntimeError)):
             raise

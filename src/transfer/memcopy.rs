@@ -1,5 +1,5 @@
 //! `copy_many_slices`: many-slice copies between two caller-owned arrays in memory (numpy ->
-//! numpy), with the same row semantics as the HDF5 transfers (see [`super::geometry`]).
+//! numpy), with the same row semantics as the HDF5 transfers (see [`crate::geometry`]).
 //!
 //! Row `i` copies, on every axis `j`,
 //! `dst[d : d + (c-1)*ds + 1 : ds] = src[s : s + (c-1)*ss + 1 : ss]` (elements). Rows run in
@@ -25,8 +25,8 @@
 //! row's source byte range and its destination byte range, and only at the same time when
 //! those ranges are disjoint.
 
-use super::copy::{copy_runs_unchecked, copy_strided_runs as copy_strided, runs_apply};
-use super::geometry::{row_counts, ArrayLayout, SliceTable, MAX_RANK};
+use crate::engine::copy::{copy_runs_unchecked, copy_strided_runs as copy_strided, runs_apply};
+use crate::geometry::{row_counts, ArrayLayout, SliceTable, MAX_RANK};
 use super::read::SLICES_CLIP;
 use crate::dtype::Dtype;
 use crate::error::Result;

@@ -3,7 +3,7 @@
 //!
 //! Used by [`super::write`] when (checked by [`raw_plan`]) the dataset's whole pipeline is made
 //! of filters vh5 encodes AND decodes (deflate at the dataset's level, shuffle, fletcher32:
-//! [`super::encode`], [`super::filters`]) and the file type's bytes are the memory type's,
+//! [`crate::codec::encode`], [`crate::codec::decode`]) and the file type's bytes are the memory type's,
 //! possibly byte-swapped (no libhdf5 type conversion). Any other pipeline (szip, nbit,
 //! scaleoffset, plugins), an unfiltered dataset, or a conversion goes through `H5Dwrite`.
 //!
@@ -26,11 +26,11 @@ use std::sync::{mpsc, Mutex};
 
 use hdf5_sys::h5i::hid_t;
 
-use super::chunks::ChunkGrid;
-use super::copy::copy_strided_runs;
-use super::encode::{encode_pipeline, EncodeFilter, Encoder};
-use super::filters::{pipeline, swap_bytes, Decoder, Filter};
-use super::geometry::MAX_RANK;
+use crate::plan::grid::ChunkGrid;
+use crate::engine::copy::copy_strided_runs;
+use crate::codec::encode::{encode_pipeline, EncodeFilter, Encoder};
+use crate::codec::decode::{pipeline, swap_bytes, Decoder, Filter};
+use crate::geometry::MAX_RANK;
 use super::options::{max_workers, num_threads};
 use super::write::{chunk_groups, dense_strides, ranges, report, MergeCtx, PieceRef, SrcArray, WriteStats};
 use crate::dtype::{ByteOrder, Dtype};
@@ -132,7 +132,7 @@ impl Shared<'_> {
     /// defined: libhdf5's default zeros count), zeros under fill time never.
     fn fresh(&self, coord: &[u64]) -> Result<Vec<u8>> {
         let mut b = Vec::new();
-        super::alloc::resize_zeroed(&mut b, self.chunk_bytes, || format!("chunk {coord:?}"))?;
+        crate::mem::resize_zeroed(&mut b, self.chunk_bytes, || format!("chunk {coord:?}"))?;
         if let Some(f) = &self.plan.fill {
             crate::hdf5::chunk::fill_with(&mut b, f);
         }
@@ -267,7 +267,7 @@ pub(super) fn write_chunks_raw(
         // Zeroed for every chunk: with fill time never libhdf5 leaves an unallocated chunk's
         // region untouched (and would store zeros there itself), never the previous chunk's bytes.
         clipped.clear();
-        super::alloc::resize_zeroed(&mut clipped, elems as usize * itemsize, || format!("chunk {:?}", &coord[..n]))?;
+        crate::mem::resize_zeroed(&mut clipped, elems as usize * itemsize, || format!("chunk {:?}", &coord[..n]))?;
         reader.read(&origin[..n], None, &extent[..n], &mut clipped)?;
         let mut b = shared.fresh(&coord[..n])?;
         let mut cdense = [0isize; MAX_RANK];

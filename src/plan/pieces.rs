@@ -3,13 +3,13 @@
 //! and find the rows whose destinations overlap (those must run in row order: "the later row
 //! wins" cannot be kept when pieces of different rows are scattered chunk by chunk).
 //!
-//! A [`Plan`] holds the pieces ([`super::chunks::Piece`] plus where each goes in the
+//! A [`Plan`] holds the pieces ([`super::grid::Piece`] plus where each goes in the
 //! destination) grouped by chunk in C order of the chunk grid, and inside a chunk in row order.
 
-use super::chunks::ChunkGrid;
-use super::geometry::Row;
+use super::grid::ChunkGrid;
+use crate::geometry::Row;
 #[cfg(test)]
-use super::geometry::MAX_RANK;
+use crate::geometry::MAX_RANK;
 
 /// One piece: a row's part inside one chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

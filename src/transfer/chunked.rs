@@ -47,11 +47,11 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use hdf5_sys::h5i::hid_t;
 
-use super::chunks::ChunkGrid;
-use super::filters::{pipeline, swap_bytes, Decoder, Filter};
-use super::geometry::{row, SliceTable, MAX_RANK};
+use crate::plan::grid::ChunkGrid;
+use crate::codec::decode::{pipeline, swap_bytes, Decoder, Filter};
+use crate::geometry::{row, SliceTable, MAX_RANK};
 use super::options::{max_chunk_bytes, max_workers, num_threads, PlannerMode};
-use super::plan::{overlapping_rows, push_dst_box, Plan};
+use crate::plan::pieces::{overlapping_rows, push_dst_box, Plan};
 use super::read::{read_row, Ctx, RawKind, ReadStats};
 use crate::error::{Error, Result};
 use crate::error::ErrorKind;
@@ -648,9 +648,9 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
 /// conversion `H5Dread` would apply. `buf` ends up `elems * mem_itemsize` bytes long.
 fn convert_chunk(ftype: hid_t, mtype: hid_t, elems: usize, file_itemsize: usize, mem_itemsize: usize, buf: &mut Vec<u8>) -> Result<()> {
     let big = elems.checked_mul(file_itemsize.max(mem_itemsize)).ok_or_else(|| err!(NoMemory, "conversion buffer of {elems} elements overflows"))?;
-    super::alloc::resize_zeroed(buf, big, || "conversion buffer".to_string())?;
+    crate::mem::resize_zeroed(buf, big, || "conversion buffer".to_string())?;
     let mut bkg = Vec::new();
-    super::alloc::resize_zeroed(&mut bkg, elems * mem_itemsize, || "conversion background buffer".to_string())?;
+    crate::mem::resize_zeroed(&mut bkg, elems * mem_itemsize, || "conversion background buffer".to_string())?;
     let l = lock();
     crate::hdf5::chunk::convert(&l, ftype, mtype, elems, buf, &mut bkg)?;
     buf.truncate(elems * mem_itemsize);
@@ -658,10 +658,10 @@ fn convert_chunk(ftype: hid_t, mtype: hid_t, elems: usize, file_itemsize: usize,
 }
 
 /// A piece as a row of its own (for a `H5Dread` of just that piece).
-fn piece_row(plan: &Plan, table: &SliceTable, i: usize, p: &super::plan::PieceKey) -> super::geometry::Row {
+fn piece_row(plan: &Plan, table: &SliceTable, i: usize, p: &crate::plan::pieces::PieceKey) -> crate::geometry::Row {
     let n = plan.ndim;
     let (s, d, c) = plan.piece(p);
-    let mut r = super::geometry::Row { ndim: n, src_start: [0; MAX_RANK], dst_start: [0; MAX_RANK], count: [0; MAX_RANK], src_step: [1; MAX_RANK], dst_step: [1; MAX_RANK] };
+    let mut r = crate::geometry::Row { ndim: n, src_start: [0; MAX_RANK], dst_start: [0; MAX_RANK], count: [0; MAX_RANK], src_step: [1; MAX_RANK], dst_step: [1; MAX_RANK] };
     r.src_start[..n].copy_from_slice(s);
     r.dst_start[..n].copy_from_slice(d);
     r.count[..n].copy_from_slice(c);
@@ -685,7 +685,7 @@ fn read_region(reader: &mut HyperslabReader, origin: &[u64], extent: &[u64], ite
     let what = || format!("region of extent {extent:?}");
     let bytes = usize::try_from(elems as u128 * itemsize as u128).map_err(|_| err!(NoMemory, "{}: {elems} elements do not fit in memory", what()))?;
     buf.clear();
-    super::alloc::resize_zeroed(buf, bytes, what)?;
+    crate::mem::resize_zeroed(buf, bytes, what)?;
     if let Some(f) = fill {
         crate::hdf5::chunk::fill_with(buf, f);
     }

@@ -88,7 +88,7 @@ impl Decoder {
                     std::mem::swap(buf, &mut self.spare);
                 }
                 Filter::Shuffle(size) => {
-                    super::alloc::reserve_total(&mut self.spare, buf.len(), || "unshuffle buffer".to_string())?;
+                    crate::mem::reserve_total(&mut self.spare, buf.len(), || "unshuffle buffer".to_string())?;
                     unshuffle(buf, &mut self.spare, size);
                     std::mem::swap(buf, &mut self.spare);
                 }
@@ -117,7 +117,7 @@ impl Decoder {
 /// The output buffer is reserved fallibly (`NoMemory`), growing from `limit` at most.
 fn inflate(z: &mut Decompress, input: &[u8], out: &mut Vec<u8>, limit: usize) -> crate::error::Result<()> {
     out.clear();
-    super::alloc::reserve_total(out, limit.max(64), || "inflate buffer".to_string())?;
+    crate::mem::reserve_total(out, limit.max(64), || "inflate buffer".to_string())?;
     loop {
         let before_in = z.total_in() as usize;
         let before_out = out.len();
@@ -130,7 +130,7 @@ fn inflate(z: &mut Decompress, input: &[u8], out: &mut Vec<u8>, limit: usize) ->
                     bail!(Hdf5, "inflate: the zlib stream produces more than {limit} bytes after {} bytes of input (the chunk holds {limit} at most): refused", z.total_in());
                 } else if out.len() == out.capacity() {
                     let grow = out.capacity().max(4096).min(limit.max(64) - out.len());
-                    super::alloc::reserve_total(out, out.len() + grow, || "inflate buffer".to_string())?;
+                    crate::mem::reserve_total(out, out.len() + grow, || "inflate buffer".to_string())?;
                 } else if !progressed || z.total_in() as usize >= input.len() {
                     bail!(Malformed, "inflate failed: zlib stream truncated after {} bytes of input", z.total_in());
                 }
@@ -263,9 +263,75 @@ pub fn fletcher32(data: &[u8]) -> u32 {
     (sum2 << 16) | sum1
 }
 
+/// An integer word whose bytes can be reversed.
+trait Word: Copy {
+    fn swapped(self) -> Self;
+}
+
+impl Word for u16 {
+    #[inline(always)]
+    fn swapped(self) -> Self {
+        self.swap_bytes()
+    }
+}
+
+impl Word for u32 {
+    #[inline(always)]
+    fn swapped(self) -> Self {
+        self.swap_bytes()
+    }
+}
+
+impl Word for u64 {
+    #[inline(always)]
+    fn swapped(self) -> Self {
+        self.swap_bytes()
+    }
+}
+
+/// Reverse the bytes of every word (AVX2 byte shuffles when the CPU has them; the baseline
+/// x86-64 target has no byte shuffle, which makes the plain loop several times slower).
+fn swap_words<T: Word>(words: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            return unsafe { swap_words_avx2(words) };
+        }
+    }
+    words.iter_mut().for_each(|w| *w = w.swapped());
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn swap_words_avx2<T: Word>(words: &mut [T]) {
+    words.iter_mut().for_each(|w| *w = w.swapped());
+}
+
 /// Reverse the byte order of every `unit`-byte word of `buf` in place (a tail shorter than
 /// `unit` is left alone). `unit` <= 1 does nothing.
 pub fn swap_bytes(buf: &mut [u8], unit: usize) {
+    // Aligned buffers (the usual case) go word by word, which the compiler vectorises (with
+    // byte shuffles when the CPU has AVX2: see `swap_words`).
+    // SAFETY: u16/u32/u64 accept every bit pattern; align_to_mut splits at alignment.
+    match unit {
+        2 => {
+            if let (&mut [], words, &mut []) = unsafe { buf.align_to_mut::<u16>() } {
+                return swap_words(words);
+            }
+        }
+        4 => {
+            if let (&mut [], words, &mut []) = unsafe { buf.align_to_mut::<u32>() } {
+                return swap_words(words);
+            }
+        }
+        8 => {
+            if let (&mut [], words, &mut []) = unsafe { buf.align_to_mut::<u64>() } {
+                return swap_words(words);
+            }
+        }
+        _ => {}
+    }
     match unit {
         2 => buf.chunks_exact_mut(2).for_each(|w| w.swap(0, 1)),
         4 => buf.chunks_exact_mut(4).for_each(|w| {

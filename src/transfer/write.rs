@@ -1,10 +1,10 @@
 //! `write_many_slices`: copy many slices of a caller-owned array into an HDF5 dataset
-//! (numpy -> HDF5), with the row semantics of [`super::geometry`]: `src_*` index the ARRAY,
+//! (numpy -> HDF5), with the row semantics of [`crate::geometry`]: `src_*` index the ARRAY,
 //! `dst_*` the DATASET.
 //!
 //! Strategy, under ONE libhdf5 lock for the whole call, after every row has been validated:
 //! - **Chunked datasets** (with or without filters): the rows' destination selections are cut
-//!   by the chunk grid ([`super::chunks::ChunkGrid`]) and the pieces grouped by chunk, keeping
+//!   by the chunk grid ([`crate::plan::grid::ChunkGrid`]) and the pieces grouped by chunk, keeping
 //!   row order inside each chunk. Every touched chunk is written ONCE per call, as one
 //!   `H5Dwrite` of the chunk's hyperslab from a chunk-sized buffer: when the union of the
 //!   pieces covers the whole chunk the buffer is assembled from the pieces alone (libhdf5
@@ -28,16 +28,16 @@
 
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 
-use super::chunks::ChunkGrid;
-use super::copy::copy_strided_runs;
-use super::geometry::{row_named, ArrayLayout, Row, SliceTable, MAX_RANK};
+use crate::plan::grid::ChunkGrid;
+use crate::engine::copy::copy_strided_runs;
+use crate::geometry::{row_named, ArrayLayout, Row, SliceTable, MAX_RANK};
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::hdf5::dataset::{dataset_info, expect_kind, HyperslabReader, Layout};
 use crate::hdf5::error::session;
 use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::H5Lock;
-use super::transfer::{check_array, memory_type, parse_flags, Direction};
+use super::checks::{check_array, memory_type, parse_flags, Direction, Flags};
 use crate::hdf5::types::classify;
 use crate::hdf5::write::{file_is_writable, HyperslabWriter};
 
@@ -76,7 +76,8 @@ const NAMES: [&str; 2] = ["source array", "dataset"];
 /// `vh5_write_many_slices` in the C header for the exact semantics and errors).
 pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -> Result<WriteStats> {
     super::options::check_env()?;
-    let (clip, convert) = parse_flags(flags)?;
+    let fl = parse_flags(Direction::Write, flags)?;
+    let Flags { clip, .. } = fl;
     let n = src.layout.shape.len();
     check_array(Direction::Write, table, &src.layout, src.dtype, src.buf.len())?;
     src.layout.validate_bounds().map_err(|e| Error::new(e.kind, format!("src: {}", e.message)))?;
@@ -94,7 +95,7 @@ pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags:
     // SAFETY: dset is an open dataset (checked); lock held.
     let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
     let finfo = classify(l, ftype.id())?;
-    let mem = memory_type(l, Direction::Write, ftype.id(), &finfo, src.dtype, src.layout.itemsize, convert)?;
+    let mem = memory_type(l, Direction::Write, ftype.id(), &finfo, src.dtype, src.layout.itemsize, fl)?;
     let itemsize = src.layout.itemsize;
     let mut writer = HyperslabWriter::new(l, dset, mem.id(), itemsize)?;
     let dshape: Vec<u64> = writer.shape().to_vec();
@@ -216,7 +217,7 @@ fn write_rows(writer: &mut HyperslabWriter, dshape: &[u64], src: &SrcArray, tabl
             writer.write(&r.dst_start[..n], stride, &r.count[..n], &src.buf[so..so + bytes])
         } else {
             if scratch.len() < bytes {
-                super::alloc::resize_zeroed(&mut scratch, bytes, || format!("row {i}: staging buffer"))?;
+                crate::mem::resize_zeroed(&mut scratch, bytes, || format!("row {i}: staging buffer"))?;
             }
             for j in 0..n {
                 counts[j] = r.count[j] as usize;
@@ -307,7 +308,7 @@ fn write_chunked(
         let bytes = elems as usize * itemsize;
         dense_strides(&extent[..n], itemsize, &mut dense);
         if buf.len() < bytes {
-            super::alloc::resize_zeroed(&mut buf, bytes, || format!("chunk {:?} (dataset offset {:?})", &coord[..n], &origin[..n]))?;
+            crate::mem::resize_zeroed(&mut buf, bytes, || format!("chunk {:?} (dataset offset {:?})", &coord[..n], &origin[..n]))?;
         }
         let full = ctx.covers(group, &origin[..n], &extent[..n], &mut covered)?;
         rows_here.clear();

@@ -16,9 +16,9 @@
 
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 
-use super::geometry::{check_rows, row, ArrayLayout, Row, SliceTable, MAX_RANK};
+use crate::geometry::{check_rows, row, ArrayLayout, Row, SliceTable, MAX_RANK};
 use super::options::{self, PlannerMode};
-use super::scatter::DstPtr;
+use crate::engine::scatter::DstPtr;
 use crate::dtype::{ByteOrder, Dtype};
 use crate::error::Result;
 use crate::hdf5::chunk::{fill_element, fill_with, types_equal};
@@ -26,13 +26,17 @@ use crate::hdf5::meta::dataset_meta;
 use crate::hdf5::dataset::{expect_kind, HyperslabReader};
 use crate::hdf5::error::session;
 use super::chunked::Convert;
-use super::transfer::{check_array, memory_type, parse_flags, Direction};
+use crate::codec::decode::swap_bytes;
+use super::checks::{check_array, memory_type, parse_flags, Direction, Flags};
 
 /// Flag: versioned-hdf5 semantics: counts silently clipped to both extents, rows that end up
 /// copying nothing are skipped.
 pub const SLICES_CLIP: u32 = 1;
 /// Flag: let libhdf5 convert the file type into the destination dtype.
 pub const SLICES_CONVERT: u32 = 2;
+/// Flag (reads): the destination's elements are stored in the byte order opposite to the
+/// host's; file bytes in that order move unchanged, others are swapped while scattering.
+pub const SLICES_SWAPPED: u32 = 4;
 
 /// Above this many bytes of unused elements per row, the inner-axis step is given to libhdf5.
 pub const MAX_WASTE_BYTES: u64 = 1 << 20;
@@ -69,7 +73,8 @@ pub struct ReadStats {
 /// `vh5_read_many_slices` in the C header for the exact semantics and errors).
 pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, flags: u32) -> Result<ReadStats> {
     options::check_env()?;
-    let (clip, convert) = parse_flags(flags)?;
+    let fl = parse_flags(Direction::Read, flags)?;
+    let Flags { clip, swapped, .. } = fl;
     let n = dst.layout.shape.len();
     check_array(Direction::Read, table, &dst.layout, dst.dtype, dst.buf.len())?;
     dst.layout.validate()?;
@@ -80,7 +85,7 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
     let meta = dataset_meta(l, dset)?;
     crate::hdf5::external::check_allowed(l, dset, meta.elsewhere.as_deref())?;
     let (ftype, finfo) = (&meta.ftype, &meta.finfo);
-    let mem = memory_type(l, Direction::Read, ftype.id(), finfo, dst.dtype, dst.layout.itemsize, convert)?;
+    let mem = memory_type(l, Direction::Read, ftype.id(), finfo, dst.dtype, dst.layout.itemsize, fl)?;
     let itemsize = dst.layout.itemsize;
     let mut reader = match meta.space_cache() {
         Some(slot) => HyperslabReader::with_cache(l, dset, mem.id(), itemsize, slot)?,
@@ -113,7 +118,7 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         return Ok(stats);
     }
 
-    let ctx = Ctx { itemsize, layout: &dst.layout, dst: DstPtr::new(dst.buf), src_shape: &src_shape, dst_shape: &dst_shape, clip, fill: fill.as_deref() };
+    let ctx = Ctx { itemsize, layout: &dst.layout, dst: DstPtr::new(dst.buf), src_shape: &src_shape, dst_shape: &dst_shape, clip, fill: fill.as_deref(), swap: None };
     let mode = options::planner_mode();
     if let Some(chunk) = &meta.layout.chunk {
         let filtered = !meta.layout.filters.is_empty();
@@ -123,13 +128,33 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
         // pipeline in vh5's decoder as in libhdf5's.)
         let checked = super::chunked::vh5_decodes(&meta.layout.filters);
         if checked || (mode != PlannerMode::Rows && !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk, filtered)?)) {
-            let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize);
+            let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize, swapped);
             let convert = Convert { ftype: ftype.id(), mtype: mem.id(), file_itemsize: finfo.file_itemsize };
             // Validates every row before reading anything (as `check_rows` below).
             if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, meta.layout.dont_filter_partial, raw, Some(convert), mode, meta.chunk_cache(), &mut stats)? {
                 return Ok(st);
             }
         }
+    }
+    // A destination in the other byte order and a file type in native order: the rows path
+    // reads native bytes (libhdf5 copies them without converting) and swaps each row's
+    // elements in place, which costs less than libhdf5 converting into the swapped type.
+    let native_mem = if swapped && finfo.dtype == Some(dst.dtype) { Some(crate::hdf5::types::mem_type_of(l, finfo, ftype.id())?) } else { None };
+    let mut row_fill = None;
+    let mut ctx = ctx;
+    if let Some(m) = &native_mem {
+        if raw_kind(l, ftype.id(), m.id(), finfo, dst.dtype, itemsize, false) == Some(RawKind::Same) {
+            if let Some(w) = swap_word(dst.dtype, itemsize) {
+                reader.set_mem_type(m.id());
+                if meta.layout.fill_never {
+                    row_fill = Some(fill_element(l, dset, m.id(), itemsize)?);
+                }
+                ctx.swap = Some(w);
+            }
+        }
+    }
+    if ctx.swap.is_some() {
+        ctx.fill = row_fill.as_deref();
     }
     let to_run = check_rows(table, &src_shape, &dst_shape, clip)?;
     stats.rows_skipped = table.nslices - to_run;
@@ -182,6 +207,19 @@ pub(crate) struct Ctx<'a> {
     /// in the memory type, zeros when none is defined), so elements of never-written chunks
     /// come out as the fill value on every path, never as another row's or chunk's bytes.
     pub fill: Option<&'a [u8]>,
+    /// `Some(word)` when rows are read in native order into a destination in the other byte
+    /// order: [`read_row`] reverses every `word` bytes of what it read before placing it.
+    pub swap: Option<usize>,
+}
+
+/// The byte-swap word of a numeric dtype (`itemsize`, half of it for complex), None for
+/// types without a byte order.
+fn swap_word(d: Dtype, itemsize: usize) -> Option<usize> {
+    match d {
+        Dtype::Int16 | Dtype::Int32 | Dtype::Int64 | Dtype::UInt16 | Dtype::UInt32 | Dtype::UInt64 | Dtype::Float16 | Dtype::Float32 | Dtype::Float64 => Some(itemsize),
+        Dtype::Complex64 | Dtype::Complex128 => Some(itemsize / 2),
+        _ => None,
+    }
 }
 
 /// How the stored bytes of an element relate to the memory type vh5 reads with.
@@ -194,8 +232,9 @@ pub(crate) enum RawKind {
 }
 
 /// Whether raw chunk bytes can be used (possibly byte-swapped) instead of libhdf5's type
-/// conversion; `None` = let libhdf5 convert (H5Dread of the chunk region).
-fn raw_kind(l: &crate::hdf5::lock::H5Lock, ftype: hid_t, mtype: hid_t, finfo: &crate::hdf5::TypeInfo, want: Dtype, itemsize: usize) -> Option<RawKind> {
+/// conversion; `None` = let libhdf5 convert (H5Dread of the chunk region). `swapped`: the
+/// destination is in the byte order opposite to the host's (the memory type `mtype` is).
+fn raw_kind(l: &crate::hdf5::lock::H5Lock, ftype: hid_t, mtype: hid_t, finfo: &crate::hdf5::TypeInfo, want: Dtype, itemsize: usize, swapped: bool) -> Option<RawKind> {
     if finfo.file_itemsize != itemsize || finfo.mem_itemsize != itemsize {
         return None;
     }
@@ -204,21 +243,20 @@ fn raw_kind(l: &crate::hdf5::lock::H5Lock, ftype: hid_t, mtype: hid_t, finfo: &c
         return Some(RawKind::Same);
     }
     let native = if cfg!(target_endian = "little") { ByteOrder::Little } else { ByteOrder::Big };
+    let dst_order = match (native, swapped) {
+        (o, false) => o,
+        (ByteOrder::Little, true) => ByteOrder::Big,
+        (ByteOrder::Big, true) => ByteOrder::Little,
+    };
     let d = finfo.dtype?;
     if d == want && finfo.plain && itemsize == 1 && matches!(d, Dtype::Int8 | Dtype::UInt8 | Dtype::Bool) {
         // A 1-byte type "in big-endian order" has the same bytes.
         return Some(RawKind::Same);
     }
-    if d != want || !finfo.plain || finfo.byte_order.is_none() || finfo.byte_order == Some(native) {
+    if d != want || !finfo.plain || finfo.byte_order.is_none() || finfo.byte_order == Some(dst_order) {
         return None;
     }
-    match d {
-        Dtype::Int16 | Dtype::Int32 | Dtype::Int64 | Dtype::UInt16 | Dtype::UInt32 | Dtype::UInt64 | Dtype::Float16 | Dtype::Float32 | Dtype::Float64 => {
-            Some(RawKind::Swap(itemsize))
-        }
-        Dtype::Complex64 | Dtype::Complex128 => Some(RawKind::Swap(itemsize / 2)),
-        _ => None,
-    }
+    swap_word(d, itemsize).map(RawKind::Swap)
 }
 
 /// Read one row (or a piece of one) with one `H5Dread` and scatter it (the baseline path):
@@ -279,16 +317,22 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
         if let Some(f) = ctx.fill {
             fill_with(out, f);
         }
-        reader.read(&fstart[..n], None, &fcount[..n], out).map_err(|e| in_row(i, e))?;
+        match ctx.swap {
+            None => reader.read(&fstart[..n], None, &fcount[..n], out).map_err(|e| in_row(i, e))?,
+            Some(w) => read_swapped(reader, &fstart[..n], &fcount[..n], out, w).map_err(|e| in_row(i, e))?,
+        }
         return Ok(true);
     }
     if scratch.len() < block_bytes {
-        super::alloc::resize_zeroed(scratch, block_bytes, || format!("row {i}: scratch buffer for its hyperslab"))?;
+        crate::mem::resize_zeroed(scratch, block_bytes, || format!("row {i}: scratch buffer for its hyperslab"))?;
     }
     if let Some(f) = ctx.fill {
         fill_with(&mut scratch[..block_bytes], f);
     }
     reader.read(&fstart[..n], stride, &fcount[..n], &mut scratch[..block_bytes]).map_err(|e| in_row(i, e))?;
+    if let Some(w) = ctx.swap {
+        swap_bytes(&mut scratch[..block_bytes], w);
+    }
     // Scratch is dense C order of fcount; the inner step (if read as a span) applies here.
     let mut acc = itemsize as isize;
     for j in (0..n).rev() {
@@ -303,6 +347,33 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
     // SAFETY: this row's destination elements, which the caller guarantees no other thread touches.
     unsafe { ctx.dst.copy_in(&scratch[..block_bytes], 0, &sstrides[..n], dst_off, &dstrides[..n], &counts[..n], itemsize)? };
     Ok(false)
+}
+
+/// Bytes per piece of a swapped direct read: small enough that the piece is still in cache
+/// when its words are reversed (one pass over memory instead of two).
+const SWAP_PIECE_BYTES: u64 = 1 << 20;
+
+/// A dense hyperslab read in native order into `out`, then byte-swapped by words of `w`
+/// bytes, in pieces of about [`SWAP_PIECE_BYTES`] along the first axis.
+fn read_swapped(reader: &mut HyperslabReader, start: &[u64], count: &[u64], out: &mut [u8], w: usize) -> Result<()> {
+    let n = count.len();
+    let plane = out.len() as u64 / count[0].max(1);
+    let per = (SWAP_PIECE_BYTES / plane.max(1)).max(1);
+    let mut s = [0u64; MAX_RANK];
+    let mut c = [0u64; MAX_RANK];
+    s[..n].copy_from_slice(start);
+    c[..n].copy_from_slice(count);
+    let mut k = 0u64;
+    while k < count[0] {
+        let m = per.min(count[0] - k);
+        s[0] = start[0] + k;
+        c[0] = m;
+        let piece = &mut out[(k * plane) as usize..((k + m) * plane) as usize];
+        reader.read(&s[..n], None, &c[..n], piece)?;
+        swap_bytes(piece, w);
+        k += m;
+    }
+    Ok(())
 }
 
 /// A libhdf5 read failure of row `i`, naming the row.

@@ -4,12 +4,12 @@
 
 use hdf5_sys::h5i::hid_t;
 
-use super::geometry::{ArrayLayout, SliceTable};
-use super::read::{SLICES_CLIP, SLICES_CONVERT};
+use crate::geometry::{ArrayLayout, SliceTable};
+use super::read::{SLICES_CLIP, SLICES_CONVERT, SLICES_SWAPPED};
 use crate::dtype::Dtype;
 use crate::error::Result;
 use crate::hdf5::lock::H5Lock;
-use crate::hdf5::types::{conversion_exists, mem_type_for, mem_type_of, MemType, TypeInfo};
+use crate::hdf5::types::{conversion_exists, mem_type_for, mem_type_of, mem_type_swapped, MemType, TypeInfo};
 
 /// Which way elements move; it only changes the wording of errors and the direction of a
 /// libhdf5 conversion.
@@ -30,12 +30,29 @@ impl Direction {
     }
 }
 
-/// `(clip, convert)` from the flag bits; unknown bits are `InvalidArgument`.
-pub(crate) fn parse_flags(flags: u32) -> Result<(bool, bool)> {
-    if flags & !(SLICES_CLIP | SLICES_CONVERT) != 0 {
-        bail!(InvalidArgument, "argument `flags`: unknown bits {:#x} (defined: VH5_SLICES_CLIP = 1, VH5_SLICES_CONVERT = 2)", flags & !(SLICES_CLIP | SLICES_CONVERT));
+/// The flag bits of a transfer between an array and a dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Flags {
+    pub clip: bool,
+    pub convert: bool,
+    /// The array's elements are in the byte order opposite to the host's (reads only).
+    pub swapped: bool,
+}
+
+/// The [`Flags`] of `flags`; unknown bits, and `VH5_SLICES_SWAPPED` on a write, are
+/// `InvalidArgument`.
+pub(crate) fn parse_flags(dir: Direction, flags: u32) -> Result<Flags> {
+    let known = match dir {
+        Direction::Read => SLICES_CLIP | SLICES_CONVERT | SLICES_SWAPPED,
+        Direction::Write => SLICES_CLIP | SLICES_CONVERT,
+    };
+    if flags & !known != 0 {
+        if dir == Direction::Write && flags & SLICES_SWAPPED != 0 {
+            bail!(InvalidArgument, "argument `flags`: VH5_SLICES_SWAPPED (4) applies to reads only; give writes a source in native byte order");
+        }
+        bail!(InvalidArgument, "argument `flags`: unknown bits {:#x} (defined: VH5_SLICES_CLIP = 1, VH5_SLICES_CONVERT = 2, VH5_SLICES_SWAPPED = 4 for reads)", flags & !known);
     }
-    Ok((flags & SLICES_CLIP != 0, flags & SLICES_CONVERT != 0))
+    Ok(Flags { clip: flags & SLICES_CLIP != 0, convert: flags & SLICES_CONVERT != 0, swapped: flags & SLICES_SWAPPED != 0 })
 }
 
 /// The caller's array against the table: axes, item size against the dtype, and the buffer
@@ -64,10 +81,12 @@ pub(crate) fn check_array(dir: Direction, table: &SliceTable, layout: &ArrayLayo
 /// `finfo`) to or from an array of `dtype` with `itemsize` bytes per element.
 ///
 /// Same dtype: the file type's native memory type (big-endian files are converted by byte
-/// order only). Different dtypes: `Dtype` error, unless `convert` and libhdf5 has a
-/// conversion path in the transfer's direction. Types vh5 does not move (variable-length,
+/// order only), or with `flags.swapped` the same type in the other byte order (see
+/// [`mem_type_swapped`]). Different dtypes: `Dtype` error, unless `convert` and libhdf5 has a
+/// conversion path in the transfer's direction (`flags.convert`). Types vh5 does not move (variable-length,
 /// references): `Unsupported`.
-pub(crate) fn memory_type(l: &H5Lock, dir: Direction, ftype: hid_t, finfo: &TypeInfo, dtype: Dtype, itemsize: usize, convert: bool) -> Result<MemType> {
+pub(crate) fn memory_type(l: &H5Lock, dir: Direction, ftype: hid_t, finfo: &TypeInfo, dtype: Dtype, itemsize: usize, flags: Flags) -> Result<MemType> {
+    let Flags { convert, swapped, .. } = flags;
     let fdesc = &finfo.description;
     let side = dir.array();
     Ok(match finfo.dtype {
@@ -81,10 +100,14 @@ pub(crate) fn memory_type(l: &H5Lock, dir: Direction, ftype: hid_t, finfo: &Type
             if fd == Dtype::Opaque && finfo.mem_itemsize != itemsize {
                 bail!(Dtype, "dataset type ({fdesc}) has {} bytes per element in memory but the {side} itemsize is {itemsize}", finfo.mem_itemsize);
             }
-            mem_type_of(l, finfo, ftype)?
+            if swapped {
+                mem_type_swapped(l, fd)?
+            } else {
+                mem_type_of(l, finfo, ftype)?
+            }
         }
         Some(_) if convert && dtype != Dtype::Opaque => {
-            let m = mem_type_for(l, dtype)?;
+            let m = if swapped { mem_type_swapped(l, dtype)? } else { mem_type_for(l, dtype)? };
             match dir {
                 Direction::Read if !conversion_exists(l, ftype, m.id()) => {
                     bail!(Dtype, "libhdf5 has no conversion from the dataset type ({fdesc}) to {}", dtype.name())

@@ -11,7 +11,7 @@
 
 use ndarray::{ArrayView, ArrayViewMut, Axis, IxDyn, ShapeBuilder};
 
-use super::geometry::MAX_RANK;
+use crate::geometry::MAX_RANK;
 use crate::error::Result;
 
 /// Lowest and one-past-highest byte touched by a block, relative to the buffer start.
@@ -314,7 +314,7 @@ unsafe fn copy_raw(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts:
 #[inline]
 pub(crate) fn for_each_outer(ss: &[isize], ds: &[isize], counts: &[usize], mut row: impl FnMut(isize, isize)) {
     let n = counts.len();
-    let mut idx = [0usize; super::geometry::MAX_RANK];
+    let mut idx = [0usize; crate::geometry::MAX_RANK];
     let (mut so, mut dof) = (0isize, 0isize);
     loop {
         row(so, dof);

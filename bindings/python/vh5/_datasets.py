@@ -1,0 +1,273 @@
+"""HDF5 datasets opened through vh5: h5py's metadata attributes and basic-selection reads.
+
+``dset[sel]`` (integers, positive-step slices, ``...``, ``np.s_`` tuples, fewer indices than
+axes) reads the hyperslab with one ``vh5_read_many_slices`` call into a new numpy array of
+the dataset's dtype (the file's byte order, as h5py), integer axes dropped; a single element
+is returned as a numpy scalar. ``read_direct(dst, source_sel, dest_sel)`` reads into an
+existing array. Element types vh5 only moves as raw records (compound, enum, string, opaque:
+``dtype('V<n>')``) are refused by both with :class:`vh5.UnsupportedError` rather than
+returning bytes h5py would show as named fields.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from . import _dtypes, _marshal, _select
+from ._args import name_arg
+from ._errors import Error, check, error, with_message
+from ._handle import Handle
+from ._lib import DatasetInfo, lib
+
+__all__ = ["Dataset", "in_file", "LAYOUT_NAMES", "FILTER_NAMES"]
+
+LAYOUT_NAMES = {0: "contiguous", 1: "chunked", 2: "compact", 3: "virtual"}
+FILTER_NAMES = {1: "gzip", 2: "shuffle", 3: "fletcher32", 4: "szip", 5: "nbit", 6: "scaleoffset"}
+#: h5py's ``compression`` names by filter (``filters`` keeps LZF as its number, 32000).
+_COMPRESSION = {"gzip": "gzip", "szip": "szip", 32000: "lzf"}
+_UNLIMITED = 2**64 - 1
+_SZIP_EC, _SZIP_NN = 4, 32
+
+
+def in_file(e: Error, filename: str) -> Error:
+    """``e`` with its message naming ``filename`` (where the library says "this file")."""
+    msg = e.message
+    if "this file" in msg:
+        return with_message(e, msg.replace("this file", repr(filename)))
+    if repr(filename) in msg:
+        return e
+    return with_message(e, f"{filename!r}: {msg}")
+
+
+class Dataset(Handle):
+    """An HDF5 dataset opened through vh5 (``f["name"]`` or ``f.dataset("name")``).
+
+    Attributes (h5py's names and values for the same file):
+        name (str): absolute path of the dataset, e.g. ``"/grp/x"``.
+        file (File): the file it came from.
+        shape (tuple[int, ...]): current extent in elements.
+        maxshape (tuple[int | None, ...]): maximum extent, None for unlimited axes.
+        dtype (numpy.dtype | None): the element type *as stored in the file*, byte order
+            included (e.g. ``dtype('>f4')``); compound and other fixed-size non-numeric types
+            are ``dtype('V<itemsize>')`` (libhdf5's native record layout, where h5py shows
+            named fields; selections refuse them); None when vh5 cannot read the type
+            (variable-length strings, vlen, references).
+        chunks (tuple[int, ...] | None): chunk shape in elements, None when not chunked.
+        layout (str): ``"contiguous"``, ``"chunked"``, ``"compact"`` or ``"virtual"``.
+        filters (tuple[str | int, ...]): filter pipeline in order (``"gzip"``, ``"shuffle"``,
+            ``"fletcher32"``, ... or the numeric id of a plugin filter, e.g. 32000 for LZF).
+        compression, compression_opts, shuffle, fletcher32: as in h5py (properties).
+        fillvalue: the fill value as a scalar of :attr:`dtype` (h5py's value: 0 when the
+            writer set none), or None when it is not representable here.
+        ndim (int), size (int): number of axes and of elements.
+    """
+
+    __slots__ = ("name", "file", "shape", "maxshape", "dtype", "chunks", "layout", "filters", "fillvalue", "_by_file")
+
+    def __init__(self, file, name: str):
+        self.file = file
+        name = name_arg(name, "dataset name")
+        self.name = name if name.startswith("/") else "/" + name
+        self._by_file = False
+        out = ctypes.c_int64(0)
+        fid = file.id
+        st = lib().vh5_dataset_open(fid, self.name.encode("utf-8", "surrogateescape"), ctypes.byref(out))
+        try:
+            check(st, {fid: f"file {file.filename!r}"})
+        except Error as e:
+            raise in_file(e, file.filename) from None
+        super().__init__(out.value)
+        info = DatasetInfo()
+        try:
+            check(lib().vh5_dataset_get_info(self._id, ctypes.byref(info)), self._ids())
+        except BaseException:
+            self.close()
+            raise
+        self._describe(info)
+        children = getattr(file, "_children", None)
+        if children is not None:
+            children.add(self)
+
+    def _describe(self, info) -> None:
+        nd = int(info.ndim)
+        self.shape = tuple(int(info.shape[i]) for i in range(nd))
+        self.maxshape = tuple(None if info.maxshape[i] == _UNLIMITED else int(info.maxshape[i]) for i in range(nd))
+        self.chunks = tuple(int(info.chunk[i]) for i in range(nd)) if info.chunked else None
+        self.layout = LAYOUT_NAMES.get(int(info.layout), str(int(info.layout)))
+        self.filters = tuple(FILTER_NAMES.get(int(f), int(f)) for f in info.filter_id[: min(int(info.nfilters), 16)])
+        self.dtype = None if info.dtype == 0 else _dtypes.to_numpy(info.dtype, info.itemsize, info.byte_order)
+        self.fillvalue = None
+        if self.dtype is not None and info.has_fill_value and info.itemsize <= 16:
+            native = self.dtype.newbyteorder("=") if self.dtype.itemsize > 1 else self.dtype
+            value = np.frombuffer(bytes(info.fill_value)[: info.itemsize], dtype=native)
+            self.fillvalue = value.astype(self.dtype)[0]
+
+    def _ids(self) -> dict:
+        """Names for this dataset's (and its file's) raw ids in library messages."""
+        desc = f"dataset {self.name!r} of {self.file.filename!r}"
+        ids = {self._id: desc}
+        fid = getattr(self.file, "_id", None)
+        if isinstance(fid, int):
+            ids[fid] = f"file {self.file.filename!r}"
+        return ids
+
+    def _closed_message(self) -> str:
+        why = " (closed with its File)" if self._by_file else ""
+        return f"vh5.Dataset {self.name!r} of {self.file.filename!r} is closed{why}"
+
+    def _close_with_file(self) -> None:
+        self._by_file = True
+        self.close()
+
+    # -- h5py's metadata properties ------------------------------------------------------
+
+    @property
+    def ndim(self) -> int:
+        """Number of axes (0 for a scalar dataset)."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements (product of :attr:`shape`)."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self) -> int:
+        """Length of the first axis (``TypeError`` for a scalar dataset, as h5py)."""
+        if not self.shape:
+            raise TypeError(f"dataset {self.name!r} is a scalar (0-d): it has no len()")
+        return self.shape[0]
+
+    @property
+    def compression(self):
+        """``"gzip"``, ``"szip"``, ``"lzf"`` or None (h5py's names)."""
+        for f in self.filters:
+            if f in _COMPRESSION:
+                return _COMPRESSION[f]
+        return None
+
+    @property
+    def compression_opts(self):
+        """The gzip level, the szip ``(mode, pixels_per_block)`` pair, or None (as h5py)."""
+        comp = self.compression
+        if comp not in ("gzip", "szip"):
+            return None
+        index = next(i for i, f in enumerate(self.filters) if f == comp)
+        values = self._filter_params(index)
+        if comp == "gzip":
+            return int(values[0]) if values else None
+        mask, pixels = int(values[0]), int(values[1])
+        return ("ec" if mask & _SZIP_EC else "nn" if mask & _SZIP_NN else None, pixels)
+
+    @property
+    def shuffle(self) -> bool:
+        """True when the shuffle filter is in the pipeline."""
+        return "shuffle" in self.filters
+
+    @property
+    def fletcher32(self) -> bool:
+        """True when the Fletcher-32 checksum filter is in the pipeline."""
+        return "fletcher32" in self.filters
+
+    def _filter_params(self, index: int) -> list:
+        n = ctypes.c_size_t(0)
+        vals = (ctypes.c_uint32 * 64)()
+        check(lib().vh5_dataset_filter_params(self.id, index, vals, 64, ctypes.byref(n)), self._ids())
+        return list(vals[: min(n.value, 64)])
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def _readable_dtype(self) -> np.dtype:
+        dt = self.dtype
+        if dt is None:
+            raise error(
+                "VH5_ERR_UNSUPPORTED",
+                f"dataset {self.name!r} of {self.file.filename!r} has an element type vh5 cannot read "
+                "(variable-length string, vlen or reference): read it with h5py",
+            )
+        if dt.kind == "V":
+            raise error(
+                "VH5_ERR_UNSUPPORTED",
+                f"dataset {self.name!r} of {self.file.filename!r} has a compound, enum, string or opaque element "
+                f"type: vh5 moves it only as raw records in libhdf5's native layout ({dt}), not as h5py's "
+                f"named fields or strings. Read it with h5py, or pass a np.dtype({dt.str!r}) destination to "
+                "vh5.read_many_slices for the raw records",
+            )
+        return dt
+
+    def _read_hyperslab(self, hs: _select.Hyperslab, dst: np.ndarray, convert: bool) -> None:
+        """One ``vh5_read_many_slices`` row: hyperslab ``hs`` into ``dst`` (shape ``hs.count``)."""
+        nd = len(hs.start)
+        start = np.array(hs.start, dtype=np.uint64).reshape(1, nd)
+        count = np.array(hs.count, dtype=np.uint64).reshape(1, nd)
+        step = None if all(s == 1 for s in hs.step) else np.array(hs.step, dtype=np.uint64).reshape(1, nd)
+        zero = np.zeros((1, nd), dtype=np.uint64)
+        fl = _marshal.flags(False, convert, not dst.dtype.isnative)
+        _marshal.read(self.id, dst, [start, zero, count, step, None], 1, fl, self._ids())
+
+    def __getitem__(self, sel):
+        """The selected elements as a numpy array of :attr:`dtype` (h5py's basic selections:
+        integers, slices with positive steps, ``...``, tuples of those, fewer indices than
+        axes); a single element (all axes indexed by integers, or ``d[()]`` of a scalar
+        dataset) as a numpy scalar. One library call reads the whole hyperslab.
+
+        Raises:
+            IndexError: an integer out of range, too many indices.
+            ValueError: a slice step <= 0. TypeError: fancy indexing, masks, None.
+            vh5.UnsupportedError: an element type vh5 only moves as raw records.
+            vh5.InvalidHandleError: the dataset (or its File) is closed.
+        """
+        dt = self._readable_dtype()
+        hs = _select.parse(sel, self.shape)
+        out = np.empty(hs.count, dtype=dt)
+        if out.size:
+            self._read_hyperslab(hs, out, False)
+        elif self.closed:
+            self.id  # noqa: B018 - raises InvalidHandleError
+        out = out.reshape(hs.shape)
+        if out.ndim == 0 and sel is not Ellipsis:
+            return out[()]
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        """The whole dataset as a numpy array (``np.asarray(dset)``)."""
+        a = self[...]
+        return a if dtype is None else a.astype(dtype)
+
+    def read_direct(self, dst, source_sel=None, dest_sel=None) -> None:
+        """Read ``self[source_sel]`` into ``dst[dest_sel]`` in place (h5py's signature).
+
+        ``source_sel`` / ``dest_sel``: basic selections (e.g. ``np.s_[0:10, 5]``), None for
+        everything. The two selections must have the same shape, integer axes dropped (h5py
+        also accepts any two shapes of the same size; vh5 does not guess how to reshape). A
+        ``dst`` dtype other than :attr:`dtype` is converted by libhdf5 (as h5py does).
+
+        Raises:
+            TypeError: ``dst`` is not a numpy array. ValueError: read-only ``dst``, shapes
+            differ, a slice step <= 0. IndexError / TypeError: as :meth:`__getitem__`.
+        """
+        dt = self._readable_dtype()
+        if not isinstance(dst, np.ndarray):
+            raise TypeError(f"dst must be a numpy.ndarray, not {type(dst).__name__}")
+        if not dst.flags.writeable:
+            raise ValueError("dst must be writeable")
+        hs = _select.parse(() if source_sel is None else source_sel, self.shape)
+        view = dst if dest_sel is None else dst[dest_sel]
+        if not isinstance(view, np.ndarray) or (view.base is None and view is not dst):
+            raise TypeError(f"dest_sel {dest_sel!r} must be a basic selection of dst (a view, not a copy)")
+        if view.shape != hs.shape:
+            raise ValueError(
+                f"source selection of dataset {self.name!r} has shape {hs.shape}, the destination selection "
+                f"{view.shape}; they must be equal"
+            )
+        target = view.view()
+        target.shape = hs.count  # inserts the integer axes (length 1): never a copy
+        if target.size:
+            self._read_hyperslab(hs, target, view.dtype.newbyteorder("=") != dt.newbyteorder("="))
+        elif self.closed:
+            self.id  # noqa: B018 - raises InvalidHandleError
+
+    def __repr__(self) -> str:
+        dt = self.dtype.str if self.dtype is not None else None
+        return f"<vh5.Dataset {self.name!r} shape={self.shape} dtype={dt} chunks={self.chunks}>"

@@ -1,0 +1,317 @@
+"""HDF5 files and groups opened through vh5's own libhdf5, navigated as in h5py.
+
+:class:`File` opens a file by path (read-only, or ``"r+"``); it is also the root
+:class:`Group`. Groups are dict-like: ``keys()``, ``values()``, ``items()``, iteration,
+``in``, ``len``, ``get``, ``g["sub/x"]`` paths, ``visit`` / ``visititems``. Members are
+listed by the library (``vh5_group_members``); datasets are :class:`vh5.Dataset` objects.
+
+Closing: as in h5py, :meth:`File.close` closes every :class:`vh5.Dataset` opened through
+that File object; using one afterwards raises :class:`vh5.InvalidHandleError` naming the
+dataset and the file (the file is really closed, not kept open behind a forgotten dataset).
+A File that is garbage-collected without ``close()`` is closed once its last dataset goes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import weakref
+from collections.abc import ItemsView, KeysView, Mapping, ValuesView
+
+from ._args import name_arg, path_arg, with_lock_hint
+from ._datasets import Dataset, in_file
+from ._errors import Error, InvalidArgumentError, NotFoundError, check, error, status_number
+from ._handle import Handle
+from ._lib import VH5_GROUP_RECURSIVE, lib
+
+__all__ = ["File", "Group", "Handle", "members"]
+
+
+def _join(base: str, name: str) -> str:
+    """The absolute path of ``name`` relative to the group at ``base``."""
+    if name.startswith("/"):
+        path = name
+    else:
+        path = base.rstrip("/") + "/" + name
+    parts = [p for p in path.split("/") if p and p != "."]
+    return "/" + "/".join(parts)
+
+
+class _Navigation(Mapping):
+    """h5py's group protocol over :func:`members` (shared by :class:`File` and :class:`Group`)."""
+
+    __slots__ = ()
+
+    # subclasses provide: _file (File), _path (absolute path of the group)
+
+    def __getitem__(self, name):
+        """The :class:`vh5.Dataset` or :class:`Group` at ``name`` (relative to this group, or
+        absolute; ``"sub/x"`` paths go through groups).
+
+        Raises:
+            KeyError (:class:`vh5.NotFoundError`): no such object, or a component of the
+                path is a dataset; the message names the file and the path.
+            vh5.UnsupportedError: an external link (unless the file was opened with
+                ``allow_external=True``) or an object that is neither a group nor a dataset.
+        """
+        name = name_arg(name, "object name")
+        path = _join(self._path, name)
+        f = self._file
+        if path == "/":
+            return f if isinstance(self, File) else Group(f, "/")
+        try:
+            return Dataset(f, path)
+        except InvalidArgumentError as e:
+            if "is a group, not a dataset" in e.message:
+                return Group(f, path)
+            first = e
+        except NotFoundError:
+            raise
+        except Error as e:
+            first = e
+        try:
+            members(f, path, count_only=True)
+        except InvalidArgumentError as e:
+            detail = e.message.removeprefix(f"{f.filename!r}: ")
+            if not detail.startswith(f"`{path}`: "):
+                raise first from None  # the object itself is not a group: the dataset's own error
+            detail = detail.removeprefix(f"`{path}`: ")
+            raise error("VH5_ERR_NOT_FOUND", f"no object {path!r} in {f.filename!r}: {detail}") from None
+        except NotFoundError as e:
+            if _is_dangling(f, path):
+                raise e from None  # a dangling soft link: KeyError, as in h5py
+            raise first from None  # e.g. damaged metadata: the dataset's own error says more
+        except Error:
+            raise first from None
+        return Group(f, path)
+
+    def __iter__(self):
+        """Member names (link names) in name order."""
+        return iter([n for _, n in members(self._file, self._path)])
+
+    def __len__(self) -> int:
+        """Number of links in the group."""
+        return len(members(self._file, self._path))
+
+    def __contains__(self, name) -> bool:
+        """True when ``name`` (a member name or a path) names a link, as in h5py (a dangling
+        soft link counts; opening it raises KeyError)."""
+        if not isinstance(name, (str, bytes)):
+            return False
+        try:
+            name = name_arg(name, "object name")
+        except ValueError:
+            return False
+        path = _join(self._path, name)
+        if path == "/":
+            return True
+        parent, _, leaf = path.rpartition("/")
+        try:
+            kinds = dict((n, k) for k, n in members(self._file, parent or "/"))
+        except (NotFoundError, InvalidArgumentError):
+            return False
+        return leaf in kinds
+
+    def keys(self):
+        """A view of the member names (h5py's ``KeysViewHDF5``)."""
+        return KeysView(self)
+
+    def values(self):
+        """A view of the members (datasets and groups, opened as iterated)."""
+        return ValuesView(self)
+
+    def items(self):
+        """A view of (name, member) pairs."""
+        return ItemsView(self)
+
+    def visit(self, func):
+        """Call ``func(name)`` for every object below this group (names relative to it, a
+        group before its members, each hard link once; soft and external links are not
+        followed), stopping at and returning the first value that is not None."""
+        for _, name in members(self._file, self._path, recursive=True):
+            r = func(name)
+            if r is not None:
+                return r
+        return None
+
+    def visititems(self, func):
+        """Like :meth:`visit` with ``func(name, obj)``: ``obj`` the :class:`vh5.Dataset` or
+        :class:`Group` (objects of other kinds, e.g. named datatypes, are skipped)."""
+        for kind, name in members(self._file, self._path, recursive=True):
+            if kind not in ("g", "d"):
+                continue
+            path = _join(self._path, name)
+            obj = Group(self._file, path) if kind == "g" else Dataset(self._file, path)
+            r = func(name, obj)
+            if r is not None:
+                return r
+        return None
+
+    def __eq__(self, other):
+        return self is other
+
+    def __hash__(self):
+        return id(self)
+
+
+def _is_dangling(file: File, path: str) -> bool:
+    """True when ``path`` is a soft link to nothing (its parent lists it with kind ``"s"``)."""
+    parent, _, leaf = path.rpartition("/")
+    try:
+        return dict((n, k) for k, n in members(file, parent or "/")).get(leaf) == "s"
+    except Error:
+        return False
+
+
+def members(file: File, path: str, *, recursive: bool = False, count_only: bool = False):
+    """``[(kind, name), ...]`` of the group at ``path`` in ``file`` (``vh5_group_members``):
+    kind ``"g"`` group, ``"d"`` dataset, ``"t"`` named datatype, ``"e"`` external link,
+    ``"s"`` dangling soft link, ``"?"`` other. Errors name the file."""
+    fid = file.id
+    c_path = path.encode("utf-8", "surrogateescape")
+    fl = VH5_GROUP_RECURSIVE if recursive else 0
+    n = ctypes.c_size_t(0)
+    fn = lib().vh5_group_members
+    ids = {fid: f"file {file.filename!r}"}
+    too_small = status_number("VH5_ERR_BUFFER_TOO_SMALL")
+    for _ in range(8):
+        try:
+            check(fn(fid, c_path, fl, None, 0, ctypes.byref(n)), ids)
+        except Error as e:
+            raise in_file(e, file.filename) from None
+        if count_only:
+            return []
+        buf = ctypes.create_string_buffer(max(n.value, 1))
+        st = fn(fid, c_path, fl, buf, n.value, ctypes.byref(n))
+        if st == too_small:
+            continue  # the group changed between the two calls (another writer of an r+ file)
+        check(st, ids)
+        raw = buf.raw[: n.value]
+        out = []
+        for rec in raw.split(b"\0")[:-1]:
+            out.append((chr(rec[0]), rec[1:].decode("utf-8", "surrogateescape")))
+        return out
+    raise error("VH5_ERR_HDF5", f"the members of {path!r} in {file.filename!r} kept changing while listed")
+
+
+class Group(_Navigation):
+    """A group of a :class:`File` (h5py-style, see the module docs). Holds no libhdf5 handle:
+    members are listed through the file on each call, so a Group is valid as long as its
+    File is open.
+
+    Attributes:
+        name (str): absolute path of the group (``"/"`` for the root).
+        file (File): the file it belongs to.
+    """
+
+    __slots__ = ("_file", "_path")
+
+    def __init__(self, file: File, path: str):
+        self._file = file
+        self._path = _join("/", path)
+
+    @property
+    def name(self) -> str:
+        return self._path
+
+    @property
+    def file(self) -> File:
+        return self._file
+
+    def __repr__(self) -> str:
+        return f"<vh5.Group {self._path!r} of {self._file.filename!r}>"
+
+
+class File(Handle, _Navigation):
+    """An HDF5 file opened through vh5's libhdf5: read-only (mode ``"r"``, the default) or
+    read-write (mode ``"r+"``, needed by :func:`vh5.write_many_slices`). It is the root
+    :class:`Group`: ``keys()``, ``f["grp/x"]``, ``visit``... (see the module docs).
+
+    Use as a context manager or call :meth:`close`, which also closes the datasets opened
+    through this File (as in h5py).
+
+    Args:
+        path (str | os.PathLike): file name.
+        mode (str): ``"r"`` (read-only) or ``"r+"`` (read-write; the file must exist).
+        allow_external (bool): security switch, default False: datasets that point at other
+            files (raw data in external files, virtual datasets, paths through external
+            links) are refused (vh5.UnsupportedError naming the dataset and its target) —
+            a crafted file could otherwise make a read return any file this process may
+            read. True allows them for datasets opened from this File (trusted files only).
+
+    Raises:
+        TypeError: ``path`` is not str, bytes or os.PathLike.
+        ValueError: another mode; an embedded NUL byte in ``path``.
+        vh5.IoError, vh5.HDF5Error: missing file, permission denied, not an HDF5 file;
+            vh5.HDF5Error "unable to lock the file" when another libhdf5 (h5py) holds it
+            for writing: the message then ends with a hint on ``HDF5_USE_FILE_LOCKING``.
+
+    Thread-safety: a File may be shared by threads; vh5 serialises libhdf5 calls internally.
+
+    Pickling: a File (and a Dataset) pickles as its absolute path, mode and options and is
+    reopened lazily, on first use, through a per-process cache of open files in the
+    receiving process (:mod:`vh5._pickle`); a writable one raises ``TypeError`` unless
+    :func:`vh5.allow_pickling` was called on it.
+    """
+
+    __slots__ = ("filename", "mode", "_abspath", "allow_external", "_children")
+
+    def __init__(self, path, mode: str = "r", *, allow_external: bool = False):
+        if mode not in ("r", "r+"):
+            raise ValueError(f"vh5.File supports modes 'r' (read-only) and 'r+' (read-write), not {mode!r}")
+        self.filename = path_arg(path, "path")
+        self._abspath = os.path.abspath(self.filename)  # what a pickled copy reopens
+        self.mode = mode
+        self.allow_external = bool(allow_external)  # kept: a pickled copy reopens the same way
+        self._children = weakref.WeakSet()
+        out = ctypes.c_int64(0)
+        flags = (1 if mode == "r+" else 0) | (2 if allow_external else 0)
+        try:
+            check(lib().vh5_file_open(os.fsencode(self.filename), flags, ctypes.byref(out)))
+        except Error as e:
+            raise with_lock_hint(e) from None
+        super().__init__(out.value)
+
+    @property
+    def _file(self):
+        return self
+
+    @property
+    def _path(self):
+        return "/"
+
+    @property
+    def name(self) -> str:
+        """``"/"``: the file is its root group (as in h5py)."""
+        return "/"
+
+    @property
+    def file(self) -> File:
+        return self
+
+    def _closed_message(self) -> str:
+        return f"vh5.File {self.filename!r} is closed"
+
+    def dataset(self, name) -> Dataset:
+        """Open the dataset at path ``name`` (str, or UTF-8 bytes; e.g. ``"/group/data"``).
+
+        Raises:
+            TypeError: ``name`` is not str or bytes; ValueError: an embedded NUL byte.
+            vh5.NotFoundError (a KeyError): no object of that name; vh5.InvalidArgumentError:
+            ``name`` is not a dataset; vh5.InvalidHandleError: File closed; vh5.HDF5Error:
+            libhdf5 failed. Messages name the file.
+        """
+        return Dataset(self, _join("/", name_arg(name, "dataset name")))
+
+    def close(self) -> None:
+        """Close the file and every :class:`vh5.Dataset` opened through this File object
+        (idempotent). Using those datasets afterwards raises :class:`vh5.InvalidHandleError`."""
+        children = getattr(self, "_children", None)
+        if children is not None:
+            for d in list(children):
+                d._close_with_file()
+        super().close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<vh5.File {self.filename!r} ({state})>"

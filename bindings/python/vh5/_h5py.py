@@ -1,0 +1,174 @@
+"""Reading ``h5py.Dataset`` sources: vh5 re-opens h5py's file by path through its own libhdf5.
+
+vh5 links the system libhdf5, which is a *different* library instance from the one inside
+h5py wheels: HDF5 ids never cross between them. vh5 therefore opens files by path; an
+``h5py.Dataset`` passed to :func:`vh5.read_many_slices` is re-opened by dataset name from the
+very file h5py has open: by the open file's current absolute name (``/proc/self/fd/N`` of
+h5py's descriptor on Linux) or the absolute given name, whichever has the device and inode
+of h5py's descriptor (checked before and after opening); a name that is not h5py's file (a
+relative name after ``os.chdir``, a file replaced since h5py opened it) is refused, never
+read in its place. h5py itself is never imported by vh5.
+
+File locking: HDF5 >= 1.10 locks files. Two instances may both open a file read-only, but a
+file that h5py holds open for writing (mode ``"r+"``, ``"w"``, ``"a"``) is refused by vh5
+(a :class:`vh5.HDF5Error` whose message says "unable to lock the file" and gives this hint,
+both from :class:`vh5.File` and from :func:`vh5.read_many_slices` of an ``h5py.Dataset``)
+unless the environment variable ``HDF5_USE_FILE_LOCKING=FALSE`` is set *before* either
+library opens the file. vh5 flushes a writable h5py file before reading it so the data h5py
+wrote is on disk.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ._datasets import Dataset
+from ._errors import error
+from ._files import File
+
+__all__ = ["is_h5py_dataset", "open_h5py", "resolve_source", "REOPENABLE_DRIVERS"]
+
+
+def is_h5py_dataset(obj) -> bool:
+    """True for an h5py.Dataset, recognised without importing h5py."""
+    mod = type(obj).__module__ or ""
+    return mod.startswith("h5py") and hasattr(obj, "file") and hasattr(obj, "name") and hasattr(obj, "id")
+
+
+#: h5py drivers (``h5py.File.driver``) whose file is one ordinary file on disk that vh5 can
+#: reopen by its name and read the same bytes from. Every other driver is refused: "core"
+#: (in memory; a file of that name on disk, if any, is not its content), "fileobj" (a Python
+#: file-like object), "family" (several member files), "mpio"/"mpiposix" (parallel I/O),
+#: "ros3" (S3 over HTTP), "split"/"multi" (h5py reports them as "unknown").
+REOPENABLE_DRIVERS = frozenset({"sec2", "stdio", "direct", "windows"})
+
+_DRIVER_REASONS = {
+    "core": "an in-memory (core driver) file: its content lives in h5py's memory, and a file "
+    "of that name on disk, if any, is not it",
+    "fileobj": "a Python file-like object (driver 'fileobj'), not a file on disk",
+    "family": "a family of member files (driver 'family'), not one file vh5 can open by name",
+    "mpio": "a file opened for parallel MPI I/O (driver 'mpio')",
+    "mpiposix": "a file opened for parallel MPI I/O (driver 'mpiposix')",
+    "ros3": "a read-only S3 object (driver 'ros3'), not a local file",
+}
+
+
+def open_h5py(src):
+    """Open an h5py dataset's file and dataset through vh5; returns (dataset, file).
+
+    Raises vh5.UnsupportedError for an h5py file whose driver is not in
+    :data:`REOPENABLE_DRIVERS` (in-memory, file-like, family, parallel, S3, split files)."""
+    h5file = src.file
+    driver = getattr(h5file, "driver", None)
+    filename = getattr(h5file, "filename", None)
+    if driver not in REOPENABLE_DRIVERS or not isinstance(filename, str):
+        what = _DRIVER_REASONS.get(driver, f"a file opened with the h5py driver {driver!r}")
+        raise error(
+            "VH5_ERR_UNSUPPORTED",
+            f"the h5py file behind {src.name!r} ({filename!r}) is {what}; vh5 reads through "
+            "its own libhdf5 by reopening a single file on disk by its path (h5py drivers "
+            f"{', '.join(sorted(REOPENABLE_DRIVERS))}), so it cannot read this one: read it "
+            "with h5py, or write it to a file on disk first",
+        )
+    path, ident = _same_file_path(h5file, driver, filename, src.name)
+    if getattr(h5file, "mode", "r") != "r":
+        # Our libhdf5 reads the file from disk: make what h5py wrote visible first.
+        h5file.flush()
+    f = File(path)  # adds the HDF5_USE_FILE_LOCKING hint on a lock failure
+    if ident is not None and not _same_inode(path, ident):
+        # Renamed or replaced between the check and the open: never read the wrong file.
+        f.close()
+        raise error(
+            "VH5_ERR_IO",
+            f"the file h5py has open for {src.name!r} ({filename!r}) was renamed or replaced while "
+            f"vh5 reopened it as {path!r}; vh5 refuses to read a different file",
+        )
+    try:
+        return Dataset(f, src.name), f
+    except BaseException:
+        f.close()
+        raise
+
+
+def _h5py_fd(h5file, driver):
+    """The OS file descriptor h5py's libhdf5 reads the file through, or None when h5py does
+    not give one: only the sec2 driver (h5py's default) hands out its descriptor through
+    ``get_vfd_handle``; for other drivers the value is a pointer into that libhdf5."""
+    if driver != "sec2":
+        return None
+    try:
+        handle = h5file.id.get_vfd_handle()
+    except Exception:
+        return None
+    if not isinstance(handle, int) or handle < 0:
+        return None
+    try:
+        os.fstat(handle)
+    except OSError:
+        return None
+    return handle
+
+
+def _same_inode(path, st) -> bool:
+    try:
+        p = os.stat(path)
+    except OSError:
+        return False
+    return (p.st_dev, p.st_ino) == (st.st_dev, st.st_ino)
+
+
+def _same_file_path(h5file, driver, filename, name):
+    """(absolute path, os.stat_result or None): a name of the very file h5py has open, for
+    vh5's libhdf5 to open, and the identity to check it against after opening.
+
+    ``h5py.File.filename`` is the name as given to h5py: a relative one names another file
+    after ``os.chdir``, and any name may have been renamed or replaced since. With h5py's
+    file descriptor (sec2 driver) the candidates are the open file's current name
+    (``/proc/self/fd/N`` on Linux) and the absolute given name; one is accepted only when its
+    device and inode are those of the descriptor (``os.stat`` vs ``os.fstat``). The path
+    returned is an ordinary absolute name (never ``/proc/self/fd/N``, which would mean
+    another file in another process, e.g. once pickled). Without a descriptor (other
+    drivers) an absolute given name is used as is and a relative one refused. Raises
+    vh5.IoError naming the names when no candidate is h5py's file."""
+    fd = _h5py_fd(h5file, driver)
+    given = os.path.abspath(filename)
+    if fd is None:
+        if os.path.isabs(filename):
+            return filename, None
+        why = (
+            "h5py gives no file descriptor to check it against (driver "
+            f"{driver!r}), and the name is relative (the working directory may have changed since h5py opened it)"
+        )
+    else:
+        st = os.fstat(fd)
+        cands = []
+        try:
+            cands.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass
+        cands.append(given)
+        for cand in cands:
+            if os.path.isabs(cand) and _same_inode(cand, st):
+                return cand, st
+        why = "it is not the file h5py has open (device and inode differ, or it no longer exists)"
+        if len(cands) > 1 and cands[0] != given:
+            why += f"; h5py's file is now {cands[0]!r}"
+    raise error(
+        "VH5_ERR_IO",
+        f"cannot reopen the file h5py has open for {name!r}: h5py opened {filename!r}, which now "
+        f"resolves to {given!r}, but {why}; vh5 refuses to read a different file. Open it with "
+        "vh5.File(absolute_path) instead",
+    )
+
+
+def resolve_source(src):
+    """(vh5 Dataset, list of handles to close after the call) for a supported source."""
+    if isinstance(src, Dataset):
+        return src, []
+    if is_h5py_dataset(src):
+        d, f = open_h5py(src)
+        return d, [d, f]
+    raise TypeError(
+        f"src must be a vh5.Dataset or an h5py.Dataset, not {type(src).__name__} "
+        "(numpy sources go with a numpy dst or a vh5.Dataset dst)"
+    )

@@ -1,0 +1,122 @@
+//! C ABI of object navigation and description beyond `vh5_dataset_info`: the members of a
+//! group (`vh5_group_members`) and the parameters of a dataset's filters
+//! (`vh5_dataset_filter_params`).
+//!
+//! Thread safety: callable from any thread at once (libhdf5 calls run under vh5's lock).
+
+use std::ffi::c_char;
+
+use super::{guard, null_arg, str_arg, vh5_status};
+use crate::hdf5 as h5;
+
+/// `vh5_group_members` flag: list every object below the group (recursively, through hard
+/// links) instead of the group's own links.
+pub const VH5_GROUP_RECURSIVE: u32 = 1;
+
+/// List the members of the group at path `group` (NUL-terminated UTF-8, relative to `loc`;
+/// `"/"` or `"."` for the root group) of the file or group `loc`.
+///
+/// The result is a sequence of records, each one kind byte, the member's name (UTF-8) and a
+/// NUL byte, in libhdf5's name order. Kind bytes: `'g'` group, `'d'` dataset, `'t'` named
+/// datatype, `'e'` external link (never followed), `'s'` soft link to nothing (dangling),
+/// `'?'` anything else. Without flags the records are the group's links (names are link names;
+/// a soft link has the kind of its target). With `VH5_GROUP_RECURSIVE` they are every hard
+/// link below the group, names relative to it (`"sub"`, `"sub/x"`, ...; a group before its
+/// members; soft and external links left out; an object reachable by two hard links appears
+/// under both names).
+///
+/// Two-call protocol: `*len_out` receives the total size of the records in bytes. When `cap`
+/// is at least that size they are copied to `buf`; otherwise nothing is written to `buf` and
+/// the call returns `VH5_ERR_BUFFER_TOO_SMALL`, except that `buf` NULL with `cap` 0 is a size
+/// query and returns `VH5_OK`.
+///
+/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`group` or `len_out` NULL, or `buf` NULL with
+/// `cap` > 0); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; the object at `group` is not a
+/// group — the message says what it is, or which component of the path is a dataset);
+/// `VH5_ERR_INVALID_HANDLE` (`loc` is not an open file or group id); `VH5_ERR_NOT_FOUND`
+/// (naming the missing path component); `VH5_ERR_UNSUPPORTED` (the path goes through an
+/// external link and `loc` was not opened with `VH5_FILE_ALLOW_EXTERNAL`);
+/// `VH5_ERR_BUFFER_TOO_SMALL`; `VH5_ERR_HDF5`. `*len_out` is 0 on other failures.
+/// Thread-safe.
+///
+/// # Safety
+/// `group` must be NULL or a NUL-terminated string; `buf` NULL or valid for `cap` byte writes;
+/// `len_out` NULL or valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_group_members(loc: i64, group: *const c_char, flags: u32, buf: *mut u8, cap: usize, len_out: *mut usize) -> vh5_status {
+    if !len_out.is_null() {
+        // SAFETY: len_out is valid for one write (the caller's contract).
+        unsafe { *len_out = 0 };
+    }
+    guard(|| {
+        if len_out.is_null() {
+            return Err(null_arg("len_out"));
+        }
+        if flags & !VH5_GROUP_RECURSIVE != 0 {
+            bail!(InvalidArgument, "argument `flags`: unknown bits {:#x} (defined: VH5_GROUP_RECURSIVE = 1)", flags & !VH5_GROUP_RECURSIVE);
+        }
+        if buf.is_null() && cap > 0 {
+            return Err(null_arg("buf"));
+        }
+        // SAFETY: group is NULL or NUL-terminated (the caller's contract).
+        let group = unsafe { str_arg(group, "group") }?;
+        let s = h5::session();
+        let members = h5::links::members(s.lock(), loc, group, flags & VH5_GROUP_RECURSIVE != 0)?;
+        let mut out = Vec::new();
+        for (kind, name) in members {
+            out.push(kind);
+            out.extend_from_slice(name.as_bytes());
+            out.push(0);
+        }
+        // SAFETY: len_out is valid for one write.
+        unsafe { *len_out = out.len() };
+        if buf.is_null() && cap == 0 {
+            return Ok(());
+        }
+        if cap < out.len() {
+            bail!(BufferTooSmall, "argument `cap`: {cap} bytes, the members need {}", out.len());
+        }
+        // SAFETY: buf is valid for cap >= out.len() bytes (the caller's contract).
+        unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), buf, out.len()) };
+        Ok(())
+    })
+}
+
+/// Copy the client data values (`cd_values`) of filter number `index` (0-based, pipeline
+/// order as in `vh5_dataset_info.filter_id`) of the dataset `dset` into `values` (room for
+/// `cap` entries) and store their number in `*n_out`. Deflate (gzip) has one value, the
+/// compression level; szip has the options mask and pixels per block first; shuffle the item
+/// size. When `cap` is smaller than the number, the first `cap` values are copied (`*n_out`
+/// still says how many there are); `values` may be NULL when `cap` is 0.
+///
+/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`n_out` NULL, or `values` NULL with `cap` > 0);
+/// `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_INVALID_ARGUMENT`
+/// (no filter `index`); `VH5_ERR_HDF5`. `*n_out` is 0 on failure. Thread-safe.
+///
+/// # Safety
+/// `values` must be NULL or valid for `cap` writes; `n_out` NULL or valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_dataset_filter_params(dset: i64, index: u32, values: *mut u32, cap: usize, n_out: *mut usize) -> vh5_status {
+    if !n_out.is_null() {
+        // SAFETY: n_out is valid for one write (the caller's contract).
+        unsafe { *n_out = 0 };
+    }
+    guard(|| {
+        if n_out.is_null() {
+            return Err(null_arg("n_out"));
+        }
+        if values.is_null() && cap > 0 {
+            return Err(null_arg("values"));
+        }
+        let s = h5::session();
+        let v = h5::dataset::filter_params(s.lock(), dset, index)?;
+        let n = v.len().min(cap);
+        if n > 0 {
+            // SAFETY: values is valid for cap >= n writes (the caller's contract).
+            unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), values, n) };
+        }
+        // SAFETY: n_out is valid for one write.
+        unsafe { *n_out = v.len() };
+        Ok(())
+    })
+}

@@ -1,0 +1,231 @@
+//! Group members: the links of one group, or every object below it (what h5py's
+//! `Group.keys()` and `Group.visit()` walk).
+//!
+//! External links are never followed (they are listed with their own kind); the group path
+//! itself is looked up with the same refusal of external links as datasets unless the file
+//! was opened with `VH5_FILE_ALLOW_EXTERNAL` (see [`super::external`]).
+
+use std::ffi::{c_char, c_void, CStr, CString};
+
+use hdf5_sys::h5::{herr_t, hsize_t, H5_index_t, H5_iter_order_t};
+use hdf5_sys::h5i::{hid_t, H5I_type_t};
+use hdf5_sys::h5l::{H5L_info1_t, H5L_type_t, H5Literate_by_name1, H5Lvisit_by_name1};
+use hdf5_sys::h5o::H5Oopen;
+use hdf5_sys::h5p::H5P_DEFAULT;
+
+use super::dataset::expect_kind;
+use super::error::{check, clear_stack, hdf5_error};
+use super::handle::{id_type, Handle};
+use super::lock::H5Lock;
+use crate::error::{ErrorKind, Result};
+
+/// Kind byte of a group member: a group.
+pub const KIND_GROUP: u8 = b'g';
+/// Kind byte: a dataset.
+pub const KIND_DATASET: u8 = b'd';
+/// Kind byte: a committed (named) datatype.
+pub const KIND_DATATYPE: u8 = b't';
+/// Kind byte: an external link (not followed).
+pub const KIND_EXTERNAL: u8 = b'e';
+/// Kind byte: a soft link whose target does not exist (dangling).
+pub const KIND_DANGLING: u8 = b's';
+/// Kind byte: anything else (user-defined link, unknown object type).
+pub const KIND_OTHER: u8 = b'?';
+
+fn kind_of_id(t: Option<H5I_type_t>) -> u8 {
+    match t {
+        Some(H5I_type_t::H5I_GROUP) => KIND_GROUP,
+        Some(H5I_type_t::H5I_DATASET) => KIND_DATASET,
+        Some(H5I_type_t::H5I_DATATYPE) => KIND_DATATYPE,
+        _ => KIND_OTHER,
+    }
+}
+
+/// The members of the group at `group` (a path relative to `loc`, `"."` or `"/"` for the
+/// root) as (kind byte, name) pairs in libhdf5's name order: its links when not `recursive`
+/// (names are link names; soft links are reported with the kind of their target), every
+/// hard link below it when `recursive` (names relative to the group, parents before their
+/// members, as `H5Lvisit` gives them; an object reachable by two hard links is listed under
+/// both names; soft and external links are left out, as h5py's `visit` does).
+///
+/// Errors: `InvalidHandle` (`loc` not an open file or group); `NotFound` (no object at
+/// `group`); `InvalidArgument` (`group` is not a group, naming what it is); `Unsupported`
+/// (the path goes through an external link and `loc` was not opened with
+/// `VH5_FILE_ALLOW_EXTERNAL`); `Hdf5` (libhdf5 could not read the links).
+pub fn members(lock: &H5Lock, loc: hid_t, group: &str, recursive: bool) -> Result<Vec<(u8, String)>> {
+    expect_kind(lock, loc, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_GROUP], "file")?;
+    let group = if group.is_empty() { "." } else { group };
+    let c = CString::new(group).map_err(|_| err!(InvalidArgument, "argument `group` contains a NUL byte"))?;
+    let allow_ext = super::external::allowed(loc);
+    let mut seen = super::external::ElinkSeen::default();
+    let lapl = if allow_ext { None } else { Some(super::external::refusing_lapl(lock, &mut seen)?) };
+    let lapl_id = lapl.as_ref().map_or(H5P_DEFAULT, |h| h.id());
+    let kind = object_kind(lock, loc, group, &c, lapl_id);
+    if let Some(target) = seen.target.take() {
+        clear_stack(lock);
+        return Err(super::external::refusal(&format!("`{group}`"), &target));
+    }
+    match kind? {
+        KIND_GROUP => {}
+        KIND_DATASET => bail!(InvalidArgument, "`{group}` is a dataset, not a group"),
+        KIND_DATATYPE => bail!(InvalidArgument, "`{group}` is a named datatype, not a group"),
+        _ => bail!(InvalidArgument, "`{group}` is not a group"),
+    }
+    let out = if recursive { visit(lock, loc, &c, lapl_id)? } else { links(lock, loc, &c, lapl_id)? };
+    if let Some(target) = seen.target.take() {
+        clear_stack(lock);
+        return Err(super::external::refusal(&format!("`{group}`"), &target));
+    }
+    Ok(out)
+}
+
+/// The kind byte of the object at `name`; `NotFound` when it does not exist.
+fn object_kind(lock: &H5Lock, loc: hid_t, name: &str, c: &CStr, lapl: hid_t) -> Result<u8> {
+    if name != "." && name != "/" {
+        // Walk the components so a missing one is named (and a dataset in the middle of the
+        // path is reported as such rather than as a libhdf5 stack).
+        let mut prefix = String::new();
+        if name.starts_with('/') {
+            prefix.push('/');
+        }
+        for comp in name.split('/').filter(|s| !s.is_empty() && *s != ".") {
+            if !prefix.is_empty() && !prefix.ends_with('/') {
+                let parent = CString::new(prefix.as_str()).map_err(|_| err!(InvalidArgument, "argument `group` contains a NUL byte"))?;
+                let k = info_kind(lock, loc, &parent, lapl)?;
+                if k != Some(KIND_GROUP) {
+                    bail!(InvalidArgument, "`{name}`: `{prefix}` is a {}, not a group", kind_word(k));
+                }
+                prefix.push('/');
+            }
+            prefix.push_str(comp);
+            let p = CString::new(prefix.as_str()).map_err(|_| err!(InvalidArgument, "argument `group` contains a NUL byte"))?;
+            // SAFETY: valid C string and loc; lock held.
+            let e = unsafe { hdf5_sys::h5l::H5Lexists(loc, p.as_ptr(), lapl) };
+            if e < 0 {
+                return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("cannot look up `{prefix}`")));
+            }
+            if e == 0 {
+                clear_stack(lock);
+                if prefix == name.trim_end_matches('/') {
+                    bail!(NotFound, "no object `{name}` in this file");
+                }
+                bail!(NotFound, "no object `{name}` in this file: `{prefix}` does not exist");
+            }
+        }
+    }
+    match info_kind(lock, loc, c, lapl)? {
+        Some(k) => Ok(k),
+        None => bail!(NotFound, "`{name}` is a soft link to an object that does not exist"),
+    }
+}
+
+fn kind_word(k: Option<u8>) -> &'static str {
+    match k {
+        Some(KIND_DATASET) => "dataset",
+        Some(KIND_DATATYPE) => "named datatype",
+        Some(KIND_GROUP) => "group",
+        None => "dangling soft link",
+        _ => "object of another kind",
+    }
+}
+
+/// Kind of the object at `c` (following soft links), None when libhdf5 cannot open it
+/// (a dangling soft link, a refused external link).
+fn info_kind(lock: &H5Lock, loc: hid_t, c: &CStr, lapl: hid_t) -> Result<Option<u8>> {
+    // SAFETY: valid ids and C string; lock held.
+    let id = unsafe { H5Oopen(loc, c.as_ptr(), lapl) };
+    if id < 0 {
+        clear_stack(lock);
+        return Ok(None);
+    }
+    let obj = Handle::new(lock, id, "H5Oopen")?;
+    Ok(Some(kind_of_id(id_type(lock, obj.id()))))
+}
+
+struct LinkList {
+    names: Vec<(H5L_type_t, String)>,
+}
+
+unsafe extern "C" fn link_cb(_g: hid_t, name: *const c_char, info: *const H5L_info1_t, data: *mut c_void) -> herr_t {
+    // SAFETY: libhdf5 passes a valid name and info; data is the LinkList given below.
+    unsafe {
+        let out = &mut *(data as *mut LinkList);
+        out.names.push(((*info).type_, CStr::from_ptr(name).to_string_lossy().into_owned()));
+    }
+    0
+}
+
+fn links(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8, String)>> {
+    let mut list = LinkList { names: Vec::new() };
+    let mut idx: hsize_t = 0;
+    // SAFETY: the callback only pushes into `list`, alive for the call; lock held.
+    unsafe {
+        check(
+            lock,
+            H5Literate_by_name1(loc, group.as_ptr(), H5_index_t::H5_INDEX_NAME, H5_iter_order_t::H5_ITER_INC, &mut idx, Some(link_cb), &mut list as *mut _ as *mut c_void, lapl),
+            "H5Literate_by_name",
+        )?;
+    }
+    let gname = group.to_string_lossy();
+    let mut out = Vec::with_capacity(list.names.len());
+    for (t, name) in list.names {
+        let kind = match t {
+            H5L_type_t::H5L_TYPE_HARD | H5L_type_t::H5L_TYPE_SOFT => {
+                let full = if gname == "." { name.clone() } else { format!("{}/{name}", gname.trim_end_matches('/')) };
+                let c = CString::new(full).map_err(|_| err!(Hdf5, "link name with a NUL byte"))?;
+                // A soft link that resolves to nothing is dangling; a hard link whose object
+                // cannot be opened (damaged header) is of unknown kind.
+                let missing = if t == H5L_type_t::H5L_TYPE_SOFT { KIND_DANGLING } else { KIND_OTHER };
+                info_kind(lock, loc, &c, lapl)?.unwrap_or(missing)
+            }
+            H5L_type_t::H5L_TYPE_EXTERNAL => KIND_EXTERNAL,
+            _ => KIND_OTHER,
+        };
+        out.push((kind, name));
+    }
+    Ok(out)
+}
+
+struct Visit<'l> {
+    lock: &'l H5Lock,
+    group: hid_t,
+    out: Vec<(u8, String)>,
+}
+
+unsafe extern "C" fn visit_cb(_g: hid_t, name: *const c_char, info: *const H5L_info1_t, data: *mut c_void) -> herr_t {
+    // SAFETY: libhdf5 passes a valid name and info; data is the Visit given below; the lock
+    // is held by the caller of H5Lvisit_by_name for the whole walk.
+    unsafe {
+        let v = &mut *(data as *mut Visit);
+        if (*info).type_ != H5L_type_t::H5L_TYPE_HARD {
+            return 0;
+        }
+        let c = CStr::from_ptr(name);
+        let id = H5Oopen(v.group, c.as_ptr(), H5P_DEFAULT);
+        let kind = if id < 0 {
+            clear_stack(v.lock);
+            KIND_OTHER
+        } else {
+            let k = kind_of_id(id_type(v.lock, id));
+            hdf5_sys::h5o::H5Oclose(id);
+            k
+        };
+        v.out.push((kind, c.to_string_lossy().into_owned()));
+    }
+    0
+}
+
+fn visit(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8, String)>> {
+    // SAFETY: valid ids and C string; lock held.
+    let g = Handle::new(lock, unsafe { hdf5_sys::h5g::H5Gopen2(loc, group.as_ptr(), lapl) }, "H5Gopen")?;
+    let mut v = Visit { lock, group: g.id(), out: Vec::new() };
+    // SAFETY: the callback only reads ids of `g` and pushes into `v`, alive for the call.
+    unsafe {
+        check(
+            lock,
+            H5Lvisit_by_name1(g.id(), c".".as_ptr(), H5_index_t::H5_INDEX_NAME, H5_iter_order_t::H5_ITER_INC, Some(visit_cb), &mut v as *mut _ as *mut c_void, H5P_DEFAULT),
+            "H5Lvisit_by_name",
+        )?;
+    }
+    Ok(v.out)
+}

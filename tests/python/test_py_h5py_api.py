@@ -1,0 +1,409 @@
+"""The h5py-style API of vh5 (File/Group navigation, Dataset metadata and basic-selection
+reads, read_direct, slice tables), compared with h5py on files h5py writes."""
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import vh5
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+LIBVER = ("earliest", "v110")
+TMP = Path(tempfile.mkdtemp(prefix="vh5_h5api_"))
+
+# name -> (data, create_dataset keywords)
+DATASETS = {
+    "f4_contig": (np.arange(7 * 9 * 5, dtype="<f4").reshape(7, 9, 5), {}),
+    "f4_chunked_gzip": (np.arange(7 * 9 * 5, dtype="<f4").reshape(7, 9, 5) * 0.5, dict(chunks=(3, 4, 2), compression="gzip", compression_opts=7, shuffle=True)),
+    "i2be_chunked": (np.arange(-50, 50, dtype=">i2").reshape(10, 10), dict(chunks=(3, 7), fletcher32=True, fillvalue=-3)),
+    "f8be_contig": (np.linspace(-1, 1, 60, dtype=">f8").reshape(6, 10), {}),
+    "u1_1d": (np.arange(200, dtype="u1"), dict(chunks=(16,))),
+}
+
+
+def _make_file():
+    path = str(TMP / "api.h5")
+    with h5py.File(path, "w", libver=LIBVER) as f:
+        for name, (data, kw) in DATASETS.items():
+            f.create_dataset(name, data=data, **kw)
+        g = f.create_group("grp")
+        g.create_dataset("x", data=np.arange(10.0))
+        sub = g.create_group("sub")
+        sub.create_dataset("y", data=np.arange(6, dtype="i4").reshape(2, 3), compression="lzf")
+        f.create_group("empty")
+        f["scalar"] = np.float64(2.5)
+        f["soft"] = h5py.SoftLink("/grp/x")
+        f["dangling"] = h5py.SoftLink("/nowhere")
+        f.create_dataset("compound", data=np.array([(1, 2.0)], dtype=[("a", "<i4"), ("b", "<f8")]))
+        f.create_dataset("szip", data=np.arange(64, dtype="<i4"), chunks=(16,), compression="szip")
+    return path
+
+
+PATH = _make_file()
+
+
+@pytest.fixture(scope="module")
+def files():
+    with vh5.File(PATH) as f, h5py.File(PATH, "r") as h:
+        yield f, h
+
+
+def test_navigation_matches_h5py(files):
+    f, h = files
+    assert list(f.keys()) == list(h.keys())
+    assert list(f) == list(h) and len(f) == len(h)
+    assert "grp" in f and "grp/sub/y" in f and "/grp/x" in f and "nope" not in f and 3 not in f
+    assert ("dangling" in f) is ("dangling" in h) is True
+    assert isinstance(f["grp"], vh5.Group) and f["grp"].name == "/grp" and f.name == "/"
+    assert list(f["grp"].keys()) == list(h["grp"].keys()) and len(f["grp"]) == len(h["grp"])
+    assert f["grp"]["sub/y"].name == h["grp"]["sub/y"].name == "/grp/sub/y"
+    assert f["grp/sub"]["y"].shape == (2, 3) and "y" in f["grp/sub"] and "x" not in f["grp/sub"]
+    assert list(f["empty"].keys()) == [] and len(f["empty"]) == 0
+    for name in ("grp/x", "/grp/sub/y", "soft", "f4_contig"):
+        assert f[name].name == h[name].name or name == "soft"
+    got, want = [], []
+    f.visit(got.append)
+    h.visit(want.append)
+    assert got == want
+    got, want = [], []
+    f["grp"].visit(got.append)
+    h["grp"].visit(want.append)
+    assert got == want
+    kinds = {}
+    f.visititems(lambda n, o: kinds.__setitem__(n, type(o).__name__))
+    assert kinds["grp"] == "Group" and kinds["grp/sub/y"] == "Dataset"
+    assert f.visit(lambda n: n if n.endswith("/y") else None) == "grp/sub/y"
+    items = dict(f["grp"].items())
+    assert set(items) == {"x", "sub"} and isinstance(items["x"], vh5.Dataset)
+    assert [v.name for v in f["grp"].values()] == ["/grp/sub", "/grp/x"]
+    assert f.get("nope") is None and f.get("grp/x").shape == (10,)
+
+
+def test_missing_paths_and_paths_through_datasets_are_key_errors(files):
+    f, _ = files
+    with pytest.raises(KeyError) as e:
+        f["f4_contig/x"]
+    msg = str(e.value)
+    assert PATH in msg and "'/f4_contig/x'" in msg and "`/f4_contig` is a dataset, not a group" in msg
+    assert "HDF5-DIAG" not in msg and "#000" not in msg
+    with pytest.raises(KeyError, match=re.escape(repr(PATH))):
+        f["nope"]
+    with pytest.raises(KeyError, match="grp/nope"):
+        f["grp"]["nope/deeper"]
+    with pytest.raises(KeyError):
+        f["dangling"]
+
+
+def test_dataset_metadata_matches_h5py(files):
+    f, h = files
+    for name in list(DATASETS) + ["grp/sub/y", "scalar", "szip", "grp/x"]:
+        d, hd = f[name], h[name]
+        assert d.name == hd.name
+        assert (d.shape, d.dtype, d.chunks, d.maxshape, d.ndim, d.size) == (hd.shape, hd.dtype, hd.chunks, hd.maxshape, hd.ndim, hd.size), name
+        assert (d.compression, d.compression_opts, d.shuffle, d.fletcher32) == (hd.compression, hd.compression_opts, hd.shuffle, hd.fletcher32), name
+        assert d.fillvalue == hd.fillvalue and d.fillvalue.dtype == hd.fillvalue.dtype, name
+        if d.ndim:
+            assert len(d) == len(hd)
+
+
+def _h5(h, name, sel):
+    try:
+        return h[name][sel], None
+    except Exception as e:  # noqa: BLE001 - compared by type below
+        return None, e
+
+
+@st.composite
+def selections(draw, shape):
+    nd = len(shape)
+    keys = []
+    for n in shape:
+        kind = draw(st.sampled_from(["int", "slice", "full"]))
+        if kind == "int":
+            keys.append(draw(st.integers(-n, n - 1)))
+        elif kind == "slice":
+            a = draw(st.one_of(st.none(), st.integers(-n - 2, n + 2)))
+            b = draw(st.one_of(st.none(), st.integers(-n - 2, n + 2)))
+            s = draw(st.one_of(st.none(), st.integers(1, n + 1)))
+            keys.append(slice(a, b, s))
+        else:
+            keys.append(slice(None))
+    mode = draw(st.sampled_from(["all", "prefix", "ellipsis"]))
+    if mode == "prefix":  # fewer indices than axes
+        keys = keys[: draw(st.integers(0, nd))]
+    elif mode == "ellipsis":  # ... stands for axes i..j-1
+        i = draw(st.integers(0, nd))
+        j = draw(st.integers(i, nd))
+        keys = keys[:i] + [Ellipsis] + keys[j:]
+    if len(keys) == 1 and draw(st.booleans()):
+        return keys[0]
+    return tuple(keys)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), name=st.sampled_from(list(DATASETS)))
+def test_getitem_equals_h5py_on_basic_selections(files, data, name):
+    f, h = files
+    sel = data.draw(selections(DATASETS[name][0].shape))
+    want, err = _h5(h, name, sel)
+    got = f[name][sel]
+    assert err is None, (sel, err)
+    assert type(got) is type(want), (sel, type(got), type(want))
+    assert np.asarray(got).dtype == np.asarray(want).dtype and np.shape(got) == np.shape(want), sel
+    np.testing.assert_array_equal(got, want)
+
+
+def test_getitem_scalar_and_whole(files):
+    f, h = files
+    assert f["scalar"][()] == h["scalar"][()] and type(f["scalar"][()]) is type(h["scalar"][()])
+    assert f["scalar"][...].shape == () and isinstance(f["scalar"][...], np.ndarray)
+    np.testing.assert_array_equal(np.asarray(f["grp/x"]), h["grp/x"][()])
+    assert f["f4_contig"][1:1].shape == h["f4_contig"][1:1].shape == (0, 9, 5)
+    assert f["f4_contig"][10:20].shape == (0, 9, 5)
+
+
+def test_unsupported_selections_are_refused_naming_axis(files):
+    f, _ = files
+    d = f["f4_contig"]
+    with pytest.raises(ValueError, match=r"axis 1: slice ::-1 has a negative \(-1\) step"):
+        d[:, ::-1]
+    with pytest.raises(ValueError, match="axis 0: slice 0:5:0 has a zero step"):
+        d[0:5:0]
+    with pytest.raises(TypeError, match="axis 0: .*fancy indexing"):
+        d[[0, 2]]
+    with pytest.raises(TypeError, match="axis 2: .*boolean mask"):
+        d[:, :, np.array([True, False, True, False, True])]
+    with pytest.raises(TypeError, match="axis 1: None"):
+        d[0, None]
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 7"):
+        d[7]
+    with pytest.raises(IndexError, match="index -10 is out of bounds for axis 1 with size 9"):
+        d[0, -10]
+    with pytest.raises(IndexError, match="too many indices"):
+        d[0, 0, 0, 0]
+    with pytest.raises(IndexError, match="single ellipsis"):
+        d[..., 0, ...]
+
+
+def test_non_numeric_types_are_refused_not_returned_as_bytes(files):
+    f, h = files
+    assert h["compound"].dtype.names == ("a", "b")
+    with pytest.raises(vh5.UnsupportedError, match="'/compound' of .*compound, enum, string or opaque"):
+        f["compound"][()]
+    with pytest.raises(vh5.UnsupportedError):
+        f["compound"].read_direct(np.zeros(1, "V12"))
+
+
+@pytest.mark.parametrize(
+    "name,source_sel,dest_sel,dst_shape",
+    [
+        ("f4_chunked_gzip", None, None, (7, 9, 5)),
+        ("f4_chunked_gzip", np.s_[1:6:2, 3, ::2], np.s_[2:5, 1, 0:3], (6, 4, 5)),
+        ("i2be_chunked", np.s_[2:9], None, (7, 10)),
+        ("f8be_contig", np.s_[..., 4], np.s_[1:7], (8,)),
+    ],
+)
+def test_read_direct_matches_h5py(files, name, source_sel, dest_sel, dst_shape):
+    f, h = files
+    dtype = h[name].dtype.newbyteorder("=")
+    got = np.full(dst_shape, 7, dtype=dtype)
+    want = got.copy()
+    f[name].read_direct(got, source_sel, dest_sel)
+    h[name].read_direct(want, source_sel, dest_sel)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_read_direct_converts_and_checks_shapes(files):
+    f, h = files
+    got = np.zeros((10, 10), dtype="f8")
+    f["i2be_chunked"].read_direct(got)
+    np.testing.assert_array_equal(got, h["i2be_chunked"][()])
+    with pytest.raises(ValueError, match="shape"):
+        f["i2be_chunked"].read_direct(np.zeros((5, 5), "i2"))
+    with pytest.raises(ValueError, match="writeable"):
+        a = np.zeros((10, 10), "i2")
+        a.flags.writeable = False
+        f["i2be_chunked"].read_direct(a)
+
+
+def test_file_close_closes_its_datasets():
+    f = vh5.File(PATH)
+    d = f["grp/x"]
+    lone = f.dataset("u1_1d")
+    f.close()
+    assert d.closed and lone.closed
+    with pytest.raises(vh5.InvalidHandleError, match=r"'/grp/x' of '.*api.h5' is closed \(closed with its File\)"):
+        d[0]
+    with pytest.raises(vh5.InvalidHandleError, match="is closed"):
+        vh5.read_many_slices(lone, np.zeros(3, "u1"), [0], [0], [3])
+    with pytest.raises(vh5.InvalidHandleError, match="File .* is closed"):
+        f.keys() and list(f)
+
+
+def test_slice_table_and_read_many_slices_of_selections(files):
+    f, h = files
+    sels = [np.s_[0:3, 2:8:2, 1], (slice(4, 7), slice(0, 3), 0), np.s_[6, :3, 4]]
+    t = vh5.slice_table(sels, (7, 9, 5))
+    assert t.src_start.tolist() == [[0, 2, 1], [4, 0, 0], [6, 0, 4]]
+    assert t.count.tolist() == [[3, 3, 1], [3, 3, 1], [1, 3, 1]]
+    assert t.src_step.tolist() == [[1, 2, 1], [1, 1, 1], [1, 1, 1]]
+    assert t.dst_start.tolist() == [[0, 0, 0], [3, 0, 0], [6, 0, 0]] and t.dst_shape == (7, 3, 1)
+    out = np.zeros(t.dst_shape, dtype="f4")
+    vh5.read_many_slices(f["f4_chunked_gzip"], out, sels)
+    want = np.zeros(t.dst_shape, dtype="f4")
+    for s0, c, stp, d0 in zip(t.src_start, t.count, t.src_step, t.dst_start[:, 0]):
+        block = h["f4_chunked_gzip"][tuple(slice(int(a), int(a + (n - 1) * k + 1), int(k)) for a, n, k in zip(s0, c, stp))]
+        want[int(d0) : int(d0 + c[0]), : int(c[1]), : int(c[2])] = block
+    np.testing.assert_array_equal(out, want)
+    # an h5py source takes selections too, and a single np.s_ tuple is one selection
+    out2 = np.zeros((2, 5), dtype="f4")
+    vh5.read_many_slices(h["f4_contig"], out2.reshape(1, 2, 5), np.s_[3, 1:3, :])
+    np.testing.assert_array_equal(out2, h["f4_contig"][3, 1:3, :])
+
+
+def test_slice_table_errors_name_selection_and_axis():
+    with pytest.raises(ValueError, match=r"selection 1: axis 0: slice ::-2 has a negative \(-2\) step"):
+        vh5.slice_table([np.s_[0:2], np.s_[::-2]], (10, 4))
+    with pytest.raises(TypeError, match="selection 2: axis 1: .*fancy indexing"):
+        vh5.slice_table([np.s_[0], np.s_[1], np.s_[:, [0, 1]]], (10, 4))
+    with pytest.raises(IndexError, match="selection 0: index 10 is out of bounds for axis 0 with size 10"):
+        vh5.slice_table([np.s_[10, :]], (10, 4))
+    with pytest.raises(TypeError, match="count must hold integers.*slice objects"):
+        vh5.read_many_slices(vh5.File(PATH)["u1_1d"], np.zeros(4, "u1"), [[0], [1]], [[0], [2]], np.array([[0.5], [2]]))
+
+
+def test_no_import_cycles_in_the_package():
+    """No module of the package imports (at module level or in a function) one that imports
+    it back, directly or through others."""
+    import ast
+
+    pkg = Path(vh5.__file__).parent
+    graph = {}
+    for p in pkg.rglob("*.py"):
+        mod = ".".join(p.relative_to(pkg.parent).with_suffix("").parts).removesuffix(".__init__")
+        deps = set()
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = mod.split(".")
+                if p.name != "__init__.py":
+                    base = base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+                names = [target + "." + a.name for a in node.names] if node.module is None else [target]
+                deps.update(n for n in names if n != "vh5")
+        graph[mod] = {d for d in deps if d != mod}
+    seen, stack = {}, []
+
+    def visit(m):
+        seen[m] = 1
+        stack.append(m)
+        for d in graph.get(m, ()):
+            if seen.get(d) == 1:
+                raise AssertionError(f"import cycle: {' -> '.join(stack[stack.index(d):] + [d])}")
+            if d not in seen:
+                visit(d)
+        stack.pop()
+        seen[m] = 2
+
+    for m in sorted(graph):
+        if m not in seen:
+            visit(m)
+
+
+def test_error_messages_speak_python(tmp_path):
+    """Every error class the Python layer can provoke has a message without C flag names,
+    C function names or raw HDF5 ids (15+ digits)."""
+    p = str(tmp_path / "w.h5")
+    with h5py.File(p, "w", libver=LIBVER) as h:
+        h["x"] = np.arange(10.0)
+        h.create_dataset("c", data=np.arange(20.0).reshape(4, 5), chunks=(2, 5), compression="gzip")
+    messages = []
+
+    def grab(fn, *exc):
+        with pytest.raises(exc or Exception) as e:
+            fn()
+        messages.append(f"{type(e.value).__name__}: {e.value}")
+
+    with vh5.File(p) as f:
+        d = f["x"]
+        grab(lambda: vh5.read_many_slices(d, np.zeros(3, "i4"), [0], [0], [3]), vh5.DtypeError)
+        grab(lambda: vh5.write_many_slices(np.zeros(3), d, [0], [0], [3]), vh5.InvalidArgumentError)
+        grab(lambda: vh5.read_many_slices(d, np.zeros(3), [8], [0], [3]), vh5.OutOfBoundsError)
+        grab(lambda: vh5.read_many_slices(d, np.zeros(3), [0], [0], [3], [0]), vh5.InvalidArgumentError)
+        grab(lambda: vh5.read_many_slices(d, np.zeros((3, 1)), [0], [0], [3]))
+        grab(lambda: vh5.copy_many_slices(np.zeros(3), np.zeros(3, "f4"), [0], [0], [3]), vh5.DtypeError)
+        grab(lambda: f["nope"], vh5.NotFoundError)
+        grab(lambda: f["x/y"], KeyError)
+        grab(lambda: f.dataset("/"), vh5.InvalidArgumentError)
+        grab(lambda: d[::-1], ValueError)
+        grab(lambda: d[20], IndexError)
+    grab(lambda: vh5.File(str(tmp_path / "missing.h5")), vh5.IoError)
+    grab(lambda: vh5.decode_payload(b"\xff\x00"), vh5.Error)
+    grab(lambda: vh5.decode_document(b"\xcb" + b"\0" * 8), vh5.InvalidArgumentError)
+    grab(lambda: vh5.decode_document(b"\x81" * 65 + b"\x01", format="cbor"), vh5.UnsupportedError)
+    grab(lambda: d[0], vh5.InvalidHandleError)
+    assert len(messages) >= 15
+    bad = re.compile(r"VH5_SLICES_|VH5_FILE_|PAYLOAD_|payload_copy_data|vh5_[a-z_]+\(|\b\d{15,}\b")
+    for m in messages:
+        assert not bad.search(m), m
+    assert any("convert=True" in m for m in messages)
+    assert any(f"'/x' of {p!r}" in m and "r+" in m for m in messages), messages[1]
+
+
+def test_readme_python_section_starts_h5py_style():
+    readme = (Path(__file__).resolve().parents[2] / "bindings" / "python" / "README.md").read_text()
+    first_code = readme.split("```python", 1)[1].split("```", 1)[0]
+    assert "vh5.File(" in first_code and "[" in first_code and ".keys()" in first_code
+
+
+if os.environ.get("VH5_TEST_LIST_ONLY"):  # pragma: no cover - debugging aid
+    print(sorted(n for n in globals() if n.startswith("test_")))
+
+
+@pytest.mark.parametrize("file_order", ["<", ">"])
+@pytest.mark.parametrize("layout", ["contiguous", "chunked_gzip"])
+@pytest.mark.parametrize("dtype", ["f4", "i8", "u2", "c8", "f8"])
+def test_byte_order_destinations_read_without_convert(tmp_path, file_order, layout, dtype):
+    """A destination in either byte order (the dataset's own dtype, h5py's habit) is read
+    without convert=True: equal to h5py for BE and LE files, contiguous and chunked gzip,
+    several rows with steps, into C-order, Fortran-order and stepped views."""
+    p = str(tmp_path / "bo.h5")
+    rng = np.random.default_rng(5)
+    data = (rng.random((40, 30)) * 1000).astype(np.dtype(dtype).newbyteorder(file_order))
+    kw = dict(chunks=(7, 8), compression="gzip", shuffle=True) if layout == "chunked_gzip" else {}
+    with h5py.File(p, "w", libver=LIBVER) as h:
+        h.create_dataset("d", data=data, **kw)
+    with vh5.File(p) as f, h5py.File(p, "r") as h:
+        d = f["d"]
+        assert d.dtype == h["d"].dtype
+        for order in "<>":
+            dt = np.dtype(dtype).newbyteorder(order)
+            out = np.zeros((40, 30), dtype=dt)
+            vh5.read_many_slices(d, out, [0, 0], [0, 0], [40, 30])
+            np.testing.assert_array_equal(out, h["d"][()])
+            fort = np.zeros((20, 30), dtype=dt, order="F")[::2]
+            vh5.read_many_slices(d, fort, [[0, 0], [30, 1]], [[0, 0], [5, 0]], [[5, 30], [3, 10]], [[2, 1], [3, 2]])
+            want = np.zeros((20, 30), dtype=dt)[::2]
+            want[0:5, :] = h["d"][0:10:2, :]
+            want[5:8, 0:10] = h["d"][30:39:3, 1:21:2]
+            np.testing.assert_array_equal(fort, want)
+            got = np.zeros((10, 30), dtype=dt)
+            d.read_direct(got, np.s_[5:15])
+            np.testing.assert_array_equal(got, h["d"][5:15])
+        got = d[3:9, ::4]
+        assert got.dtype == h["d"].dtype
+        np.testing.assert_array_equal(got, h["d"][3:9, ::4])
+
+
+def test_byte_swapped_destination_is_refused_for_writes_and_opaque(tmp_path):
+    p = str(tmp_path / "w.h5")
+    with h5py.File(p, "w", libver=LIBVER) as h:
+        h["x"] = np.arange(4.0)
+    with vh5.File(p, "r+") as f:
+        with pytest.raises(vh5.DtypeError, match="src has non-native byte order >f8"):
+            vh5.write_many_slices(np.arange(4.0).astype(">f8"), f["x"], [0], [0], [4])
