@@ -30,7 +30,8 @@ def hdf5_version() -> HDF5Info:
 
     Raises :class:`vh5.HDF5Error` if libhdf5 cannot report them, ImportError when no libvh5 is
     found."""
-    from ._lib import check, lib
+    from ._errors import check
+    from ._lib import lib
 
     L = lib()
     a, b, c, ts = ctypes.c_uint32(), ctypes.c_uint32(), ctypes.c_uint32(), ctypes.c_uint8()
