@@ -14,6 +14,16 @@ use ndarray::{ArrayView, ArrayViewMut, Axis, IxDyn, ShapeBuilder};
 use crate::geometry::MAX_RANK;
 use crate::error::Result;
 
+/// Dense C-order byte strides of a block of `count` elements of `itemsize` bytes into `out`
+/// (`count.len()` entries): the layout of every chunk and scratch buffer vh5 fills itself.
+pub fn dense_strides(count: &[u64], itemsize: usize, out: &mut [isize]) {
+    let mut acc = itemsize as isize;
+    for j in (0..count.len()).rev() {
+        out[j] = acc;
+        acc *= count[j] as isize;
+    }
+}
+
 /// Lowest and one-past-highest byte touched by a block, relative to the buffer start.
 fn extent(off: usize, strides: &[isize], counts: &[usize], itemsize: usize) -> (i128, i128) {
     let mut lo = off as i128;

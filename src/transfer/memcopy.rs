@@ -27,22 +27,10 @@
 
 use crate::engine::copy::{copy_runs_unchecked, copy_strided_runs as copy_strided, runs_apply};
 use crate::geometry::{row_counts, ArrayLayout, SliceTable, MAX_RANK};
-use super::read::SLICES_CLIP;
+use super::checks::SLICES_CLIP;
+pub use super::stats::CopyStats;
 use crate::dtype::Dtype;
 use crate::error::Result;
-
-/// What a copy did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CopyStats {
-    /// Rows that copied something.
-    pub rows_copied: usize,
-    /// Rows skipped (a zero count, or clipped to zero with [`SLICES_CLIP`]).
-    pub rows_skipped: usize,
-    /// Elements copied (overlapping destinations counted each time).
-    pub elements: u64,
-    /// Rows whose source and destination byte ranges intersected, copied through scratch.
-    pub rows_staged: usize,
-}
 
 /// Names of the two sides in bounds messages.
 const NAMES: [&str; 2] = ["source array", "destination array"];

@@ -7,7 +7,7 @@
 //! possibly byte-swapped (no libhdf5 type conversion). Any other pipeline (szip, nbit,
 //! scaleoffset, plugins), an unfiltered dataset, or a conversion goes through `H5Dwrite`.
 //!
-//! Per touched chunk (pieces grouped by [`super::write::chunk_groups`]), the calling thread,
+//! Per touched chunk (pieces grouped by [`super::merge::chunk_groups`]), the calling thread,
 //! holding the lock, prepares a job: an interior chunk the rows cover entirely, and any
 //! unallocated chunk, starts as libhdf5 starts a new chunk: the fill value throughout (also
 //! outside the extent of an edge chunk, where a later resize shows it), zeros under fill time
@@ -32,7 +32,9 @@ use crate::codec::encode::{encode_pipeline, EncodeFilter, Encoder};
 use crate::codec::decode::{pipeline, swap_bytes, Decoder, Filter};
 use crate::geometry::MAX_RANK;
 use super::options::{max_workers, num_threads};
-use super::write::{chunk_groups, dense_strides, ranges, report, MergeCtx, PieceRef, SrcArray, WriteStats};
+use super::merge::{chunk_groups, ranges, report, MergeCtx, PieceRef, SrcArray};
+use super::stats::WriteStats;
+use crate::engine::copy::dense_strides;
 use crate::dtype::{ByteOrder, Dtype};
 use crate::error::{Error, Result};
 use crate::hdf5::chunk::{chunk_layout, chunk_state, fill_element, flush_dataset, read_raw_chunk, types_equal, ChunkState};
