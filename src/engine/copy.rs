@@ -11,7 +11,7 @@
 
 use ndarray::{ArrayView, ArrayViewMut, Axis, IxDyn, ShapeBuilder};
 
-use crate::geometry::MAX_RANK;
+use crate::geometry::{axis_stride, MAX_RANK};
 use crate::error::Result;
 
 /// Dense C-order byte strides of a block of `count` elements of `itemsize` bytes into `out`
@@ -50,7 +50,7 @@ fn unit_axes_zeroed(strides: &[isize], counts: &[usize]) -> Option<[isize; MAX_R
     }
     let mut out = [0isize; MAX_RANK];
     for (k, (&c, &s)) in counts.iter().zip(strides).enumerate() {
-        out[k] = if c == 1 { 0 } else { s };
+        out[k] = axis_stride(c as u64, s, 1);
     }
     Some(out)
 }

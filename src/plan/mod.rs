@@ -6,4 +6,4 @@ pub mod grid;
 pub mod pieces;
 
 pub use grid::ChunkGrid;
-pub use pieces::{overlapping_rows, push_dst_box, PieceKey, Plan};
+pub use pieces::{overlapping_rows, push_dst_box, PieceBlock, PieceKey, Plan};

@@ -49,7 +49,8 @@ use hdf5_sys::h5i::hid_t;
 
 use crate::plan::grid::ChunkGrid;
 use crate::codec::decode::{pipeline, swap_bytes, Decoder, Filter};
-use crate::geometry::{row, SliceTable, MAX_RANK};
+use crate::engine::copy::dense_strides;
+use crate::geometry::{axis_step, row, SliceTable, MAX_RANK};
 use super::options::{max_chunk_bytes, max_workers, num_threads, PlannerMode};
 use crate::plan::pieces::{overlapping_rows, push_dst_box, Plan};
 use super::rows::{read_row, Ctx, RawKind};
@@ -187,32 +188,13 @@ impl Shared<'_> {
         let n = self.grid.ndim();
         let itemsize = self.ctx.itemsize;
         let mut cstr = [0isize; MAX_RANK];
-        let mut acc = itemsize as isize;
-        for j in (0..n).rev() {
-            cstr[j] = acc;
-            acc *= dims[j] as isize;
-        }
-        let (mut ss, mut ds, mut counts) = ([0isize; MAX_RANK], [0isize; MAX_RANK], [0usize; MAX_RANK]);
+        dense_strides(dims, itemsize, &mut cstr[..n]);
         for p in &self.plan.pieces[self.plan.groups[group].1.clone()] {
-            let (s, d, c) = self.plan.piece(p);
-            let mut so = 0usize;
-            for j in 0..n {
-                let sstep = self.table.src_step.map_or(1, |t| t[p.row * n + j]) as isize;
-                let dstep = self.table.dst_step.map_or(1, |t| t[p.row * n + j]) as isize;
-                so += (s[j] - origin[j]) as usize * cstr[j] as usize;
-                // A piece with one element on an axis never steps along it: its step may be
-                // anything (up to 2^64 - 1) and the product would overflow; with two or more,
-                // both products lie inside the chunk / the validated destination.
-                let one = c[j] <= 1;
-                ss[j] = if one { 0 } else { cstr[j] * sstep };
-                ds[j] = if one { 0 } else { self.ctx.layout.strides[j] as isize * dstep };
-                counts[j] = c[j] as usize;
-            }
-            let d_o = self.ctx.layout.byte_offset(d);
+            let b = self.plan.block(p, origin, &cstr[..n], self.ctx.layout, self.table.src_step, self.table.dst_step);
             // SAFETY: pieces planned here belong to rows whose destinations overlap no other
             // row's, and the pieces of one row are disjoint: no other thread writes these
             // elements (see the module docs).
-            unsafe { self.ctx.dst.copy_in(buf, so, &ss[..n], d_o, &ds[..n], &counts[..n], itemsize)? };
+            unsafe { self.ctx.dst.copy_in(buf, b.chunk_off, &b.chunk_strides[..n], b.array_off, &b.array_strides[..n], &b.counts[..n], itemsize)? };
         }
         Ok(())
     }
@@ -667,12 +649,10 @@ fn piece_row(plan: &Plan, table: &SliceTable, i: usize, p: &crate::plan::pieces:
     r.dst_start[..n].copy_from_slice(d);
     r.count[..n].copy_from_slice(c);
     // Steps of axes where the piece has one element are never applied and may be any
-    // uint64 (a row's other pieces step along them): 1, like `geometry::row` does for rows.
+    // uint64 (a row's other pieces step along them): `axis_step`, as for rows.
     for j in 0..n {
-        if c[j] > 1 {
-            r.src_step[j] = table.src_step.map_or(1, |t| t[i * n + j]);
-            r.dst_step[j] = table.dst_step.map_or(1, |t| t[i * n + j]);
-        }
+        r.src_step[j] = axis_step(c[j], table.src_step.map_or(1, |t| t[i * n + j]));
+        r.dst_step[j] = axis_step(c[j], table.dst_step.map_or(1, |t| t[i * n + j]));
     }
     r
 }

@@ -26,7 +26,8 @@
 //! those ranges are disjoint.
 
 use crate::engine::copy::{copy_runs_unchecked, copy_strided_runs as copy_strided, runs_apply};
-use crate::geometry::{row_counts, ArrayLayout, SliceTable, MAX_RANK};
+use crate::engine::copy::dense_strides;
+use crate::geometry::{axis_stride, row_counts, ArrayLayout, SliceTable, MAX_RANK};
 use super::checks::SLICES_CLIP;
 pub use super::stats::CopyStats;
 use crate::dtype::Dtype;
@@ -166,12 +167,9 @@ pub unsafe fn copy_many_slices_raw(
         for j in 0..n {
             elems *= cnt[j];
             counts[j] = cnt[j] as usize;
-            // A step only matters when the axis copies more than one element; then
-            // stride * step is bounded by the validated array span. With count 1 a step may
-            // be any uint64 (stride * step would overflow: found by fuzzing).
-            let one = cnt[j] == 1;
-            ss[j] = if one { 0 } else { src_layout.strides[j] as isize * table.src_step.map_or(1, |x| x[base + j]) as isize };
-            ds[j] = if one { 0 } else { dst_layout.strides[j] as isize * table.dst_step.map_or(1, |x| x[base + j]) as isize };
+            // A step only matters when the axis copies more than one element (`axis_stride`).
+            ss[j] = axis_stride(cnt[j], src_layout.strides[j] as isize, table.src_step.map_or(1, |x| x[base + j]));
+            ds[j] = axis_stride(cnt[j], dst_layout.strides[j] as isize, table.dst_step.map_or(1, |x| x[base + j]));
             so += table.src_start[base + j] as isize * src_layout.strides[j] as isize;
             d_o += table.dst_start[base + j] as isize * dst_layout.strides[j] as isize;
         }
@@ -202,11 +200,7 @@ pub unsafe fn copy_many_slices_raw(
             if scratch.len() < bytes {
                 scratch.resize(bytes, 0);
             }
-            let mut acc = size as isize;
-            for j in (0..n).rev() {
-                dense[j] = acc;
-                acc *= counts[j] as isize;
-            }
+            dense_strides(&cnt[..n], size, &mut dense[..n]);
             {
                 // SAFETY: as above for the source range; no mutable borrow of it exists while
                 // this shared one lives (the destination borrow is created after it ends).

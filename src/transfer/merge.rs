@@ -1,5 +1,5 @@
 //! Chunk assembly for writes: the caller's source array ([`SrcArray`]), the pieces of rows
-//! cut by the chunk grid ([`PieceRef`], grouped by [`chunk_groups`]), merging them into a
+//! cut by the chunk grid (the one planner, [`crate::plan::Plan`]), merging them into a
 //! chunk buffer ([`MergeCtx`]) and the part-way failure message ([`report`]). Shared by the
 //! `H5Dwrite` path ([`super::write`]) and the raw chunk writer ([`super::rawwrite`]), which
 //! import it and not each other.
@@ -7,7 +7,8 @@
 use crate::dtype::Dtype;
 use crate::engine::copy::copy_strided_runs;
 use crate::error::{Error, Result};
-use crate::geometry::{row_named, ArrayLayout, Row, SliceTable, MAX_RANK};
+use crate::geometry::{axis_step, ArrayLayout, SliceTable, MAX_RANK};
+use crate::plan::{PieceKey, Plan};
 
 /// A caller-owned source: its whole buffer, the layout of the array inside it, the dtype.
 pub struct SrcArray<'a> {
@@ -56,77 +57,47 @@ pub(super) fn failed(e: Error, what: &str, done: &[usize], partial: &[usize]) ->
     )
 }
 
-/// One piece of a row inside one chunk: sort key (chunk linear index, then order of
-/// creation, which is row order), the row and where the geometry lives in `geo`.
-#[derive(Clone, Copy)]
-pub(super) struct PieceRef {
-    pub chunk: u64,
-    pub seq: u32,
-    pub row: u32,
-}
-
-/// Index ranges of `pieces` (sorted by chunk) that share a chunk.
-pub(super) fn chunk_groups(pieces: &[PieceRef]) -> Vec<std::ops::Range<usize>> {
-    let mut out = Vec::new();
-    let mut a = 0;
-    while a < pieces.len() {
-        let mut b = a + 1;
-        while b < pieces.len() && pieces[b].chunk == pieces[a].chunk {
-            b += 1;
-        }
-        out.push(a..b);
-        a = b;
-    }
-    out
-}
-
 /// What merging row pieces into a chunk buffer needs (shared, read-only: usable from worker
-/// threads).
+/// threads): the table, the source array and the write's [`Plan`] (pieces grouped by chunk).
 pub(super) struct MergeCtx<'a> {
     pub table: &'a SliceTable<'a>,
     pub src: &'a SrcArray<'a>,
-    pub dshape: &'a [u64],
-    pub clip: bool,
-    pub geo: &'a [u64],
+    pub plan: &'a Plan,
     pub n: usize,
 }
 
 impl MergeCtx<'_> {
-    fn row_of(&self, p: &PieceRef, cached: &mut Option<(usize, Row)>) -> Result<Row> {
-        let i = p.row as usize;
-        if let Some((ci, r)) = cached {
-            if *ci == i {
-                return Ok(*r);
-            }
-        }
-        let r = row_named(self.table, i, &self.src.layout.shape, self.dshape, self.clip, NAMES)?.ok_or_else(|| err!(InvalidArgument, "internal: row {i} vanished"))?;
-        *cached = Some((i, r));
-        Ok(r)
+    /// Chunk group `gi`: its chunk's linear index on the grid and its pieces (row order).
+    pub(super) fn group(&self, gi: usize) -> (u64, &[PieceKey]) {
+        let (chunk, range) = &self.plan.groups[gi];
+        (*chunk, &self.plan.pieces[range.clone()])
     }
 
     /// Whether the union of the pieces of `group` covers every element of the chunk region
     /// `origin` + `extent` (clipped to the dataset). `covered` is scratch.
-    pub(super) fn covers(&self, group: &[PieceRef], origin: &[u64], extent: &[u64], covered: &mut Vec<u8>) -> Result<bool> {
-        let (n, geo) = (self.n, self.geo);
+    pub(super) fn covers(&self, group: &[PieceKey], origin: &[u64], extent: &[u64], covered: &mut Vec<u8>) -> Result<bool> {
+        let n = self.n;
         let elems: u64 = extent.iter().product();
-        let total: u64 = group.iter().map(|p| geo_count(geo, p.seq, n).iter().product::<u64>()).sum();
+        let total: u64 = group.iter().map(|p| self.plan.piece_elements(p)).sum();
         if total < elems {
             return Ok(false);
         }
-        if group.iter().any(|p| geo_count(geo, p.seq, n) == extent) {
+        if group.iter().any(|p| self.plan.piece(p).2 == extent) {
             return Ok(true);
         }
         covered.clear();
         covered.resize(elems as usize, 0);
         let mut ncov = 0u64;
-        let mut cached = None;
         for p in group {
-            let r = self.row_of(p, &mut cached)?;
-            let (k0, pc) = (geo_k0(geo, p.seq, n), geo_count(geo, p.seq, n));
+            let (start, _, pc) = self.plan.piece(p);
+            let mut step = [1u64; MAX_RANK];
+            for j in 0..n {
+                step[j] = axis_step(pc[j], self.table.dst_step.map_or(1, |t| t[p.row * n + j]));
+            }
             for_each_index(pc, |t| {
                 let mut lin = 0u64;
                 for j in 0..n {
-                    let pos = r.dst_start[j] + (k0[j] + t[j]) * r.dst_step[j] - origin[j];
+                    let pos = start[j] + t[j] * step[j] - origin[j];
                     lin = lin * extent[j] + pos;
                 }
                 let c = &mut covered[lin as usize];
@@ -140,41 +111,16 @@ impl MergeCtx<'_> {
     /// Copy the pieces of `group`, in row order, from the source array into `buf`, a chunk
     /// buffer whose element at dataset coordinates `origin` is at byte 0, with byte strides
     /// `dense`.
-    pub(super) fn merge(&self, group: &[PieceRef], origin: &[u64], dense: &[isize], buf: &mut [u8]) -> Result<()> {
+    pub(super) fn merge(&self, group: &[PieceKey], origin: &[u64], dense: &[isize], buf: &mut [u8]) -> Result<()> {
         let n = self.n;
         let src = self.src;
-        let (mut counts, mut ss, mut cs) = ([0usize; MAX_RANK], [0isize; MAX_RANK], [0isize; MAX_RANK]);
-        let mut cached = None;
         for p in group {
-            let r = self.row_of(p, &mut cached)?;
-            let (k0, pc) = (geo_k0(self.geo, p.seq, n), geo_count(self.geo, p.seq, n));
-            let mut sidx = [0u64; MAX_RANK];
-            let mut coff = 0usize;
-            for j in 0..n {
-                sidx[j] = r.src_start[j] + k0[j] * r.src_step[j];
-                let pos = r.dst_start[j] + k0[j] * r.dst_step[j] - origin[j];
-                coff += pos as usize * dense[j] as usize;
-                counts[j] = pc[j] as usize;
-                // One element on this axis: never stepped along (the steps may be huge).
-                let one = pc[j] <= 1;
-                ss[j] = if one { 0 } else { src.layout.strides[j] as isize * r.src_step[j] as isize };
-                cs[j] = if one { 0 } else { dense[j] * r.dst_step[j] as isize };
-            }
-            let so = src.layout.byte_offset(&sidx[..n]);
-            copy_strided_runs(src.buf, so, &ss[..n], buf, coff, &cs[..n], &counts[..n], src.layout.itemsize)?;
+            // The dataset is the row's destination side, the array its source side.
+            let b = self.plan.block(p, origin, dense, &src.layout, self.table.dst_step, self.table.src_step);
+            copy_strided_runs(src.buf, b.array_off, &b.array_strides[..n], buf, b.chunk_off, &b.chunk_strides[..n], &b.counts[..n], src.layout.itemsize)?;
         }
         Ok(())
     }
-}
-
-fn geo_k0(geo: &[u64], seq: u32, n: usize) -> &[u64] {
-    let b = seq as usize * 2 * n;
-    &geo[b..b + n]
-}
-
-fn geo_count(geo: &[u64], seq: u32, n: usize) -> &[u64] {
-    let b = seq as usize * 2 * n + n;
-    &geo[b..b + n]
 }
 
 /// The failure message for a chunked write: rows complete / in part from the piece counts.

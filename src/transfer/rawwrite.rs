@@ -32,7 +32,7 @@ use crate::codec::encode::{encode_pipeline, EncodeFilter, Encoder};
 use crate::codec::decode::{pipeline, swap_bytes, Decoder, Filter};
 use crate::geometry::MAX_RANK;
 use super::options::{max_workers, num_threads};
-use super::merge::{chunk_groups, ranges, report, MergeCtx, PieceRef, SrcArray};
+use super::merge::{ranges, report, MergeCtx, SrcArray};
 use super::stats::WriteStats;
 use crate::engine::copy::dense_strides;
 use crate::dtype::{ByteOrder, Dtype};
@@ -120,8 +120,6 @@ struct Shared<'a> {
     plan: &'a RawPlan,
     ctx: &'a MergeCtx<'a>,
     grid: &'a ChunkGrid,
-    pieces: &'a [PieceRef],
-    groups: &'a [std::ops::Range<usize>],
     /// Bytes of a whole (unclipped) chunk in memory.
     chunk_bytes: usize,
     dense: [isize; MAX_RANK],
@@ -146,12 +144,12 @@ impl Shared<'_> {
     /// libhdf5 read the chunk).
     fn run(&self, w: &mut Worker, job: Job) -> Result<std::result::Result<Vec<u8>, String>> {
         let n = self.ctx.n;
-        let group = &self.pieces[self.groups[job.group].clone()];
+        let (chunk, group) = self.ctx.group(job.group);
         let mut origin = [0u64; MAX_RANK];
         let mut coord = [0u64; MAX_RANK];
-        self.grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+        self.grid.chunk_coord(chunk, &mut coord[..n]);
         self.grid.chunk_origin(&coord[..n], &mut origin[..n]);
-        let unfiltered = self.plan.dont_filter_partial && crate::hdf5::chunk::is_partial_edge(&origin[..n], self.grid.chunk(), self.ctx.dshape);
+        let unfiltered = self.plan.dont_filter_partial && crate::hdf5::chunk::is_partial_edge(&origin[..n], self.grid.chunk(), self.grid.shape());
         let (decode, encode): (&[Filter], &[EncodeFilter]) = if unfiltered { (&[], &[]) } else { (&self.plan.decode, &self.plan.encode) };
         let mut buf = match job.start {
             Start::Fresh => self.fresh(&coord[..n])?,
@@ -184,7 +182,7 @@ impl Shared<'_> {
     }
 }
 
-/// Write every chunk touched by `pieces` (sorted by chunk) raw (see the module docs).
+/// Write every chunk of `ctx.plan` raw (see the module docs).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn write_chunks_raw(
     l: &H5Lock,
@@ -192,19 +190,18 @@ pub(super) fn write_chunks_raw(
     plan: &RawPlan,
     grid: &ChunkGrid,
     ctx: &MergeCtx,
-    pieces: &[PieceRef],
     pieces_per_row: &[u32],
     reader: &mut HyperslabReader,
     stats: &mut WriteStats,
 ) -> Result<()> {
     let n = ctx.n;
     let itemsize = ctx.src.layout.itemsize;
-    let groups = chunk_groups(pieces);
+    let ngroups = ctx.plan.groups.len();
     let chunk_elems: u64 = grid.chunk().iter().product();
     let chunk_bytes = usize::try_from(chunk_elems as u128 * itemsize as u128).map_err(|_| err!(Unsupported, "chunk of {chunk_elems} elements does not fit in memory"))?;
     let mut dense = [0isize; MAX_RANK];
     dense_strides(grid.chunk(), itemsize, &mut dense);
-    let shared = Shared { plan, ctx, grid, pieces, groups: &groups, chunk_bytes, dense };
+    let shared = Shared { plan, ctx, grid, chunk_bytes, dense };
     let mut written_per_row = vec![0u32; ctx.table.nslices];
     let mut flushed = false;
     // File size after the flush (chunks cached by earlier writes are then allocated).
@@ -212,20 +209,20 @@ pub(super) fn write_chunks_raw(
     let mut covered = Vec::new();
     let mut clipped = Vec::new();
     let what = |gi: usize| {
-        let group = &pieces[groups[gi].clone()];
+        let (chunk, group) = ctx.group(gi);
         let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
-        grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+        grid.chunk_coord(chunk, &mut coord[..n]);
         grid.chunk_origin(&coord[..n], &mut origin[..n]);
         grid.chunk_extent(&coord[..n], &mut extent[..n]);
-        let mut rows: Vec<usize> = group.iter().map(|p| p.row as usize).collect();
+        let mut rows: Vec<usize> = group.iter().map(|p| p.row).collect();
         rows.dedup();
         format!("chunk {:?} (dataset elements {:?} + {:?}, rows {})", &coord[..n], &origin[..n], &extent[..n], ranges(&rows))
     };
     // Prepare the job of group `gi` (calling thread, lock held).
     let mut prepare = |gi: usize, stats: &mut WriteStats, force_mem: bool| -> Result<Job> {
-        let group = &pieces[groups[gi].clone()];
+        let (chunk, group) = ctx.group(gi);
         let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
-        grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+        grid.chunk_coord(chunk, &mut coord[..n]);
         grid.chunk_origin(&coord[..n], &mut origin[..n]);
         grid.chunk_extent(&coord[..n], &mut extent[..n]);
         if !force_mem {
@@ -279,16 +276,16 @@ pub(super) fn write_chunks_raw(
         Ok(Job { group: gi, start: Start::Mem(b) })
     };
     let store = |gi: usize, bytes: &[u8], stats: &mut WriteStats, written: &mut [u32]| -> Result<()> {
-        let group = &pieces[groups[gi].clone()];
+        let (chunk, group) = ctx.group(gi);
         let (mut coord, mut origin) = ([0u64; MAX_RANK], [0u64; MAX_RANK]);
-        grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+        grid.chunk_coord(chunk, &mut coord[..n]);
         grid.chunk_origin(&coord[..n], &mut origin[..n]);
         write_raw_chunk(l, dset, &origin[..n], 0, bytes)?;
         stats.chunks_written += 1;
         stats.hdf5_writes += 1;
         stats.raw_chunks += 1;
         for p in group {
-            written[p.row as usize] += 1;
+            written[p.row] += 1;
         }
         Ok(())
     };
@@ -313,10 +310,10 @@ pub(super) fn write_chunks_raw(
         };
         store(gi, &bytes, stats, written)
     };
-    let threads = num_threads().min(groups.len()).min(max_workers());
+    let threads = num_threads().min(ngroups).min(max_workers());
     if threads <= 1 {
         let mut w = Worker::default();
-        for gi in 0..groups.len() {
+        for gi in 0..ngroups {
             let r = prepare(gi, stats, false)
                 .and_then(|job| shared.run(&mut w, job))
                 .and_then(|res| finish(gi, res, &mut prepare, &mut w, stats, &mut written_per_row));
@@ -362,8 +359,8 @@ pub(super) fn write_chunks_raw(
         let mut in_flight = 0usize;
         let mut next = 0usize;
         let mut outcome: Result<()> = Ok(());
-        while next < groups.len() || in_flight > 0 {
-            if outcome.is_ok() && next < groups.len() && in_flight < 2 * live {
+        while next < ngroups || in_flight > 0 {
+            if outcome.is_ok() && next < ngroups && in_flight < 2 * live {
                 match prepare(next, stats, false) {
                     Ok(job) => {
                         let _ = job_tx.send(job);
@@ -374,7 +371,7 @@ pub(super) fn write_chunks_raw(
                 next += 1;
                 continue;
             }
-            if live == 0 && outcome.is_ok() && next < groups.len() {
+            if live == 0 && outcome.is_ok() && next < ngroups {
                 // No worker could be started: encode here, with the lock released meanwhile.
                 let gi = next;
                 match prepare(gi, stats, false) {

@@ -28,12 +28,12 @@
 
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 
-use super::merge::{chunk_groups, failed, ranges, report, MergeCtx, PieceRef, NAMES};
+use super::merge::{failed, ranges, report, MergeCtx, NAMES};
 pub use super::merge::SrcArray;
 use super::stats::WriteStats;
 use crate::engine::copy::{copy_strided_runs, dense_strides};
 use crate::geometry::{c_contiguous_block, row_named, SliceTable, MAX_RANK};
-use crate::plan::grid::ChunkGrid;
+use crate::plan::{ChunkGrid, Plan};
 use crate::error::{Error, Result};
 use crate::hdf5::dataset::{dataset_info, expect_kind, HyperslabReader, Layout};
 use crate::hdf5::error::session;
@@ -166,32 +166,26 @@ fn write_chunked(
     if table.nslices > u32::MAX as usize {
         bail!(Unsupported, "{} rows: at most {} per call on chunked datasets", table.nslices, u32::MAX);
     }
-    // 1. Cut every row by the chunk grid. geo holds, per piece, k0[n] then count[n].
-    let mut pieces: Vec<PieceRef> = Vec::new();
-    let mut geo: Vec<u64> = Vec::new();
+    // 1. Cut every row by the chunk grid (the planner reads use too), pieces grouped by chunk.
+    let mut plan = Plan::new(n);
     let mut pieces_per_row = vec![0u32; table.nslices];
     for (i, per_row) in pieces_per_row.iter_mut().enumerate() {
         let Some(r) = row_named(table, i, &src.layout.shape, &dshape, clip, NAMES)? else { continue };
         stats.rows_written += 1;
         stats.elements += r.elements();
-        grid.for_each_piece(&r.dst_start[..n], &r.count[..n], &r.dst_step[..n], |p| {
-            pieces.push(PieceRef { chunk: grid.linear_index(p.chunk_coord), seq: pieces.len() as u32, row: i as u32 });
-            geo.extend_from_slice(p.row_offset);
-            geo.extend_from_slice(p.count);
-            *per_row += 1;
-        });
+        *per_row = plan.add_write_row(grid, i, &r) as u32;
     }
-    if pieces.len() > u32::MAX as usize {
-        bail!(Unsupported, "{} row pieces: at most {} per call", pieces.len(), u32::MAX);
+    if plan.pieces.len() > u32::MAX as usize {
+        bail!(Unsupported, "{} row pieces: at most {} per call", plan.pieces.len(), u32::MAX);
     }
-    pieces.sort_unstable_by_key(|p| (p.chunk, p.seq));
+    plan.finish();
 
     // 2. One chunk at a time: raw (filters run by vh5 on worker threads) when vh5 implements
     //    the whole pipeline and no type conversion is needed, else through H5Dwrite.
-    let ctx = MergeCtx { table, src, dshape: &dshape, clip, geo: &geo, n };
+    let ctx = MergeCtx { table, src, plan: &plan, n };
     if let Some(raw) = super::rawwrite::raw_plan(l, dset, mem_type, src)? {
         let mut reader = HyperslabReader::new(l, dset, mem_type, itemsize)?;
-        return super::rawwrite::write_chunks_raw(l, dset, &raw, grid, &ctx, &pieces, &pieces_per_row, &mut reader, stats);
+        return super::rawwrite::write_chunks_raw(l, dset, &raw, grid, &ctx, &pieces_per_row, &mut reader, stats);
     }
     let mut reader = HyperslabReader::new(l, dset, mem_type, itemsize)?;
     let fill_never = crate::hdf5::chunk::chunk_layout(l, dset)?.fill_never;
@@ -201,9 +195,9 @@ fn write_chunked(
     let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
     let mut dense = [0isize; MAX_RANK];
     let mut rows_here: Vec<usize> = Vec::new();
-    for group in chunk_groups(&pieces) {
-        let group = &pieces[group];
-        grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+    for gi in 0..plan.groups.len() {
+        let (chunk, group) = ctx.group(gi);
+        grid.chunk_coord(chunk, &mut coord[..n]);
         grid.chunk_origin(&coord[..n], &mut origin[..n]);
         grid.chunk_extent(&coord[..n], &mut extent[..n]);
         let elems: u64 = extent[..n].iter().product();
@@ -214,7 +208,7 @@ fn write_chunked(
         }
         let full = ctx.covers(group, &origin[..n], &extent[..n], &mut covered)?;
         rows_here.clear();
-        rows_here.extend(group.iter().map(|p| p.row as usize));
+        rows_here.extend(group.iter().map(|p| p.row));
         rows_here.dedup();
         let chunk_what = || format!("chunk {:?} (dataset elements {:?} + {:?}, rows {})", &coord[..n], &origin[..n], &extent[..n], ranges(&rows_here));
         if !full {
@@ -236,7 +230,7 @@ fn write_chunked(
         stats.chunks_written += 1;
         stats.hdf5_writes += 1;
         for p in group {
-            written_per_row[p.row as usize] += 1;
+            written_per_row[p.row] += 1;
         }
     }
     Ok(())
