@@ -3,7 +3,7 @@
 //!
 //! Used by [`super::write`] when (checked by [`raw_plan`]) the dataset's whole pipeline is made
 //! of filters vh5 encodes AND decodes (deflate at the dataset's level, shuffle, fletcher32:
-//! [`crate::codec::encode`], [`crate::codec::decode`]) and the file type's bytes are the memory type's,
+//! [`crate::codec`]) and the file type's bytes are the memory type's,
 //! possibly byte-swapped (no libhdf5 type conversion). Any other pipeline (szip, nbit,
 //! scaleoffset, plugins), an unfiltered dataset, or a conversion goes through `H5Dwrite`.
 //!
@@ -28,8 +28,8 @@ use hdf5_sys::h5i::hid_t;
 
 use crate::plan::grid::ChunkGrid;
 use crate::engine::copy::copy_strided_runs;
-use crate::codec::encode::{encode_pipeline, EncodeFilter, Encoder};
-use crate::codec::decode::{pipeline, swap_bytes, Decoder, Filter};
+use super::checks::vh5_pipeline;
+use crate::codec::{swap_bytes, Decoder, Encoder, Filter};
 use crate::geometry::MAX_RANK;
 use super::options::{max_workers, num_threads};
 use super::merge::{ranges, report, MergeCtx, SrcArray};
@@ -46,8 +46,8 @@ use crate::hdf5::write::write_raw_chunk;
 
 /// How to store chunks raw: the pipeline both ways and the byte swap between memory and file.
 pub struct RawPlan {
-    encode: Vec<EncodeFilter>,
-    decode: Vec<Filter>,
+    /// The pipeline, run backwards to decode and forwards to encode.
+    filters: Vec<Filter>,
     /// `Some(unit)`: the file stores the other byte order; reverse every `unit`-byte word.
     swap: Option<usize>,
     /// `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`: partial edge chunks (against the current
@@ -66,8 +66,7 @@ pub fn raw_plan(l: &H5Lock, dset: hid_t, mem_type: hid_t, src: &SrcArray) -> Res
     if layout.chunk.is_none() || layout.filters.is_empty() {
         return Ok(None);
     }
-    let specs: Vec<(i32, &[u32])> = layout.filters.iter().map(|f| (f.id, f.cd_values.as_slice())).collect();
-    let (Some(encode), Some(decode)) = (encode_pipeline(&specs), pipeline(&specs)) else { return Ok(None) };
+    let Some(filters) = vh5_pipeline(&layout.filters) else { return Ok(None) };
     // SAFETY: dset is an open dataset (checked by the caller); lock held.
     let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
     let finfo = classify(l, ftype.id())?;
@@ -90,7 +89,7 @@ pub fn raw_plan(l: &H5Lock, dset: hid_t, mem_type: hid_t, src: &SrcArray) -> Res
         }
     };
     let fill = if layout.fill_never { None } else { Some(fill_element(l, dset, mem_type, itemsize)?).filter(|f| f.iter().any(|&b| b != 0)) };
-    Ok(Some(RawPlan { encode, decode, swap, dont_filter_partial: layout.dont_filter_partial, fill }))
+    Ok(Some(RawPlan { filters, swap, dont_filter_partial: layout.dont_filter_partial, fill }))
 }
 
 /// Where a job's starting bytes come from.
@@ -150,7 +149,7 @@ impl Shared<'_> {
         self.grid.chunk_coord(chunk, &mut coord[..n]);
         self.grid.chunk_origin(&coord[..n], &mut origin[..n]);
         let unfiltered = self.plan.dont_filter_partial && crate::hdf5::chunk::is_partial_edge(&origin[..n], self.grid.chunk(), self.grid.shape());
-        let (decode, encode): (&[Filter], &[EncodeFilter]) = if unfiltered { (&[], &[]) } else { (&self.plan.decode, &self.plan.encode) };
+        let filters: &[Filter] = if unfiltered { &[] } else { &self.plan.filters };
         let mut buf = match job.start {
             Start::Fresh => self.fresh(&coord[..n])?,
             Start::Mem(b) => b,
@@ -158,7 +157,7 @@ impl Shared<'_> {
                 // Not decodable by vh5: libhdf5 reads it (or fails). Decodable but to the wrong
                 // size (a bomb, a short stream): corrupt for certain — never merged and
                 // rewritten from libhdf5's cut or uninitialised-padded version of it.
-                if let Err(e) = w.dec.decode_checked(decode, mask, &mut b, self.chunk_bytes) {
+                if let Err(e) = w.dec.decode_checked(filters, mask, &mut b, self.chunk_bytes) {
                     return match e.kind {
                         crate::error::ErrorKind::Malformed => Ok(Err(e.message)),
                         _ => Err(Error::new(e.kind, format!("chunk {:?}: {}: the chunk is corrupted", &coord[..n], e.message))),
@@ -177,7 +176,7 @@ impl Shared<'_> {
         if let Some(u) = self.plan.swap {
             swap_bytes(&mut buf, u);
         }
-        w.enc.encode(encode, &mut buf).map_err(|m| err!(Hdf5, "chunk {:?}: {m}", &coord[..n]))?;
+        w.enc.encode(filters, &mut buf).map_err(|m| err!(Hdf5, "chunk {:?}: {m}", &coord[..n]))?;
         Ok(Ok(buf))
     }
 }
