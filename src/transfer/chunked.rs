@@ -413,7 +413,7 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
             let result = (|| -> Result<()> {
                 let fl = lock();
                 let l = &fl;
-                for g in 0..plan.groups.len() {
+                for (g, &is_whole) in whole.iter().enumerate().take(plan.groups.len()) {
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
@@ -422,7 +422,7 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
                         // SAFETY: nothing of ours is in flight in libhdf5 here.
                         unsafe { bump(l) };
                     }
-                    if !whole[g] {
+                    if !is_whole {
                         fetcher.precheck(l, shared, g)?;
                         for p in &plan.pieces[plan.groups[g].1.clone()] {
                             let r = piece_row(plan, table, p.row, p);
