@@ -48,24 +48,23 @@ use std::sync::{mpsc, Arc, Mutex};
 use hdf5_sys::h5i::hid_t;
 
 use crate::plan::grid::ChunkGrid;
-use crate::codec::decode::{pipeline, swap_bytes, Decoder, Filter};
-use crate::geometry::{row, SliceTable, MAX_RANK};
+use super::checks::vh5_pipeline;
+use super::pipeline::{spawn_workers, ChunkOutcome};
+use crate::codec::{Decoder, Filter};
+use crate::geometry::{row, SliceTable};
 use super::options::{max_chunk_bytes, max_workers, num_threads, PlannerMode};
+use crate::plan::decide;
 use crate::plan::pieces::{overlapping_rows, push_dst_box, Plan};
-use super::read::{read_row, Ctx, RawKind, ReadStats};
+use super::chunk_job::{piece_row, Fetcher, Job, Shared};
+pub(crate) use super::chunk_job::Convert;
+use super::rows::{read_row, Ctx, RawKind};
+use super::stats::ReadStats;
 use crate::error::{Error, Result};
-use crate::error::ErrorKind;
-use crate::hdf5::chunk::{chunk_state, file_size, flush_dataset, opened_read_write, read_raw_chunk, ChunkState, FilterSpec};
+use crate::hdf5::chunk::{chunk_state, file_size, flush_dataset, opened_read_write, ChunkState, FilterSpec};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{bump, lock, released, H5Lock};
 use crate::hdf5::meta::{ChunkKey, DecodedChunk};
 
-/// Estimated fixed cost of fetching one whole chunk raw (chunk lookup + `H5Dread_chunk`), ns.
-pub(crate) const CHUNK_FETCH_NS: u64 = 4_000;
-/// Estimated fixed cost of one `H5Dread` of a small hyperslab, ns.
-pub(crate) const HDF5_READ_NS: u64 = 2_000;
-/// Estimated bytes moved per ns (read from the page cache + copy).
-pub(crate) const BYTES_PER_NS: u64 = 4;
 /// Fetched chunks queued per worker thread before the calling thread decodes one itself.
 const QUEUE_PER_WORKER: usize = 4;
 /// Chunks whose decoded size reaches this many bytes are "big": never queued (a job is
@@ -74,154 +73,11 @@ const QUEUE_PER_WORKER: usize = 4;
 /// (threads + 1) x chunk size (see [`read_chunked`]).
 pub(crate) const BIG_CHUNK_BYTES: usize = 8 << 20;
 
-/// Whether to read a chunk whole (true) or read its pieces through libhdf5 (false).
-///
-/// - `chunks` mode: always whole.
-/// - filtered chunks (`auto`): whole, except in small calls (at most 4 chunks, one piece
-///   each), where libhdf5's own chunk cache may already hold the decoded chunk (repeated small
-///   calls) and a whole read could not do better than libhdf5 on a cold chunk anyway;
-/// - unfiltered chunks (`auto`): whole when `CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS`
-///   <= `pieces * HDF5_READ_NS + piece_bytes / BYTES_PER_NS`, i.e. when the chunk's extra
-///   bytes cost less than the per-read overhead of its pieces (a few tiny rows in a large
-///   chunk read their pieces; many rows in a chunk read it once).
-pub fn decide(mode: PlannerMode, filtered: bool, chunk_bytes: u64, groups: &[(usize, u64)]) -> Vec<bool> {
-    match mode {
-        PlannerMode::Chunks => vec![true; groups.len()],
-        PlannerMode::Rows => vec![false; groups.len()],
-        PlannerMode::Auto if filtered => {
-            let small = groups.len() <= 4 && groups.iter().all(|g| g.0 == 1);
-            vec![!small; groups.len()]
-        }
-        PlannerMode::Auto => groups
-            .iter()
-            .map(|&(pieces, bytes)| CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS <= pieces as u64 * HDF5_READ_NS + bytes / BYTES_PER_NS)
-            .collect(),
-    }
-}
-
-/// A fetched chunk on its way to a worker.
-struct Job {
-    group: usize,
-    buf: Vec<u8>,
-    /// `Some(mask)`: stored bytes to decode; `None`: already in the memory type, laid out
-    /// densely over the chunk's extent clipped to the dataset.
-    raw_mask: Option<u32>,
-}
-
-/// Everything a worker needs, shared read-only.
-struct Shared<'a> {
-    plan: &'a Plan,
-    grid: &'a ChunkGrid,
-    table: &'a SliceTable<'a>,
-    ctx: &'a Ctx<'a>,
-    filters: &'a [Filter],
-    raw: Option<RawKind>,
-    /// Decoded size of a whole chunk in the file type, bytes (what the filters must produce).
-    stored_bytes: usize,
-    /// Set when the file type's bytes are not the memory type's: libhdf5 converts each
-    /// chunk vh5 decoded (`H5Tconvert`).
-    convert: Option<Convert>,
-    /// `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`: partial edge chunks are stored unfiltered.
-    dont_filter_partial: bool,
-}
-
-/// A libhdf5 type conversion applied to decoded chunks (file type -> memory type).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Convert {
-    pub ftype: hid_t,
-    pub mtype: hid_t,
-    pub file_itemsize: usize,
-}
-
-impl Shared<'_> {
-    fn origin_extent(&self, group: usize) -> ([u64; MAX_RANK], [u64; MAX_RANK], [u64; MAX_RANK]) {
-        let n = self.grid.ndim();
-        let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
-        self.grid.chunk_coord(self.plan.groups[group].0, &mut coord[..n]);
-        self.grid.chunk_origin(&coord[..n], &mut origin[..n]);
-        self.grid.chunk_extent(&coord[..n], &mut extent[..n]);
-        (coord, origin, extent)
-    }
-
-    /// Decode a job (raw chunks) and scatter its pieces. A chunk vh5 cannot decode is
-    /// corrupt (vh5 decodes every filter of the pipelines it fetches raw): `Hdf5` naming the
-    /// chunk, never handed to libhdf5 (which may crash on it, or pad it with uninitialised
-    /// memory); `NoMemory` when a buffer could not be allocated.
-    fn process(&self, job: &mut Job, dec: &mut Decoder) -> Result<()> {
-        let n = self.grid.ndim();
-        let (coord, origin, extent) = self.origin_extent(job.group);
-        let dims: &[u64] = if let Some(mask) = job.raw_mask {
-            let stored = job.buf.len();
-            let at = |m: &str| format!("chunk {:?} (dataset offset {:?}, {stored} bytes stored, filter mask {mask:#x}): {m}", &coord[..n], &origin[..n]);
-            // A partial edge chunk of a dataset with H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS is
-            // stored as is: libhdf5 reads it without the pipeline, whatever its stored mask.
-            let unfiltered = self.dont_filter_partial && crate::hdf5::chunk::is_partial_edge(&origin[..n], self.grid.chunk(), self.ctx.src_shape);
-            let filters: &[Filter] = if unfiltered { &[] } else { self.filters };
-            dec.decode_checked(filters, mask, &mut job.buf, self.stored_bytes).map_err(|e| match e.kind {
-                ErrorKind::NoMemory => Error::new(e.kind, at(&e.message)),
-                _ if e.message.contains("corrupt") => Error::new(ErrorKind::Hdf5, at(&e.message)),
-                _ => Error::new(ErrorKind::Hdf5, at(&format!("{}: the chunk is corrupted", e.message))),
-            })?;
-
-            if job.buf.len() != self.stored_bytes {
-                bail!(Hdf5, "{}", at(&format!("its filters decode to {} bytes, the chunk holds {}: the chunk is corrupted", job.buf.len(), self.stored_bytes)));
-            }
-            if let Some(RawKind::Swap(u)) = self.raw {
-                swap_bytes(&mut job.buf, u);
-            }
-            if let Some(c) = self.convert {
-                let elems = self.stored_bytes / c.file_itemsize.max(1);
-                convert_chunk(c.ftype, c.mtype, elems, c.file_itemsize, self.ctx.itemsize, &mut job.buf).map_err(|e| Error::new(e.kind, at(&e.message)))?;
-            }
-            self.grid.chunk()
-        } else {
-            &extent[..n]
-        };
-        self.scatter(job.group, &job.buf, &origin[..n], dims)
-    }
-
-    /// Scatter every piece of chunk group `group` from `buf` (dense C order over `dims`, the
-    /// chunk's first element at dataset coordinates `origin`).
-    fn scatter(&self, group: usize, buf: &[u8], origin: &[u64], dims: &[u64]) -> Result<()> {
-        let n = self.grid.ndim();
-        let itemsize = self.ctx.itemsize;
-        let mut cstr = [0isize; MAX_RANK];
-        let mut acc = itemsize as isize;
-        for j in (0..n).rev() {
-            cstr[j] = acc;
-            acc *= dims[j] as isize;
-        }
-        let (mut ss, mut ds, mut counts) = ([0isize; MAX_RANK], [0isize; MAX_RANK], [0usize; MAX_RANK]);
-        for p in &self.plan.pieces[self.plan.groups[group].1.clone()] {
-            let (s, d, c) = self.plan.piece(p);
-            let mut so = 0usize;
-            for j in 0..n {
-                let sstep = self.table.src_step.map_or(1, |t| t[p.row * n + j]) as isize;
-                let dstep = self.table.dst_step.map_or(1, |t| t[p.row * n + j]) as isize;
-                so += (s[j] - origin[j]) as usize * cstr[j] as usize;
-                // A piece with one element on an axis never steps along it: its step may be
-                // anything (up to 2^64 - 1) and the product would overflow; with two or more,
-                // both products lie inside the chunk / the validated destination.
-                let one = c[j] <= 1;
-                ss[j] = if one { 0 } else { cstr[j] * sstep };
-                ds[j] = if one { 0 } else { self.ctx.layout.strides[j] as isize * dstep };
-                counts[j] = c[j] as usize;
-            }
-            let d_o = self.ctx.layout.byte_offset(d);
-            // SAFETY: pieces planned here belong to rows whose destinations overlap no other
-            // row's, and the pieces of one row are disjoint: no other thread writes these
-            // elements (see the module docs).
-            unsafe { self.ctx.dst.copy_in(buf, so, &ss[..n], d_o, &ds[..n], &counts[..n], itemsize)? };
-        }
-        Ok(())
-    }
-}
-
 /// Whether vh5 decodes every filter of this pipeline itself (deflate, shuffle, fletcher32):
 /// then every chunk a read touches is decoded by vh5's checked decoder, in every planner
 /// mode, and a corrupt chunk is refused the same way everywhere (see [`read_chunked`]).
 pub(crate) fn vh5_decodes(specs: &[FilterSpec]) -> bool {
-    !specs.is_empty() && pipeline(&specs.iter().map(|f| (f.id, f.cd_values.as_slice())).collect::<Vec<_>>()).is_some()
+    !specs.is_empty() && vh5_pipeline(specs).is_some()
 }
 
 /// Read a chunked dataset with the planner. Returns `Ok(None)` (nothing done) when `auto`
@@ -250,25 +106,80 @@ pub(crate) fn read_chunked(
     cache: Option<&Mutex<Option<DecodedChunk>>>,
     stats: &mut ReadStats,
 ) -> Result<Option<ReadStats>> {
-    let n = ctx.src_shape.len();
     let grid = ChunkGrid::new(ctx.src_shape, chunk)?;
-    let itemsize = ctx.itemsize;
-    // One pass over the rows: destination boxes and pieces of the rows that copy something.
+    let rp = plan_rows(table, ctx, &grid)?;
+    let d = decide_chunks(&rp.plan, chunk, ctx.itemsize, convert, filter_specs, mode);
+    if mode == PlannerMode::Auto && d.nwhole == 0 && !d.checked {
+        return Ok(None);
+    }
+    let stored_bytes = usize::try_from(d.stored_bytes).map_err(|_| err!(BufferTooSmall, "chunk of {} elements does not fit in memory", d.chunk_elems))?;
+    stats.rows_read += rp.valid.len();
+    stats.rows_skipped += table.nslices - rp.valid.len();
+    stats.elements += rp.elements;
+
+    // Raw fetches: when vh5 decodes the pipeline and either the bytes need no conversion or
+    // the read is checked (then libhdf5 converts what vh5 decoded).
+    let raw_ok = d.filters.is_some() && (raw.is_some() || d.checked);
+    let convert = if raw.is_some() { None } else { convert };
+    // (A chunk cache is only given for files opened read-only: nothing to flush.)
+    if raw_ok && cache.is_none() && opened_read_write(l, dset)? {
+        flush_dataset(l, dset)?;
+    }
+    // Stored chunk sizes come from the file's chunk index: never trust one past the file.
+    let fsize = if raw_ok || d.checked { file_size(l, dset)? } else { u64::MAX };
+    let filters = d.filters.clone().unwrap_or_default();
+    let shared = Shared { plan: &rp.plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert, dont_filter_partial };
+    let fetcher = Fetcher { dset, raw_ok, checked: d.checked, fsize, itemsize: ctx.itemsize, fletcher: filters.contains(&Filter::Fletcher32) };
+    // Small calls (at most 4 chunks, as auto's former one-row path) keep their last decoded
+    // chunk for the next call (repeated small reads inside one chunk).
+    let cacheable = d.checked && !d.too_big && d.nwhole <= 4 && d.whole.iter().all(|&w| w) && d.chunk_bytes <= CACHED_CHUNK_MAX as u64;
+    let (raw_chunks, mut hdf5_reads) = match (cache, raw, cacheable) {
+        (Some(c), Some(rk), true) => (read_small_cached(l, reader, &shared, &fetcher, c, rk)?, 0),
+        _ => {
+            let big = d.chunk_bytes.max(d.stored_bytes) >= BIG_CHUNK_BYTES as u64;
+            // Workers only where decoding dominates (filtered chunks; `chunks` mode always, which
+            // the tests use to exercise them): for unfiltered chunks the scatter is a copy no
+            // larger than the fetch, and handing chunks to another core cost more than it saved
+            // (case 2 of docs/BENCHMARKS.md: 8 ms on one thread, 10 ms with a worker taking 60%
+            // of the chunks).
+            let worth = d.filtered || mode == PlannerMode::Chunks;
+            run_pipeline(l, reader, &shared, &fetcher, &d.whole, Crew::size(num_threads(), d.nwhole, worth, big), d.filtered)?
+        }
+    };
+    hdf5_reads += read_overlapping_rows(l, reader, &shared, &fetcher, &rp, d.checked && !d.too_big, stats)?;
+    stats.chunks_read += d.nwhole;
+    stats.raw_chunks += raw_chunks;
+    stats.hdf5_reads += hdf5_reads;
+    Ok(Some(*stats))
+}
+
+/// The rows of a call as planned: the pieces of the rows that overlap no other row's
+/// destination, and which rows copy something and which overlap.
+struct RowPlan {
+    plan: Plan,
+    /// Rows that copy something, in row order.
+    valid: Vec<usize>,
+    /// Per entry of `valid`: its destination overlaps another row's (it runs last, in row order).
+    overlap: Vec<bool>,
+    elements: u64,
+}
+
+/// One pass over the rows (validating every one): destination boxes and pieces of the rows
+/// that copy something; rows whose destination overlaps another row's are left out of the
+/// plan (they run last, in row order).
+fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid) -> Result<RowPlan> {
     let mut boxes = Vec::new();
     let mut valid: Vec<usize> = Vec::new();
-    let mut plan = Plan::new(n);
+    let mut plan = Plan::new(ctx.src_shape.len());
     let mut elements = 0u64;
     for i in 0..table.nslices {
         if let Some(r) = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)? {
             push_dst_box(&r, &mut boxes);
             valid.push(i);
             elements += r.elements();
-            plan.add_row(&grid, i, &r);
+            plan.add_row(grid, i, &r);
         }
     }
-    let rows_read = valid.len();
-    let rows_skipped = table.nslices - rows_read;
-    // Rows whose destination overlaps another row's run last, in row order: not planned.
     let overlap = overlapping_rows(&boxes, ctx.dst_shape);
     drop(boxes);
     if overlap.iter().any(|&o| o) {
@@ -279,19 +190,40 @@ pub(crate) fn read_chunked(
         plan.retain_rows(|i| !is_overlapping[i]);
     }
     plan.finish();
+    Ok(RowPlan { plan, valid, overlap, elements })
+}
 
+/// What the planner decided for a call's chunks.
+struct Decision {
+    /// The pipeline as filters vh5 runs (`None`: some filter only libhdf5 implements).
+    filters: Option<Vec<Filter>>,
+    filtered: bool,
+    /// vh5 decodes the whole (non-empty) pipeline: every chunk through vh5's decoder.
+    checked: bool,
+    chunk_elems: u64,
+    /// Decoded chunk in the memory type / in the file type, bytes (saturated).
+    chunk_bytes: u64,
+    stored_bytes: u64,
+    /// Above `max_chunk_bytes`: never read whole.
+    too_big: bool,
+    /// Per chunk group: read whole (else its pieces through libhdf5).
+    whole: Vec<bool>,
+    nwhole: usize,
+}
+
+/// Decide per chunk group of `plan`: whole or pieces (`plan::decide`, every chunk whole
+/// for checked reads, none when chunks exceed [`max_chunk_bytes`]).
+fn decide_chunks(plan: &Plan, chunk: &[u64], itemsize: usize, convert: Option<Convert>, filter_specs: &[FilterSpec], mode: PlannerMode) -> Decision {
     let filtered = !filter_specs.is_empty();
-    let specs: Vec<(i32, &[u32])> = filter_specs.iter().map(|f| (f.id, f.cd_values.as_slice())).collect();
     // Partial edge chunks stored unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, not
     // flagged in their filter mask): libhdf5 reads every chunk of such datasets.
-    let filters = pipeline(&specs);
+    let filters = vh5_pipeline(filter_specs);
     let checked = filtered && filters.is_some();
     let chunk_elems = chunk.iter().try_fold(1u64, |a, &b| a.checked_mul(b)).unwrap_or(u64::MAX);
     let chunk_bytes = chunk_elems.saturating_mul(itemsize as u64);
     let file_itemsize = convert.map_or(itemsize, |c| c.file_itemsize);
     let stored_bytes = chunk_elems.saturating_mul(file_itemsize as u64);
     let too_big = chunk_bytes.max(stored_bytes) > max_chunk_bytes();
-    let chunk_bytes_u64 = chunk_bytes;
     let group_stats: Vec<(usize, u64)> =
         plan.groups.iter().map(|(_, rg)| (rg.len(), plan.pieces[rg.clone()].iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum())).collect();
     let mut whole = if checked { vec![true; group_stats.len()] } else { decide(mode, filtered, chunk_bytes, &group_stats) };
@@ -300,82 +232,36 @@ pub(crate) fn read_chunked(
         whole.iter_mut().for_each(|w| *w = false);
     }
     let nwhole = whole.iter().filter(|&&w| w).count();
-    if mode == PlannerMode::Auto && nwhole == 0 && !checked {
-        return Ok(None);
-    }
-    let stored_bytes = usize::try_from(stored_bytes).map_err(|_| err!(BufferTooSmall, "chunk of {chunk_elems} elements does not fit in memory"))?;
-    stats.rows_read += rows_read;
-    stats.rows_skipped += rows_skipped;
-    stats.elements += elements;
+    Decision { filters, filtered, checked, chunk_elems, chunk_bytes, stored_bytes, too_big, whole, nwhole }
+}
 
-    // Raw fetches: when vh5 decodes the pipeline and either the bytes need no conversion or
-    // the read is checked (then libhdf5 converts what vh5 decoded).
-    let raw_ok = filters.is_some() && (raw.is_some() || checked);
-    let convert = if raw.is_some() { None } else { convert };
-    // (A chunk cache is only given for files opened read-only: nothing to flush.)
-    if raw_ok && cache.is_none() && opened_read_write(l, dset)? {
-        flush_dataset(l, dset)?;
-    }
-    // Stored chunk sizes come from the file's chunk index: never trust one past the file.
-    let fsize = if raw_ok || checked { file_size(l, dset)? } else { u64::MAX };
-    let filters = filters.unwrap_or_default();
-    let big = chunk_bytes_u64.max(stored_bytes as u64) >= BIG_CHUNK_BYTES as u64;
-    let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert, dont_filter_partial };
-    let fetcher = Fetcher { dset, raw_ok, checked, fsize, itemsize, fletcher: filters.contains(&Filter::Fletcher32) };
-    let threads = num_threads();
-    // Workers only where decoding dominates (filtered chunks; `chunks` mode always, which the
-    // tests use to exercise them): for unfiltered chunks the scatter is a copy no larger than
-    // the fetch, and handing chunks to another core cost more than it saved (case 2 of
-    // docs/BENCHMARKS.md: 8 ms on one thread, 10 ms with a worker taking 60% of the chunks).
-    let worth = filtered || mode == PlannerMode::Chunks;
-    // The calling thread fetches and also decodes (see the module docs): `threads - 1` workers.
-    let mut nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1).min(max_workers()) } else { 0 };
-    // Queued jobs and recycled buffers (chunk-sized once used).
-    let (mut queue, mut pool_max) = (QUEUE_PER_WORKER * nworkers.max(1), QUEUE_PER_WORKER * nworkers + 2);
-    if big {
-        // Memory bound for big chunks: extra memory <= (threads + 1) x chunk. A decoding
-        // thread holds at most two chunk-sized buffers (the chunk, and its decoder's spare:
-        // inflate output, unshuffle target, conversion background); nothing is queued (a
-        // chunk goes only to an idle worker) and the pool keeps what the bound leaves, at
-        // least one buffer (with one decoder, a pooled buffer is taken by the next fetch
-        // before decoding starts: two buffers at once). So threads / 2 decoders (at least
-        // one: the calling thread).
-        let decoders = (threads / 2).max(1);
-        nworkers = nworkers.min(decoders - 1);
-        queue = 0;
-        pool_max = if decoders == 1 { 1 } else { threads + 1 - 2 * decoders };
-    }
-    // Small calls (at most 4 chunks, as auto's former one-row path) keep their last decoded
-    // chunk for the next call (repeated small reads inside one chunk).
-    let cacheable = checked && !too_big && nwhole <= 4 && whole.iter().all(|&w| w) && chunk_bytes_u64 <= CACHED_CHUNK_MAX as u64;
-    let (raw_chunks, mut hdf5_reads) = match (cache, raw, cacheable) {
-        (Some(c), Some(rk), true) => (read_small_cached(l, reader, &shared, &fetcher, c, rk)?, 0),
-        _ => run_pipeline(l, reader, &shared, &fetcher, &whole, Crew { nworkers, queue, pool_max }, filtered)?,
-    };
-
-    // Rows whose destinations overlap another row's: in row order.
+/// Rows whose destinations overlap another row's, in row order after the pipeline (single
+/// threaded): through vh5's decoder when `through_vh5` (checked reads of chunks it may hold),
+/// else one `H5Dread` per row (checked reads first refuse corrupt-looking chunks). Returns the
+/// `H5Dread` calls made.
+fn read_overlapping_rows(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetcher: &Fetcher, rp: &RowPlan, through_vh5: bool, stats: &mut ReadStats) -> Result<usize> {
+    let (table, ctx, grid) = (shared.table, shared.ctx, shared.grid);
     let mut scratch = Vec::new();
     let mut dec = Decoder::default();
-    for (k, &i) in valid.iter().enumerate() {
-        if !overlap[k] {
+    let mut hdf5_reads = 0;
+    for (k, &i) in rp.valid.iter().enumerate() {
+        if !rp.overlap[k] {
             continue;
         }
         let r = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)?.expect("validated row");
-        if checked && !too_big {
-            // Through vh5's decoder too, one row at a time (the later row wins).
-            let one = Plan::build(&grid, [(i, &r)]);
-            let sh = Shared { plan: &one, ..shared };
-            for g in 0..one.groups.len() {
-                let mut job = fetcher.fetch(l, reader, &sh, g, Vec::new())?;
-                stats.chunks_read += 1;
-                stats.raw_chunks += usize::from(job.raw_mask.is_some());
-                sh.process(&mut job, &mut dec)?;
+        if through_vh5 || fetcher.checked {
+            let one = Plan::build(grid, [(i, &r)]);
+            let sh = Shared { plan: &one, ..*shared };
+            if through_vh5 {
+                // Through vh5's decoder too, one row at a time (the later row wins).
+                for g in 0..one.groups.len() {
+                    let mut job = fetcher.fetch(l, reader, &sh, g, Vec::new())?;
+                    stats.chunks_read += 1;
+                    stats.raw_chunks += usize::from(job.raw_mask.is_some());
+                    sh.process(&mut job, &mut dec)?;
+                }
+                continue;
             }
-            continue;
-        }
-        if checked {
-            let one = Plan::build(&grid, [(i, &r)]);
-            let sh = Shared { plan: &one, ..shared };
             for g in 0..one.groups.len() {
                 fetcher.precheck(l, &sh, g)?;
             }
@@ -386,10 +272,7 @@ pub(crate) fn read_chunked(
         }
         hdf5_reads += 1;
     }
-    stats.chunks_read += nwhole;
-    stats.raw_chunks += raw_chunks;
-    stats.hdf5_reads += hdf5_reads;
-    Ok(Some(*stats))
+    Ok(hdf5_reads)
 }
 
 /// Largest decoded chunk kept between small calls ([`DecodedChunk`]), bytes.
@@ -442,68 +325,28 @@ struct Crew {
     pool_max: usize,
 }
 
-/// How the calling thread gets a chunk's bytes (under the libhdf5 lock).
-struct Fetcher {
-    dset: hid_t,
-    /// Fetch stored chunks raw (`H5Dread_chunk`) for vh5 to decode.
-    raw_ok: bool,
-    /// vh5 decodes the pipeline: chunks never go through libhdf5's filters.
-    checked: bool,
-    /// File size: a stored chunk claiming more bytes is corrupt.
-    fsize: u64,
-    itemsize: usize,
-    /// The pipeline has fletcher32 (a stored chunk needs at least its 4-byte checksum).
-    fletcher: bool,
-}
-
-impl Fetcher {
-    /// Fetch chunk group `g` into `buf` (recycled): raw stored bytes when allocated and
-    /// [`Fetcher::raw_ok`], else libhdf5's read of its region (fill values, conversion).
-    fn fetch(&self, l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, g: usize, buf: Vec<u8>) -> Result<Job> {
-        let n = sh.grid.ndim();
-        let (coord, origin, extent) = sh.origin_extent(g);
-        let mut job = Job { group: g, buf, raw_mask: None };
-        let state = if self.raw_ok { chunk_state(l, self.dset, &origin[..n]) } else { ChunkState::Unknown };
-        match state {
-            ChunkState::Stored { size, .. } if size > self.fsize => {
-                bail!(Hdf5, "chunk {:?} (dataset offset {:?}): its stored size {size} bytes exceeds the file ({} bytes): the chunk index is corrupted", &coord[..n], &origin[..n], self.fsize)
-            }
-            ChunkState::Stored { size, .. } => {
-                // None: no file address after all (a never-written chunk only libhdf5's chunk
-                // cache holds): read as unallocated below.
-                job.raw_mask = read_raw_chunk(l, self.dset, &origin[..n], size, &mut job.buf).map_err(|e| Error::new(e.kind, format!("chunk {:?}: {}", &coord[..n], e.message)))?;
-            }
-            _ => {}
+impl Crew {
+    /// The crew for `nwhole` whole chunks and `threads` threads; `worth`: decoding dominates
+    /// (else no workers); `big`: chunks of at least [`BIG_CHUNK_BYTES`] (memory bound).
+    fn size(threads: usize, nwhole: usize, worth: bool, big: bool) -> Crew {
+        // The calling thread fetches and also decodes (see the module docs): `threads - 1` workers.
+        let mut nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1).min(max_workers()) } else { 0 };
+        // Queued jobs and recycled buffers (chunk-sized once used).
+        let (mut queue, mut pool_max) = (QUEUE_PER_WORKER * nworkers.max(1), QUEUE_PER_WORKER * nworkers + 2);
+        if big {
+            // Memory bound for big chunks: extra memory <= (threads + 1) x chunk. A decoding
+            // thread holds at most two chunk-sized buffers (the chunk, and its decoder's spare:
+            // inflate output, unshuffle target, conversion background); nothing is queued (a
+            // chunk goes only to an idle worker) and the pool keeps what the bound leaves, at
+            // least one buffer (with one decoder, a pooled buffer is taken by the next fetch
+            // before decoding starts: two buffers at once). So threads / 2 decoders (at least
+            // one: the calling thread).
+            let decoders = (threads / 2).max(1);
+            nworkers = nworkers.min(decoders - 1);
+            queue = 0;
+            pool_max = if decoders == 1 { 1 } else { threads + 1 - 2 * decoders };
         }
-        if job.raw_mask.is_none() {
-            read_region(reader, &origin[..n], &extent[..n], self.itemsize, sh.ctx.fill, &mut job.buf)
-                .map_err(|e| Error::new(e.kind, format!("chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], e.message)))?;
-        }
-        Ok(job)
-    }
-
-    /// Before libhdf5 decodes chunk group `g` itself (checked reads of chunks too big to hold
-    /// whole): refuse a stored size past the end of the file, or too short for fletcher32's
-    /// checksum (libhdf5 1.10 reads before the buffer and may crash on it).
-    fn precheck(&self, l: &H5Lock, sh: &Shared, g: usize) -> Result<()> {
-        if !self.checked {
-            return Ok(());
-        }
-        let n = sh.grid.ndim();
-        let (coord, origin, _) = sh.origin_extent(g);
-        if let ChunkState::Stored { size, .. } = chunk_state(l, self.dset, &origin[..n]) {
-            let at = format!("chunk {:?} (dataset offset {:?}, {size} bytes stored)", &coord[..n], &origin[..n]);
-            if size > self.fsize {
-                bail!(Hdf5, "{at}: its stored size exceeds the file ({} bytes): the chunk index is corrupted", self.fsize);
-            }
-            let k = sh.filters.iter().position(|f| *f == Filter::Fletcher32);
-            // The filter mask only matters for such a short chunk: ask for it then (a scan of
-            // the chunk index in libhdf5 1.10, but only for corrupt-looking chunks).
-            if self.fletcher && size < 4 && k.is_some_and(|k| k >= 32 || crate::hdf5::chunk::chunk_filter_mask(l, self.dset, &origin[..n]).is_none_or(|m| m & (1 << k) == 0)) {
-                bail!(Hdf5, "{at}: fletcher32: too short for a checksum: the chunk is corrupted");
-            }
-        }
-        Ok(())
+        Crew { nworkers, queue, pool_max }
     }
 }
 
@@ -534,9 +377,12 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
         }
         stop.store(true, Ordering::Relaxed);
     };
+    // Reads never retry through libhdf5: a chunk vh5 cannot decode is corrupt (module docs).
     let handle = |mut job: Job, dec: &mut Decoder| {
-        if let Err(e) = shared.process(&mut job, dec) {
-            fail(job.group, e);
+        match ChunkOutcome::from(shared.process(&mut job, dec)) {
+            ChunkOutcome::Done(()) => {}
+            ChunkOutcome::Fail(e) => fail(job.group, e),
+            ChunkOutcome::RetryThroughLibhdf5(why) => fail(job.group, err!(Hdf5, "internal: read retry requested ({why})")),
         }
         recycle(job.buf);
     };
@@ -551,30 +397,23 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
             // Big chunks: queue 0, a rendezvous (a job goes only to a worker waiting for one).
             let (tx, rx) = mpsc::sync_channel::<Job>(queue);
             let rx = Arc::new(Mutex::new(rx));
+            let (rx_ref, handle) = (Arc::clone(&rx), &handle);
+            let worker = move || {
+                let mut dec = Decoder::default();
+                loop {
+                    let job = rx_ref.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok(job) = job else { return };
+                    handle(job, &mut dec);
+                }
+            };
             // Workers the system lets us start (a refused thread is not an error: the calling
             // thread processes whatever the workers do not).
-            let mut live = 0usize;
-            for _ in 0..nworkers {
-                let rx = Arc::clone(&rx);
-                let handle = &handle;
-                let started = std::thread::Builder::new().name("vh5-decode".into()).spawn_scoped(sc, move || {
-                    let mut dec = Decoder::default();
-                    loop {
-                        let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                        let Ok(job) = job else { return };
-                        handle(job, &mut dec);
-                    }
-                });
-                if started.is_err() {
-                    break;
-                }
-                live += 1;
-            }
+            let live = spawn_workers(sc, nworkers, "vh5-decode", worker);
             let mut dec = Decoder::default();
             let result = (|| -> Result<()> {
                 let fl = lock();
                 let l = &fl;
-                for g in 0..plan.groups.len() {
+                for (g, &is_whole) in whole.iter().enumerate().take(plan.groups.len()) {
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
@@ -583,7 +422,7 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
                         // SAFETY: nothing of ours is in flight in libhdf5 here.
                         unsafe { bump(l) };
                     }
-                    if !whole[g] {
+                    if !is_whole {
                         fetcher.precheck(l, shared, g)?;
                         for p in &plan.pieces[plan.groups[g].1.clone()] {
                             let r = piece_row(plan, table, p.row, p);
@@ -641,67 +480,4 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
         return Err(e);
     }
     Ok((raw_chunks, hdf5_reads))
-}
-
-/// Convert `elems` decoded elements of `ftype` (`file_itemsize` bytes each) in `buf` into
-/// `mtype` (`mem_itemsize` bytes each) with libhdf5 (`H5Tconvert`, taking the lock): the
-/// conversion `H5Dread` would apply. `buf` ends up `elems * mem_itemsize` bytes long.
-fn convert_chunk(ftype: hid_t, mtype: hid_t, elems: usize, file_itemsize: usize, mem_itemsize: usize, buf: &mut Vec<u8>) -> Result<()> {
-    let big = elems.checked_mul(file_itemsize.max(mem_itemsize)).ok_or_else(|| err!(NoMemory, "conversion buffer of {elems} elements overflows"))?;
-    crate::mem::resize_zeroed(buf, big, || "conversion buffer".to_string())?;
-    let mut bkg = Vec::new();
-    crate::mem::resize_zeroed(&mut bkg, elems * mem_itemsize, || "conversion background buffer".to_string())?;
-    let l = lock();
-    crate::hdf5::chunk::convert(&l, ftype, mtype, elems, buf, &mut bkg)?;
-    buf.truncate(elems * mem_itemsize);
-    Ok(())
-}
-
-/// A piece as a row of its own (for a `H5Dread` of just that piece).
-fn piece_row(plan: &Plan, table: &SliceTable, i: usize, p: &crate::plan::pieces::PieceKey) -> crate::geometry::Row {
-    let n = plan.ndim;
-    let (s, d, c) = plan.piece(p);
-    let mut r = crate::geometry::Row { ndim: n, src_start: [0; MAX_RANK], dst_start: [0; MAX_RANK], count: [0; MAX_RANK], src_step: [1; MAX_RANK], dst_step: [1; MAX_RANK] };
-    r.src_start[..n].copy_from_slice(s);
-    r.dst_start[..n].copy_from_slice(d);
-    r.count[..n].copy_from_slice(c);
-    // Steps of axes where the piece has one element are never applied and may be any
-    // uint64 (a row's other pieces step along them): 1, like `geometry::row` does for rows.
-    for j in 0..n {
-        if c[j] > 1 {
-            r.src_step[j] = table.src_step.map_or(1, |t| t[i * n + j]);
-            r.dst_step[j] = table.dst_step.map_or(1, |t| t[i * n + j]);
-        }
-    }
-    r
-}
-
-/// Read the region of one chunk (clipped extent) through libhdf5 into `buf` (memory type,
-/// dense C order): filters, type conversion and fill values by libhdf5. With `fill`
-/// (fill time never, see [`Ctx::fill`]) `buf` is first set to that element, which is what an
-/// unallocated chunk then reads as (libhdf5 leaves it untouched).
-fn read_region(reader: &mut HyperslabReader, origin: &[u64], extent: &[u64], itemsize: usize, fill: Option<&[u8]>, buf: &mut Vec<u8>) -> Result<()> {
-    let elems: u64 = extent.iter().product();
-    let what = || format!("region of extent {extent:?}");
-    let bytes = usize::try_from(elems as u128 * itemsize as u128).map_err(|_| err!(NoMemory, "{}: {elems} elements do not fit in memory", what()))?;
-    buf.clear();
-    crate::mem::resize_zeroed(buf, bytes, what)?;
-    if let Some(f) = fill {
-        crate::hdf5::chunk::fill_with(buf, f);
-    }
-    reader.read(origin, None, extent, buf)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rule() {
-        // 80 KB chunks: one 800-byte piece -> pieces; 30 pieces -> whole.
-        assert_eq!(decide(PlannerMode::Auto, false, 80_000, &[(1, 800), (30, 24_000)]), vec![false, true]);
-        assert_eq!(decide(PlannerMode::Auto, true, 80_000, &[(1, 800)]), vec![false]);
-        assert_eq!(decide(PlannerMode::Auto, true, 80_000, &[(2, 800)]), vec![true]);
-        assert_eq!(decide(PlannerMode::Chunks, false, 1 << 30, &[(1, 8)]), vec![true]);
-    }
 }

@@ -5,13 +5,20 @@
 
 pub(crate) mod checks;
 pub mod chunked;
+pub(crate) mod chunk_job;
 pub mod memcopy;
+pub(crate) mod merge;
+pub(crate) mod pipeline;
 pub mod options;
 pub mod rawwrite;
 pub mod read;
+pub(crate) mod rows;
+pub mod stats;
 pub mod write;
 
 pub use crate::geometry::{ArrayLayout, Row, SliceTable};
-pub use read::{read_many_slices, DstArray, ReadStats, SLICES_CLIP, SLICES_CONVERT, SLICES_SWAPPED};
-pub use memcopy::{copy_many_slices, copy_many_slices_within, CopyStats};
-pub use write::{write_many_slices, SrcArray, WriteStats};
+pub use checks::{SLICES_CLIP, SLICES_CONVERT, SLICES_SWAPPED};
+pub use read::{read_many_slices, DstArray};
+pub use stats::{CopyStats, ReadStats, WriteStats};
+pub use memcopy::{copy_many_slices, copy_many_slices_within};
+pub use write::{write_many_slices, SrcArray};

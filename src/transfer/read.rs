@@ -1,6 +1,8 @@
 //! `read_many_slices`: copy many hyperslabs of an HDF5 dataset into a caller-owned array.
 //!
-//! Baseline strategy, per row, under ONE lock for the whole call:
+//! Baseline strategy (the row path), per row, with the libhdf5 lock held from the first row to
+//! the last (chunked datasets go to the planner, [`super::chunked`], which releases the lock
+//! while chunks are decoded and scattered):
 //! - one `H5Dread` of the row's covering hyperslab: on outer axes the file-side step goes to
 //!   libhdf5 as the hyperslab stride; on the inner (last) axis vh5 reads the covering span
 //!   `(count-1)*step + 1` and applies the step while copying (libhdf5 is far slower at strided
@@ -16,30 +18,21 @@
 
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 
-use crate::geometry::{check_rows, row, ArrayLayout, Row, SliceTable, MAX_RANK};
+use super::checks::{check_array, memory_type, parse_flags, Direction, Flags};
+use super::chunked::Convert;
 use super::options::{self, PlannerMode};
+use super::rows::{raw_kind, read_row, swap_word, Ctx, RawKind};
+pub use super::checks::{SLICES_CLIP, SLICES_CONVERT, SLICES_SWAPPED};
+pub use super::rows::MAX_WASTE_BYTES;
+pub use super::stats::ReadStats;
+use crate::dtype::Dtype;
 use crate::engine::scatter::DstPtr;
-use crate::dtype::{ByteOrder, Dtype};
 use crate::error::Result;
-use crate::hdf5::chunk::{fill_element, fill_with, types_equal};
-use crate::hdf5::meta::dataset_meta;
+use crate::geometry::{check_rows, row, ArrayLayout, SliceTable};
+use crate::hdf5::chunk::fill_element;
 use crate::hdf5::dataset::{expect_kind, HyperslabReader};
 use crate::hdf5::error::session;
-use super::chunked::Convert;
-use crate::codec::decode::swap_bytes;
-use super::checks::{check_array, memory_type, parse_flags, Direction, Flags};
-
-/// Flag: versioned-hdf5 semantics: counts silently clipped to both extents, rows that end up
-/// copying nothing are skipped.
-pub const SLICES_CLIP: u32 = 1;
-/// Flag: let libhdf5 convert the file type into the destination dtype.
-pub const SLICES_CONVERT: u32 = 2;
-/// Flag (reads): the destination's elements are stored in the byte order opposite to the
-/// host's; file bytes in that order move unchanged, others are swapped while scattering.
-pub const SLICES_SWAPPED: u32 = 4;
-
-/// Above this many bytes of unused elements per row, the inner-axis step is given to libhdf5.
-pub const MAX_WASTE_BYTES: u64 = 1 << 20;
+use crate::hdf5::meta::dataset_meta;
 
 /// A caller-owned destination: its whole buffer, the layout of the array inside it, and the
 /// element type.
@@ -47,26 +40,6 @@ pub struct DstArray<'a> {
     pub buf: &'a mut [u8],
     pub layout: ArrayLayout,
     pub dtype: Dtype,
-}
-
-/// What a call did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReadStats {
-    /// Rows that copied something.
-    pub rows_read: usize,
-    /// Rows skipped (a zero count, or clipped to zero with [`SLICES_CLIP`]).
-    pub rows_skipped: usize,
-    /// Elements copied (counting overlapping destinations each time).
-    pub elements: u64,
-    /// Rows whose hyperslab was read straight into the caller's buffer.
-    pub direct_reads: usize,
-    /// Chunks read whole once by the planner (raw or through libhdf5).
-    pub chunks_read: usize,
-    /// Of those, chunks read raw (`H5Dread_chunk`) and decoded by vh5.
-    pub raw_chunks: usize,
-    /// Row pieces read with their own `H5Dread` inside planned calls (chunks where a whole
-    /// read does not pay) plus rows run in row order because their destinations overlap.
-    pub hdf5_reads: usize,
 }
 
 /// Copy every row of `table` from dataset `dset` into `dst` (see the module docs and
@@ -185,226 +158,11 @@ fn single_small_row(table: &SliceTable, ctx: &Ctx, chunk: &[u64], filtered: bool
     }
     let Some(r) = row(table, 0, ctx.src_shape, ctx.dst_shape, ctx.clip)? else { return Ok(true) };
     let mut touched = 1u64;
-    for j in 0..r.ndim {
-        let first = r.src_start[j] / chunk[j];
-        let last = (r.src_start[j] + (r.count[j] - 1) * r.src_step[j]) / chunk[j];
+    for (j, &c) in chunk.iter().enumerate().take(r.ndim) {
+        let first = r.src_start[j] / c;
+        let last = (r.src_start[j] + (r.count[j] - 1) * r.src_step[j]) / c;
         touched = touched.saturating_mul(last - first + 1);
     }
     Ok(touched <= 4)
 }
 
-/// What a call knows about its destination and extents, shared by the row and chunk paths.
-pub(crate) struct Ctx<'a> {
-    pub itemsize: usize,
-    pub layout: &'a ArrayLayout,
-    pub dst: DstPtr,
-    pub src_shape: &'a [u64],
-    pub dst_shape: &'a [u64],
-    pub clip: bool,
-    /// `Some(element)` when the dataset's never-written storage reads as "nothing" in
-    /// libhdf5 (fill time never, see [`crate::hdf5::chunk::ChunkLayout::fill_never`]):
-    /// every buffer a `H5Dread` fills is first set to this element (the dataset's fill value
-    /// in the memory type, zeros when none is defined), so elements of never-written chunks
-    /// come out as the fill value on every path, never as another row's or chunk's bytes.
-    pub fill: Option<&'a [u8]>,
-    /// `Some(word)` when rows are read in native order into a destination in the other byte
-    /// order: [`read_row`] reverses every `word` bytes of what it read before placing it.
-    pub swap: Option<usize>,
-}
-
-/// The byte-swap word of a numeric dtype (`itemsize`, half of it for complex), None for
-/// types without a byte order.
-fn swap_word(d: Dtype, itemsize: usize) -> Option<usize> {
-    match d {
-        Dtype::Int16 | Dtype::Int32 | Dtype::Int64 | Dtype::UInt16 | Dtype::UInt32 | Dtype::UInt64 | Dtype::Float16 | Dtype::Float32 | Dtype::Float64 => Some(itemsize),
-        Dtype::Complex64 | Dtype::Complex128 => Some(itemsize / 2),
-        _ => None,
-    }
-}
-
-/// How the stored bytes of an element relate to the memory type vh5 reads with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RawKind {
-    /// Identical bytes (`H5Tequal`).
-    Same,
-    /// Same type in the other byte order: reverse every word of this many bytes.
-    Swap(usize),
-}
-
-/// Whether raw chunk bytes can be used (possibly byte-swapped) instead of libhdf5's type
-/// conversion; `None` = let libhdf5 convert (H5Dread of the chunk region). `swapped`: the
-/// destination is in the byte order opposite to the host's (the memory type `mtype` is).
-fn raw_kind(l: &crate::hdf5::lock::H5Lock, ftype: hid_t, mtype: hid_t, finfo: &crate::hdf5::TypeInfo, want: Dtype, itemsize: usize, swapped: bool) -> Option<RawKind> {
-    if finfo.file_itemsize != itemsize || finfo.mem_itemsize != itemsize {
-        return None;
-    }
-    if types_equal(l, ftype, mtype) {
-        // Identical types (H5Tequal compares every field, normalisation and padding).
-        return Some(RawKind::Same);
-    }
-    let native = if cfg!(target_endian = "little") { ByteOrder::Little } else { ByteOrder::Big };
-    let dst_order = match (native, swapped) {
-        (o, false) => o,
-        (ByteOrder::Little, true) => ByteOrder::Big,
-        (ByteOrder::Big, true) => ByteOrder::Little,
-    };
-    let d = finfo.dtype?;
-    if d == want && finfo.plain && itemsize == 1 && matches!(d, Dtype::Int8 | Dtype::UInt8 | Dtype::Bool) {
-        // A 1-byte type "in big-endian order" has the same bytes.
-        return Some(RawKind::Same);
-    }
-    if d != want || !finfo.plain || finfo.byte_order.is_none() || finfo.byte_order == Some(dst_order) {
-        return None;
-    }
-    swap_word(d, itemsize).map(RawKind::Swap)
-}
-
-/// Read one row (or a piece of one) with one `H5Dread` and scatter it (the baseline path):
-/// - on outer axes the file-side step goes to libhdf5 as the hyperslab stride; on the inner
-///   axis vh5 reads the covering span and steps while copying, unless that would read more
-///   than [`MAX_WASTE_BYTES`] of unused elements (then libhdf5 steps: bounded memory);
-/// - with no steps and a C-contiguous destination block the read goes straight into the
-///   destination; otherwise into `scratch`, then the copy engine scatters it.
-///
-/// Returns whether the read went straight into the destination.
-///
-/// # Safety
-/// No other thread may access the destination elements of this row during the call.
-pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, ctx: &Ctx, scratch: &mut Vec<u8>) -> Result<bool> {
-    let n = r.ndim;
-    let itemsize = ctx.itemsize;
-    let mut fstart = [0u64; MAX_RANK];
-    let mut fstride = [1u64; MAX_RANK];
-    let mut fcount = [0u64; MAX_RANK];
-    let mut counts = [0usize; MAX_RANK];
-    let mut sstrides = [0isize; MAX_RANK];
-    let mut dstrides = [0isize; MAX_RANK];
-    let last = n - 1;
-    // File-side selection.
-    let mut strided = false;
-    for j in 0..n {
-        fstart[j] = r.src_start[j];
-        fstride[j] = r.src_step[j];
-        fcount[j] = r.count[j];
-        strided |= r.src_step[j] != 1;
-    }
-    let c_in = r.count[last];
-    let step_in = r.src_step[last];
-    let span = (c_in - 1) * step_in + 1; // fits: validated against the extent
-    let mut scratch_step_in = 1u64;
-    if step_in > 1 {
-        let outer: u64 = r.count[..last].iter().product();
-        let waste = (span - c_in).saturating_mul(outer).saturating_mul(itemsize as u64);
-        if waste <= MAX_WASTE_BYTES {
-            fstride[last] = 1;
-            fcount[last] = span;
-            scratch_step_in = step_in;
-            strided = r.src_step[..last].iter().any(|&x| x != 1);
-        }
-    }
-    let stride = if strided { Some(&fstride[..n]) } else { None };
-    let block_elems: u64 = fcount[..n].iter().product();
-    let block_bytes = usize::try_from(block_elems as u128 * itemsize as u128)
-        .map_err(|_| err!(NoMemory, "row {i}: hyperslab of {block_elems} elements does not fit in memory"))?;
-    let dst_off = ctx.layout.byte_offset(&r.dst_start[..n]);
-
-    // Direct read: no steps at all and the destination block is dense in C order.
-    let no_steps = (0..n).all(|j| r.src_step[j] == 1 && r.dst_step[j] == 1);
-    if no_steps && c_contiguous_block(&ctx.layout.strides, &r.count[..n], itemsize) {
-        // SAFETY: the block's bytes are exactly this row's destination elements (dense), which
-        // the caller guarantees no other thread touches.
-        let out = unsafe { ctx.dst.range(dst_off, block_bytes)? };
-        if let Some(f) = ctx.fill {
-            fill_with(out, f);
-        }
-        match ctx.swap {
-            None => reader.read(&fstart[..n], None, &fcount[..n], out).map_err(|e| in_row(i, e))?,
-            Some(w) => read_swapped(reader, &fstart[..n], &fcount[..n], out, w).map_err(|e| in_row(i, e))?,
-        }
-        return Ok(true);
-    }
-    if scratch.len() < block_bytes {
-        crate::mem::resize_zeroed(scratch, block_bytes, || format!("row {i}: scratch buffer for its hyperslab"))?;
-    }
-    if let Some(f) = ctx.fill {
-        fill_with(&mut scratch[..block_bytes], f);
-    }
-    reader.read(&fstart[..n], stride, &fcount[..n], &mut scratch[..block_bytes]).map_err(|e| in_row(i, e))?;
-    if let Some(w) = ctx.swap {
-        swap_bytes(&mut scratch[..block_bytes], w);
-    }
-    // Scratch is dense C order of fcount; the inner step (if read as a span) applies here.
-    let mut acc = itemsize as isize;
-    for j in (0..n).rev() {
-        sstrides[j] = acc;
-        acc *= fcount[j] as isize;
-    }
-    sstrides[last] *= scratch_step_in as isize;
-    for j in 0..n {
-        counts[j] = r.count[j] as usize;
-        dstrides[j] = ctx.layout.strides[j] as isize * r.dst_step[j] as isize;
-    }
-    // SAFETY: this row's destination elements, which the caller guarantees no other thread touches.
-    unsafe { ctx.dst.copy_in(&scratch[..block_bytes], 0, &sstrides[..n], dst_off, &dstrides[..n], &counts[..n], itemsize)? };
-    Ok(false)
-}
-
-/// Bytes per piece of a swapped direct read: small enough that the piece is still in cache
-/// when its words are reversed (one pass over memory instead of two).
-const SWAP_PIECE_BYTES: u64 = 1 << 20;
-
-/// A dense hyperslab read in native order into `out`, then byte-swapped by words of `w`
-/// bytes, in pieces of about [`SWAP_PIECE_BYTES`] along the first axis.
-fn read_swapped(reader: &mut HyperslabReader, start: &[u64], count: &[u64], out: &mut [u8], w: usize) -> Result<()> {
-    let n = count.len();
-    let plane = out.len() as u64 / count[0].max(1);
-    let per = (SWAP_PIECE_BYTES / plane.max(1)).max(1);
-    let mut s = [0u64; MAX_RANK];
-    let mut c = [0u64; MAX_RANK];
-    s[..n].copy_from_slice(start);
-    c[..n].copy_from_slice(count);
-    let mut k = 0u64;
-    while k < count[0] {
-        let m = per.min(count[0] - k);
-        s[0] = start[0] + k;
-        c[0] = m;
-        let piece = &mut out[(k * plane) as usize..((k + m) * plane) as usize];
-        reader.read(&s[..n], None, &c[..n], piece)?;
-        swap_bytes(piece, w);
-        k += m;
-    }
-    Ok(())
-}
-
-/// A libhdf5 read failure of row `i`, naming the row.
-fn in_row(i: usize, e: crate::error::Error) -> crate::error::Error {
-    crate::error::Error::new(e.kind, format!("row {i}: {}", e.message))
-}
-
-/// Whether a block of `count` elements with the array's byte `strides` is one dense C-order run.
-fn c_contiguous_block(strides: &[i64], count: &[u64], itemsize: usize) -> bool {
-    let mut expect = itemsize as i64;
-    for j in (0..count.len()).rev() {
-        if count[j] > 1 && strides[j] != expect {
-            return false;
-        }
-        expect = expect.saturating_mul(count[j] as i64);
-    }
-    true
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn contiguous_block_detection() {
-        // dst (100, 10) float64: strides (80, 8)
-        assert!(c_contiguous_block(&[80, 8], &[10, 10], 8));
-        assert!(!c_contiguous_block(&[80, 8], &[10, 5], 8));
-        assert!(c_contiguous_block(&[80, 8], &[1, 5], 8));
-        assert!(!c_contiguous_block(&[8, 800], &[10, 10], 8)); // Fortran
-        assert!(c_contiguous_block(&[8, 800], &[10, 1], 8));
-        assert!(!c_contiguous_block(&[-80, 8], &[2, 10], 8));
-    }
-}
