@@ -5,6 +5,7 @@
 //! Every libhdf5 call vh5 makes happens while holding the lock of an [`error::H5Session`].
 
 pub mod chunk;
+pub mod chunk_cache;
 pub mod dataset;
 pub mod error;
 pub mod external;

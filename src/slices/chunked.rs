@@ -42,7 +42,7 @@
 //! libhdf5 (`H5Dread`). Every chunk-sized buffer is reserved fallibly (`NoMemory` naming the
 //! chunk and the bytes, never an abort), and inflate output is bounded by the chunk size.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
 use hdf5_sys::h5i::hid_t;
@@ -58,7 +58,7 @@ use crate::error::ErrorKind;
 use crate::hdf5::chunk::{chunk_state, file_size, flush_dataset, opened_read_write, read_raw_chunk, ChunkState, FilterSpec};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{bump, lock, released, H5Lock};
-use crate::hdf5::meta::{ChunkKey, DecodedChunk};
+use crate::hdf5::chunk_cache::{CacheKey, ChunkCache};
 
 /// Estimated fixed cost of fetching one whole chunk raw (chunk lookup + `H5Dread_chunk`), ns.
 pub(crate) const CHUNK_FETCH_NS: u64 = 4_000;
@@ -66,8 +66,23 @@ pub(crate) const CHUNK_FETCH_NS: u64 = 4_000;
 pub(crate) const HDF5_READ_NS: u64 = 2_000;
 /// Estimated bytes moved per ns (read from the page cache + copy).
 pub(crate) const BYTES_PER_NS: u64 = 4;
-/// Fetched chunks queued per worker thread before the calling thread decodes one itself.
+/// Estimated cost of a stepped selection libhdf5 reads (a file-side step given to
+/// `H5Dread`): per contiguous run, ns, plus per byte selected, ns. Calibrated on libhdf5
+/// 1.10.8 with one-row reads of a 10000x2000 float64 dataset in 1000x1000 chunks
+/// (`VH5_PLANNER=rows`, `VH5_CHUNK_CACHE_BYTES=0`, CPU time): step 2 on axis 0 over
+/// 5000x2000 (10,000 runs of 8 KB) 755 ms, over 500x2000 (1,000 runs) 57 ms, over 5000x10
+/// (5,000 runs of 80 B) 34 ms: ~6 us per run + ~8 ns per byte, against ~0.4 ns per byte
+/// for a whole-chunk read (20 chunks of 8 MB: 65 ms).
+pub(crate) const STEP_RUN_NS: u64 = 6_000;
+pub(crate) const STEP_BYTE_NS: u64 = 8;
+/// Fetched batches queued per worker thread before the calling thread decodes one itself.
 const QUEUE_PER_WORKER: usize = 4;
+/// Small chunks travel to the workers in batches of about this many decoded bytes (at most
+/// [`BATCH_MAX_CHUNKS`]): handing one 2 KB chunk to another thread (a channel send and a
+/// wake-up) cost about as much as inflating it (perf: ~20% of a whole read of 15,625 16x16
+/// float64 gzip chunks in the scheduler and the channel's mutex).
+const BATCH_BYTES: usize = 128 << 10;
+const BATCH_MAX_CHUNKS: usize = 256;
 /// Chunks whose decoded size reaches this many bytes are "big": never queued (a job is
 /// handed only to an idle worker), at most one or two buffers recycled, and the number of
 /// threads decoding at once capped so that the extra memory of a call stays within
@@ -81,10 +96,16 @@ pub(crate) const BIG_CHUNK_BYTES: usize = 8 << 20;
 ///   each), where libhdf5's own chunk cache may already hold the decoded chunk (repeated small
 ///   calls) and a whole read could not do better than libhdf5 on a cold chunk anyway;
 /// - unfiltered chunks (`auto`): whole when `CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS`
-///   <= `pieces * HDF5_READ_NS + piece_bytes / BYTES_PER_NS`, i.e. when the chunk's extra
-///   bytes cost less than the per-read overhead of its pieces (a few tiny rows in a large
-///   chunk read their pieces; many rows in a chunk read it once).
-pub fn decide(mode: PlannerMode, filtered: bool, chunk_bytes: u64, groups: &[(usize, u64)]) -> Vec<bool> {
+///   <= `pieces * HDF5_READ_NS + step_ns + piece_bytes / BYTES_PER_NS`, i.e. when the
+///   chunk's extra bytes cost less than the per-read overhead of its pieces (a few tiny rows
+///   in a large chunk read their pieces; many rows in a chunk read it once) and than
+///   libhdf5's cost of stepping: `step_ns` = [`STEP_RUN_NS`] per contiguous run +
+///   [`STEP_BYTE_NS`] per byte of the pieces that have a file-side step (libhdf5 walks a
+///   stepped selection run by run, ~20x slower per byte than a whole-chunk read; vh5 steps
+///   in its copy engine over the chunk in memory).
+///
+/// `groups`: per chunk (pieces, bytes of the pieces, `step_ns`).
+pub fn decide(mode: PlannerMode, filtered: bool, chunk_bytes: u64, groups: &[(usize, u64, u64)]) -> Vec<bool> {
     match mode {
         PlannerMode::Chunks => vec![true; groups.len()],
         PlannerMode::Rows => vec![false; groups.len()],
@@ -94,7 +115,9 @@ pub fn decide(mode: PlannerMode, filtered: bool, chunk_bytes: u64, groups: &[(us
         }
         PlannerMode::Auto => groups
             .iter()
-            .map(|&(pieces, bytes)| CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS <= pieces as u64 * HDF5_READ_NS + bytes / BYTES_PER_NS)
+            .map(|&(pieces, bytes, step_ns)| {
+                CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS <= (pieces as u64 * HDF5_READ_NS).saturating_add(step_ns).saturating_add(bytes / BYTES_PER_NS)
+            })
             .collect(),
     }
 }
@@ -106,6 +129,10 @@ struct Job {
     /// `Some(mask)`: stored bytes to decode; `None`: already in the memory type, laid out
     /// densely over the chunk's extent clipped to the dataset.
     raw_mask: Option<u32>,
+    /// Decoded bytes served by the dataset's chunk cache (nothing fetched: `buf` is empty).
+    hit: Option<Arc<Vec<u8>>>,
+    /// Where the decoded bytes go once decoded (a cache miss to fill).
+    key: Option<CacheKey>,
 }
 
 /// Everything a worker needs, shared read-only.
@@ -123,6 +150,9 @@ struct Shared<'a> {
     convert: Option<Convert>,
     /// `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`: partial edge chunks are stored unfiltered.
     dont_filter_partial: bool,
+    /// The dataset's decoded-chunk cache, when this call may use it (raw fetches in the
+    /// memory form, see [`read_chunked`]).
+    cache: Option<&'a ChunkCache>,
 }
 
 /// A libhdf5 type conversion applied to decoded chunks (file type -> memory type).
@@ -150,6 +180,9 @@ impl Shared<'_> {
     fn process(&self, job: &mut Job, dec: &mut Decoder) -> Result<()> {
         let n = self.grid.ndim();
         let (coord, origin, extent) = self.origin_extent(job.group);
+        if let Some(hit) = &job.hit {
+            return self.scatter(job.group, hit, &origin[..n], self.grid.chunk());
+        }
         let dims: &[u64] = if let Some(mask) = job.raw_mask {
             let stored = job.buf.len();
             let at = |m: &str| format!("chunk {:?} (dataset offset {:?}, {stored} bytes stored, filter mask {mask:#x}): {m}", &coord[..n], &origin[..n]);
@@ -177,7 +210,12 @@ impl Shared<'_> {
         } else {
             &extent[..n]
         };
-        self.scatter(job.group, &job.buf, &origin[..n], dims)
+        self.scatter(job.group, &job.buf, &origin[..n], dims)?;
+        if let (Some(c), Some(k), Some(_)) = (self.cache, job.key, job.raw_mask) {
+            // Keep the decoded chunk (the job's buffer moves into the cache: no copy).
+            drop(c.insert(k, std::mem::take(&mut job.buf)));
+        }
+        Ok(())
     }
 
     /// Scatter every piece of chunk group `group` from `buf` (dense C order over `dims`, the
@@ -247,16 +285,18 @@ pub(crate) fn read_chunked(
     raw: Option<RawKind>,
     convert: Option<Convert>,
     mode: PlannerMode,
-    cache: Option<&Mutex<Option<DecodedChunk>>>,
+    cache: Option<&ChunkCache>,
     stats: &mut ReadStats,
 ) -> Result<Option<ReadStats>> {
     let n = ctx.src_shape.len();
     let grid = ChunkGrid::new(ctx.src_shape, chunk)?;
     let itemsize = ctx.itemsize;
     // One pass over the rows: destination boxes and pieces of the rows that copy something.
-    let mut boxes = Vec::new();
-    let mut valid: Vec<usize> = Vec::new();
-    let mut plan = Plan::new(n);
+    // Sized once for the common case (one piece per row): growing them by doubling moved
+    // and page-faulted fresh memory on every call (test1.nc: 10,000 rows of 1x4x4).
+    let mut boxes = Vec::with_capacity(table.nslices.min(1 << 20) * 2 * n);
+    let mut valid: Vec<usize> = Vec::with_capacity(table.nslices.min(1 << 20));
+    let mut plan = Plan::with_capacity(n, table.nslices.min(1 << 20));
     let mut elements = 0u64;
     for i in 0..table.nslices {
         if let Some(r) = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)? {
@@ -292,9 +332,18 @@ pub(crate) fn read_chunked(
     let stored_bytes = chunk_elems.saturating_mul(file_itemsize as u64);
     let too_big = chunk_bytes.max(stored_bytes) > max_chunk_bytes();
     let chunk_bytes_u64 = chunk_bytes;
-    let group_stats: Vec<(usize, u64)> =
-        plan.groups.iter().map(|(_, rg)| (rg.len(), plan.pieces[rg.clone()].iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum())).collect();
-    let mut whole = if checked { vec![true; group_stats.len()] } else { decide(mode, filtered, chunk_bytes, &group_stats) };
+    let group_stats: Vec<(usize, u64, u64)> = if checked {
+        Vec::new()
+    } else {
+        plan.groups
+            .iter()
+            .map(|(_, rg)| {
+                let ps = &plan.pieces[rg.clone()];
+                (rg.len(), ps.iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum(), ps.iter().map(|p| step_cost_ns(&plan, table, p, itemsize)).sum())
+            })
+            .collect()
+    };
+    let mut whole = if checked { vec![true; plan.groups.len()] } else { decide(mode, filtered, chunk_bytes, &group_stats) };
     if too_big {
         // Too big to hold whole: every piece through libhdf5 (bounded by the rows' sizes).
         whole.iter_mut().for_each(|w| *w = false);
@@ -320,8 +369,17 @@ pub(crate) fn read_chunked(
     let fsize = if raw_ok || checked { file_size(l, dset)? } else { u64::MAX };
     let filters = filters.unwrap_or_default();
     let big = chunk_bytes_u64.max(stored_bytes as u64) >= BIG_CHUNK_BYTES as u64;
-    let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert, dont_filter_partial };
-    let fetcher = Fetcher { dset, raw_ok, checked, fsize, itemsize, fletcher: filters.contains(&Filter::Fletcher32) };
+    // The decoded-chunk cache: only for bytes in the memory form (no libhdf5 conversion);
+    // chunks are kept only when all the call's whole chunks fit (a larger read would evict
+    // everything for nothing: a scan is not cached).
+    let cache = cache.filter(|c| raw_ok && raw.is_some() && c.capacity() > 0);
+    let keep = cache.is_some_and(|c| (nwhole as u64).saturating_mul(chunk_bytes_u64.max(stored_bytes as u64)) <= c.capacity());
+    let form = match raw {
+        Some(RawKind::Swap(u)) => (1u8, u),
+        _ => (0u8, itemsize),
+    };
+    let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert, dont_filter_partial, cache: cache.filter(|_| keep) };
+    let fetcher = Fetcher { dset, raw_ok, checked, fsize, itemsize, fletcher: filters.contains(&Filter::Fletcher32), cache, keep, form, hits: AtomicUsize::new(0), misses: AtomicUsize::new(0) };
     let threads = num_threads();
     // Workers only where decoding dominates (filtered chunks; `chunks` mode always, which the
     // tests use to exercise them): for unfiltered chunks the scatter is a copy no larger than
@@ -331,7 +389,8 @@ pub(crate) fn read_chunked(
     // The calling thread fetches and also decodes (see the module docs): `threads - 1` workers.
     let mut nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1).min(max_workers()) } else { 0 };
     // Queued jobs and recycled buffers (chunk-sized once used).
-    let (mut queue, mut pool_max) = (QUEUE_PER_WORKER * nworkers.max(1), QUEUE_PER_WORKER * nworkers + 2);
+    let batch = (BATCH_BYTES / stored_bytes.max(chunk_bytes_u64 as usize).max(1)).clamp(1, BATCH_MAX_CHUNKS);
+    let (mut queue, mut pool_max) = (QUEUE_PER_WORKER * nworkers.max(1), (QUEUE_PER_WORKER * nworkers + 2) * batch);
     if big {
         // Memory bound for big chunks: extra memory <= (threads + 1) x chunk. A decoding
         // thread holds at most two chunk-sized buffers (the chunk, and its decoder's spare:
@@ -345,13 +404,15 @@ pub(crate) fn read_chunked(
         queue = 0;
         pool_max = if decoders == 1 { 1 } else { threads + 1 - 2 * decoders };
     }
-    // Small calls (at most 4 chunks, as auto's former one-row path) keep their last decoded
-    // chunk for the next call (repeated small reads inside one chunk).
-    let cacheable = checked && !too_big && nwhole <= 4 && whole.iter().all(|&w| w) && chunk_bytes_u64 <= CACHED_CHUNK_MAX as u64;
-    let (raw_chunks, mut hdf5_reads) = match (cache, raw, cacheable) {
-        (Some(c), Some(rk), true) => (read_small_cached(l, reader, &shared, &fetcher, c, rk)?, 0),
-        _ => run_pipeline(l, reader, &shared, &fetcher, &whole, Crew { nworkers, queue, pool_max }, filtered)?,
+    // Small calls (at most 4 chunks, all whole): on the calling thread, no workers.
+    let small = nwhole <= SMALL_CALL_CHUNKS && whole.iter().all(|&w| w);
+    let (raw_chunks, mut hdf5_reads) = if small {
+        (read_small(l, reader, &shared, &fetcher)?, 0)
+    } else {
+        run_pipeline(l, reader, &shared, &fetcher, &whole, Crew { nworkers, queue, pool_max, batch }, filtered)?
     };
+    stats.cache_hits += fetcher.hits.load(Ordering::Relaxed);
+    stats.cache_misses += fetcher.misses.load(Ordering::Relaxed);
 
     // Rows whose destinations overlap another row's: in row order.
     let mut scratch = Vec::new();
@@ -368,7 +429,7 @@ pub(crate) fn read_chunked(
             for g in 0..one.groups.len() {
                 let mut job = fetcher.fetch(l, reader, &sh, g, Vec::new())?;
                 stats.chunks_read += 1;
-                stats.raw_chunks += usize::from(job.raw_mask.is_some());
+                stats.raw_chunks += usize::from(job.raw_mask.is_some() || job.hit.is_some());
                 sh.process(&mut job, &mut dec)?;
             }
             continue;
@@ -392,44 +453,36 @@ pub(crate) fn read_chunked(
     Ok(Some(*stats))
 }
 
-/// Largest decoded chunk kept between small calls ([`DecodedChunk`]), bytes.
-pub(crate) const CACHED_CHUNK_MAX: usize = 4 << 20;
+/// libhdf5's extra cost of reading piece `p` when its row has a file-side step (0 when it
+/// has none), ns: [`STEP_RUN_NS`] per contiguous run (its elements divided by the run
+/// length: the inner count when the inner axis is unstepped, else 1) + [`STEP_BYTE_NS`]
+/// per byte.
+fn step_cost_ns(plan: &Plan, table: &SliceTable, p: &super::plan::PieceKey, itemsize: usize) -> u64 {
+    let n = plan.ndim;
+    let Some(steps) = table.src_step else { return 0 };
+    let c = plan.piece(p).2;
+    let stepped = (0..n).any(|j| c[j] > 1 && steps[p.row * n + j] > 1);
+    if !stepped {
+        return 0;
+    }
+    let inner = if steps[p.row * n + n - 1] > 1 { 1 } else { c[n - 1].max(1) };
+    let elems = c.iter().product::<u64>();
+    (elems / inner).saturating_mul(STEP_RUN_NS).saturating_add(elems.saturating_mul(itemsize as u64).saturating_mul(STEP_BYTE_NS))
+}
 
-/// The whole chunks of a small call, fetched, decoded and scattered one by one on the
-/// calling thread (lock held, as libhdf5's own read would), through the dataset's one-chunk
-/// cache: a chunk whose stored identity (coordinates and stored size from the chunk index) and
-/// memory form match the cached one is scattered from it without reading or decoding; the
-/// last chunk decoded replaces the cached one. Returns the chunks read raw (cache hits
-/// included: they were read raw by an earlier call).
-fn read_small_cached(l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, fetcher: &Fetcher, cache: &Mutex<Option<DecodedChunk>>, raw: RawKind) -> Result<usize> {
-    let n = sh.grid.ndim();
-    let form = match raw {
-        RawKind::Same => (0u8, sh.ctx.itemsize),
-        RawKind::Swap(u) => (1u8, u),
-    };
+/// Calls with at most this many chunks, all read whole, run on the calling thread alone.
+const SMALL_CALL_CHUNKS: usize = 4;
+
+/// The whole chunks of a small call, fetched (through the dataset's chunk cache), decoded
+/// and scattered one by one on the calling thread, lock held, as libhdf5's own read would.
+/// Returns the chunks read raw (cache hits included: an earlier call read them raw).
+fn read_small(l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, fetcher: &Fetcher) -> Result<usize> {
     let mut dec = Decoder::default();
     let mut raw_chunks = 0;
     for g in 0..sh.plan.groups.len() {
-        let (_, origin, _) = sh.origin_extent(g);
-        let key = match chunk_state(l, fetcher.dset, &origin[..n]) {
-            ChunkState::Stored { size } if size <= fetcher.fsize => Some(ChunkKey { origin: origin[..n].to_vec(), size, form }),
-            _ => None,
-        };
-        if let Some(k) = &key {
-            let c = cache.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(hit) = c.as_ref().filter(|c| &c.key == k) {
-                sh.scatter(g, &hit.bytes, &origin[..n], sh.grid.chunk())?;
-                raw_chunks += 1;
-                continue;
-            }
-        }
         let mut job = fetcher.fetch(l, reader, sh, g, Vec::new())?;
-        raw_chunks += usize::from(job.raw_mask.is_some());
+        raw_chunks += usize::from(job.raw_mask.is_some() || job.hit.is_some());
         sh.process(&mut job, &mut dec)?;
-        if let (Some(k), Some(_)) = (key, job.raw_mask) {
-            let old = cache.lock().unwrap_or_else(|p| p.into_inner()).replace(DecodedChunk { key: k, bytes: job.buf });
-            drop(old);
-        }
     }
     Ok(raw_chunks)
 }
@@ -438,12 +491,15 @@ fn read_small_cached(l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, fetc
 #[derive(Debug, Clone, Copy)]
 struct Crew {
     nworkers: usize,
+    /// Batches queued.
     queue: usize,
     pool_max: usize,
+    /// Chunks per batch (1 for big chunks).
+    batch: usize,
 }
 
 /// How the calling thread gets a chunk's bytes (under the libhdf5 lock).
-struct Fetcher {
+struct Fetcher<'a> {
     dset: hid_t,
     /// Fetch stored chunks raw (`H5Dread_chunk`) for vh5 to decode.
     raw_ok: bool,
@@ -454,16 +510,35 @@ struct Fetcher {
     itemsize: usize,
     /// The pipeline has fletcher32 (a stored chunk needs at least its 4-byte checksum).
     fletcher: bool,
+    /// The dataset's decoded-chunk cache (looked up before every raw fetch), and whether this
+    /// call keeps what it decodes there.
+    cache: Option<&'a ChunkCache>,
+    keep: bool,
+    /// Memory form of the decoded bytes ([`CacheKey::form`], [`CacheKey::unit`]).
+    form: (u8, usize),
+    /// Cache hits and misses (raw fetches looked up and not found).
+    hits: AtomicUsize,
+    misses: AtomicUsize,
 }
 
-impl Fetcher {
+impl Fetcher<'_> {
     /// Fetch chunk group `g` into `buf` (recycled): raw stored bytes when allocated and
     /// [`Fetcher::raw_ok`], else libhdf5's read of its region (fill values, conversion).
     fn fetch(&self, l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, g: usize, buf: Vec<u8>) -> Result<Job> {
         let n = sh.grid.ndim();
         let (coord, origin, extent) = sh.origin_extent(g);
-        let mut job = Job { group: g, buf, raw_mask: None };
+        let mut job = Job { group: g, buf, raw_mask: None, hit: None, key: None };
         let state = if self.raw_ok { chunk_state(l, self.dset, &origin[..n]) } else { ChunkState::Unknown };
+        if let (Some(c), ChunkState::Stored { size }) = (self.cache, state) {
+            let key = CacheKey { chunk: sh.plan.groups[g].0, stored: size, form: self.form.0, unit: self.form.1 };
+            if let Some(hit) = c.get(&key) {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                job.hit = Some(hit);
+                return Ok(job);
+            }
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            job.key = self.keep.then_some(key);
+        }
         match state {
             ChunkState::Stored { size, .. } if size > self.fsize => {
                 bail!(Hdf5, "chunk {:?} (dataset offset {:?}): its stored size {size} bytes exceeds the file ({} bytes): the chunk index is corrupted", &coord[..n], &origin[..n], self.fsize)
@@ -513,7 +588,7 @@ impl Fetcher {
 /// fetched raw, `H5Dread` calls).
 #[allow(clippy::too_many_arguments)]
 fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetcher: &Fetcher, whole: &[bool], crew: Crew, filtered: bool) -> Result<(usize, usize)> {
-    let Crew { nworkers, queue, pool_max } = crew;
+    let Crew { nworkers, queue, pool_max, batch } = crew;
     let (plan, table, ctx) = (shared.plan, shared.table, shared.ctx);
     let stop = AtomicBool::new(false);
     let failed: Mutex<Option<(usize, Error)>> = Mutex::new(None);
@@ -540,6 +615,11 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
         }
         recycle(job.buf);
     };
+    let handle_all = |jobs: Vec<Job>, dec: &mut Decoder| {
+        for job in jobs {
+            handle(job, dec);
+        }
+    };
     let mut scratch = Vec::new();
     let (mut raw_chunks, mut hdf5_reads) = (0usize, 0usize);
     // The libhdf5 lock is held only while fetching: decoding a chunk on the calling thread,
@@ -549,20 +629,20 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
     let run = || {
         std::thread::scope(|sc| -> Result<()> {
             // Big chunks: queue 0, a rendezvous (a job goes only to a worker waiting for one).
-            let (tx, rx) = mpsc::sync_channel::<Job>(queue);
+            let (tx, rx) = mpsc::sync_channel::<Vec<Job>>(queue);
             let rx = Arc::new(Mutex::new(rx));
             // Workers the system lets us start (a refused thread is not an error: the calling
             // thread processes whatever the workers do not).
             let mut live = 0usize;
             for _ in 0..nworkers {
                 let rx = Arc::clone(&rx);
-                let handle = &handle;
+                let handle_all = &handle_all;
                 let started = std::thread::Builder::new().name("vh5-decode".into()).spawn_scoped(sc, move || {
                     let mut dec = Decoder::default();
                     loop {
-                        let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                        let Ok(job) = job else { return };
-                        handle(job, &mut dec);
+                        let jobs = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        let Ok(jobs) = jobs else { return };
+                        handle_all(jobs, &mut dec);
                     }
                 });
                 if started.is_err() {
@@ -571,9 +651,33 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
                 live += 1;
             }
             let mut dec = Decoder::default();
+            // Hand a batch to a worker; when there are none, or they are all busy and the
+            // queue is full, process it here (decoding with the lock released). Returns
+            // false when the workers are gone.
+            let dispatch = |jobs: Vec<Job>, l: &H5Lock, dec: &mut Decoder| -> bool {
+                let jobs = if live == 0 {
+                    jobs
+                } else {
+                    match tx.try_send(jobs) {
+                        Ok(()) => return true,
+                        Err(mpsc::TrySendError::Full(jobs)) => jobs,
+                        Err(mpsc::TrySendError::Disconnected(_)) => return false,
+                    }
+                };
+                if filtered {
+                    // SAFETY: `handle` decodes and scatters in memory; a conversion
+                    // (`H5Tconvert`) takes the lock itself.
+                    unsafe { released(l, || handle_all(jobs, dec)) };
+                } else {
+                    // An unfiltered chunk is one copy: cheaper than giving the lock away.
+                    handle_all(jobs, dec);
+                }
+                true
+            };
             let result = (|| -> Result<()> {
                 let fl = lock();
                 let l = &fl;
+                let mut jobs: Vec<Job> = Vec::with_capacity(batch);
                 for g in 0..plan.groups.len() {
                     if stop.load(Ordering::Relaxed) {
                         break;
@@ -595,28 +699,16 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
                     }
                     let buf = pool.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_default();
                     let job = fetcher.fetch(l, reader, shared, g, buf)?;
-                    if job.raw_mask.is_some() {
+                    if job.raw_mask.is_some() || job.hit.is_some() {
                         raw_chunks += 1;
                     }
-                    // Hand the chunk to a worker; when there are none, or they are all busy and
-                    // the queue is full, process it here (decoding with the lock released).
-                    let job = if live == 0 {
-                        job
-                    } else {
-                        match tx.try_send(job) {
-                            Ok(()) => continue,
-                            Err(mpsc::TrySendError::Full(job)) => job,
-                            Err(mpsc::TrySendError::Disconnected(_)) => break,
-                        }
-                    };
-                    if filtered {
-                        // SAFETY: `handle` decodes and scatters in memory; a conversion
-                        // (`H5Tconvert`) takes the lock itself.
-                        unsafe { released(l, || handle(job, &mut dec)) };
-                    } else {
-                        // An unfiltered chunk is one copy: cheaper than giving the lock away.
-                        handle(job, &mut dec);
+                    jobs.push(job);
+                    if jobs.len() >= batch && !dispatch(std::mem::replace(&mut jobs, Vec::with_capacity(batch)), l, &mut dec) {
+                        return Ok(());
                     }
+                }
+                if !jobs.is_empty() {
+                    dispatch(jobs, l, &mut dec);
                 }
                 Ok(())
             })();
@@ -624,11 +716,11 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
             // Help drain the queue, then the scope joins the workers (each finishes at most
             // the job it holds).
             if live > 0 {
-                while let Ok(job) = {
+                while let Ok(jobs) = {
                     let r = rx.lock().unwrap_or_else(|p| p.into_inner()).try_recv();
                     r
                 } {
-                    handle(job, &mut dec);
+                    handle_all(jobs, &mut dec);
                 }
             }
             result
@@ -699,9 +791,13 @@ mod tests {
     #[test]
     fn rule() {
         // 80 KB chunks: one 800-byte piece -> pieces; 30 pieces -> whole.
-        assert_eq!(decide(PlannerMode::Auto, false, 80_000, &[(1, 800), (30, 24_000)]), vec![false, true]);
-        assert_eq!(decide(PlannerMode::Auto, true, 80_000, &[(1, 800)]), vec![false]);
-        assert_eq!(decide(PlannerMode::Auto, true, 80_000, &[(2, 800)]), vec![true]);
-        assert_eq!(decide(PlannerMode::Chunks, false, 1 << 30, &[(1, 8)]), vec![true]);
+        assert_eq!(decide(PlannerMode::Auto, false, 80_000, &[(1, 800, 0), (30, 24_000, 0)]), vec![false, true]);
+        assert_eq!(decide(PlannerMode::Auto, true, 80_000, &[(1, 800, 0)]), vec![false]);
+        assert_eq!(decide(PlannerMode::Auto, true, 80_000, &[(2, 800, 0)]), vec![true]);
+        assert_eq!(decide(PlannerMode::Chunks, false, 1 << 30, &[(1, 8, 0)]), vec![true]);
+        // One row with step 2 on axis 0 of an 8 MB chunk (500 runs of 8 KB): whole.
+        assert_eq!(decide(PlannerMode::Auto, false, 8_000_000, &[(1, 4_000_000, 500 * STEP_RUN_NS + 4_000_000 * STEP_BYTE_NS)]), vec![true]);
+        // A 10x10 stepped piece in an 8 MB chunk: still its own read.
+        assert_eq!(decide(PlannerMode::Auto, false, 8_000_000, &[(1, 800, 10 * STEP_RUN_NS + 800 * STEP_BYTE_NS)]), vec![false]);
     }
 }

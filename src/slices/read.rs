@@ -63,6 +63,11 @@ pub struct ReadStats {
     /// Row pieces read with their own `H5Dread` inside planned calls (chunks where a whole
     /// read does not pay) plus rows run in row order because their destinations overlap.
     pub hdf5_reads: usize,
+    /// Whole chunks served by the dataset's decoded-chunk cache (no fetch, no decode;
+    /// counted in `chunks_read` and `raw_chunks` too).
+    pub cache_hits: usize,
+    /// Raw chunk fetches that looked in the cache and did not find the chunk.
+    pub cache_misses: usize,
 }
 
 /// Copy every row of `table` from dataset `dset` into `dst` (see the module docs and
@@ -126,7 +131,7 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
             let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize);
             let convert = Convert { ftype: ftype.id(), mtype: mem.id(), file_itemsize: finfo.file_itemsize };
             // Validates every row before reading anything (as `check_rows` below).
-            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, meta.layout.dont_filter_partial, raw, Some(convert), mode, meta.chunk_cache(), &mut stats)? {
+            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, meta.layout.dont_filter_partial, raw, Some(convert), mode, meta.chunk_cache(options::chunk_cache_bytes), &mut stats)? {
                 return Ok(st);
             }
         }
@@ -150,15 +155,22 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
 /// decodes itself, which are always decoded by vh5: see `chunked::read_chunked`): a single row reads its
 /// pieces through libhdf5 when the data is unfiltered (one `H5Dread` straight into place
 /// beats fetching whole chunks unless the row covers them, where both cost the same) or when
-/// it touches at most 4 chunks (the planner's rule for small filtered calls).
+/// it touches at most 4 chunks (the planner's rule for small filtered calls); never when the
+/// row has a file-side step (libhdf5 walks stepped selections run by run: the planner's
+/// cost rule decides).
 fn single_small_row(table: &SliceTable, ctx: &Ctx, chunk: &[u64], filtered: bool) -> Result<bool> {
     if table.nslices != 1 {
+        return Ok(false);
+    }
+    let Some(r) = row(table, 0, ctx.src_shape, ctx.dst_shape, ctx.clip)? else { return Ok(true) };
+    if r.src_step[..r.ndim].iter().any(|&s| s > 1) {
+        // A file-side step: the planner weighs libhdf5's stepped read against reading the
+        // chunks and stepping in the copy engine (`chunked::decide`).
         return Ok(false);
     }
     if !filtered {
         return Ok(true);
     }
-    let Some(r) = row(table, 0, ctx.src_shape, ctx.dst_shape, ctx.clip)? else { return Ok(true) };
     let mut touched = 1u64;
     for j in 0..r.ndim {
         let first = r.src_start[j] / chunk[j];
