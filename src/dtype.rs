@@ -6,7 +6,7 @@
 
 /// Byte order of multi-byte elements.
 /// Maximum number of axes of a dataset or array: HDF5's `H5S_MAX_RANK`. The one definition
-/// (re-exported by `slices::geometry` and `hdf5::dataset`; the C header's literal
+/// (re-exported by `geometry` and `hdf5::dataset`; the C header's literal
 /// `VH5_MAX_RANK` is checked against it at compile time).
 pub const MAX_RANK: usize = 32;
 

@@ -1,20 +1,32 @@
 //! vh5: fast, safe many-hyperslab HDF5 transfers and zero-copy array payload views, with a
 //! stable C ABI (`include/vh5.h`).
 //!
-//! Module map (data flows one way: ffi -> (payload | slices -> hdf5) -> dtype):
+//! Module map (imports run one way: ffi -> (payload | transfer) -> (plan, engine, codec,
+//! geometry, hdf5) -> mem -> dtype/error; docs/ARCHITECTURE.md draws it):
 //! - [`ffi`]: the only module with `extern "C"`: argument checks, panic guard, status codes,
 //!   thread-local last-error message.
 //! - [`payload`]: safe Rust decoding of Reductionist CBOR / RFC 8746 / msgpack-numpy payloads
 //!   into views borrowing the caller's buffer.
-//! - [`slices`]: slice-table geometry (validation, clipping, planning) and the strided copy engine.
+//! - [`transfer`]: orchestration of many-slice reads, writes and memory copies, and the
+//!   process settings (threads, planner mode, chunk memory limit).
+//! - [`geometry`] (pure): slice-table validation and clipping, caller array layouts.
+//! - [`plan`] (pure): chunk-grid planning (the pieces of rows inside chunks).
+//! - [`engine`] (pure): the strided copy engine.
+//! - [`codec`] (pure): the HDF5 filters vh5 decodes and encodes itself.
 //! - [`hdf5`]: libhdf5 access behind one process-wide lock, error-stack capture, RAII handles.
-//! - [`dtype`]: element types shared by both halves.
+//! - [`mem`]: fallible buffer growth (`NoMemory` instead of an abort).
+//! - [`dtype`]: element types shared by every layer.
 //! - [`error`]: the crate's error type.
 
 #[macro_use]
 pub mod error;
 pub mod dtype;
 pub mod payload;
-pub mod slices;
+pub mod mem;
+pub mod geometry;
+pub mod plan;
+pub mod engine;
+pub mod codec;
+pub mod transfer;
 pub mod hdf5;
 pub mod ffi;

@@ -22,7 +22,7 @@ use common::*;
 use vh5::dtype::Dtype;
 use vh5::ffi::hdf5::vh5_array;
 use vh5::ffi::vh5_status::{self, *};
-use vh5::slices::options::{with_overrides, PlannerMode};
+use vh5::transfer::options::{with_overrides, PlannerMode};
 
 /// The two tests measure lock behaviour: never run them at the same time.
 static SERIAL: Mutex<()> = Mutex::new(());

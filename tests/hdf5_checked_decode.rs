@@ -16,7 +16,7 @@ use hdf5_sys::h5s::*;
 use hdf5_sys::h5t::*;
 use vh5::dtype::Dtype;
 use vh5::ffi::vh5_status::*;
-use vh5::slices::options::{with_max_chunk_bytes, with_overrides, PlannerMode};
+use vh5::transfer::options::{with_max_chunk_bytes, with_overrides, PlannerMode};
 
 const MODES: [PlannerMode; 3] = [PlannerMode::Auto, PlannerMode::Rows, PlannerMode::Chunks];
 
@@ -187,7 +187,7 @@ fn gzip_shuffle_converted_reads_match_libhdf5() {
         for mode in MODES {
             for threads in [1, 2] {
                 let mut buf = vec![0u8; 10 * 9 * size];
-                let (st, m) = with_overrides(Some(mode), Some(threads), || ffi_read(d, &mut buf, 0, dt, size, &[10, 9], None, &rows, vh5::slices::SLICES_CONVERT, false));
+                let (st, m) = with_overrides(Some(mode), Some(threads), || ffi_read(d, &mut buf, 0, dt, size, &[10, 9], None, &rows, vh5::transfer::SLICES_CONVERT, false));
                 assert_eq!(st, VH5_OK, "{m}");
                 match &want {
                     None => want = Some(buf),

@@ -1,4 +1,4 @@
-//! The planner's fetch/decode pipeline (src/slices/chunked.rs): with many compressed chunks
+//! The planner's fetch/decode pipeline (src/transfer/chunked.rs): with many compressed chunks
 //! the calling thread fills the worker queue faster than the workers decode, so it decodes
 //! chunks itself (queue full) and helps drain the queue at the end; chunk buffers are
 //! recycled between chunks of different stored sizes. Every thread count and mode must give
@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use vh5::dtype::Dtype;
 use vh5::ffi::vh5_status::*;
-use vh5::slices::options::{with_overrides, PlannerMode};
+use vh5::transfer::options::{with_overrides, PlannerMode};
 
 #[test]
 fn pipeline_matches_reference_for_every_thread_count() {

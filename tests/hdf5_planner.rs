@@ -17,8 +17,8 @@ use hdf5_sys::h5t::H5Tclose;
 use proptest::prelude::*;
 use vh5::dtype::Dtype;
 use vh5::ffi::vh5_status;
-use vh5::slices::options::{with_overrides, PlannerMode};
-use vh5::slices::{ArrayLayout, DstArray, ReadStats, SliceTable};
+use vh5::transfer::options::{with_overrides, PlannerMode};
+use vh5::transfer::{ArrayLayout, DstArray, ReadStats, SliceTable};
 
 const MODES: [(PlannerMode, usize); 4] = [(PlannerMode::Auto, 2), (PlannerMode::Chunks, 1), (PlannerMode::Chunks, 2), (PlannerMode::Rows, 1)];
 
@@ -96,7 +96,7 @@ fn read(d: i64, buf: &mut [u8], dtype: Dtype, shape: &[u64], rows: &[TRow], clip
     let table = SliceTable::new(shape.len(), rows.len(), &t[0], &t[1], &t[2], Some(&t[3]), Some(&t[4]))?;
     let layout = ArrayLayout { shape: shape.to_vec(), strides: ArrayLayout::c_strides(shape, size).unwrap(), offset: 0, base_len: buf.len(), itemsize: size };
     let mut dst = DstArray { buf, layout, dtype };
-    with_overrides(Some(mode), Some(threads), || vh5::slices::read_many_slices(d, &mut dst, &table, if clip { vh5::slices::SLICES_CLIP } else { 0 }))
+    with_overrides(Some(mode), Some(threads), || vh5::transfer::read_many_slices(d, &mut dst, &table, if clip { vh5::transfer::SLICES_CLIP } else { 0 }))
 }
 
 fn row_strategy(n: usize) -> impl Strategy<Value = TRow> {

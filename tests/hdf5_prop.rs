@@ -9,7 +9,7 @@ use common::*;
 use proptest::prelude::*;
 use vh5::dtype::Dtype;
 use vh5::ffi::vh5_status;
-use vh5::slices::options::{with_overrides, PlannerMode};
+use vh5::transfer::options::{with_overrides, PlannerMode};
 
 /// Every dtype vh5 moves: the numeric ones plus opaque (compound) types.
 fn dtypes() -> Vec<Dtype> {
@@ -135,7 +135,7 @@ fn run_case(mut c: Case) -> Result<(), TestCaseError> {
 
     if std::env::var_os("VH5_PROP_DEBUG").is_some() { eprintln!("CASE ok={} rows={} clip={} dtype={:?}", expect.is_ok(), c.rows.len(), c.clip, c.dtype); }
     let (_f, d) = ffi_open(&path, "/grp/x");
-    let flags = if c.clip { vh5::slices::SLICES_CLIP } else { 0 };
+    let flags = if c.clip { vh5::transfer::SLICES_CLIP } else { 0 };
     // Every read strategy (auto, chunk planner with 1 and 3 threads, one read per row) must
     // give the reference's bytes.
     for (mode, threads) in MODES {

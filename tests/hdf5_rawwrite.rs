@@ -17,7 +17,7 @@ use hdf5_sys::h5s::*;
 use hdf5_sys::h5t::*;
 use hdf5_sys::h5z::H5Z_SO_scale_type_t;
 use vh5::dtype::Dtype;
-use vh5::slices::options::with_overrides;
+use vh5::transfer::options::with_overrides;
 use write_common::*;
 
 fn c(s: &str) -> std::ffi::CString {
@@ -117,7 +117,7 @@ fn rows() -> Vec<TRow> {
 }
 
 /// Write `rows()` with `threads`; returns (stats, expected values).
-fn run(path: &std::path::Path, p: Pipe, threads: usize) -> (vh5::slices::WriteStats, Vec<f64>) {
+fn run(path: &std::path::Path, p: Pipe, threads: usize) -> (vh5::transfer::WriteStats, Vec<f64>) {
     let srcv: Vec<f64> = (0..30 * 20).map(|k| 1000.0 + k as f64).collect();
     let src = f64b(&srcv);
     let lay = SrcLay::c(&[30, 20], 8);
@@ -126,10 +126,10 @@ fn run(path: &std::path::Path, p: Pipe, threads: usize) -> (vh5::slices::WriteSt
     ref_write(&mut want, &SHAPE, &src, &lay, 8, &rows, false).unwrap();
     let (f, d) = open_rw(path, "d", true);
     let t = tables(&rows);
-    let tb = vh5::slices::SliceTable::new(2, rows.len(), &t[0], &t[1], &t[2], Some(&t[3]), Some(&t[4])).unwrap();
-    let layout = vh5::slices::ArrayLayout { shape: lay.shape.clone(), strides: lay.strides.clone(), offset: 0, base_len: src.len(), itemsize: 8 };
-    let sa = vh5::slices::SrcArray { buf: &src, layout, dtype: Dtype::Float64 };
-    let st = with_overrides(None, Some(threads), || vh5::slices::write_many_slices(d, &sa, &tb, 0)).unwrap();
+    let tb = vh5::transfer::SliceTable::new(2, rows.len(), &t[0], &t[1], &t[2], Some(&t[3]), Some(&t[4])).unwrap();
+    let layout = vh5::transfer::ArrayLayout { shape: lay.shape.clone(), strides: lay.strides.clone(), offset: 0, base_len: src.len(), itemsize: 8 };
+    let sa = vh5::transfer::SrcArray { buf: &src, layout, dtype: Dtype::Float64 };
+    let st = with_overrides(None, Some(threads), || vh5::transfer::write_many_slices(d, &sa, &tb, 0)).unwrap();
     ffi_close(&[d, f]);
     (st, want.chunks(8).map(|c| f64::from_ne_bytes(c.try_into().unwrap())).collect())
 }

@@ -23,7 +23,7 @@ use hdf5_sys::h5p::*;
 use hdf5_sys::h5s::*;
 use hdf5_sys::h5t::*;
 use vh5::dtype::Dtype;
-use vh5::slices::options::{with_overrides, PlannerMode};
+use vh5::transfer::options::{with_overrides, PlannerMode};
 use write_common::*;
 
 fn c(s: &str) -> std::ffi::CString {
@@ -188,15 +188,15 @@ fn check_reads(path: &Path, spec: &Spec, rows: &[TRow], dshape: [u64; 2]) {
     reference(&whole_b, &shape, &mut want, &dshape, &strides, 0, 8, rows, false).unwrap();
     let (f, d) = ffi_open(path, "d");
     let t = tables(rows);
-    let tb = vh5::slices::SliceTable::new(2, rows.len(), &t[0], &t[1], &t[2], Some(&t[3]), Some(&t[4])).unwrap();
+    let tb = vh5::transfer::SliceTable::new(2, rows.len(), &t[0], &t[1], &t[2], Some(&t[3]), Some(&t[4])).unwrap();
     for mode in MODES {
         for threads in [1, 2] {
             // Two calls per case: buffers reused across calls must not leak either.
             for _ in 0..2 {
                 let mut got: Vec<u8> = std::iter::repeat_n(sentinel.to_ne_bytes(), want.len() / 8).flatten().collect();
-                let layout = vh5::slices::ArrayLayout { shape: dshape.to_vec(), strides: strides.to_vec(), offset: 0, base_len: got.len(), itemsize: 8 };
-                let mut dst = vh5::slices::DstArray { buf: &mut got, layout, dtype: Dtype::Float64 };
-                with_overrides(Some(mode), Some(threads), || vh5::slices::read_many_slices(d, &mut dst, &tb, 0)).unwrap();
+                let layout = vh5::transfer::ArrayLayout { shape: dshape.to_vec(), strides: strides.to_vec(), offset: 0, base_len: got.len(), itemsize: 8 };
+                let mut dst = vh5::transfer::DstArray { buf: &mut got, layout, dtype: Dtype::Float64 };
+                with_overrides(Some(mode), Some(threads), || vh5::transfer::read_many_slices(d, &mut dst, &tb, 0)).unwrap();
                 if got != want {
                     let g: Vec<f64> = got.chunks(8).map(|c| f64::from_ne_bytes(c.try_into().unwrap())).collect();
                     let w: Vec<f64> = want.chunks(8).map(|c| f64::from_ne_bytes(c.try_into().unwrap())).collect();
@@ -214,7 +214,7 @@ fn check_reads(path: &Path, spec: &Spec, rows: &[TRow], dshape: [u64; 2]) {
 /// then both must read back identically through libhdf5 (pre-set buffers, so never-written
 /// storage compares too) and store the same chunks (allocated or not, filter mask).
 /// Returns vh5's write statistics.
-fn check_write(dir: &TempDir, path: &Path, spec: &Spec, rows: &[TRow], sshape: [u64; 2], grow: Option<[u64; 2]>, threads: usize) -> vh5::slices::WriteStats {
+fn check_write(dir: &TempDir, path: &Path, spec: &Spec, rows: &[TRow], sshape: [u64; 2], grow: Option<[u64; 2]>, threads: usize) -> vh5::transfer::WriteStats {
     let a = dir.path("vh5.h5");
     let b = dir.path("libhdf5.h5");
     std::fs::copy(path, &a).unwrap();
@@ -224,11 +224,11 @@ fn check_write(dir: &TempDir, path: &Path, spec: &Spec, rows: &[TRow], sshape: [
     // vh5
     let (f, d) = open_rw(&a, "d", true);
     let t = tables(rows);
-    let tb = vh5::slices::SliceTable::new(2, rows.len(), &t[0], &t[1], &t[2], Some(&t[3]), Some(&t[4])).unwrap();
+    let tb = vh5::transfer::SliceTable::new(2, rows.len(), &t[0], &t[1], &t[2], Some(&t[3]), Some(&t[4])).unwrap();
     let lay = SrcLay::c(&sshape, 8);
-    let layout = vh5::slices::ArrayLayout { shape: lay.shape.clone(), strides: lay.strides.clone(), offset: 0, base_len: srcb.len(), itemsize: 8 };
-    let sa = vh5::slices::SrcArray { buf: &srcb, layout, dtype: Dtype::Float64 };
-    let stats = with_overrides(None, Some(threads), || vh5::slices::write_many_slices(d, &sa, &tb, 0)).unwrap();
+    let layout = vh5::transfer::ArrayLayout { shape: lay.shape.clone(), strides: lay.strides.clone(), offset: 0, base_len: srcb.len(), itemsize: 8 };
+    let sa = vh5::transfer::SrcArray { buf: &srcb, layout, dtype: Dtype::Float64 };
+    let stats = with_overrides(None, Some(threads), || vh5::transfer::write_many_slices(d, &sa, &tb, 0)).unwrap();
     ffi_close(&[d, f]);
     // libhdf5, one H5Dwrite per row in row order
     {
@@ -495,30 +495,30 @@ fn zero_column_tables_scalar_dataset_and_0d_arrays_cost_o1() {
     let v = 42.5f64.to_ne_bytes();
     create_file(&p, &[DsSpec::new("s", &[], Dtype::Float64, Some(&v))]);
     let huge = 1usize << 50; // ~10^15 rows of zero bytes each
-    let tb = vh5::slices::SliceTable::new(0, huge, &[], &[], &[], None, None).unwrap();
+    let tb = vh5::transfer::SliceTable::new(0, huge, &[], &[], &[], None, None).unwrap();
     let t0 = std::time::Instant::now();
     // read
     let (f, d) = ffi_open(&p, "s");
     let mut out = [0u8; 8];
-    let layout = vh5::slices::ArrayLayout { shape: vec![], strides: vec![], offset: 0, base_len: 8, itemsize: 8 };
-    let mut dst = vh5::slices::DstArray { buf: &mut out, layout: layout.clone(), dtype: Dtype::Float64 };
-    let st = vh5::slices::read_many_slices(d, &mut dst, &tb, 0).unwrap();
+    let layout = vh5::transfer::ArrayLayout { shape: vec![], strides: vec![], offset: 0, base_len: 8, itemsize: 8 };
+    let mut dst = vh5::transfer::DstArray { buf: &mut out, layout: layout.clone(), dtype: Dtype::Float64 };
+    let st = vh5::transfer::read_many_slices(d, &mut dst, &tb, 0).unwrap();
     assert_eq!((st.rows_read, st.elements), (huge, huge as u64));
     assert_eq!(f64::from_ne_bytes(out), 42.5);
-    let st = vh5::slices::read_many_slices(d, &mut vh5::slices::DstArray { buf: &mut out, layout: layout.clone(), dtype: Dtype::Float64 }, &tb, vh5::slices::SLICES_CLIP).unwrap();
+    let st = vh5::transfer::read_many_slices(d, &mut vh5::transfer::DstArray { buf: &mut out, layout: layout.clone(), dtype: Dtype::Float64 }, &tb, vh5::transfer::SLICES_CLIP).unwrap();
     assert_eq!(st.rows_read, huge);
     ffi_close(&[d, f]);
     // write
     let (f, d) = open_rw(&p, "s", true);
     let src = 7.25f64.to_ne_bytes();
-    let sa = vh5::slices::SrcArray { buf: &src, layout: layout.clone(), dtype: Dtype::Float64 };
-    let st = vh5::slices::write_many_slices(d, &sa, &tb, 0).unwrap();
+    let sa = vh5::transfer::SrcArray { buf: &src, layout: layout.clone(), dtype: Dtype::Float64 };
+    let st = vh5::transfer::write_many_slices(d, &sa, &tb, 0).unwrap();
     assert_eq!((st.rows_written, st.elements, st.hdf5_writes), (huge, huge as u64, 1));
     ffi_close(&[d, f]);
     assert_eq!(oracle_scalar(&p), 7.25);
     // memory copy between two arrays
     let mut dstb = [0u8; 8];
-    let st = vh5::slices::copy_many_slices(&src, &layout, Dtype::Float64, &mut dstb, &layout, Dtype::Float64, &tb, 0).unwrap();
+    let st = vh5::transfer::copy_many_slices(&src, &layout, Dtype::Float64, &mut dstb, &layout, Dtype::Float64, &tb, 0).unwrap();
     assert_eq!((st.rows_copied, st.elements), (huge, huge as u64));
     assert_eq!(dstb, src);
     assert!(t0.elapsed() < std::time::Duration::from_secs(2), "took {:?}", t0.elapsed());
@@ -546,9 +546,9 @@ fn zero_column_tables_overlapping_0d_copy_equals_row_by_row() {
                         want.copy_within(s_off..s_off + size, d_off);
                     }
                     let mut got: Vec<u8> = (0..32u8).collect();
-                    let lay = |off| vh5::slices::ArrayLayout { shape: vec![], strides: vec![], offset: off, base_len: 32, itemsize: size };
-                    let tb = vh5::slices::SliceTable::new(0, reps, &[], &[], &[], None, None).unwrap();
-                    let st = vh5::slices::copy_many_slices_within(&mut got, &lay(s_off), &lay(d_off), Dtype::Opaque, &tb, 0).unwrap();
+                    let lay = |off| vh5::transfer::ArrayLayout { shape: vec![], strides: vec![], offset: off, base_len: 32, itemsize: size };
+                    let tb = vh5::transfer::SliceTable::new(0, reps, &[], &[], &[], None, None).unwrap();
+                    let st = vh5::transfer::copy_many_slices_within(&mut got, &lay(s_off), &lay(d_off), Dtype::Opaque, &tb, 0).unwrap();
                     assert_eq!(got, want, "size {size} src {s_off} dst {d_off} rows {reps}");
                     assert_eq!(st.rows_copied, reps);
                 }

@@ -19,7 +19,7 @@ use hdf5_sys::h5s::*;
 use hdf5_sys::h5t::*;
 use vh5::dtype::Dtype;
 use vh5::ffi::vh5_status::*;
-use vh5::slices::options::{with_overrides, PlannerMode};
+use vh5::transfer::options::{with_overrides, PlannerMode};
 use write_common::*;
 
 const MODES: [PlannerMode; 3] = [PlannerMode::Auto, PlannerMode::Rows, PlannerMode::Chunks];
@@ -123,7 +123,7 @@ fn non_ieee_float_and_odd_integer_reads_match_libhdf5() {
             // libhdf5's conversion of the whole dataset is the oracle.
             let (_, whole) = read_whole(&p, "x", mtype, size);
             let mut want = vec![0u8; (dst_shape[0] * dst_shape[1]) as usize * size];
-            let strides = vh5::slices::ArrayLayout::c_strides(&dst_shape, size).unwrap();
+            let strides = vh5::transfer::ArrayLayout::c_strides(&dst_shape, size).unwrap();
             reference(&whole, &SHAPE, &mut want, &dst_shape, &strides, 0, size, &rows(), false).unwrap();
             let (f, d) = ffi_open(&p, "x");
             for mode in MODES {

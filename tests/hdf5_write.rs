@@ -146,12 +146,12 @@ fn chunk_planning_reads_partial_chunks_once_and_full_chunks_never() {
     let p = file(&tmp);
     let (f, d) = open_rw(&p, "chunked", true);
     let src_data = f64b((0..100).map(|k| -(k as f64)));
-    let lay = vh5::slices::ArrayLayout { shape: vec![10, 10], strides: vec![80, 8], offset: 0, base_len: 800, itemsize: 8 };
-    let src = vh5::slices::SrcArray { buf: &src_data, layout: lay.clone(), dtype: Dtype::Float64 };
+    let lay = vh5::transfer::ArrayLayout { shape: vec![10, 10], strides: vec![80, 8], offset: 0, base_len: 800, itemsize: 8 };
+    let src = vh5::transfer::SrcArray { buf: &src_data, layout: lay.clone(), dtype: Dtype::Float64 };
     let run = |rows: &[TRow]| {
         let t = tables(rows);
-        let tb = vh5::slices::SliceTable::new(2, rows.len(), &t[0], &t[1], &t[2], Some(&t[3]), Some(&t[4])).unwrap();
-        vh5::slices::write_many_slices(d, &src, &tb, 0).unwrap()
+        let tb = vh5::transfer::SliceTable::new(2, rows.len(), &t[0], &t[1], &t[2], Some(&t[3]), Some(&t[4])).unwrap();
+        vh5::transfer::write_many_slices(d, &src, &tb, 0).unwrap()
     };
     // chunk (0,0) = rows 0..4, cols 0..5, tiled by 4 rows of 1x5: full, not read.
     let st = run(&(0..4).map(|i| r(&[i, 0], &[i, 0], &[1, 5])).collect::<Vec<_>>());
@@ -197,7 +197,7 @@ fn failure_part_way_names_rows_and_full_chunks_are_not_read() {
     // With worker threads, which other chunks are stored before the failure surfaces depends
     // on timing (the report always says what really happened); one thread stores them in grid
     // order, so the exact report is checked there and its invariant parts with 2 threads.
-    use vh5::slices::options::with_overrides;
+    use vh5::transfer::options::with_overrides;
     for threads in [2usize, 1] {
         let (st, m) = with_overrides(None, Some(threads), || ffi_write(d, &src, &lay, Dtype::Float64, 8, &rows, 0));
         assert_eq!(st, VH5_ERR_HDF5, "{m}");

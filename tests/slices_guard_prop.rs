@@ -96,7 +96,7 @@ fn cross_check_read(fx: &[FixtureDs], c: &ReadCase) {
     }
     let t = &c.tables;
     let whole = f.whole.iter().find(|(d, _)| *d == c.dst.dtype).and_then(|(_, w)| w.as_deref()).unwrap();
-    let strides = c.dst.strides.clone().unwrap_or_else(|| vh5::slices::ArrayLayout::c_strides(&c.dst.shape, c.dst.itemsize).unwrap());
+    let strides = c.dst.strides.clone().unwrap_or_else(|| vh5::transfer::ArrayLayout::c_strides(&c.dst.shape, c.dst.itemsize).unwrap());
     let step = |v: &Option<Vec<u64>>, k: u8, b: usize| if t.null_table == Some(k) { vec![1; n] } else { v.as_ref().map_or(vec![1; n], |s| s[b..b + n].to_vec()) };
     let rows: Vec<TRow> = (0..t.nslices)
         .map(|i| {
@@ -273,7 +273,7 @@ fn count_one_axes_accept_any_step() {
         for threads in [1, 3] {
             let mut out = vec![0xeeu8; 8];
             let d = arr(out.as_mut_ptr(), 8, 0, 7, 2, &[2, 2], &[4, 2]);
-            let st = vh5::slices::options::with_overrides(Some(mode), Some(threads), || {
+            let st = vh5::transfer::options::with_overrides(Some(mode), Some(threads), || {
                 // SAFETY: as above.
                 unsafe { vh5::ffi::hdf5::vh5_read_many_slices(f.id, &d, 1, ss.as_ptr(), ds.as_ptr(), c.as_ptr(), huge.as_ptr(), huge.as_ptr(), 0) }
             });
@@ -303,7 +303,7 @@ fn converting_write_into_part_of_a_chunk_keeps_the_other_elements() {
     let s = arr(src.as_mut_ptr(), 16, 0, Dtype::Int64.code(), 8, &[1, 2], &[16, 8]);
     let (ss, ds, c) = ([0u64, 0], [4u64, 5], [1u64, 2]);
     for threads in [1, 3] {
-        let st = vh5::slices::options::with_overrides(None, Some(threads), || {
+        let st = vh5::transfer::options::with_overrides(None, Some(threads), || {
             // SAFETY: every pointer holds what it declares.
             unsafe { vh5_write_many_slices(d, &s, 1, ss.as_ptr(), ds.as_ptr(), c.as_ptr(), std::ptr::null(), std::ptr::null(), vh5::ffi::hdf5::VH5_SLICES_CONVERT) }
         });

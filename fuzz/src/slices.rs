@@ -174,7 +174,7 @@ fn in_bounds(shape: &[u64], strides: &[i64], offset: usize, itemsize: usize, bas
     lo >= 0 && hi <= base_len as i128
 }
 
-/// numpy's conservative self-overlap rule (documented in slices::geometry): sorted by
+/// numpy's conservative self-overlap rule (documented in vh5::geometry): sorted by
 /// |stride|, every axis of extent > 1 must step over the span of all smaller ones.
 fn self_overlaps(shape: &[u64], strides: &[i64], itemsize: usize) -> bool {
     let mut axes: Vec<(u128, u64)> = shape.iter().zip(strides).filter(|(&e, _)| e > 1).map(|(&e, &s)| (s.unsigned_abs() as u128, e)).collect();

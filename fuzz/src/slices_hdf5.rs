@@ -24,9 +24,9 @@ pub struct FixtureDs {
     pub whole: Vec<(u32, Option<Vec<u8>>)>,
 }
 
-/// Planner modes a read runs in (`vh5::slices::options::with_overrides`).
-pub const MODES: [vh5::slices::options::PlannerMode; 3] =
-    [vh5::slices::options::PlannerMode::Auto, vh5::slices::options::PlannerMode::Chunks, vh5::slices::options::PlannerMode::Rows];
+/// Planner modes a read runs in (`vh5::transfer::options::with_overrides`).
+pub const MODES: [vh5::transfer::options::PlannerMode; 3] =
+    [vh5::transfer::options::PlannerMode::Auto, vh5::transfer::options::PlannerMode::Chunks, vh5::transfer::options::PlannerMode::Rows];
 
 #[derive(Debug, Clone)]
 pub struct ReadCase {
@@ -110,7 +110,7 @@ pub fn run_read(fixture: &[FixtureDs], c: &ReadCase, guard: usize) -> vh5_status
     let da = varr(&c.dst, dbuf.ptr());
     let tp = table_ptrs(&c.tables);
     let mode = MODES[c.mode % 3];
-    let st = vh5::slices::options::with_overrides(Some(mode), Some(c.threads), || {
+    let st = vh5::transfer::options::with_overrides(Some(mode), Some(c.threads), || {
         // SAFETY: as in run_copy: every pointer is valid for what it declares, or NULL.
         unsafe { vh5::ffi::hdf5::vh5_read_many_slices(f.id, &da, c.tables.nslices, tp[0], tp[1], tp[2], tp[3], tp[4], c.flags) }
     });
@@ -245,7 +245,7 @@ pub fn run_write(fixture: &[FixtureDs], c: &WriteCase, guard: usize, h: &dyn Wri
     }
     let sa = varr(&c.src, sbuf.ptr());
     let tp = table_ptrs(&c.tables);
-    let st = vh5::slices::options::with_overrides(None, Some(c.threads), || {
+    let st = vh5::transfer::options::with_overrides(None, Some(c.threads), || {
         // SAFETY: every pointer is valid for what it declares, or NULL.
         unsafe { vh5::ffi::slices_write::vh5_write_many_slices(f.id, &sa, c.tables.nslices, tp[0], tp[1], tp[2], tp[3], tp[4], c.flags) }
     });

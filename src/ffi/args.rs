@@ -6,7 +6,7 @@
 use super::{null_arg, slice_arg};
 use crate::dtype::Dtype;
 use crate::error::Result;
-use crate::slices::{ArrayLayout, SliceTable};
+use crate::transfer::{ArrayLayout, SliceTable};
 
 /// Maximum number of axes of a dataset or array (HDF5's `H5S_MAX_RANK`).
 pub const VH5_MAX_RANK: u32 = 32;

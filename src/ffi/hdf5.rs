@@ -17,7 +17,7 @@ use crate::error::Result;
 pub use super::args::{vh5_array, VH5_MAX_RANK};
 use super::args::{array_parts, table_args};
 use crate::hdf5::{self as h5, Layout};
-use crate::slices::{self, DstArray};
+use crate::transfer::{self, DstArray};
 
 
 /// `vh5_file_open` flag: open for reading and writing (`H5F_ACC_RDWR`). Without it (flags 0)
@@ -339,12 +339,12 @@ pub unsafe extern "C" fn vh5_read_many_slices(
         let a = &*dst;
         let mut d = dst_array(a)?;
         let table = table_args(a.ndim as usize, nslices, src_start, dst_start, count, src_step, dst_step)?;
-        slices::read_many_slices(dset, &mut d, &table, flags)?;
+        transfer::read_many_slices(dset, &mut d, &table, flags)?;
         Ok(())
     })
 }
 
 // The header needs literals (cbindgen); the library's own constants are the definitions.
 const _: () = assert!(VH5_MAX_RANK as usize == crate::dtype::MAX_RANK);
-const _: () = assert!(VH5_SLICES_CLIP == slices::SLICES_CLIP && VH5_SLICES_CONVERT == slices::SLICES_CONVERT);
+const _: () = assert!(VH5_SLICES_CLIP == transfer::SLICES_CLIP && VH5_SLICES_CONVERT == transfer::SLICES_CONVERT);
 const _: () = assert!(VH5_FILE_READ_WRITE == h5::FILE_READ_WRITE);

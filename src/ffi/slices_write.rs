@@ -74,7 +74,7 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
         let table = table_args(dl.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step)?;
         // SAFETY: the caller's contract on src/dst memory; the core never holds a shared and a
         // mutable borrow of the same bytes at once.
-        crate::slices::memcopy::copy_many_slices_raw(sp, &sl, sd, dp, &dl, dd, &table, flags)?;
+        crate::transfer::memcopy::copy_many_slices_raw(sp, &sl, sd, dp, &dl, dd, &table, flags)?;
         Ok(())
     })
 }
@@ -176,8 +176,8 @@ pub unsafe extern "C" fn vh5_write_many_slices(
         // SAFETY: the caller's contract: `base` valid for reads of `base_len` bytes (a dangling
         // non-null pointer when base_len is 0, valid for an empty slice).
         let buf: &[u8] = std::slice::from_raw_parts(p as *const u8, layout.base_len);
-        let a = crate::slices::SrcArray { buf, layout, dtype };
-        crate::slices::write_many_slices(dset, &a, &table, flags)?;
+        let a = crate::transfer::SrcArray { buf, layout, dtype };
+        crate::transfer::write_many_slices(dset, &a, &table, flags)?;
         Ok(())
     })
 }

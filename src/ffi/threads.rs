@@ -1,7 +1,7 @@
 //! C ABI: the number of threads vh5 uses to decode and scatter chunks.
 
 use super::{guard, vh5_status};
-use crate::slices::options;
+use crate::transfer::options;
 
 /// Set how many threads `vh5_read_many_slices` may use to decompress and scatter chunks
 /// (process-wide; takes effect on the next call). `n` = 1: everything runs on the calling

@@ -319,7 +319,7 @@ const NO_ADDRESS: &str = "chunk address isn't defined";
 pub fn read_raw_chunk(lock: &H5Lock, dset: hid_t, origin: &[u64], size: u64, buf: &mut Vec<u8>) -> Result<Option<u32>> {
     let size = usize::try_from(size).map_err(|_| err!(NoMemory, "chunk at {origin:?}: stored size {size} bytes does not fit in memory"))?;
     buf.clear();
-    crate::slices::alloc::reserve_total(buf, size, || format!("stored bytes of the chunk at dataset offset {origin:?}"))?;
+    crate::mem::reserve_total(buf, size, || format!("stored bytes of the chunk at dataset offset {origin:?}"))?;
     let mut mask: c_uint = 0;
     // SAFETY: valid dataset id; `origin` has the dataset's rank; `buf` has capacity for the
     // `size` bytes libhdf5 reports for this chunk, which is what H5Dread_chunk writes.

@@ -4,7 +4,7 @@
 //! planner decides what to look up and insert.
 //!
 //! - **Bounded in bytes** (decoded bytes held; default [`DEFAULT_CACHE_BYTES`], env
-//!   `VH5_CHUNK_CACHE_BYTES`, 0 = off; see [`crate::slices::options::chunk_cache_bytes`]); a chunk
+//!   `VH5_CHUNK_CACHE_BYTES`, 0 = off; see `transfer::options::chunk_cache_bytes`); a chunk
 //!   larger than the bound is never kept. Least recently used chunks are dropped first.
 //! - **Thread-safe**: one mutex around the index; hits hand out an `Arc` of the bytes, so
 //!   scattering from a hit runs outside the mutex (and outside the libhdf5 lock), and an entry

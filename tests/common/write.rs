@@ -34,7 +34,7 @@ pub struct SrcLay {
 
 impl SrcLay {
     pub fn c(shape: &[u64], size: usize) -> SrcLay {
-        SrcLay { shape: shape.to_vec(), strides: vh5::slices::ArrayLayout::c_strides(shape, size).unwrap(), offset: 0 }
+        SrcLay { shape: shape.to_vec(), strides: vh5::transfer::ArrayLayout::c_strides(shape, size).unwrap(), offset: 0 }
     }
     pub fn addr(&self, idx: &[u64]) -> usize {
         (self.offset as i64 + idx.iter().zip(&self.strides).map(|(&i, &s)| i as i64 * s).sum::<i64>()) as usize

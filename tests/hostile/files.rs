@@ -14,7 +14,7 @@ use hdf5_sys::h5t::*;
 use vh5::dtype::Dtype;
 use vh5::ffi::hdf5::*;
 use vh5::ffi::vh5_status::{self, *};
-use vh5::slices::options::{with_overrides, PlannerMode};
+use vh5::transfer::options::{with_overrides, PlannerMode};
 
 use super::{f64s, find, flip, patch, Guarded, Report};
 use crate::common::{last_error, shared_data, TRow, TempDir};

@@ -11,7 +11,7 @@ use hdf5_sys::h5s::*;
 use hdf5_sys::h5t::*;
 use vh5::dtype::Dtype;
 use vh5::ffi::vh5_status::*;
-use vh5::slices::options::{with_max_chunk_bytes, with_overrides, PlannerMode};
+use vh5::transfer::options::{with_max_chunk_bytes, with_overrides, PlannerMode};
 
 use super::files::{c_close, c_dopen, c_open, read_x, row};
 use super::shapes::make_sparse;
@@ -47,10 +47,10 @@ pub fn run(rep: &mut Report, tmp: &TempDir) {
         let stats = |limit: u64, buf: &mut Vec<u8>| {
             with_max_chunk_bytes(limit, || {
                 with_overrides(Some(PlannerMode::Chunks), Some(1), || {
-                    let mut dst = vh5::slices::DstArray { buf: &mut buf[..], layout: vh5::slices::ArrayLayout { shape: vec![10, 5], strides: vec![40, 8], offset: 0, base_len: 400, itemsize: 8 }, dtype: Dtype::Float64 };
+                    let mut dst = vh5::transfer::DstArray { buf: &mut buf[..], layout: vh5::transfer::ArrayLayout { shape: vec![10, 5], strides: vec![40, 8], offset: 0, base_len: 400, itemsize: 8 }, dtype: Dtype::Float64 };
                     let t = crate::common::tables(&r);
-                    let table = vh5::slices::SliceTable::new(2, 2, &t[0], &t[1], &t[2], None, None).unwrap();
-                    vh5::slices::read_many_slices(d, &mut dst, &table, 0).unwrap()
+                    let table = vh5::transfer::SliceTable::new(2, 2, &t[0], &t[1], &t[2], None, None).unwrap();
+                    vh5::transfer::read_many_slices(d, &mut dst, &table, 0).unwrap()
                 })
             })
         };

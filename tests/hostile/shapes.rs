@@ -14,7 +14,7 @@ use hdf5_sys::h5t::*;
 use vh5::dtype::Dtype;
 use vh5::ffi::hdf5::*;
 use vh5::ffi::vh5_status::{self, *};
-use vh5::slices::options::PlannerMode;
+use vh5::transfer::options::PlannerMode;
 
 use super::files::{c_close, c_dopen, c_open, read_x, row, X_SHAPE};
 use super::{f64s, Guarded, Report};

@@ -9,7 +9,7 @@ use std::process::Command;
 use vh5::dtype::Dtype;
 use vh5::ffi::hdf5::*;
 use vh5::ffi::vh5_status::*;
-use vh5::slices::options::{with_overrides, PlannerMode};
+use vh5::transfer::options::{with_overrides, PlannerMode};
 
 use super::files::{c_close, c_dopen, c_open, c_read, row, x_value};
 use super::{f64s, status_name, Guarded};

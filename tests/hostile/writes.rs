@@ -9,7 +9,7 @@ use vh5::dtype::Dtype;
 use vh5::ffi::hdf5::*;
 use vh5::ffi::slices_write::vh5_write_many_slices;
 use vh5::ffi::vh5_status::{self, *};
-use vh5::slices::options::with_overrides;
+use vh5::transfer::options::with_overrides;
 
 use super::files::{c_close, c_dopen, c_open, chunk_addr, row};
 use super::{find, patch, Guarded, Report};

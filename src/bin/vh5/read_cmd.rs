@@ -14,7 +14,7 @@ use std::time::Instant;
 use vh5::dtype::Dtype;
 use vh5::error::{Error, Result};
 use vh5::hdf5::{self as h5, Layout};
-use vh5::slices::{read_many_slices, ArrayLayout, DstArray, SliceTable, SLICES_CLIP};
+use vh5::transfer::{read_many_slices, ArrayLayout, DstArray, SliceTable, SLICES_CLIP};
 
 use crate::fail;
 

@@ -3,11 +3,11 @@
 //!
 //! Used by [`super::write`] when (checked by [`raw_plan`]) the dataset's whole pipeline is made
 //! of filters vh5 encodes AND decodes (deflate at the dataset's level, shuffle, fletcher32:
-//! [`super::encode`], [`super::filters`]) and the file type's bytes are the memory type's,
+//! [`crate::codec::encode`], [`crate::codec::decode`]) and the file type's bytes are the memory type's,
 //! possibly byte-swapped (no libhdf5 type conversion). Any other pipeline (szip, nbit,
 //! scaleoffset, plugins), an unfiltered dataset, or a conversion goes through `H5Dwrite`.
 //!
-//! Per touched chunk (pieces grouped by [`super::write::chunk_groups`]), the calling thread,
+//! Per touched chunk (pieces grouped by [`super::merge::chunk_groups`]), the calling thread,
 //! holding the lock, prepares a job: an interior chunk the rows cover entirely, and any
 //! unallocated chunk, starts as libhdf5 starts a new chunk: the fill value throughout (also
 //! outside the extent of an edge chunk, where a later resize shows it), zeros under fill time
@@ -26,13 +26,15 @@ use std::sync::{mpsc, Mutex};
 
 use hdf5_sys::h5i::hid_t;
 
-use super::chunks::ChunkGrid;
-use super::copy::copy_strided_runs;
-use super::encode::{encode_pipeline, EncodeFilter, Encoder};
-use super::filters::{pipeline, swap_bytes, Decoder, Filter};
-use super::geometry::MAX_RANK;
+use crate::plan::grid::ChunkGrid;
+use crate::engine::copy::copy_strided_runs;
+use crate::codec::encode::{encode_pipeline, EncodeFilter, Encoder};
+use crate::codec::decode::{pipeline, swap_bytes, Decoder, Filter};
+use crate::geometry::MAX_RANK;
 use super::options::{max_workers, num_threads};
-use super::write::{chunk_groups, dense_strides, ranges, report, MergeCtx, PieceRef, SrcArray, WriteStats};
+use super::merge::{ranges, report, MergeCtx, SrcArray};
+use super::stats::WriteStats;
+use crate::engine::copy::dense_strides;
 use crate::dtype::{ByteOrder, Dtype};
 use crate::error::{Error, Result};
 use crate::hdf5::chunk::{chunk_layout, chunk_state, fill_element, flush_dataset, read_raw_chunk, types_equal, ChunkState};
@@ -118,8 +120,6 @@ struct Shared<'a> {
     plan: &'a RawPlan,
     ctx: &'a MergeCtx<'a>,
     grid: &'a ChunkGrid,
-    pieces: &'a [PieceRef],
-    groups: &'a [std::ops::Range<usize>],
     /// Bytes of a whole (unclipped) chunk in memory.
     chunk_bytes: usize,
     dense: [isize; MAX_RANK],
@@ -132,7 +132,7 @@ impl Shared<'_> {
     /// defined: libhdf5's default zeros count), zeros under fill time never.
     fn fresh(&self, coord: &[u64]) -> Result<Vec<u8>> {
         let mut b = Vec::new();
-        super::alloc::resize_zeroed(&mut b, self.chunk_bytes, || format!("chunk {coord:?}"))?;
+        crate::mem::resize_zeroed(&mut b, self.chunk_bytes, || format!("chunk {coord:?}"))?;
         if let Some(f) = &self.plan.fill {
             crate::hdf5::chunk::fill_with(&mut b, f);
         }
@@ -144,12 +144,12 @@ impl Shared<'_> {
     /// libhdf5 read the chunk).
     fn run(&self, w: &mut Worker, job: Job) -> Result<std::result::Result<Vec<u8>, String>> {
         let n = self.ctx.n;
-        let group = &self.pieces[self.groups[job.group].clone()];
+        let (chunk, group) = self.ctx.group(job.group);
         let mut origin = [0u64; MAX_RANK];
         let mut coord = [0u64; MAX_RANK];
-        self.grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+        self.grid.chunk_coord(chunk, &mut coord[..n]);
         self.grid.chunk_origin(&coord[..n], &mut origin[..n]);
-        let unfiltered = self.plan.dont_filter_partial && crate::hdf5::chunk::is_partial_edge(&origin[..n], self.grid.chunk(), self.ctx.dshape);
+        let unfiltered = self.plan.dont_filter_partial && crate::hdf5::chunk::is_partial_edge(&origin[..n], self.grid.chunk(), self.grid.shape());
         let (decode, encode): (&[Filter], &[EncodeFilter]) = if unfiltered { (&[], &[]) } else { (&self.plan.decode, &self.plan.encode) };
         let mut buf = match job.start {
             Start::Fresh => self.fresh(&coord[..n])?,
@@ -182,7 +182,7 @@ impl Shared<'_> {
     }
 }
 
-/// Write every chunk touched by `pieces` (sorted by chunk) raw (see the module docs).
+/// Write every chunk of `ctx.plan` raw (see the module docs).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn write_chunks_raw(
     l: &H5Lock,
@@ -190,19 +190,18 @@ pub(super) fn write_chunks_raw(
     plan: &RawPlan,
     grid: &ChunkGrid,
     ctx: &MergeCtx,
-    pieces: &[PieceRef],
     pieces_per_row: &[u32],
     reader: &mut HyperslabReader,
     stats: &mut WriteStats,
 ) -> Result<()> {
     let n = ctx.n;
     let itemsize = ctx.src.layout.itemsize;
-    let groups = chunk_groups(pieces);
+    let ngroups = ctx.plan.groups.len();
     let chunk_elems: u64 = grid.chunk().iter().product();
     let chunk_bytes = usize::try_from(chunk_elems as u128 * itemsize as u128).map_err(|_| err!(Unsupported, "chunk of {chunk_elems} elements does not fit in memory"))?;
     let mut dense = [0isize; MAX_RANK];
     dense_strides(grid.chunk(), itemsize, &mut dense);
-    let shared = Shared { plan, ctx, grid, pieces, groups: &groups, chunk_bytes, dense };
+    let shared = Shared { plan, ctx, grid, chunk_bytes, dense };
     let mut written_per_row = vec![0u32; ctx.table.nslices];
     let mut flushed = false;
     // File size after the flush (chunks cached by earlier writes are then allocated).
@@ -210,20 +209,20 @@ pub(super) fn write_chunks_raw(
     let mut covered = Vec::new();
     let mut clipped = Vec::new();
     let what = |gi: usize| {
-        let group = &pieces[groups[gi].clone()];
+        let (chunk, group) = ctx.group(gi);
         let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
-        grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+        grid.chunk_coord(chunk, &mut coord[..n]);
         grid.chunk_origin(&coord[..n], &mut origin[..n]);
         grid.chunk_extent(&coord[..n], &mut extent[..n]);
-        let mut rows: Vec<usize> = group.iter().map(|p| p.row as usize).collect();
+        let mut rows: Vec<usize> = group.iter().map(|p| p.row).collect();
         rows.dedup();
         format!("chunk {:?} (dataset elements {:?} + {:?}, rows {})", &coord[..n], &origin[..n], &extent[..n], ranges(&rows))
     };
     // Prepare the job of group `gi` (calling thread, lock held).
     let mut prepare = |gi: usize, stats: &mut WriteStats, force_mem: bool| -> Result<Job> {
-        let group = &pieces[groups[gi].clone()];
+        let (chunk, group) = ctx.group(gi);
         let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
-        grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+        grid.chunk_coord(chunk, &mut coord[..n]);
         grid.chunk_origin(&coord[..n], &mut origin[..n]);
         grid.chunk_extent(&coord[..n], &mut extent[..n]);
         if !force_mem {
@@ -267,7 +266,7 @@ pub(super) fn write_chunks_raw(
         // Zeroed for every chunk: with fill time never libhdf5 leaves an unallocated chunk's
         // region untouched (and would store zeros there itself), never the previous chunk's bytes.
         clipped.clear();
-        super::alloc::resize_zeroed(&mut clipped, elems as usize * itemsize, || format!("chunk {:?}", &coord[..n]))?;
+        crate::mem::resize_zeroed(&mut clipped, elems as usize * itemsize, || format!("chunk {:?}", &coord[..n]))?;
         reader.read(&origin[..n], None, &extent[..n], &mut clipped)?;
         let mut b = shared.fresh(&coord[..n])?;
         let mut cdense = [0isize; MAX_RANK];
@@ -277,16 +276,16 @@ pub(super) fn write_chunks_raw(
         Ok(Job { group: gi, start: Start::Mem(b) })
     };
     let store = |gi: usize, bytes: &[u8], stats: &mut WriteStats, written: &mut [u32]| -> Result<()> {
-        let group = &pieces[groups[gi].clone()];
+        let (chunk, group) = ctx.group(gi);
         let (mut coord, mut origin) = ([0u64; MAX_RANK], [0u64; MAX_RANK]);
-        grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+        grid.chunk_coord(chunk, &mut coord[..n]);
         grid.chunk_origin(&coord[..n], &mut origin[..n]);
         write_raw_chunk(l, dset, &origin[..n], 0, bytes)?;
         stats.chunks_written += 1;
         stats.hdf5_writes += 1;
         stats.raw_chunks += 1;
         for p in group {
-            written[p.row as usize] += 1;
+            written[p.row] += 1;
         }
         Ok(())
     };
@@ -311,10 +310,10 @@ pub(super) fn write_chunks_raw(
         };
         store(gi, &bytes, stats, written)
     };
-    let threads = num_threads().min(groups.len()).min(max_workers());
+    let threads = num_threads().min(ngroups).min(max_workers());
     if threads <= 1 {
         let mut w = Worker::default();
-        for gi in 0..groups.len() {
+        for gi in 0..ngroups {
             let r = prepare(gi, stats, false)
                 .and_then(|job| shared.run(&mut w, job))
                 .and_then(|res| finish(gi, res, &mut prepare, &mut w, stats, &mut written_per_row));
@@ -360,8 +359,8 @@ pub(super) fn write_chunks_raw(
         let mut in_flight = 0usize;
         let mut next = 0usize;
         let mut outcome: Result<()> = Ok(());
-        while next < groups.len() || in_flight > 0 {
-            if outcome.is_ok() && next < groups.len() && in_flight < 2 * live {
+        while next < ngroups || in_flight > 0 {
+            if outcome.is_ok() && next < ngroups && in_flight < 2 * live {
                 match prepare(next, stats, false) {
                     Ok(job) => {
                         let _ = job_tx.send(job);
@@ -372,7 +371,7 @@ pub(super) fn write_chunks_raw(
                 next += 1;
                 continue;
             }
-            if live == 0 && outcome.is_ok() && next < groups.len() {
+            if live == 0 && outcome.is_ok() && next < ngroups {
                 // No worker could be started: encode here, with the lock released meanwhile.
                 let gi = next;
                 match prepare(gi, stats, false) {

@@ -37,7 +37,7 @@ use std::sync::OnceLock;
 /// How `read_many_slices` reads a chunked dataset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlannerMode {
-    /// Per call and per chunk, whichever the cost rule predicts faster (see `slices::read`).
+    /// Per call and per chunk, whichever the cost rule predicts faster (see `transfer::read`).
     Auto,
     /// Every chunk touched is read whole once and all row pieces scattered from it.
     Chunks,

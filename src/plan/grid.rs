@@ -10,7 +10,7 @@
 //! axis (`k0`), how many elements it holds per axis (`count`) and the dataset coordinate of
 //! its first element (`src_start`; consecutive elements are `step` apart as in the row).
 
-use super::geometry::MAX_RANK;
+use crate::geometry::MAX_RANK;
 use crate::error::Result;
 
 /// One axis of a row cut by one chunk: chunk coordinate `chunk` on that axis, row-local first

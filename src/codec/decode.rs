@@ -88,7 +88,7 @@ impl Decoder {
                     std::mem::swap(buf, &mut self.spare);
                 }
                 Filter::Shuffle(size) => {
-                    super::alloc::reserve_total(&mut self.spare, buf.len(), || "unshuffle buffer".to_string())?;
+                    crate::mem::reserve_total(&mut self.spare, buf.len(), || "unshuffle buffer".to_string())?;
                     unshuffle(buf, &mut self.spare, size);
                     std::mem::swap(buf, &mut self.spare);
                 }
@@ -117,7 +117,7 @@ impl Decoder {
 /// The output buffer is reserved fallibly (`NoMemory`), growing from `limit` at most.
 fn inflate(z: &mut Decompress, input: &[u8], out: &mut Vec<u8>, limit: usize) -> crate::error::Result<()> {
     out.clear();
-    super::alloc::reserve_total(out, limit.max(64), || "inflate buffer".to_string())?;
+    crate::mem::reserve_total(out, limit.max(64), || "inflate buffer".to_string())?;
     loop {
         let before_in = z.total_in() as usize;
         let before_out = out.len();
@@ -130,7 +130,7 @@ fn inflate(z: &mut Decompress, input: &[u8], out: &mut Vec<u8>, limit: usize) ->
                     bail!(Hdf5, "inflate: the zlib stream produces more than {limit} bytes after {} bytes of input (the chunk holds {limit} at most): refused", z.total_in());
                 } else if out.len() == out.capacity() {
                     let grow = out.capacity().max(4096).min(limit.max(64) - out.len());
-                    super::alloc::reserve_total(out, out.len() + grow, || "inflate buffer".to_string())?;
+                    crate::mem::reserve_total(out, out.len() + grow, || "inflate buffer".to_string())?;
                 } else if !progressed || z.total_in() as usize >= input.len() {
                     bail!(Malformed, "inflate failed: zlib stream truncated after {} bytes of input", z.total_in());
                 }

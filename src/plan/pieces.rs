@@ -1,15 +1,16 @@
-//! Read planning (pure, safe Rust): map the rows of a call onto the dataset's chunk grid so
-//! that every chunk needed is read once and all row pieces inside it are scattered from it,
-//! and find the rows whose destinations overlap (those must run in row order: "the later row
-//! wins" cannot be kept when pieces of different rows are scattered chunk by chunk).
+//! Chunk planning (pure, safe Rust), ONE planner for reads and writes: map the rows of a call
+//! onto the dataset's chunk grid so that every chunk needed is visited once and all row pieces
+//! inside it are copied from (reads) or into (writes) it, and find the rows whose
+//! destinations overlap (reads: those must run in row order: "the later row wins" cannot be
+//! kept when pieces of different rows are scattered chunk by chunk).
 //!
-//! A [`Plan`] holds the pieces ([`super::chunks::Piece`] plus where each goes in the
-//! destination) grouped by chunk in C order of the chunk grid, and inside a chunk in row order.
+//! A [`Plan`] holds the pieces ([`super::grid::Piece`] plus where each lies in the caller's
+//! array) grouped by chunk in C order of the chunk grid, and inside a chunk in row order.
+//! [`Plan::block`] turns a piece into the two strided blocks the copy engine moves: one in a
+//! chunk buffer, one in the caller's array.
 
-use super::chunks::ChunkGrid;
-use super::geometry::Row;
-#[cfg(test)]
-use super::geometry::MAX_RANK;
+use super::grid::ChunkGrid;
+use crate::geometry::{axis_stride, ArrayLayout, Row, MAX_RANK};
 
 /// One piece: a row's part inside one chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +29,7 @@ pub struct Plan {
     pub ndim: usize,
     /// Sorted by (chunk, row).
     pub pieces: Vec<PieceKey>,
-    /// Per piece, `3 * ndim` values: dataset start, destination start, count (elements).
+    /// Per piece, `3 * ndim` values: dataset start, array start, count (elements).
     coords: Vec<u64>,
     /// Per chunk touched: (linear chunk index, range of `pieces`).
     pub groups: Vec<(u64, std::ops::Range<usize>)>,
@@ -45,19 +46,35 @@ impl Plan {
         Plan { ndim, pieces: Vec::with_capacity(pieces), coords: Vec::with_capacity(pieces.saturating_mul(3 * ndim)), groups: Vec::new() }
     }
 
-    /// Add the pieces of row `i` (valid: inside the dataset; steps of both sides included).
-    /// Rows must be added in increasing `i`.
-    pub fn add_row(&mut self, grid: &ChunkGrid, i: usize, r: &Row) {
+    /// Add the pieces of row `i` of a READ (valid: inside the dataset; steps of both sides
+    /// included): the dataset is the row's source side. Rows must be added in increasing `i`.
+    pub fn add_row(&mut self, grid: &ChunkGrid, i: usize, r: &Row) -> usize {
         let n = self.ndim;
-        grid.for_each_piece(&r.src_start[..n], &r.count[..n], &r.src_step[..n], |p| {
+        self.add(grid, i, &r.count[..n], (&r.src_start[..n], &r.src_step[..n]), (&r.dst_start[..n], &r.dst_step[..n]))
+    }
+
+    /// Add the pieces of row `i` of a WRITE: the dataset is the row's destination side.
+    pub fn add_write_row(&mut self, grid: &ChunkGrid, i: usize, r: &Row) -> usize {
+        let n = self.ndim;
+        self.add(grid, i, &r.count[..n], (&r.dst_start[..n], &r.dst_step[..n]), (&r.src_start[..n], &r.src_step[..n]))
+    }
+
+    /// Add the pieces of row `i` copying `count` elements per axis between the dataset
+    /// (`dataset` = start and step, cut by `grid`) and the caller's array (`array`). Returns
+    /// the number of pieces added.
+    fn add(&mut self, grid: &ChunkGrid, i: usize, count: &[u64], dataset: (&[u64], &[u64]), array: (&[u64], &[u64])) -> usize {
+        let n = self.ndim;
+        let before = self.pieces.len();
+        grid.for_each_piece(dataset.0, count, dataset.1, |p| {
             let at = self.pieces.len();
             self.pieces.push(PieceKey { chunk: grid.linear_index(p.chunk_coord), row: i, at });
             self.coords.extend_from_slice(p.src_start);
             for j in 0..n {
-                self.coords.push(r.dst_start[j] + p.row_offset[j] * r.dst_step[j]);
+                self.coords.push(array.0[j] + p.row_offset[j] * array.1[j]);
             }
             self.coords.extend_from_slice(p.count);
         });
+        self.pieces.len() - before
     }
 
     /// Drop the pieces of the rows for which `keep(row)` is false (before [`Plan::finish`];
@@ -92,17 +109,48 @@ impl Plan {
         plan
     }
 
-    /// (dataset start, destination start, count) of a piece, `ndim` values each.
+    /// (dataset start, array start, count) of a piece, `ndim` values each.
     pub fn piece(&self, p: &PieceKey) -> (&[u64], &[u64], &[u64]) {
         let n = self.ndim;
         let b = p.at * 3 * n;
         (&self.coords[b..b + n], &self.coords[b + n..b + 2 * n], &self.coords[b + 2 * n..b + 3 * n])
     }
 
+    /// The two strided blocks a piece copies between: in a chunk buffer whose element at
+    /// dataset coordinates `origin` is at byte 0 with byte strides `chunk_strides`, and in the
+    /// caller's array `array`. `dataset_step` / `array_step` are the row's step tables of the
+    /// two sides (`None` = all 1; row `p.row`, `ndim` columns); an axis where the piece has one
+    /// element never steps (`geometry::axis_stride`). The one chunk-intersection primitive of
+    /// reads (chunk -> array) and writes (array -> chunk).
+    pub fn block(&self, p: &PieceKey, origin: &[u64], chunk_strides: &[isize], array: &ArrayLayout, dataset_step: Option<&[u64]>, array_step: Option<&[u64]>) -> PieceBlock {
+        let n = self.ndim;
+        let (s, a, c) = self.piece(p);
+        let mut b = PieceBlock { chunk_off: 0, chunk_strides: [0; MAX_RANK], array_off: array.byte_offset(a), array_strides: [0; MAX_RANK], counts: [0; MAX_RANK] };
+        let step = |t: Option<&[u64]>, j: usize| t.map_or(1, |t| t[p.row * n + j]);
+        for j in 0..n {
+            b.chunk_off += (s[j] - origin[j]) as usize * chunk_strides[j] as usize;
+            b.chunk_strides[j] = axis_stride(c[j], chunk_strides[j], step(dataset_step, j));
+            b.array_strides[j] = axis_stride(c[j], array.strides[j] as isize, step(array_step, j));
+            b.counts[j] = c[j] as usize;
+        }
+        b
+    }
+
     /// Number of elements of a piece.
     pub fn piece_elements(&self, p: &PieceKey) -> u64 {
         self.piece(p).2.iter().product()
     }
+}
+
+/// A piece as two strided blocks (see [`Plan::block`]); byte offsets and strides, the first
+/// `ndim` entries of each array used.
+#[derive(Debug, Clone, Copy)]
+pub struct PieceBlock {
+    pub chunk_off: usize,
+    pub chunk_strides: [isize; MAX_RANK],
+    pub array_off: usize,
+    pub array_strides: [isize; MAX_RANK],
+    pub counts: [usize; MAX_RANK],
 }
 
 /// Append the destination box of a row to `out`: per axis the first index written, then per

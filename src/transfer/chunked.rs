@@ -47,12 +47,14 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use hdf5_sys::h5i::hid_t;
 
-use super::chunks::ChunkGrid;
-use super::filters::{pipeline, swap_bytes, Decoder, Filter};
-use super::geometry::{row, SliceTable, MAX_RANK};
+use crate::plan::grid::ChunkGrid;
+use crate::codec::decode::{pipeline, swap_bytes, Decoder, Filter};
+use crate::engine::copy::dense_strides;
+use crate::geometry::{axis_step, row, SliceTable, MAX_RANK};
 use super::options::{max_chunk_bytes, max_workers, num_threads, PlannerMode};
-use super::plan::{overlapping_rows, push_dst_box, Plan};
-use super::read::{read_row, Ctx, RawKind, ReadStats};
+use crate::plan::pieces::{overlapping_rows, push_dst_box, Plan};
+use super::rows::{read_row, Ctx, RawKind};
+use super::stats::ReadStats;
 use crate::error::{Error, Result};
 use crate::error::ErrorKind;
 use crate::hdf5::chunk::{chunk_state, file_size, flush_dataset, opened_read_write, read_raw_chunk, ChunkState, FilterSpec};
@@ -64,6 +66,10 @@ use crate::hdf5::chunk_cache::{CacheKey, ChunkCache};
 pub(crate) const CHUNK_FETCH_NS: u64 = 4_000;
 /// Estimated fixed cost of one `H5Dread` of a small hyperslab, ns.
 pub(crate) const HDF5_READ_NS: u64 = 2_000;
+/// Estimated extra cost of the first `H5Dread` into a chunk (libhdf5 looks it up and brings
+/// it into its chunk cache), ns: one-row-per-chunk tables of unfiltered 128-byte chunks cost
+/// 3-4x more per chunk through libhdf5 (`VH5_PLANNER=rows`) than fetched raw (`chunks`).
+pub(crate) const HDF5_CHUNK_NS: u64 = 8_000;
 /// Estimated bytes moved per ns (read from the page cache + copy).
 pub(crate) const BYTES_PER_NS: u64 = 4;
 /// Estimated cost of a stepped selection libhdf5 reads (a file-side step given to
@@ -96,7 +102,7 @@ pub(crate) const BIG_CHUNK_BYTES: usize = 8 << 20;
 ///   each), where libhdf5's own chunk cache may already hold the decoded chunk (repeated small
 ///   calls) and a whole read could not do better than libhdf5 on a cold chunk anyway;
 /// - unfiltered chunks (`auto`): whole when `CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS`
-///   <= `pieces * HDF5_READ_NS + step_ns + piece_bytes / BYTES_PER_NS`, i.e. when the
+///   <= `HDF5_CHUNK_NS + pieces * HDF5_READ_NS + step_ns + piece_bytes / BYTES_PER_NS`, i.e. when the
 ///   chunk's extra bytes cost less than the per-read overhead of its pieces (a few tiny rows
 ///   in a large chunk read their pieces; many rows in a chunk read it once) and than
 ///   libhdf5's cost of stepping: `step_ns` = [`STEP_RUN_NS`] per contiguous run +
@@ -116,7 +122,7 @@ pub fn decide(mode: PlannerMode, filtered: bool, chunk_bytes: u64, groups: &[(us
         PlannerMode::Auto => groups
             .iter()
             .map(|&(pieces, bytes, step_ns)| {
-                CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS <= (pieces as u64 * HDF5_READ_NS).saturating_add(step_ns).saturating_add(bytes / BYTES_PER_NS)
+                CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS <= (HDF5_CHUNK_NS + pieces as u64 * HDF5_READ_NS).saturating_add(step_ns).saturating_add(bytes / BYTES_PER_NS)
             })
             .collect(),
     }
@@ -224,32 +230,13 @@ impl Shared<'_> {
         let n = self.grid.ndim();
         let itemsize = self.ctx.itemsize;
         let mut cstr = [0isize; MAX_RANK];
-        let mut acc = itemsize as isize;
-        for j in (0..n).rev() {
-            cstr[j] = acc;
-            acc *= dims[j] as isize;
-        }
-        let (mut ss, mut ds, mut counts) = ([0isize; MAX_RANK], [0isize; MAX_RANK], [0usize; MAX_RANK]);
+        dense_strides(dims, itemsize, &mut cstr[..n]);
         for p in &self.plan.pieces[self.plan.groups[group].1.clone()] {
-            let (s, d, c) = self.plan.piece(p);
-            let mut so = 0usize;
-            for j in 0..n {
-                let sstep = self.table.src_step.map_or(1, |t| t[p.row * n + j]) as isize;
-                let dstep = self.table.dst_step.map_or(1, |t| t[p.row * n + j]) as isize;
-                so += (s[j] - origin[j]) as usize * cstr[j] as usize;
-                // A piece with one element on an axis never steps along it: its step may be
-                // anything (up to 2^64 - 1) and the product would overflow; with two or more,
-                // both products lie inside the chunk / the validated destination.
-                let one = c[j] <= 1;
-                ss[j] = if one { 0 } else { cstr[j] * sstep };
-                ds[j] = if one { 0 } else { self.ctx.layout.strides[j] as isize * dstep };
-                counts[j] = c[j] as usize;
-            }
-            let d_o = self.ctx.layout.byte_offset(d);
+            let b = self.plan.block(p, origin, &cstr[..n], self.ctx.layout, self.table.src_step, self.table.dst_step);
             // SAFETY: pieces planned here belong to rows whose destinations overlap no other
             // row's, and the pieces of one row are disjoint: no other thread writes these
             // elements (see the module docs).
-            unsafe { self.ctx.dst.copy_in(buf, so, &ss[..n], d_o, &ds[..n], &counts[..n], itemsize)? };
+            unsafe { self.ctx.dst.copy_in(buf, b.chunk_off, &b.chunk_strides[..n], b.array_off, &b.array_strides[..n], &b.counts[..n], itemsize)? };
         }
         Ok(())
     }
@@ -457,7 +444,7 @@ pub(crate) fn read_chunked(
 /// has none), ns: [`STEP_RUN_NS`] per contiguous run (its elements divided by the run
 /// length: the inner count when the inner axis is unstepped, else 1) + [`STEP_BYTE_NS`]
 /// per byte.
-fn step_cost_ns(plan: &Plan, table: &SliceTable, p: &super::plan::PieceKey, itemsize: usize) -> u64 {
+fn step_cost_ns(plan: &Plan, table: &SliceTable, p: &crate::plan::PieceKey, itemsize: usize) -> u64 {
     let n = plan.ndim;
     let Some(steps) = table.src_step else { return 0 };
     let c = plan.piece(p).2;
@@ -740,9 +727,9 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
 /// conversion `H5Dread` would apply. `buf` ends up `elems * mem_itemsize` bytes long.
 fn convert_chunk(ftype: hid_t, mtype: hid_t, elems: usize, file_itemsize: usize, mem_itemsize: usize, buf: &mut Vec<u8>) -> Result<()> {
     let big = elems.checked_mul(file_itemsize.max(mem_itemsize)).ok_or_else(|| err!(NoMemory, "conversion buffer of {elems} elements overflows"))?;
-    super::alloc::resize_zeroed(buf, big, || "conversion buffer".to_string())?;
+    crate::mem::resize_zeroed(buf, big, || "conversion buffer".to_string())?;
     let mut bkg = Vec::new();
-    super::alloc::resize_zeroed(&mut bkg, elems * mem_itemsize, || "conversion background buffer".to_string())?;
+    crate::mem::resize_zeroed(&mut bkg, elems * mem_itemsize, || "conversion background buffer".to_string())?;
     let l = lock();
     crate::hdf5::chunk::convert(&l, ftype, mtype, elems, buf, &mut bkg)?;
     buf.truncate(elems * mem_itemsize);
@@ -750,20 +737,18 @@ fn convert_chunk(ftype: hid_t, mtype: hid_t, elems: usize, file_itemsize: usize,
 }
 
 /// A piece as a row of its own (for a `H5Dread` of just that piece).
-fn piece_row(plan: &Plan, table: &SliceTable, i: usize, p: &super::plan::PieceKey) -> super::geometry::Row {
+fn piece_row(plan: &Plan, table: &SliceTable, i: usize, p: &crate::plan::pieces::PieceKey) -> crate::geometry::Row {
     let n = plan.ndim;
     let (s, d, c) = plan.piece(p);
-    let mut r = super::geometry::Row { ndim: n, src_start: [0; MAX_RANK], dst_start: [0; MAX_RANK], count: [0; MAX_RANK], src_step: [1; MAX_RANK], dst_step: [1; MAX_RANK] };
+    let mut r = crate::geometry::Row { ndim: n, src_start: [0; MAX_RANK], dst_start: [0; MAX_RANK], count: [0; MAX_RANK], src_step: [1; MAX_RANK], dst_step: [1; MAX_RANK] };
     r.src_start[..n].copy_from_slice(s);
     r.dst_start[..n].copy_from_slice(d);
     r.count[..n].copy_from_slice(c);
     // Steps of axes where the piece has one element are never applied and may be any
-    // uint64 (a row's other pieces step along them): 1, like `geometry::row` does for rows.
+    // uint64 (a row's other pieces step along them): `axis_step`, as for rows.
     for j in 0..n {
-        if c[j] > 1 {
-            r.src_step[j] = table.src_step.map_or(1, |t| t[i * n + j]);
-            r.dst_step[j] = table.dst_step.map_or(1, |t| t[i * n + j]);
-        }
+        r.src_step[j] = axis_step(c[j], table.src_step.map_or(1, |t| t[i * n + j]));
+        r.dst_step[j] = axis_step(c[j], table.dst_step.map_or(1, |t| t[i * n + j]));
     }
     r
 }
@@ -777,7 +762,7 @@ fn read_region(reader: &mut HyperslabReader, origin: &[u64], extent: &[u64], ite
     let what = || format!("region of extent {extent:?}");
     let bytes = usize::try_from(elems as u128 * itemsize as u128).map_err(|_| err!(NoMemory, "{}: {elems} elements do not fit in memory", what()))?;
     buf.clear();
-    super::alloc::resize_zeroed(buf, bytes, what)?;
+    crate::mem::resize_zeroed(buf, bytes, what)?;
     if let Some(f) = fill {
         crate::hdf5::chunk::fill_with(buf, f);
     }
@@ -799,5 +784,7 @@ mod tests {
         assert_eq!(decide(PlannerMode::Auto, false, 8_000_000, &[(1, 4_000_000, 500 * STEP_RUN_NS + 4_000_000 * STEP_BYTE_NS)]), vec![true]);
         // A 10x10 stepped piece in an 8 MB chunk: still its own read.
         assert_eq!(decide(PlannerMode::Auto, false, 8_000_000, &[(1, 800, 10 * STEP_RUN_NS + 800 * STEP_BYTE_NS)]), vec![false]);
+        // A piece covering a whole 128-byte chunk: fetched raw (libhdf5 costs more per chunk).
+        assert_eq!(decide(PlannerMode::Auto, false, 128, &[(1, 128, 0)]), vec![true]);
     }
 }

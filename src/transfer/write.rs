@@ -1,10 +1,10 @@
 //! `write_many_slices`: copy many slices of a caller-owned array into an HDF5 dataset
-//! (numpy -> HDF5), with the row semantics of [`super::geometry`]: `src_*` index the ARRAY,
+//! (numpy -> HDF5), with the row semantics of [`crate::geometry`]: `src_*` index the ARRAY,
 //! `dst_*` the DATASET.
 //!
 //! Strategy, under ONE libhdf5 lock for the whole call, after every row has been validated:
 //! - **Chunked datasets** (with or without filters): the rows' destination selections are cut
-//!   by the chunk grid ([`super::chunks::ChunkGrid`]) and the pieces grouped by chunk, keeping
+//!   by the chunk grid ([`crate::plan::grid::ChunkGrid`]) and the pieces grouped by chunk, keeping
 //!   row order inside each chunk. Every touched chunk is written ONCE per call, as one
 //!   `H5Dwrite` of the chunk's hyperslab from a chunk-sized buffer: when the union of the
 //!   pieces covers the whole chunk the buffer is assembled from the pieces alone (libhdf5
@@ -28,49 +28,20 @@
 
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 
-use super::chunks::ChunkGrid;
-use super::copy::copy_strided_runs;
-use super::geometry::{row_named, ArrayLayout, Row, SliceTable, MAX_RANK};
-use crate::dtype::Dtype;
+use super::merge::{failed, ranges, report, MergeCtx, NAMES};
+pub use super::merge::SrcArray;
+use super::stats::WriteStats;
+use crate::engine::copy::{copy_strided_runs, dense_strides};
+use crate::geometry::{c_contiguous_block, row_named, SliceTable, MAX_RANK};
+use crate::plan::{ChunkGrid, Plan};
 use crate::error::{Error, Result};
 use crate::hdf5::dataset::{dataset_info, expect_kind, HyperslabReader, Layout};
 use crate::hdf5::error::session;
 use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::H5Lock;
-use super::transfer::{check_array, memory_type, parse_flags, Direction};
+use super::checks::{check_array, memory_type, parse_flags, Direction};
 use crate::hdf5::types::classify;
 use crate::hdf5::write::{file_is_writable, HyperslabWriter};
-
-/// A caller-owned source: its whole buffer, the layout of the array inside it, the dtype.
-pub struct SrcArray<'a> {
-    pub buf: &'a [u8],
-    pub layout: ArrayLayout,
-    pub dtype: Dtype,
-}
-
-/// What a write did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WriteStats {
-    /// Rows that wrote something.
-    pub rows_written: usize,
-    /// Rows skipped (a zero count, or clipped to zero with [`SLICES_CLIP`]).
-    pub rows_skipped: usize,
-    /// Elements written (overlapping destinations counted each time).
-    pub elements: u64,
-    /// `H5Dwrite` calls made.
-    pub hdf5_writes: usize,
-    /// Chunked datasets: chunks written (each touched chunk once).
-    pub chunks_written: usize,
-    /// Chunked datasets: chunks read first because the rows covered them only in part (raw
-    /// writes: also stored edge chunks covered entirely, whose bytes outside the extent are
-    /// kept).
-    pub chunks_read: usize,
-    /// Chunked filtered datasets: chunks whose filters vh5 ran itself and stored raw with
-    /// `H5Dwrite_chunk` (counted in `chunks_written` and `hdf5_writes` too).
-    pub raw_chunks: usize,
-}
-
-const NAMES: [&str; 2] = ["source array", "dataset"];
 
 /// Write every row of `table` from `src` into dataset `dset` (see the module docs and
 /// `vh5_write_many_slices` in the C header for the exact semantics and errors).
@@ -142,65 +113,6 @@ pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags:
     Ok(stats)
 }
 
-/// Row ranges as text: "0-3, 7, 9-12" (or "none").
-pub(super) fn ranges(rows: &[usize]) -> String {
-    if rows.is_empty() {
-        return "none".into();
-    }
-    let mut out = String::new();
-    let mut i = 0;
-    while i < rows.len() {
-        let mut j = i;
-        while j + 1 < rows.len() && rows[j + 1] == rows[j] + 1 {
-            j += 1;
-        }
-        if !out.is_empty() {
-            out.push_str(", ");
-        }
-        if j == i {
-            out.push_str(&rows[i].to_string());
-        } else {
-            out.push_str(&format!("{}-{}", rows[i], rows[j]));
-        }
-        i = j + 1;
-    }
-    out
-}
-
-/// Wrap a libhdf5 failure with what had been written (libhdf5 errors keep their kind).
-fn failed(e: Error, what: &str, done: &[usize], partial: &[usize]) -> Error {
-    Error::new(
-        e.kind,
-        format!(
-            "write failed part-way at {what}; rows written completely before the failure: {}; rows written in part: {}; no other row was written. Cause: {}",
-            ranges(done),
-            ranges(partial),
-            e.message
-        ),
-    )
-}
-
-/// Dense C-order byte strides of `count` elements of `itemsize`.
-pub(super) fn dense_strides(count: &[u64], itemsize: usize, out: &mut [isize]) {
-    let mut acc = itemsize as isize;
-    for j in (0..count.len()).rev() {
-        out[j] = acc;
-        acc *= count[j] as isize;
-    }
-}
-
-/// Whether a block of `count` elements with the array's byte `strides` is one dense C-order run.
-fn c_contiguous_block(strides: &[i64], count: &[u64], itemsize: usize) -> bool {
-    let mut expect = itemsize as i64;
-    for j in (0..count.len()).rev() {
-        if count[j] > 1 && strides[j] != expect {
-            return false;
-        }
-        expect = expect.saturating_mul(count[j] as i64);
-    }
-    true
-}
-
 /// Contiguous / compact / virtual datasets: one H5Dwrite per row.
 fn write_rows(writer: &mut HyperslabWriter, dshape: &[u64], src: &SrcArray, table: &SliceTable, clip: bool, stats: &mut WriteStats) -> Result<()> {
     let n = dshape.len();
@@ -219,7 +131,7 @@ fn write_rows(writer: &mut HyperslabWriter, dshape: &[u64], src: &SrcArray, tabl
             writer.write(&r.dst_start[..n], stride, &r.count[..n], &src.buf[so..so + bytes])
         } else {
             if scratch.len() < bytes {
-                super::alloc::resize_zeroed(&mut scratch, bytes, || format!("row {i}: staging buffer"))?;
+                crate::mem::resize_zeroed(&mut scratch, bytes, || format!("row {i}: staging buffer"))?;
             }
             for j in 0..n {
                 counts[j] = r.count[j] as usize;
@@ -236,15 +148,6 @@ fn write_rows(writer: &mut HyperslabWriter, dshape: &[u64], src: &SrcArray, tabl
         stats.hdf5_writes += 1;
     }
     Ok(())
-}
-
-/// One piece of a row inside one chunk: sort key (chunk linear index, then order of
-/// creation, which is row order), the row and where the geometry lives in `geo`.
-#[derive(Clone, Copy)]
-pub(super) struct PieceRef {
-    pub chunk: u64,
-    pub seq: u32,
-    pub row: u32,
 }
 
 /// Chunked datasets: each touched chunk read (only if partially covered), merged, written once.
@@ -266,32 +169,26 @@ fn write_chunked(
     if table.nslices > u32::MAX as usize {
         bail!(Unsupported, "{} rows: at most {} per call on chunked datasets", table.nslices, u32::MAX);
     }
-    // 1. Cut every row by the chunk grid. geo holds, per piece, k0[n] then count[n].
-    let mut pieces: Vec<PieceRef> = Vec::new();
-    let mut geo: Vec<u64> = Vec::new();
+    // 1. Cut every row by the chunk grid (the planner reads use too), pieces grouped by chunk.
+    let mut plan = Plan::new(n);
     let mut pieces_per_row = vec![0u32; table.nslices];
     for (i, per_row) in pieces_per_row.iter_mut().enumerate() {
         let Some(r) = row_named(table, i, &src.layout.shape, &dshape, clip, NAMES)? else { continue };
         stats.rows_written += 1;
         stats.elements += r.elements();
-        grid.for_each_piece(&r.dst_start[..n], &r.count[..n], &r.dst_step[..n], |p| {
-            pieces.push(PieceRef { chunk: grid.linear_index(p.chunk_coord), seq: pieces.len() as u32, row: i as u32 });
-            geo.extend_from_slice(p.row_offset);
-            geo.extend_from_slice(p.count);
-            *per_row += 1;
-        });
+        *per_row = plan.add_write_row(grid, i, &r) as u32;
     }
-    if pieces.len() > u32::MAX as usize {
-        bail!(Unsupported, "{} row pieces: at most {} per call", pieces.len(), u32::MAX);
+    if plan.pieces.len() > u32::MAX as usize {
+        bail!(Unsupported, "{} row pieces: at most {} per call", plan.pieces.len(), u32::MAX);
     }
-    pieces.sort_unstable_by_key(|p| (p.chunk, p.seq));
+    plan.finish();
 
     // 2. One chunk at a time: raw (filters run by vh5 on worker threads) when vh5 implements
     //    the whole pipeline and no type conversion is needed, else through H5Dwrite.
-    let ctx = MergeCtx { table, src, dshape: &dshape, clip, geo: &geo, n };
+    let ctx = MergeCtx { table, src, plan: &plan, n };
     if let Some(raw) = super::rawwrite::raw_plan(l, dset, mem_type, src)? {
         let mut reader = HyperslabReader::new(l, dset, mem_type, itemsize)?;
-        return super::rawwrite::write_chunks_raw(l, dset, &raw, grid, &ctx, &pieces, &pieces_per_row, &mut reader, stats);
+        return super::rawwrite::write_chunks_raw(l, dset, &raw, grid, &ctx, &pieces_per_row, &mut reader, stats);
     }
     let mut reader = HyperslabReader::new(l, dset, mem_type, itemsize)?;
     let fill_never = crate::hdf5::chunk::chunk_layout(l, dset)?.fill_never;
@@ -301,20 +198,20 @@ fn write_chunked(
     let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
     let mut dense = [0isize; MAX_RANK];
     let mut rows_here: Vec<usize> = Vec::new();
-    for group in chunk_groups(&pieces) {
-        let group = &pieces[group];
-        grid.chunk_coord(group[0].chunk, &mut coord[..n]);
+    for gi in 0..plan.groups.len() {
+        let (chunk, group) = ctx.group(gi);
+        grid.chunk_coord(chunk, &mut coord[..n]);
         grid.chunk_origin(&coord[..n], &mut origin[..n]);
         grid.chunk_extent(&coord[..n], &mut extent[..n]);
         let elems: u64 = extent[..n].iter().product();
         let bytes = elems as usize * itemsize;
         dense_strides(&extent[..n], itemsize, &mut dense);
         if buf.len() < bytes {
-            super::alloc::resize_zeroed(&mut buf, bytes, || format!("chunk {:?} (dataset offset {:?})", &coord[..n], &origin[..n]))?;
+            crate::mem::resize_zeroed(&mut buf, bytes, || format!("chunk {:?} (dataset offset {:?})", &coord[..n], &origin[..n]))?;
         }
         let full = ctx.covers(group, &origin[..n], &extent[..n], &mut covered)?;
         rows_here.clear();
-        rows_here.extend(group.iter().map(|p| p.row as usize));
+        rows_here.extend(group.iter().map(|p| p.row));
         rows_here.dedup();
         let chunk_what = || format!("chunk {:?} (dataset elements {:?} + {:?}, rows {})", &coord[..n], &origin[..n], &extent[..n], ranges(&rows_here));
         if !full {
@@ -336,175 +233,9 @@ fn write_chunked(
         stats.chunks_written += 1;
         stats.hdf5_writes += 1;
         for p in group {
-            written_per_row[p.row as usize] += 1;
+            written_per_row[p.row] += 1;
         }
     }
     Ok(())
 }
 
-/// Index ranges of `pieces` (sorted by chunk) that share a chunk.
-pub(super) fn chunk_groups(pieces: &[PieceRef]) -> Vec<std::ops::Range<usize>> {
-    let mut out = Vec::new();
-    let mut a = 0;
-    while a < pieces.len() {
-        let mut b = a + 1;
-        while b < pieces.len() && pieces[b].chunk == pieces[a].chunk {
-            b += 1;
-        }
-        out.push(a..b);
-        a = b;
-    }
-    out
-}
-
-/// What merging row pieces into a chunk buffer needs (shared, read-only: usable from worker
-/// threads).
-pub(super) struct MergeCtx<'a> {
-    pub table: &'a SliceTable<'a>,
-    pub src: &'a SrcArray<'a>,
-    pub dshape: &'a [u64],
-    pub clip: bool,
-    pub geo: &'a [u64],
-    pub n: usize,
-}
-
-impl MergeCtx<'_> {
-    fn row_of(&self, p: &PieceRef, cached: &mut Option<(usize, Row)>) -> Result<Row> {
-        let i = p.row as usize;
-        if let Some((ci, r)) = cached {
-            if *ci == i {
-                return Ok(*r);
-            }
-        }
-        let r = row_named(self.table, i, &self.src.layout.shape, self.dshape, self.clip, NAMES)?.ok_or_else(|| err!(InvalidArgument, "internal: row {i} vanished"))?;
-        *cached = Some((i, r));
-        Ok(r)
-    }
-
-    /// Whether the union of the pieces of `group` covers every element of the chunk region
-    /// `origin` + `extent` (clipped to the dataset). `covered` is scratch.
-    pub(super) fn covers(&self, group: &[PieceRef], origin: &[u64], extent: &[u64], covered: &mut Vec<u8>) -> Result<bool> {
-        let (n, geo) = (self.n, self.geo);
-        let elems: u64 = extent.iter().product();
-        let total: u64 = group.iter().map(|p| geo_count(geo, p.seq, n).iter().product::<u64>()).sum();
-        if total < elems {
-            return Ok(false);
-        }
-        if group.iter().any(|p| geo_count(geo, p.seq, n) == extent) {
-            return Ok(true);
-        }
-        covered.clear();
-        covered.resize(elems as usize, 0);
-        let mut ncov = 0u64;
-        let mut cached = None;
-        for p in group {
-            let r = self.row_of(p, &mut cached)?;
-            let (k0, pc) = (geo_k0(geo, p.seq, n), geo_count(geo, p.seq, n));
-            for_each_index(pc, |t| {
-                let mut lin = 0u64;
-                for j in 0..n {
-                    let pos = r.dst_start[j] + (k0[j] + t[j]) * r.dst_step[j] - origin[j];
-                    lin = lin * extent[j] + pos;
-                }
-                let c = &mut covered[lin as usize];
-                ncov += (*c == 0) as u64;
-                *c = 1;
-            });
-        }
-        Ok(ncov == elems)
-    }
-
-    /// Copy the pieces of `group`, in row order, from the source array into `buf`, a chunk
-    /// buffer whose element at dataset coordinates `origin` is at byte 0, with byte strides
-    /// `dense`.
-    pub(super) fn merge(&self, group: &[PieceRef], origin: &[u64], dense: &[isize], buf: &mut [u8]) -> Result<()> {
-        let n = self.n;
-        let src = self.src;
-        let (mut counts, mut ss, mut cs) = ([0usize; MAX_RANK], [0isize; MAX_RANK], [0isize; MAX_RANK]);
-        let mut cached = None;
-        for p in group {
-            let r = self.row_of(p, &mut cached)?;
-            let (k0, pc) = (geo_k0(self.geo, p.seq, n), geo_count(self.geo, p.seq, n));
-            let mut sidx = [0u64; MAX_RANK];
-            let mut coff = 0usize;
-            for j in 0..n {
-                sidx[j] = r.src_start[j] + k0[j] * r.src_step[j];
-                let pos = r.dst_start[j] + k0[j] * r.dst_step[j] - origin[j];
-                coff += pos as usize * dense[j] as usize;
-                counts[j] = pc[j] as usize;
-                // One element on this axis: never stepped along (the steps may be huge).
-                let one = pc[j] <= 1;
-                ss[j] = if one { 0 } else { src.layout.strides[j] as isize * r.src_step[j] as isize };
-                cs[j] = if one { 0 } else { dense[j] * r.dst_step[j] as isize };
-            }
-            let so = src.layout.byte_offset(&sidx[..n]);
-            copy_strided_runs(src.buf, so, &ss[..n], buf, coff, &cs[..n], &counts[..n], src.layout.itemsize)?;
-        }
-        Ok(())
-    }
-}
-
-fn geo_k0(geo: &[u64], seq: u32, n: usize) -> &[u64] {
-    let b = seq as usize * 2 * n;
-    &geo[b..b + n]
-}
-
-fn geo_count(geo: &[u64], seq: u32, n: usize) -> &[u64] {
-    let b = seq as usize * 2 * n + n;
-    &geo[b..b + n]
-}
-
-/// The failure message for a chunked write: rows complete / in part from the piece counts.
-pub(super) fn report(e: Error, what: &str, written: &[u32], total: &[u32]) -> Error {
-    let done: Vec<usize> = (0..total.len()).filter(|&i| total[i] > 0 && written[i] == total[i]).collect();
-    let partial: Vec<usize> = (0..total.len()).filter(|&i| written[i] > 0 && written[i] < total[i]).collect();
-    failed(e, what, &done, &partial)
-}
-
-/// Call `f` with every index `t` (C order) of a block of `count` elements per axis.
-fn for_each_index(count: &[u64], mut f: impl FnMut(&[u64])) {
-    let n = count.len();
-    if count.contains(&0) {
-        return;
-    }
-    let mut t = [0u64; MAX_RANK];
-    loop {
-        f(&t[..n]);
-        let mut j = n;
-        loop {
-            if j == 0 {
-                return;
-            }
-            j -= 1;
-            t[j] += 1;
-            if t[j] < count[j] {
-                break;
-            }
-            t[j] = 0;
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn row_ranges() {
-        assert_eq!(ranges(&[]), "none");
-        assert_eq!(ranges(&[0, 1, 2, 3, 7, 9, 10, 11, 12]), "0-3, 7, 9-12");
-        assert_eq!(ranges(&[5]), "5");
-    }
-
-    #[test]
-    fn index_odometer() {
-        let mut v = vec![];
-        for_each_index(&[2, 3], |t| v.push((t[0], t[1])));
-        assert_eq!(v, vec![(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]);
-        let mut k = 0;
-        for_each_index(&[], |_| k += 1);
-        assert_eq!(k, 1);
-        for_each_index(&[2, 0], |_| k += 1);
-        assert_eq!(k, 1);
-    }
-}

@@ -11,8 +11,18 @@
 
 use ndarray::{ArrayView, ArrayViewMut, Axis, IxDyn, ShapeBuilder};
 
-use super::geometry::MAX_RANK;
+use crate::geometry::{axis_stride, MAX_RANK};
 use crate::error::Result;
+
+/// Dense C-order byte strides of a block of `count` elements of `itemsize` bytes into `out`
+/// (`count.len()` entries): the layout of every chunk and scratch buffer vh5 fills itself.
+pub fn dense_strides(count: &[u64], itemsize: usize, out: &mut [isize]) {
+    let mut acc = itemsize as isize;
+    for j in (0..count.len()).rev() {
+        out[j] = acc;
+        acc *= count[j] as isize;
+    }
+}
 
 /// Lowest and one-past-highest byte touched by a block, relative to the buffer start.
 fn extent(off: usize, strides: &[isize], counts: &[usize], itemsize: usize) -> (i128, i128) {
@@ -40,7 +50,7 @@ fn unit_axes_zeroed(strides: &[isize], counts: &[usize]) -> Option<[isize; MAX_R
     }
     let mut out = [0isize; MAX_RANK];
     for (k, (&c, &s)) in counts.iter().zip(strides).enumerate() {
-        out[k] = if c == 1 { 0 } else { s };
+        out[k] = axis_stride(c as u64, s, 1);
     }
     Some(out)
 }
@@ -306,7 +316,7 @@ unsafe fn copy_raw(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts:
 #[inline]
 pub(crate) fn for_each_outer(ss: &[isize], ds: &[isize], counts: &[usize], mut row: impl FnMut(isize, isize)) {
     let n = counts.len();
-    let mut idx = [0usize; super::geometry::MAX_RANK];
+    let mut idx = [0usize; crate::geometry::MAX_RANK];
     let (mut so, mut dof) = (0isize, 0isize);
     loop {
         row(so, dof);

@@ -111,12 +111,9 @@ pub fn row_named(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64],
     for j in 0..n {
         r.src_start[j] = t.src_start[base + j];
         r.dst_start[j] = t.dst_start[base + j];
-        // An axis copying one element has no use for its step, which may be any uint64:
-        // normalised to 1 so that no engine multiplies a stride by it (overflow found by
-        // fuzzing: `stride * step` in the read and write paths).
-        let one = r.count[j] == 1;
-        r.src_step[j] = if one { 1 } else { t.src_step.map_or(1, |s| s[base + j]) };
-        r.dst_step[j] = if one { 1 } else { t.dst_step.map_or(1, |s| s[base + j]) };
+        // An axis copying one element has no use for its step (see `axis_step`).
+        r.src_step[j] = axis_step(r.count[j], t.src_step.map_or(1, |s| s[base + j]));
+        r.dst_step[j] = axis_step(r.count[j], t.dst_step.map_or(1, |s| s[base + j]));
     }
     Ok(Some(r))
 }
@@ -189,6 +186,44 @@ pub fn check_rows(t: &SliceTable, src_shape: &[u64], dst_shape: &[u64], clip: bo
         }
     }
     Ok(n)
+}
+
+/// The step an axis copying `count` elements takes: an axis of count 1 (or 0) never steps, so
+/// its table step, which may be any uint64, is ignored (1). THE rule for such axes: every
+/// engine asks here (overflow found by fuzzing: `stride * step` of a count-1 axis in the read,
+/// write and memory-copy paths).
+#[inline]
+pub fn axis_step(count: u64, step: u64) -> u64 {
+    if count <= 1 {
+        1
+    } else {
+        step
+    }
+}
+
+/// Byte stride between the elements an axis copies: `stride * step`, or 0 for an axis of
+/// count 1 (or 0), which never steps (see [`axis_step`]): no product is formed, so a huge
+/// step or an extreme stride on such an axis cannot overflow. For counts of 2 or more the
+/// caller has validated the row, so the product lies inside its array.
+#[inline]
+pub fn axis_stride(count: u64, stride: isize, step: u64) -> isize {
+    if count <= 1 {
+        0
+    } else {
+        stride * step as isize
+    }
+}
+
+/// Whether a block of `count` elements with the array's byte `strides` is one dense C-order run.
+pub fn c_contiguous_block(strides: &[i64], count: &[u64], itemsize: usize) -> bool {
+    let mut expect = itemsize as i64;
+    for j in (0..count.len()).rev() {
+        if count[j] > 1 && strides[j] != expect {
+            return false;
+        }
+        expect = expect.saturating_mul(count[j] as i64);
+    }
+    true
 }
 
 /// A caller's strided array: `shape` in elements, `strides` in BYTES (may be negative),
@@ -399,5 +434,16 @@ mod tests {
         assert!(lay(&[1, 4], &[0, 8], 0, 32, 8).validate().is_ok());
         assert!(lay(&[0, 4], &[1000, 8], 0, 0, 8).validate().is_ok());
         assert_eq!(lay(&[2, 2], &[-16, 8], 16, 32, 8).byte_offset(&[1, 1]), 8);
+    }
+
+    #[test]
+    fn contiguous_block_detection() {
+        // dst (100, 10) float64: strides (80, 8)
+        assert!(c_contiguous_block(&[80, 8], &[10, 10], 8));
+        assert!(!c_contiguous_block(&[80, 8], &[10, 5], 8));
+        assert!(c_contiguous_block(&[80, 8], &[1, 5], 8));
+        assert!(!c_contiguous_block(&[8, 800], &[10, 10], 8)); // Fortran
+        assert!(c_contiguous_block(&[8, 800], &[10, 1], 8));
+        assert!(!c_contiguous_block(&[-80, 8], &[2, 10], 8));
     }
 }

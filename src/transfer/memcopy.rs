@@ -1,5 +1,5 @@
 //! `copy_many_slices`: many-slice copies between two caller-owned arrays in memory (numpy ->
-//! numpy), with the same row semantics as the HDF5 transfers (see [`super::geometry`]).
+//! numpy), with the same row semantics as the HDF5 transfers (see [`crate::geometry`]).
 //!
 //! Row `i` copies, on every axis `j`,
 //! `dst[d : d + (c-1)*ds + 1 : ds] = src[s : s + (c-1)*ss + 1 : ss]` (elements). Rows run in
@@ -25,24 +25,13 @@
 //! row's source byte range and its destination byte range, and only at the same time when
 //! those ranges are disjoint.
 
-use super::copy::{copy_runs_unchecked, copy_strided_runs as copy_strided, runs_apply};
-use super::geometry::{row_counts, ArrayLayout, SliceTable, MAX_RANK};
-use super::read::SLICES_CLIP;
+use crate::engine::copy::{copy_runs_unchecked, copy_strided_runs as copy_strided, runs_apply};
+use crate::engine::copy::dense_strides;
+use crate::geometry::{axis_stride, row_counts, ArrayLayout, SliceTable, MAX_RANK};
+use super::checks::SLICES_CLIP;
+pub use super::stats::CopyStats;
 use crate::dtype::Dtype;
 use crate::error::Result;
-
-/// What a copy did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CopyStats {
-    /// Rows that copied something.
-    pub rows_copied: usize,
-    /// Rows skipped (a zero count, or clipped to zero with [`SLICES_CLIP`]).
-    pub rows_skipped: usize,
-    /// Elements copied (overlapping destinations counted each time).
-    pub elements: u64,
-    /// Rows whose source and destination byte ranges intersected, copied through scratch.
-    pub rows_staged: usize,
-}
 
 /// Names of the two sides in bounds messages.
 const NAMES: [&str; 2] = ["source array", "destination array"];
@@ -178,12 +167,9 @@ pub unsafe fn copy_many_slices_raw(
         for j in 0..n {
             elems *= cnt[j];
             counts[j] = cnt[j] as usize;
-            // A step only matters when the axis copies more than one element; then
-            // stride * step is bounded by the validated array span. With count 1 a step may
-            // be any uint64 (stride * step would overflow: found by fuzzing).
-            let one = cnt[j] == 1;
-            ss[j] = if one { 0 } else { src_layout.strides[j] as isize * table.src_step.map_or(1, |x| x[base + j]) as isize };
-            ds[j] = if one { 0 } else { dst_layout.strides[j] as isize * table.dst_step.map_or(1, |x| x[base + j]) as isize };
+            // A step only matters when the axis copies more than one element (`axis_stride`).
+            ss[j] = axis_stride(cnt[j], src_layout.strides[j] as isize, table.src_step.map_or(1, |x| x[base + j]));
+            ds[j] = axis_stride(cnt[j], dst_layout.strides[j] as isize, table.dst_step.map_or(1, |x| x[base + j]));
             so += table.src_start[base + j] as isize * src_layout.strides[j] as isize;
             d_o += table.dst_start[base + j] as isize * dst_layout.strides[j] as isize;
         }
@@ -214,11 +200,7 @@ pub unsafe fn copy_many_slices_raw(
             if scratch.len() < bytes {
                 scratch.resize(bytes, 0);
             }
-            let mut acc = size as isize;
-            for j in (0..n).rev() {
-                dense[j] = acc;
-                acc *= counts[j] as isize;
-            }
+            dense_strides(&cnt[..n], size, &mut dense[..n]);
             {
                 // SAFETY: as above for the source range; no mutable borrow of it exists while
                 // this shared one lives (the destination borrow is created after it ends).

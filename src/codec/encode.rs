@@ -1,5 +1,5 @@
 //! HDF5 filter pipeline, encoding side, for raw chunks written with `H5Dwrite_chunk`: the
-//! twin of [`super::filters`] (which decodes). Filters run in pipeline (write) order: shuffle,
+//! twin of [`super::decode`] (which decodes). Filters run in pipeline (write) order: shuffle,
 //! deflate (zlib stream, `flate2`'s zlib-rs backend, at the level of the filter's client data)
 //! and fletcher32 (checksum appended), exactly what libhdf5's `H5Z_pipeline` produces on
 //! write, so the chunk is stored with filter mask 0 (every filter applied). Pure, safe Rust:
@@ -9,11 +9,11 @@
 //! Format Specification 3.0, IV.A.2.l "Filter Pipeline Message"): deflate client data
 //! `[level]` (0-9); shuffle client data `[element size in bytes]`, byte `b` of element `e`
 //! stored at `b * nelem + e`, a tail of `nbytes % size` bytes unchanged; fletcher32: the
-//! 4-byte checksum of [`super::filters::fletcher32`] appended little-endian (`UINT32ENCODE`).
+//! 4-byte checksum of [`super::decode::fletcher32`] appended little-endian (`UINT32ENCODE`).
 
 use flate2::{Compress, Compression, FlushCompress, Status};
 
-use super::filters::fletcher32;
+use super::decode::fletcher32;
 
 /// A filter vh5 encodes itself, in pipeline order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +123,7 @@ pub fn shuffle(src: &[u8], dst: &mut Vec<u8>, size: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::slices::filters::{pipeline, Decoder};
+    use crate::codec::decode::{pipeline, Decoder};
     use proptest::prelude::*;
 
     #[test]

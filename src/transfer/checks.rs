@@ -4,12 +4,17 @@
 
 use hdf5_sys::h5i::hid_t;
 
-use super::geometry::{ArrayLayout, SliceTable};
-use super::read::{SLICES_CLIP, SLICES_CONVERT};
+use crate::geometry::{ArrayLayout, SliceTable};
 use crate::dtype::Dtype;
 use crate::error::Result;
 use crate::hdf5::lock::H5Lock;
 use crate::hdf5::types::{conversion_exists, mem_type_for, mem_type_of, MemType, TypeInfo};
+
+/// Flag: versioned-hdf5 semantics: counts silently clipped to both extents, rows that end up
+/// copying nothing are skipped.
+pub const SLICES_CLIP: u32 = 1;
+/// Flag: let libhdf5 convert the file type into the destination dtype.
+pub const SLICES_CONVERT: u32 = 2;
 
 /// Which way elements move; it only changes the wording of errors and the direction of a
 /// libhdf5 conversion.

@@ -152,7 +152,7 @@ mod tests {
             let len = off + acc as usize + size + 4;
             let mut want = vec![0u8; len];
             let mut got = want.clone();
-            crate::slices::copy::copy_strided(&src, so, &ss, &mut want, off, &ds, &counts, size).unwrap();
+            crate::engine::copy::copy_strided(&src, so, &ss, &mut want, off, &ds, &counts, size).unwrap();
             let p = DstPtr::new(&mut got);
             unsafe { p.copy_in(&src, so, &ss, off, &ds, &counts, size).unwrap() };
             prop_assert_eq!(&got, &want);

@@ -1,0 +1,22 @@
+//! Many-slice transfers (orchestration): a read from HDF5 into a caller's array ([`read`],
+//! chunked datasets through [`chunked`]), a write from a caller's array into HDF5 ([`write`],
+//! filtered chunks vh5 encodes through [`rawwrite`]), copies between two arrays in memory
+//! ([`memcopy`]), the checks they share ([`checks`]) and the process settings ([`options`]).
+
+pub(crate) mod checks;
+pub mod chunked;
+pub mod memcopy;
+pub(crate) mod merge;
+pub mod options;
+pub mod rawwrite;
+pub mod read;
+pub(crate) mod rows;
+pub mod stats;
+pub mod write;
+
+pub use crate::geometry::{ArrayLayout, Row, SliceTable};
+pub use checks::{SLICES_CLIP, SLICES_CONVERT};
+pub use read::{read_many_slices, DstArray};
+pub use stats::{CopyStats, ReadStats, WriteStats};
+pub use memcopy::{copy_many_slices, copy_many_slices_within};
+pub use write::{write_many_slices, SrcArray};
