@@ -665,7 +665,7 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
                 let fl = lock();
                 let l = &fl;
                 let mut jobs: Vec<Job> = Vec::with_capacity(batch);
-                for g in 0..plan.groups.len() {
+                for (g, &whole_g) in whole.iter().enumerate().take(plan.groups.len()) {
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
@@ -674,7 +674,7 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
                         // SAFETY: nothing of ours is in flight in libhdf5 here.
                         unsafe { bump(l) };
                     }
-                    if !whole[g] {
+                    if !whole_g {
                         fetcher.precheck(l, shared, g)?;
                         for p in &plan.pieces[plan.groups[g].1.clone()] {
                             let r = piece_row(plan, table, p.row, p);

@@ -140,9 +140,9 @@ fn single_small_row(table: &SliceTable, ctx: &Ctx, chunk: &[u64]) -> Result<bool
         return Ok(false);
     }
     let mut touched = 1u64;
-    for j in 0..r.ndim {
-        let first = r.src_start[j] / chunk[j];
-        let last = (r.src_start[j] + (r.count[j] - 1) * r.src_step[j]) / chunk[j];
+    for (j, &c) in chunk.iter().enumerate().take(r.ndim) {
+        let first = r.src_start[j] / c;
+        let last = (r.src_start[j] + (r.count[j] - 1) * r.src_step[j]) / c;
         touched = touched.saturating_mul(last - first + 1);
     }
     Ok(touched <= 4)
