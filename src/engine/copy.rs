@@ -40,6 +40,17 @@ fn extent(off: usize, strides: &[isize], counts: &[usize], itemsize: usize) -> (
     (lo, hi)
 }
 
+/// `OutOfBounds` (prefixed `what`) unless every element of the block at byte `off` with byte
+/// `strides` and `counts` (none 0) lies inside a buffer of `buf_len` bytes. The one bounds
+/// check of every entry into the engine.
+pub(crate) fn check_block(what: &str, name: &str, buf_len: usize, off: usize, strides: &[isize], counts: &[usize], itemsize: usize) -> Result<()> {
+    let (lo, hi) = extent(off, strides, counts, itemsize);
+    if lo < 0 || hi > buf_len as i128 {
+        bail!(OutOfBounds, "{what}: {name} block spans bytes [{lo}, {hi}) outside its buffer of {buf_len} bytes");
+    }
+    Ok(())
+}
+
 /// `strides` with the stride of every axis of count 1 set to 0 (such an axis never steps, and
 /// a caller's extent-1 axis may carry any stride, e.g. INT64_MIN: left as is it would reach
 /// ndarray as a negative stride or overflow the outer-axis walk). `None` when nothing changes
@@ -95,12 +106,8 @@ pub fn copy_strided(
     if counts.contains(&0) {
         return Ok(());
     }
-    for (name, buf_len, off, strides) in [("source", src.len(), src_off, src_strides), ("destination", dst.len(), dst_off, dst_strides)] {
-        let (lo, hi) = extent(off, strides, counts, itemsize);
-        if lo < 0 || hi > buf_len as i128 {
-            bail!(OutOfBounds, "copy: {name} block spans bytes [{lo}, {hi}) outside its buffer of {buf_len} bytes");
-        }
-    }
+    check_block("copy", "source", src.len(), src_off, src_strides, counts, itemsize)?;
+    check_block("copy", "destination", dst.len(), dst_off, dst_strides, counts, itemsize)?;
     if n == 0 {
         dst[dst_off..dst_off + itemsize].copy_from_slice(&src[src_off..src_off + itemsize]);
         return Ok(());
@@ -149,12 +156,8 @@ pub fn copy_strided_runs(
     if !runs || counts.contains(&0) {
         return copy_strided(src, src_off, src_strides, dst, dst_off, dst_strides, counts, itemsize);
     }
-    for (name, buf_len, off, strides) in [("source", src.len(), src_off, src_strides), ("destination", dst.len(), dst_off, dst_strides)] {
-        let (lo, hi) = extent(off, strides, counts, itemsize);
-        if lo < 0 || hi > buf_len as i128 {
-            bail!(OutOfBounds, "copy: {name} block spans bytes [{lo}, {hi}) outside its buffer of {buf_len} bytes");
-        }
-    }
+    check_block("copy", "source", src.len(), src_off, src_strides, counts, itemsize)?;
+    check_block("copy", "destination", dst.len(), dst_off, dst_strides, counts, itemsize)?;
     let (zs, zd) = (unit_axes_zeroed(src_strides, counts), unit_axes_zeroed(dst_strides, counts));
     let src_strides = zs.as_ref().map_or(src_strides, |z| &z[..n]);
     let dst_strides = zd.as_ref().map_or(dst_strides, |z| &z[..n]);
@@ -287,32 +290,65 @@ unsafe fn copy_run(s: *const u8, d: *mut u8, len: usize) {
     }
 }
 
-/// Byte-level strided copy.
+/// Byte-level strided copy: the raw core every path of the engine ends in (safe slices,
+/// the unchecked runs of the memory copy, and the shared destination of [`super::scatter`]).
+/// Zero axes copy one element. Dense innermost runs move as one [`copy_run`]; strided ones
+/// element by element, with unaligned typed moves for 1/2/4/8/16-byte items.
 ///
 /// # Safety
 /// Every element address `p + sum(idx[k]*strides[k])` for `idx < counts` must be valid for
 /// `itemsize` bytes (reads for `s`, writes for `d`) and the two regions must not overlap.
-unsafe fn copy_raw(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts: &[usize], itemsize: usize) {
+pub(crate) unsafe fn copy_raw(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts: &[usize], itemsize: usize) {
     let n = counts.len();
+    if n == 0 {
+        std::ptr::copy_nonoverlapping(s, d, itemsize);
+        return;
+    }
     let inner = counts[n - 1];
     let (iss, ids) = (ss[n - 1], ds[n - 1]);
     let contiguous = iss == itemsize as isize && ids == itemsize as isize;
-    let row = |so: isize, dof: isize| {
+    for_each_outer(ss, ds, counts, |so, dof| {
         let (sp, dp) = (s.offset(so), d.offset(dof));
         if contiguous {
             copy_run(sp, dp, inner * itemsize);
         } else {
+            strided_run(sp, dp, iss, ids, inner, itemsize);
+        }
+    });
+}
+
+/// `inner` elements of `itemsize` bytes from `s` (byte step `iss`) to `d` (byte step `ids`),
+/// specialised on the item size.
+///
+/// # Safety
+/// As [`copy_raw`] for one innermost run.
+#[inline(always)]
+unsafe fn strided_run(s: *const u8, d: *mut u8, iss: isize, ids: isize, inner: usize, itemsize: usize) {
+    macro_rules! typed {
+        ($t:ty) => {{
             for k in 0..inner as isize {
-                std::ptr::copy_nonoverlapping(sp.offset(k * iss), dp.offset(k * ids), itemsize);
+                let v = std::ptr::read_unaligned(s.offset(k * iss) as *const $t);
+                std::ptr::write_unaligned(d.offset(k * ids) as *mut $t, v);
+            }
+        }};
+    }
+    match itemsize {
+        1 => typed!(u8),
+        2 => typed!(u16),
+        4 => typed!(u32),
+        8 => typed!(u64),
+        16 => typed!(u128),
+        _ => {
+            for k in 0..inner as isize {
+                std::ptr::copy_nonoverlapping(s.offset(k * iss), d.offset(k * ids), itemsize);
             }
         }
-    };
-    for_each_outer(ss, ds, counts, row);
+    }
 }
 
 /// Call `row(src_offset, dst_offset)` (bytes) for every index of the outer axes (all but the
 /// last) in C order; offsets are `sum(idx[k] * strides[k])` over those axes. `counts` must
-/// have at least one axis and no zero count. The walk both copy engines share.
+/// have at least one axis and no zero count. The walk of [`copy_raw`].
 #[inline]
 pub(crate) fn for_each_outer(ss: &[isize], ds: &[isize], counts: &[usize], mut row: impl FnMut(isize, isize)) {
     let n = counts.len();

@@ -1,9 +1,11 @@
 //! Scatter into a destination shared by several threads that write disjoint elements: the
-//! strided copy of [`super::copy`] over a raw destination pointer. The read planner's workers
+//! strided copy of [`super::copy`] (its bounds check and raw core, no second engine) over a
+//! raw destination pointer. The read planner's workers
 //! scatter the pieces of different chunks at the same time; pieces of different rows never
 //! share a destination element (rows whose destinations overlap run later, in row order, on
 //! one thread), and pieces of one row are disjoint by construction.
 
+use super::copy::{check_block, copy_raw};
 use crate::error::Result;
 
 /// A caller's destination buffer, shared by the threads of one read.
@@ -61,69 +63,14 @@ impl DstPtr {
         if counts.contains(&0) {
             return Ok(());
         }
-        for (name, len, off, st) in [("source", src.len(), so, ss), ("destination", self.len, d_o, ds)] {
-            let (mut lo, mut hi) = (off as i128, off as i128 + itemsize as i128);
-            for k in 0..n {
-                let reach = (counts[k] as i128 - 1) * st[k] as i128;
-                if reach < 0 {
-                    lo += reach
-                } else {
-                    hi += reach
-                }
-            }
-            if lo < 0 || hi > len as i128 {
-                bail!(OutOfBounds, "scatter: {name} block spans bytes [{lo}, {hi}) outside its buffer of {len} bytes");
-            }
-        }
+        check_block("scatter", "source", src.len(), so, ss, counts, itemsize)?;
+        check_block("scatter", "destination", self.len, d_o, ds, counts, itemsize)?;
         // SAFETY: both blocks are inside their buffers (checked above); `src` is a shared
         // borrow distinct from the destination; exclusivity of the destination elements is the
         // caller's contract.
         copy_raw(src.as_ptr().add(so), self.ptr.add(d_o), ss, ds, counts, itemsize);
         Ok(())
     }
-}
-
-/// Strided copy of one innermost run, specialised on the item size.
-#[inline(always)]
-unsafe fn run(s: *const u8, d: *mut u8, iss: isize, ids: isize, inner: usize, itemsize: usize) {
-    if iss == itemsize as isize && ids == itemsize as isize {
-        std::ptr::copy_nonoverlapping(s, d, inner * itemsize);
-        return;
-    }
-    macro_rules! typed {
-        ($t:ty) => {{
-            for k in 0..inner as isize {
-                let v = std::ptr::read_unaligned(s.offset(k * iss) as *const $t);
-                std::ptr::write_unaligned(d.offset(k * ids) as *mut $t, v);
-            }
-        }};
-    }
-    match itemsize {
-        1 => typed!(u8),
-        2 => typed!(u16),
-        4 => typed!(u32),
-        8 => typed!(u64),
-        16 => typed!(u128),
-        _ => {
-            for k in 0..inner as isize {
-                std::ptr::copy_nonoverlapping(s.offset(k * iss), d.offset(k * ids), itemsize);
-            }
-        }
-    }
-}
-
-/// # Safety
-/// Every element address of both blocks must be valid (reads for `s`, writes for `d`) and the
-/// blocks must not overlap each other.
-unsafe fn copy_raw(s: *const u8, d: *mut u8, ss: &[isize], ds: &[isize], counts: &[usize], itemsize: usize) {
-    let n = counts.len();
-    if n == 0 {
-        std::ptr::copy_nonoverlapping(s, d, itemsize);
-        return;
-    }
-    let inner = counts[n - 1];
-    let (iss, ids) = (ss[n - 1], ds[n - 1]);
-    super::copy::for_each_outer(ss, ds, counts, |so, dof| run(s.offset(so), d.offset(dof), iss, ids, inner, itemsize));
 }
 
 #[cfg(test)]

@@ -48,7 +48,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use hdf5_sys::h5i::hid_t;
 
 use crate::plan::grid::ChunkGrid;
-use crate::codec::decode::{pipeline, swap_bytes, Decoder, Filter};
+use super::checks::vh5_pipeline;
+use crate::codec::{swap_bytes, Decoder, Filter};
 use crate::engine::copy::dense_strides;
 use crate::geometry::{axis_step, row, SliceTable, MAX_RANK};
 use super::options::{max_chunk_bytes, max_workers, num_threads, PlannerMode};
@@ -246,7 +247,7 @@ impl Shared<'_> {
 /// then every chunk a read touches is decoded by vh5's checked decoder, in every planner
 /// mode, and a corrupt chunk is refused the same way everywhere (see [`read_chunked`]).
 pub(crate) fn vh5_decodes(specs: &[FilterSpec]) -> bool {
-    !specs.is_empty() && pipeline(&specs.iter().map(|f| (f.id, f.cd_values.as_slice())).collect::<Vec<_>>()).is_some()
+    !specs.is_empty() && vh5_pipeline(specs).is_some()
 }
 
 /// Read a chunked dataset with the planner. Returns `Ok(None)` (nothing done) when `auto`
@@ -308,10 +309,9 @@ pub(crate) fn read_chunked(
     plan.finish();
 
     let filtered = !filter_specs.is_empty();
-    let specs: Vec<(i32, &[u32])> = filter_specs.iter().map(|f| (f.id, f.cd_values.as_slice())).collect();
     // Partial edge chunks stored unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, not
     // flagged in their filter mask): libhdf5 reads every chunk of such datasets.
-    let filters = pipeline(&specs);
+    let filters = vh5_pipeline(filter_specs);
     let checked = filtered && filters.is_some();
     let chunk_elems = chunk.iter().try_fold(1u64, |a, &b| a.checked_mul(b)).unwrap_or(u64::MAX);
     let chunk_bytes = chunk_elems.saturating_mul(itemsize as u64);

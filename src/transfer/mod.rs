@@ -7,6 +7,7 @@ pub(crate) mod checks;
 pub mod chunked;
 pub mod memcopy;
 pub(crate) mod merge;
+pub(crate) mod pipeline;
 pub mod options;
 pub mod rawwrite;
 pub mod read;

@@ -3,7 +3,7 @@
 //!
 //! Used by [`super::write`] when (checked by [`raw_plan`]) the dataset's whole pipeline is made
 //! of filters vh5 encodes AND decodes (deflate at the dataset's level, shuffle, fletcher32:
-//! [`crate::codec::encode`], [`crate::codec::decode`]) and the file type's bytes are the memory type's,
+//! [`crate::codec`]) and the file type's bytes are the memory type's,
 //! possibly byte-swapped (no libhdf5 type conversion). Any other pipeline (szip, nbit,
 //! scaleoffset, plugins), an unfiltered dataset, or a conversion goes through `H5Dwrite`.
 //!
@@ -28,8 +28,9 @@ use hdf5_sys::h5i::hid_t;
 
 use crate::plan::grid::ChunkGrid;
 use crate::engine::copy::copy_strided_runs;
-use crate::codec::encode::{encode_pipeline, EncodeFilter, Encoder};
-use crate::codec::decode::{pipeline, swap_bytes, Decoder, Filter};
+use super::checks::vh5_pipeline;
+use super::pipeline::{spawn_workers, ChunkOutcome};
+use crate::codec::{swap_bytes, Decoder, Encoder, Filter};
 use crate::geometry::MAX_RANK;
 use super::options::{max_workers, num_threads};
 use super::merge::{ranges, report, MergeCtx, SrcArray};
@@ -46,8 +47,8 @@ use crate::hdf5::write::write_raw_chunk;
 
 /// How to store chunks raw: the pipeline both ways and the byte swap between memory and file.
 pub struct RawPlan {
-    encode: Vec<EncodeFilter>,
-    decode: Vec<Filter>,
+    /// The pipeline, run backwards to decode and forwards to encode.
+    filters: Vec<Filter>,
     /// `Some(unit)`: the file stores the other byte order; reverse every `unit`-byte word.
     swap: Option<usize>,
     /// `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`: partial edge chunks (against the current
@@ -66,8 +67,7 @@ pub fn raw_plan(l: &H5Lock, dset: hid_t, mem_type: hid_t, src: &SrcArray) -> Res
     if layout.chunk.is_none() || layout.filters.is_empty() {
         return Ok(None);
     }
-    let specs: Vec<(i32, &[u32])> = layout.filters.iter().map(|f| (f.id, f.cd_values.as_slice())).collect();
-    let (Some(encode), Some(decode)) = (encode_pipeline(&specs), pipeline(&specs)) else { return Ok(None) };
+    let Some(filters) = vh5_pipeline(&layout.filters) else { return Ok(None) };
     // SAFETY: dset is an open dataset (checked by the caller); lock held.
     let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
     let finfo = classify(l, ftype.id())?;
@@ -90,7 +90,7 @@ pub fn raw_plan(l: &H5Lock, dset: hid_t, mem_type: hid_t, src: &SrcArray) -> Res
         }
     };
     let fill = if layout.fill_never { None } else { Some(fill_element(l, dset, mem_type, itemsize)?).filter(|f| f.iter().any(|&b| b != 0)) };
-    Ok(Some(RawPlan { encode, decode, swap, dont_filter_partial: layout.dont_filter_partial, fill }))
+    Ok(Some(RawPlan { filters, swap, dont_filter_partial: layout.dont_filter_partial, fill }))
 }
 
 /// Where a job's starting bytes come from.
@@ -139,10 +139,17 @@ impl Shared<'_> {
         Ok(b)
     }
 
-    /// Decode, merge, encode one chunk: the bytes to store with filter mask 0, or
-    /// `Ok(Err(reason))` when vh5 could not decode the stored bytes (the caller then lets
-    /// libhdf5 read the chunk).
-    fn run(&self, w: &mut Worker, job: Job) -> Result<std::result::Result<Vec<u8>, String>> {
+    /// Decode, merge, encode one chunk: `Done(bytes to store with filter mask 0)`, or
+    /// `RetryThroughLibhdf5` when vh5 could not decode the stored bytes.
+    fn run(&self, w: &mut Worker, job: Job) -> ChunkOutcome<Vec<u8>> {
+        match self.try_run(w, job) {
+            Ok(Ok(b)) => ChunkOutcome::Done(b),
+            Ok(Err(why)) => ChunkOutcome::RetryThroughLibhdf5(why),
+            Err(e) => ChunkOutcome::Fail(e),
+        }
+    }
+
+    fn try_run(&self, w: &mut Worker, job: Job) -> Result<std::result::Result<Vec<u8>, String>> {
         let n = self.ctx.n;
         let (chunk, group) = self.ctx.group(job.group);
         let mut origin = [0u64; MAX_RANK];
@@ -150,7 +157,7 @@ impl Shared<'_> {
         self.grid.chunk_coord(chunk, &mut coord[..n]);
         self.grid.chunk_origin(&coord[..n], &mut origin[..n]);
         let unfiltered = self.plan.dont_filter_partial && crate::hdf5::chunk::is_partial_edge(&origin[..n], self.grid.chunk(), self.grid.shape());
-        let (decode, encode): (&[Filter], &[EncodeFilter]) = if unfiltered { (&[], &[]) } else { (&self.plan.decode, &self.plan.encode) };
+        let filters: &[Filter] = if unfiltered { &[] } else { &self.plan.filters };
         let mut buf = match job.start {
             Start::Fresh => self.fresh(&coord[..n])?,
             Start::Mem(b) => b,
@@ -158,7 +165,7 @@ impl Shared<'_> {
                 // Not decodable by vh5: libhdf5 reads it (or fails). Decodable but to the wrong
                 // size (a bomb, a short stream): corrupt for certain — never merged and
                 // rewritten from libhdf5's cut or uninitialised-padded version of it.
-                if let Err(e) = w.dec.decode_checked(decode, mask, &mut b, self.chunk_bytes) {
+                if let Err(e) = w.dec.decode_checked(filters, mask, &mut b, self.chunk_bytes) {
                     return match e.kind {
                         crate::error::ErrorKind::Malformed => Ok(Err(e.message)),
                         _ => Err(Error::new(e.kind, format!("chunk {:?}: {}: the chunk is corrupted", &coord[..n], e.message))),
@@ -177,7 +184,7 @@ impl Shared<'_> {
         if let Some(u) = self.plan.swap {
             swap_bytes(&mut buf, u);
         }
-        w.enc.encode(encode, &mut buf).map_err(|m| err!(Hdf5, "chunk {:?}: {m}", &coord[..n]))?;
+        w.enc.encode(filters, &mut buf).map_err(|m| err!(Hdf5, "chunk {:?}: {m}", &coord[..n]))?;
         Ok(Ok(buf))
     }
 }
@@ -194,39 +201,75 @@ pub(super) fn write_chunks_raw(
     reader: &mut HyperslabReader,
     stats: &mut WriteStats,
 ) -> Result<()> {
-    let n = ctx.n;
     let itemsize = ctx.src.layout.itemsize;
     let ngroups = ctx.plan.groups.len();
     let chunk_elems: u64 = grid.chunk().iter().product();
     let chunk_bytes = usize::try_from(chunk_elems as u128 * itemsize as u128).map_err(|_| err!(Unsupported, "chunk of {chunk_elems} elements does not fit in memory"))?;
     let mut dense = [0isize; MAX_RANK];
-    dense_strides(grid.chunk(), itemsize, &mut dense);
+    dense_strides(grid.chunk(), itemsize, &mut dense[..ctx.n]);
     let shared = Shared { plan, ctx, grid, chunk_bytes, dense };
-    let mut written_per_row = vec![0u32; ctx.table.nslices];
-    let mut flushed = false;
-    // File size after the flush (chunks cached by earlier writes are then allocated).
-    let mut fsize = u64::MAX;
-    let mut covered = Vec::new();
-    let mut clipped = Vec::new();
-    let what = |gi: usize| {
-        let (chunk, group) = ctx.group(gi);
-        let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
-        grid.chunk_coord(chunk, &mut coord[..n]);
-        grid.chunk_origin(&coord[..n], &mut origin[..n]);
-        grid.chunk_extent(&coord[..n], &mut extent[..n]);
+    let mut w = RawWriter {
+        l,
+        dset,
+        shared: &shared,
+        reader,
+        written_per_row: vec![0u32; ctx.table.nslices],
+        pieces_per_row,
+        flushed: false,
+        fsize: u64::MAX,
+        covered: Vec::new(),
+        clipped: Vec::new(),
+    };
+    let threads = num_threads().min(ngroups).min(max_workers());
+    if threads <= 1 {
+        return w.run_serial(stats);
+    }
+    // SAFETY: inside, libhdf5 is only called while the fresh lock `fl` is held (prepare,
+    // store and finish run only then).
+    unsafe { released(l, || w.run_threaded(threads, stats)) }
+}
+
+/// The calling thread's side of a raw write: prepares jobs and stores results under the lock.
+struct RawWriter<'a, 'r> {
+    l: &'a H5Lock,
+    dset: hid_t,
+    shared: &'a Shared<'a>,
+    reader: &'a mut HyperslabReader<'r>,
+    written_per_row: Vec<u32>,
+    pieces_per_row: &'a [u32],
+    /// The dataset was flushed (chunks cached by earlier writes are then in the file).
+    flushed: bool,
+    /// File size after the flush.
+    fsize: u64,
+    covered: Vec<u8>,
+    clipped: Vec<u8>,
+}
+
+impl RawWriter<'_, '_> {
+    /// Chunk group `gi` for messages: coordinates, dataset region and rows.
+    fn what(&self, gi: usize) -> String {
+        let (n, grid) = (self.shared.ctx.n, self.shared.grid);
+        let (chunk, group) = self.shared.ctx.group(gi);
+        let (coord, origin, extent) = chunk_box(grid, chunk, n);
         let mut rows: Vec<usize> = group.iter().map(|p| p.row).collect();
         rows.dedup();
         format!("chunk {:?} (dataset elements {:?} + {:?}, rows {})", &coord[..n], &origin[..n], &extent[..n], ranges(&rows))
-    };
-    // Prepare the job of group `gi` (calling thread, lock held).
-    let mut prepare = |gi: usize, stats: &mut WriteStats, force_mem: bool| -> Result<Job> {
-        let (chunk, group) = ctx.group(gi);
-        let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
-        grid.chunk_coord(chunk, &mut coord[..n]);
-        grid.chunk_origin(&coord[..n], &mut origin[..n]);
-        grid.chunk_extent(&coord[..n], &mut extent[..n]);
+    }
+
+    /// The part-way failure of chunk group `gi`.
+    fn report(&self, e: Error, gi: usize) -> Error {
+        report(e, &self.what(gi), &self.written_per_row, self.pieces_per_row)
+    }
+
+    /// Prepare the job of group `gi` (calling thread, lock held): where its starting bytes
+    /// come from (see the module docs). `force_mem`: through libhdf5 (a retry).
+    fn prepare(&mut self, gi: usize, stats: &mut WriteStats, force_mem: bool) -> Result<Job> {
+        let (l, dset, sh) = (self.l, self.dset, self.shared);
+        let (n, grid) = (sh.ctx.n, sh.grid);
+        let (chunk, group) = sh.ctx.group(gi);
+        let (coord, origin, extent) = chunk_box(grid, chunk, n);
         if !force_mem {
-            let covers = ctx.covers(group, &origin[..n], &extent[..n], &mut covered)?;
+            let covers = sh.ctx.covers(group, &origin[..n], &extent[..n], &mut self.covered)?;
             // An edge chunk's bytes outside the extent are kept by libhdf5 (it never counts an
             // edge chunk as overwritten entirely): a stored one is read first like a partly
             // covered chunk, an unallocated one starts from the fill value (`Start::Fresh`).
@@ -234,10 +277,10 @@ pub(super) fn write_chunks_raw(
             if covers && !edge {
                 return Ok(Job { group: gi, start: Start::Fresh });
             }
-            if !flushed {
+            if !self.flushed {
                 flush_dataset(l, dset)?;
-                flushed = true;
-                fsize = crate::hdf5::chunk::file_size(l, dset)?;
+                self.flushed = true;
+                self.fsize = crate::hdf5::chunk::file_size(l, dset)?;
             }
             let state = chunk_state(l, dset, &origin[..n]);
             if !covers || matches!(state, ChunkState::Stored { .. }) {
@@ -247,7 +290,7 @@ pub(super) fn write_chunks_raw(
                 // A stored size past the end of the file (a number from the chunk index) is
                 // never trusted for an allocation: libhdf5 reads that chunk (and fails with
                 // its reason).
-                ChunkState::Stored { size, .. } if size <= fsize => {
+                ChunkState::Stored { size, .. } if size <= self.fsize => {
                     let mut b = Vec::new();
                     // None: no file address after all (only in libhdf5's chunk cache).
                     if let Some(mask) = read_raw_chunk(l, dset, &origin[..n], size, &mut b)? {
@@ -262,79 +305,80 @@ pub(super) fn write_chunks_raw(
         }
         // Unknown to the chunk index query, or undecodable by vh5: libhdf5 gives the data
         // (or the fill value) in memory order.
+        let itemsize = sh.ctx.src.layout.itemsize;
         let elems: u64 = extent[..n].iter().product();
         // Zeroed for every chunk: with fill time never libhdf5 leaves an unallocated chunk's
         // region untouched (and would store zeros there itself), never the previous chunk's bytes.
-        clipped.clear();
-        crate::mem::resize_zeroed(&mut clipped, elems as usize * itemsize, || format!("chunk {:?}", &coord[..n]))?;
-        reader.read(&origin[..n], None, &extent[..n], &mut clipped)?;
-        let mut b = shared.fresh(&coord[..n])?;
+        self.clipped.clear();
+        crate::mem::resize_zeroed(&mut self.clipped, elems as usize * itemsize, || format!("chunk {:?}", &coord[..n]))?;
+        self.reader.read(&origin[..n], None, &extent[..n], &mut self.clipped)?;
+        let mut b = sh.fresh(&coord[..n])?;
         let mut cdense = [0isize; MAX_RANK];
-        dense_strides(&extent[..n], itemsize, &mut cdense);
+        dense_strides(&extent[..n], itemsize, &mut cdense[..n]);
         let counts: Vec<usize> = extent[..n].iter().map(|&e| e as usize).collect();
-        copy_strided_runs(&clipped, 0, &cdense[..n], &mut b, 0, &dense[..n], &counts, itemsize)?;
+        copy_strided_runs(&self.clipped, 0, &cdense[..n], &mut b, 0, &sh.dense[..n], &counts, itemsize)?;
         Ok(Job { group: gi, start: Start::Mem(b) })
-    };
-    let store = |gi: usize, bytes: &[u8], stats: &mut WriteStats, written: &mut [u32]| -> Result<()> {
-        let (chunk, group) = ctx.group(gi);
-        let (mut coord, mut origin) = ([0u64; MAX_RANK], [0u64; MAX_RANK]);
-        grid.chunk_coord(chunk, &mut coord[..n]);
-        grid.chunk_origin(&coord[..n], &mut origin[..n]);
-        write_raw_chunk(l, dset, &origin[..n], 0, bytes)?;
+    }
+
+    /// Store a worker's result (lock held); a chunk vh5 could not decode is read again
+    /// through libhdf5 (which either decodes it or fails with its own error stack) and
+    /// redone here.
+    fn finish(&mut self, gi: usize, outcome: ChunkOutcome<Vec<u8>>, w: &mut Worker, stats: &mut WriteStats) -> Result<()> {
+        let bytes = match outcome {
+            ChunkOutcome::Done(b) => b,
+            ChunkOutcome::Fail(e) => return Err(e),
+            ChunkOutcome::RetryThroughLibhdf5(why) => {
+                let job = self
+                    .prepare(gi, stats, true)
+                    .map_err(|e| Error::new(e.kind, format!("vh5 could not decode the stored chunk ({why}) and libhdf5 could not read it: {}", e.message)))?;
+                match self.shared.run(w, job) {
+                    ChunkOutcome::Done(b) => b,
+                    ChunkOutcome::Fail(e) => return Err(e),
+                    ChunkOutcome::RetryThroughLibhdf5(m) => bail!(Hdf5, "internal: chunk read through libhdf5 still undecodable: {m}"),
+                }
+            }
+        };
+        let n = self.shared.ctx.n;
+        let (chunk, group) = self.shared.ctx.group(gi);
+        let (_, origin, _) = chunk_box(self.shared.grid, chunk, n);
+        write_raw_chunk(self.l, self.dset, &origin[..n], 0, &bytes)?;
         stats.chunks_written += 1;
         stats.hdf5_writes += 1;
         stats.raw_chunks += 1;
         for p in group {
-            written[p.row] += 1;
+            self.written_per_row[p.row] += 1;
         }
         Ok(())
-    };
-    // Store a worker's result; a chunk vh5 could not decode is read again through libhdf5
-    // (which either decodes it or fails with its own error stack) and redone here.
-    let finish = |gi: usize,
-                  res: std::result::Result<Vec<u8>, String>,
-                  prepare: &mut dyn FnMut(usize, &mut WriteStats, bool) -> Result<Job>,
-                  w: &mut Worker,
-                  stats: &mut WriteStats,
-                  written: &mut [u32]|
-     -> Result<()> {
-        let bytes = match res {
-            Ok(b) => b,
-            Err(why) => {
-                let job = prepare(gi, stats, true).map_err(|e| Error::new(e.kind, format!("vh5 could not decode the stored chunk ({why}) and libhdf5 could not read it: {}", e.message)))?;
-                match shared.run(w, job)? {
-                    Ok(b) => b,
-                    Err(m) => bail!(Hdf5, "internal: chunk read through libhdf5 still undecodable: {m}"),
-                }
-            }
-        };
-        store(gi, &bytes, stats, written)
-    };
-    let threads = num_threads().min(ngroups).min(max_workers());
-    if threads <= 1 {
-        let mut w = Worker::default();
-        for gi in 0..ngroups {
-            let r = prepare(gi, stats, false)
-                .and_then(|job| shared.run(&mut w, job))
-                .and_then(|res| finish(gi, res, &mut prepare, &mut w, stats, &mut written_per_row));
-            if let Err(e) = r {
-                return Err(report(e, &what(gi), &written_per_row, pieces_per_row));
-            }
-        }
-        return Ok(());
     }
-    // Worker threads: jobs in, stored bytes out; at most 2 jobs in flight per thread.
-    let (job_tx, job_rx) = mpsc::channel::<Job>();
-    let job_rx = Mutex::new(job_rx);
-    // The lock is held while preparing and storing chunks, never while waiting for a worker's
-    // result or joining the workers.
-    let run = || std::thread::scope(|sc| -> Result<()> {
-        let (res_tx, res_rx) = mpsc::channel::<(usize, Result<std::result::Result<Vec<u8>, String>>)>();
-        // Workers the system lets us start (none: the calling thread encodes every chunk).
-        let mut live = 0usize;
-        for _ in 0..threads {
-            let (job_rx, res_tx, shared) = (&job_rx, res_tx.clone(), &shared);
-            let started = std::thread::Builder::new().name("vh5-encode".into()).spawn_scoped(sc, move || {
+
+    /// Prepare, run and finish chunk group `gi` on the calling thread.
+    fn one(&mut self, gi: usize, w: &mut Worker, stats: &mut WriteStats) -> Result<()> {
+        let job = self.prepare(gi, stats, false)?;
+        let outcome = self.shared.run(w, job);
+        self.finish(gi, outcome, w, stats)
+    }
+
+    /// Everything on the calling thread (one thread), lock held.
+    fn run_serial(&mut self, stats: &mut WriteStats) -> Result<()> {
+        let mut w = Worker::default();
+        for gi in 0..self.shared.ctx.plan.groups.len() {
+            self.one(gi, &mut w, stats).map_err(|e| self.report(e, gi))?;
+        }
+        Ok(())
+    }
+
+    /// Worker threads: jobs in, outcomes out; at most 2 jobs in flight per worker. Called
+    /// with the lock released: it is taken while preparing and storing chunks, never while
+    /// waiting for a worker's result or joining the workers.
+    fn run_threaded(&mut self, threads: usize, stats: &mut WriteStats) -> Result<()> {
+        let ngroups = self.shared.ctx.plan.groups.len();
+        let (job_tx, job_rx) = mpsc::channel::<Job>();
+        let job_rx = Mutex::new(job_rx);
+        let shared = self.shared;
+        std::thread::scope(|sc| -> Result<()> {
+            let (res_tx, res_rx) = mpsc::channel::<(usize, ChunkOutcome<Vec<u8>>)>();
+            let job_rx = &job_rx;
+            let worker = move || {
                 let mut w = Worker::default();
                 loop {
                     let job = match job_rx.lock() {
@@ -347,64 +391,60 @@ pub(super) fn write_chunks_raw(
                         return;
                     }
                 }
-            });
-            if started.is_err() {
-                break;
-            }
-            live += 1;
-        }
-        drop(res_tx);
-        let fl = lock();
-        let mut main_worker = Worker::default();
-        let mut in_flight = 0usize;
-        let mut next = 0usize;
-        let mut outcome: Result<()> = Ok(());
-        while next < ngroups || in_flight > 0 {
-            if outcome.is_ok() && next < ngroups && in_flight < 2 * live {
-                match prepare(next, stats, false) {
-                    Ok(job) => {
-                        let _ = job_tx.send(job);
-                        in_flight += 1;
+            };
+            // Workers the system lets us start (none: the calling thread encodes every chunk).
+            let live = spawn_workers(sc, threads, "vh5-encode", worker);
+            let fl = lock();
+            let mut main_worker = Worker::default();
+            let (mut in_flight, mut next) = (0usize, 0usize);
+            let mut outcome: Result<()> = Ok(());
+            while next < ngroups || in_flight > 0 {
+                if outcome.is_ok() && next < ngroups && (in_flight < 2 * live || live == 0) {
+                    let gi = next;
+                    next += 1;
+                    let r = if live == 0 {
+                        // No worker could be started: encode here, with the lock released meanwhile.
+                        self.prepare(gi, stats, false).and_then(|job| {
+                            // SAFETY: `Shared::run` decodes, merges and encodes in memory only.
+                            let o = unsafe { released(&fl, || shared.run(&mut main_worker, job)) };
+                            self.finish(gi, o, &mut main_worker, stats)
+                        })
+                    } else {
+                        self.prepare(gi, stats, false).map(|job| {
+                            let _ = job_tx.send(job);
+                            in_flight += 1;
+                        })
+                    };
+                    if let Err(e) = r {
+                        outcome = Err(self.report(e, gi));
                     }
-                    Err(e) => outcome = Err(report(e, &what(next), &written_per_row, pieces_per_row)),
+                    continue;
                 }
-                next += 1;
-                continue;
-            }
-            if live == 0 && outcome.is_ok() && next < ngroups {
-                // No worker could be started: encode here, with the lock released meanwhile.
-                let gi = next;
-                match prepare(gi, stats, false) {
-                    Ok(job) => {
-                        // SAFETY: `Shared::run` decodes, merges and encodes in memory only.
-                        let res = unsafe { released(&fl, || shared.run(&mut main_worker, job)) };
-                        if let Err(e) = res.and_then(|r| finish(gi, r, &mut prepare, &mut main_worker, stats, &mut written_per_row)) {
-                            outcome = Err(report(e, &what(gi), &written_per_row, pieces_per_row));
-                        }
+                if in_flight == 0 {
+                    break;
+                }
+                // SAFETY: waiting on a channel calls no libhdf5 function.
+                let Ok((gi, res)) = (unsafe { released(&fl, || res_rx.recv()) }) else { break };
+                in_flight -= 1;
+                if outcome.is_ok() {
+                    if let Err(e) = self.finish(gi, res, &mut main_worker, stats) {
+                        outcome = Err(self.report(e, gi));
                     }
-                    Err(e) => outcome = Err(report(e, &what(next), &written_per_row, pieces_per_row)),
                 }
-                next += 1;
-                continue;
             }
-            if in_flight == 0 {
-                break;
-            }
-            // SAFETY: waiting on a channel calls no libhdf5 function.
-            let Ok((gi, res)) = (unsafe { released(&fl, || res_rx.recv()) }) else { break };
-            in_flight -= 1;
-            if outcome.is_err() {
-                continue;
-            }
-            if let Err(e) = res.and_then(|r| finish(gi, r, &mut prepare, &mut main_worker, stats, &mut written_per_row)) {
-                outcome = Err(report(e, &what(gi), &written_per_row, pieces_per_row));
-            }
-        }
-        drop(job_tx);
-        drop(fl);
-        outcome
-    });
-    // SAFETY: inside `run`, libhdf5 is only called while the fresh lock `fl` is held (the
-    // `prepare`/`store`/`finish` closures run only then).
-    unsafe { released(l, run) }
+            drop(job_tx);
+            drop(fl);
+            outcome
+        })
+    }
+}
+
+/// Coordinates, first dataset element and extent (clipped to the dataset) of chunk `chunk`
+/// (linear index on `grid`).
+fn chunk_box(grid: &ChunkGrid, chunk: u64, n: usize) -> ([u64; MAX_RANK], [u64; MAX_RANK], [u64; MAX_RANK]) {
+    let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
+    grid.chunk_coord(chunk, &mut coord[..n]);
+    grid.chunk_origin(&coord[..n], &mut origin[..n]);
+    grid.chunk_extent(&coord[..n], &mut extent[..n]);
+    (coord, origin, extent)
 }
