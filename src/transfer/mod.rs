@@ -5,6 +5,7 @@
 
 pub(crate) mod checks;
 pub mod chunked;
+pub(crate) mod chunk_job;
 pub mod memcopy;
 pub(crate) mod merge;
 pub(crate) mod pipeline;

@@ -34,29 +34,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
-/// How `read_many_slices` reads a chunked dataset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PlannerMode {
-    /// Per call and per chunk, whichever the cost rule predicts faster (see `transfer::read`).
-    Auto,
-    /// Every chunk touched is read whole once and all row pieces scattered from it.
-    Chunks,
-    /// One `H5Dread` per row (libhdf5's chunk cache does the rest); not for datasets whose
-    /// pipeline vh5 decodes itself (read as in [`PlannerMode::Chunks`]).
-    Rows,
-}
-
-impl PlannerMode {
-    /// Parse `auto` / `chunks` / `rows` (case-insensitive).
-    pub fn parse(s: &str) -> Option<PlannerMode> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" | "" => Some(PlannerMode::Auto),
-            "chunks" => Some(PlannerMode::Chunks),
-            "rows" => Some(PlannerMode::Rows),
-            _ => None,
-        }
-    }
-}
+pub use crate::plan::PlannerMode;
 
 static THREADS: AtomicU32 = AtomicU32::new(0);
 
