@@ -49,6 +49,7 @@ use hdf5_sys::h5i::hid_t;
 
 use crate::plan::grid::ChunkGrid;
 use super::checks::vh5_pipeline;
+use super::pipeline::{spawn_workers, ChunkOutcome};
 use crate::codec::{Decoder, Filter};
 use crate::geometry::{row, SliceTable};
 use super::options::{max_chunk_bytes, max_workers, num_threads, PlannerMode};
@@ -112,10 +113,92 @@ pub(crate) fn read_chunked(
     cache: Option<&ChunkCache>,
     stats: &mut ReadStats,
 ) -> Result<Option<ReadStats>> {
-    let n = ctx.src_shape.len();
     let grid = ChunkGrid::new(ctx.src_shape, chunk)?;
-    let itemsize = ctx.itemsize;
-    // One pass over the rows: destination boxes and pieces of the rows that copy something.
+    let rp = plan_rows(table, ctx, &grid)?;
+    let d = decide_chunks(&rp.plan, table, chunk, ctx.itemsize, convert, filter_specs, mode);
+    if mode == PlannerMode::Auto && d.nwhole == 0 && !d.checked {
+        return Ok(None);
+    }
+    let stored_bytes = usize::try_from(d.stored_bytes).map_err(|_| err!(BufferTooSmall, "chunk of {} elements does not fit in memory", d.chunk_elems))?;
+    stats.rows_read += rp.valid.len();
+    stats.rows_skipped += table.nslices - rp.valid.len();
+    stats.elements += rp.elements;
+
+    // Raw fetches: when vh5 decodes the pipeline and either the bytes need no conversion or
+    // the read is checked (then libhdf5 converts what vh5 decoded).
+    let raw_ok = d.filters.is_some() && (raw.is_some() || d.checked);
+    let convert = if raw.is_some() { None } else { convert };
+    // (A chunk cache is only given for files opened read-only: nothing to flush.)
+    if raw_ok && cache.is_none() && opened_read_write(l, dset)? {
+        flush_dataset(l, dset)?;
+    }
+    // Stored chunk sizes come from the file's chunk index: never trust one past the file.
+    let fsize = if raw_ok || d.checked { file_size(l, dset)? } else { u64::MAX };
+    let filters = d.filters.clone().unwrap_or_default();
+    // The decoded-chunk cache: only for bytes in the memory form (no libhdf5 conversion);
+    // chunks are kept only when all the call's whole chunks fit (a larger read would evict
+    // everything for nothing: a scan is not cached).
+    let cache = cache.filter(|c| raw_ok && raw.is_some() && c.capacity() > 0);
+    let keep = cache.is_some_and(|c| (d.nwhole as u64).saturating_mul(d.chunk_bytes.max(d.stored_bytes)) <= c.capacity());
+    let form = match raw {
+        Some(RawKind::Swap(u)) => (1u8, u),
+        _ => (0u8, ctx.itemsize),
+    };
+    let shared = Shared { plan: &rp.plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert, dont_filter_partial, cache: cache.filter(|_| keep) };
+    let fetcher = Fetcher {
+        dset,
+        raw_ok,
+        checked: d.checked,
+        fsize,
+        itemsize: ctx.itemsize,
+        fletcher: filters.contains(&Filter::Fletcher32),
+        cache,
+        keep,
+        form,
+        hits: AtomicUsize::new(0),
+        misses: AtomicUsize::new(0),
+    };
+    // Small calls (at most 4 chunks, all whole): on the calling thread, no workers.
+    let small = d.nwhole <= SMALL_CALL_CHUNKS && d.whole.iter().all(|&w| w);
+    let (raw_chunks, mut hdf5_reads) = match small {
+        true => (read_small(l, reader, &shared, &fetcher)?, 0),
+        false => {
+            let big = d.chunk_bytes.max(d.stored_bytes) >= BIG_CHUNK_BYTES as u64;
+            // Workers only where decoding dominates (filtered chunks; `chunks` mode always, which
+            // the tests use to exercise them): for unfiltered chunks the scatter is a copy no
+            // larger than the fetch, and handing chunks to another core cost more than it saved
+            // (case 2 of docs/BENCHMARKS.md: 8 ms on one thread, 10 ms with a worker taking 60%
+            // of the chunks).
+            let worth = d.filtered || mode == PlannerMode::Chunks;
+            let batch = (BATCH_BYTES / (d.stored_bytes.max(d.chunk_bytes).max(1) as usize)).clamp(1, BATCH_MAX_CHUNKS);
+            run_pipeline(l, reader, &shared, &fetcher, &d.whole, Crew::size(num_threads(), d.nwhole, worth, big, batch), d.filtered)?
+        }
+    };
+    stats.cache_hits += fetcher.hits.load(Ordering::Relaxed);
+    stats.cache_misses += fetcher.misses.load(Ordering::Relaxed);
+    hdf5_reads += read_overlapping_rows(l, reader, &shared, &fetcher, &rp, d.checked && !d.too_big, stats)?;
+    stats.chunks_read += d.nwhole;
+    stats.raw_chunks += raw_chunks;
+    stats.hdf5_reads += hdf5_reads;
+    Ok(Some(*stats))
+}
+
+/// The rows of a call as planned: the pieces of the rows that overlap no other row's
+/// destination, and which rows copy something and which overlap.
+struct RowPlan {
+    plan: Plan,
+    /// Rows that copy something, in row order.
+    valid: Vec<usize>,
+    /// Per entry of `valid`: its destination overlaps another row's (it runs last, in row order).
+    overlap: Vec<bool>,
+    elements: u64,
+}
+
+/// One pass over the rows (validating every one): destination boxes and pieces of the rows
+/// that copy something; rows whose destination overlaps another row's are left out of the
+/// plan (they run last, in row order).
+fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid) -> Result<RowPlan> {
+    let n = ctx.src_shape.len();
     // Sized once for the common case (one piece per row): growing them by doubling moved
     // and page-faulted fresh memory on every call (test1.nc: 10,000 rows of 1x4x4).
     let mut boxes = Vec::with_capacity(table.nslices.min(1 << 20) * 2 * n);
@@ -127,12 +210,9 @@ pub(crate) fn read_chunked(
             push_dst_box(&r, &mut boxes);
             valid.push(i);
             elements += r.elements();
-            plan.add_row(&grid, i, &r);
+            plan.add_row(grid, i, &r);
         }
     }
-    let rows_read = valid.len();
-    let rows_skipped = table.nslices - rows_read;
-    // Rows whose destination overlaps another row's run last, in row order: not planned.
     let overlap = overlapping_rows(&boxes, ctx.dst_shape);
     drop(boxes);
     if overlap.iter().any(|&o| o) {
@@ -143,7 +223,30 @@ pub(crate) fn read_chunked(
         plan.retain_rows(|i| !is_overlapping[i]);
     }
     plan.finish();
+    Ok(RowPlan { plan, valid, overlap, elements })
+}
 
+/// What the planner decided for a call's chunks.
+struct Decision {
+    /// The pipeline as filters vh5 runs (`None`: some filter only libhdf5 implements).
+    filters: Option<Vec<Filter>>,
+    filtered: bool,
+    /// vh5 decodes the whole (non-empty) pipeline: every chunk through vh5's decoder.
+    checked: bool,
+    chunk_elems: u64,
+    /// Decoded chunk in the memory type / in the file type, bytes (saturated).
+    chunk_bytes: u64,
+    stored_bytes: u64,
+    /// Above `max_chunk_bytes`: never read whole.
+    too_big: bool,
+    /// Per chunk group: read whole (else its pieces through libhdf5).
+    whole: Vec<bool>,
+    nwhole: usize,
+}
+
+/// Decide per chunk group of `plan`: whole or pieces (`plan::decide`, every chunk whole
+/// for checked reads, none when chunks exceed [`max_chunk_bytes`]).
+fn decide_chunks(plan: &Plan, table: &SliceTable, chunk: &[u64], itemsize: usize, convert: Option<Convert>, filter_specs: &[FilterSpec], mode: PlannerMode) -> Decision {
     let filtered = !filter_specs.is_empty();
     // Partial edge chunks stored unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, not
     // flagged in their filter mask): libhdf5 reads every chunk of such datasets.
@@ -154,7 +257,6 @@ pub(crate) fn read_chunked(
     let file_itemsize = convert.map_or(itemsize, |c| c.file_itemsize);
     let stored_bytes = chunk_elems.saturating_mul(file_itemsize as u64);
     let too_big = chunk_bytes.max(stored_bytes) > max_chunk_bytes();
-    let chunk_bytes_u64 = chunk_bytes;
     let group_stats: Vec<(usize, u64, u64)> = if checked {
         Vec::new()
     } else {
@@ -162,7 +264,7 @@ pub(crate) fn read_chunked(
             .iter()
             .map(|(_, rg)| {
                 let ps = &plan.pieces[rg.clone()];
-                (rg.len(), ps.iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum(), ps.iter().map(|p| step_cost_ns(&plan, table, p, itemsize)).sum())
+                (rg.len(), ps.iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum(), ps.iter().map(|p| step_cost_ns(plan, table, p, itemsize)).sum())
             })
             .collect()
     };
@@ -172,94 +274,36 @@ pub(crate) fn read_chunked(
         whole.iter_mut().for_each(|w| *w = false);
     }
     let nwhole = whole.iter().filter(|&&w| w).count();
-    if mode == PlannerMode::Auto && nwhole == 0 && !checked {
-        return Ok(None);
-    }
-    let stored_bytes = usize::try_from(stored_bytes).map_err(|_| err!(BufferTooSmall, "chunk of {chunk_elems} elements does not fit in memory"))?;
-    stats.rows_read += rows_read;
-    stats.rows_skipped += rows_skipped;
-    stats.elements += elements;
+    Decision { filters, filtered, checked, chunk_elems, chunk_bytes, stored_bytes, too_big, whole, nwhole }
+}
 
-    // Raw fetches: when vh5 decodes the pipeline and either the bytes need no conversion or
-    // the read is checked (then libhdf5 converts what vh5 decoded).
-    let raw_ok = filters.is_some() && (raw.is_some() || checked);
-    let convert = if raw.is_some() { None } else { convert };
-    // (A chunk cache is only given for files opened read-only: nothing to flush.)
-    if raw_ok && cache.is_none() && opened_read_write(l, dset)? {
-        flush_dataset(l, dset)?;
-    }
-    // Stored chunk sizes come from the file's chunk index: never trust one past the file.
-    let fsize = if raw_ok || checked { file_size(l, dset)? } else { u64::MAX };
-    let filters = filters.unwrap_or_default();
-    let big = chunk_bytes_u64.max(stored_bytes as u64) >= BIG_CHUNK_BYTES as u64;
-    // The decoded-chunk cache: only for bytes in the memory form (no libhdf5 conversion);
-    // chunks are kept only when all the call's whole chunks fit (a larger read would evict
-    // everything for nothing: a scan is not cached).
-    let cache = cache.filter(|c| raw_ok && raw.is_some() && c.capacity() > 0);
-    let keep = cache.is_some_and(|c| (nwhole as u64).saturating_mul(chunk_bytes_u64.max(stored_bytes as u64)) <= c.capacity());
-    let form = match raw {
-        Some(RawKind::Swap(u)) => (1u8, u),
-        _ => (0u8, itemsize),
-    };
-    let shared = Shared { plan: &plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert, dont_filter_partial, cache: cache.filter(|_| keep) };
-    let fetcher = Fetcher { dset, raw_ok, checked, fsize, itemsize, fletcher: filters.contains(&Filter::Fletcher32), cache, keep, form, hits: AtomicUsize::new(0), misses: AtomicUsize::new(0) };
-    let threads = num_threads();
-    // Workers only where decoding dominates (filtered chunks; `chunks` mode always, which the
-    // tests use to exercise them): for unfiltered chunks the scatter is a copy no larger than
-    // the fetch, and handing chunks to another core cost more than it saved (case 2 of
-    // docs/BENCHMARKS.md: 8 ms on one thread, 10 ms with a worker taking 60% of the chunks).
-    let worth = filtered || mode == PlannerMode::Chunks;
-    // The calling thread fetches and also decodes (see the module docs): `threads - 1` workers.
-    let mut nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1).min(max_workers()) } else { 0 };
-    // Queued jobs and recycled buffers (chunk-sized once used).
-    let batch = (BATCH_BYTES / stored_bytes.max(chunk_bytes_u64 as usize).max(1)).clamp(1, BATCH_MAX_CHUNKS);
-    let (mut queue, mut pool_max) = (QUEUE_PER_WORKER * nworkers.max(1), (QUEUE_PER_WORKER * nworkers + 2) * batch);
-    if big {
-        // Memory bound for big chunks: extra memory <= (threads + 1) x chunk. A decoding
-        // thread holds at most two chunk-sized buffers (the chunk, and its decoder's spare:
-        // inflate output, unshuffle target, conversion background); nothing is queued (a
-        // chunk goes only to an idle worker) and the pool keeps what the bound leaves, at
-        // least one buffer (with one decoder, a pooled buffer is taken by the next fetch
-        // before decoding starts: two buffers at once). So threads / 2 decoders (at least
-        // one: the calling thread).
-        let decoders = (threads / 2).max(1);
-        nworkers = nworkers.min(decoders - 1);
-        queue = 0;
-        pool_max = if decoders == 1 { 1 } else { threads + 1 - 2 * decoders };
-    }
-    // Small calls (at most 4 chunks, all whole): on the calling thread, no workers.
-    let small = nwhole <= SMALL_CALL_CHUNKS && whole.iter().all(|&w| w);
-    let (raw_chunks, mut hdf5_reads) = if small {
-        (read_small(l, reader, &shared, &fetcher)?, 0)
-    } else {
-        run_pipeline(l, reader, &shared, &fetcher, &whole, Crew { nworkers, queue, pool_max, batch }, filtered)?
-    };
-    stats.cache_hits += fetcher.hits.load(Ordering::Relaxed);
-    stats.cache_misses += fetcher.misses.load(Ordering::Relaxed);
-
-    // Rows whose destinations overlap another row's: in row order.
+/// Rows whose destinations overlap another row's, in row order after the pipeline (single
+/// threaded): through vh5's decoder when `through_vh5` (checked reads of chunks it may hold),
+/// else one `H5Dread` per row (checked reads first refuse corrupt-looking chunks). Returns the
+/// `H5Dread` calls made.
+fn read_overlapping_rows(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetcher: &Fetcher, rp: &RowPlan, through_vh5: bool, stats: &mut ReadStats) -> Result<usize> {
+    let (table, ctx, grid) = (shared.table, shared.ctx, shared.grid);
     let mut scratch = Vec::new();
     let mut dec = Decoder::default();
-    for (k, &i) in valid.iter().enumerate() {
-        if !overlap[k] {
+    let mut hdf5_reads = 0;
+    for (k, &i) in rp.valid.iter().enumerate() {
+        if !rp.overlap[k] {
             continue;
         }
         let r = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)?.expect("validated row");
-        if checked && !too_big {
-            // Through vh5's decoder too, one row at a time (the later row wins).
-            let one = Plan::build(&grid, [(i, &r)]);
-            let sh = Shared { plan: &one, ..shared };
-            for g in 0..one.groups.len() {
-                let mut job = fetcher.fetch(l, reader, &sh, g, Vec::new())?;
-                stats.chunks_read += 1;
-                stats.raw_chunks += usize::from(job.raw_mask.is_some() || job.hit.is_some());
-                sh.process(&mut job, &mut dec)?;
+        if through_vh5 || fetcher.checked {
+            let one = Plan::build(grid, [(i, &r)]);
+            let sh = Shared { plan: &one, ..*shared };
+            if through_vh5 {
+                // Through vh5's decoder too, one row at a time (the later row wins).
+                for g in 0..one.groups.len() {
+                    let mut job = fetcher.fetch(l, reader, &sh, g, Vec::new())?;
+                    stats.chunks_read += 1;
+                    stats.raw_chunks += usize::from(job.raw_mask.is_some() || job.hit.is_some());
+                    sh.process(&mut job, &mut dec)?;
+                }
+                continue;
             }
-            continue;
-        }
-        if checked {
-            let one = Plan::build(&grid, [(i, &r)]);
-            let sh = Shared { plan: &one, ..shared };
             for g in 0..one.groups.len() {
                 fetcher.precheck(l, &sh, g)?;
             }
@@ -270,10 +314,7 @@ pub(crate) fn read_chunked(
         }
         hdf5_reads += 1;
     }
-    stats.chunks_read += nwhole;
-    stats.raw_chunks += raw_chunks;
-    stats.hdf5_reads += hdf5_reads;
-    Ok(Some(*stats))
+    Ok(hdf5_reads)
 }
 
 /// libhdf5's extra cost of reading piece `p` when its row has a file-side step (0 when it
@@ -321,6 +362,31 @@ struct Crew {
     batch: usize,
 }
 
+impl Crew {
+    /// The crew for `nwhole` whole chunks and `threads` threads; `worth`: decoding dominates
+    /// (else no workers); `big`: chunks of at least [`BIG_CHUNK_BYTES`] (memory bound).
+    fn size(threads: usize, nwhole: usize, worth: bool, big: bool, batch: usize) -> Crew {
+        // The calling thread fetches and also decodes (see the module docs): `threads - 1` workers.
+        let mut nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1).min(max_workers()) } else { 0 };
+        // Queued jobs and recycled buffers (chunk-sized once used).
+        let (mut queue, mut pool_max) = (QUEUE_PER_WORKER * nworkers.max(1), (QUEUE_PER_WORKER * nworkers + 2) * batch);
+        if big {
+            // Memory bound for big chunks: extra memory <= (threads + 1) x chunk. A decoding
+            // thread holds at most two chunk-sized buffers (the chunk, and its decoder's spare:
+            // inflate output, unshuffle target, conversion background); nothing is queued (a
+            // chunk goes only to an idle worker) and the pool keeps what the bound leaves, at
+            // least one buffer (with one decoder, a pooled buffer is taken by the next fetch
+            // before decoding starts: two buffers at once). So threads / 2 decoders (at least
+            // one: the calling thread).
+            let decoders = (threads / 2).max(1);
+            nworkers = nworkers.min(decoders - 1);
+            queue = 0;
+            pool_max = if decoders == 1 { 1 } else { threads + 1 - 2 * decoders };
+        }
+        Crew { nworkers, queue, pool_max, batch: if big { 1 } else { batch } }
+    }
+}
+
 /// Fetch the whole chunks of `sh.plan` (`whole[g]`) in grid order on the calling thread,
 /// decode and scatter them on `nworkers` workers and the calling thread (see the module
 /// docs); pieces of the other chunks go through libhdf5 (`H5Dread`). Returns (chunks
@@ -348,9 +414,12 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
         }
         stop.store(true, Ordering::Relaxed);
     };
+    // Reads never retry through libhdf5: a chunk vh5 cannot decode is corrupt (module docs).
     let handle = |mut job: Job, dec: &mut Decoder| {
-        if let Err(e) = shared.process(&mut job, dec) {
-            fail(job.group, e);
+        match ChunkOutcome::from(shared.process(&mut job, dec)) {
+            ChunkOutcome::Done(()) => {}
+            ChunkOutcome::Fail(e) => fail(job.group, e),
+            ChunkOutcome::RetryThroughLibhdf5(why) => fail(job.group, err!(Hdf5, "internal: read retry requested ({why})")),
         }
         recycle(job.buf);
     };
@@ -370,25 +439,18 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
             // Big chunks: queue 0, a rendezvous (a job goes only to a worker waiting for one).
             let (tx, rx) = mpsc::sync_channel::<Vec<Job>>(queue);
             let rx = Arc::new(Mutex::new(rx));
+            let (rx_ref, handle_all) = (Arc::clone(&rx), &handle_all);
+            let worker = move || {
+                let mut dec = Decoder::default();
+                loop {
+                    let jobs = rx_ref.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok(jobs) = jobs else { return };
+                    handle_all(jobs, &mut dec);
+                }
+            };
             // Workers the system lets us start (a refused thread is not an error: the calling
             // thread processes whatever the workers do not).
-            let mut live = 0usize;
-            for _ in 0..nworkers {
-                let rx = Arc::clone(&rx);
-                let handle_all = &handle_all;
-                let started = std::thread::Builder::new().name("vh5-decode".into()).spawn_scoped(sc, move || {
-                    let mut dec = Decoder::default();
-                    loop {
-                        let jobs = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                        let Ok(jobs) = jobs else { return };
-                        handle_all(jobs, &mut dec);
-                    }
-                });
-                if started.is_err() {
-                    break;
-                }
-                live += 1;
-            }
+            let live = spawn_workers(sc, nworkers, "vh5-decode", worker);
             let mut dec = Decoder::default();
             // Hand a batch to a worker; when there are none, or they are all busy and the
             // queue is full, process it here (decoding with the lock released). Returns

@@ -1,6 +1,8 @@
 //! `read_many_slices`: copy many hyperslabs of an HDF5 dataset into a caller-owned array.
 //!
-//! Baseline strategy, per row, under ONE lock for the whole call:
+//! Baseline strategy (the row path), per row, with the libhdf5 lock held from the first row to
+//! the last (chunked datasets go to the planner, [`super::chunked`], which releases the lock
+//! while chunks are decoded and scattered):
 //! - one `H5Dread` of the row's covering hyperslab: on outer axes the file-side step goes to
 //!   libhdf5 as the hyperslab stride; on the inner (last) axis vh5 reads the covering span
 //!   `(count-1)*step + 1` and applies the step while copying (libhdf5 is far slower at strided

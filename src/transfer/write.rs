@@ -2,7 +2,8 @@
 //! (numpy -> HDF5), with the row semantics of [`crate::geometry`]: `src_*` index the ARRAY,
 //! `dst_*` the DATASET.
 //!
-//! Strategy, under ONE libhdf5 lock for the whole call, after every row has been validated:
+//! Strategy, with the libhdf5 lock held (raw chunk writes release it while workers encode,
+//! see [`super::rawwrite`]), after every row has been validated:
 //! - **Chunked datasets** (with or without filters): the rows' destination selections are cut
 //!   by the chunk grid ([`crate::plan::grid::ChunkGrid`]) and the pieces grouped by chunk, keeping
 //!   row order inside each chunk. Every touched chunk is written ONCE per call, as one
