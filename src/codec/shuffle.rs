@@ -25,7 +25,7 @@ pub fn shuffle(src: &[u8], dst: &mut Vec<u8>, size: usize) {
 pub fn unshuffle(src: &[u8], dst: &mut Vec<u8>, size: usize) {
     dst.clear();
     let n = src.len();
-    let nelem = if size > 0 { n / size } else { 0 };
+    let nelem = n.checked_div(size).unwrap_or(0);
     if size <= 1 || nelem <= 1 {
         dst.extend_from_slice(src);
         return;
