@@ -43,6 +43,10 @@ fn invalid_environment_values_fail_every_read_naming_the_variable() {
         ("VH5_MAX_CHUNK_BYTES", "1048576", None),
         ("VH5_MAX_CHUNK_BYTES", "0", Some("VH5_MAX_CHUNK_BYTES=\"0\" is not a positive number of bytes")),
         ("VH5_MAX_CHUNK_BYTES", "-1", Some("VH5_MAX_CHUNK_BYTES=\"-1\"")),
+        ("VH5_CHUNK_CACHE_BYTES", "0", None),
+        ("VH5_CHUNK_CACHE_BYTES", "1048576", None),
+        ("VH5_CHUNK_CACHE_BYTES", "16MiB", Some("VH5_CHUNK_CACHE_BYTES=\"16MiB\" is not a number of bytes")),
+        ("VH5_CHUNK_CACHE_BYTES", "-1", Some("VH5_CHUNK_CACHE_BYTES=\"-1\"")),
     ];
     for (var, val, err) in cases {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
@@ -51,6 +55,7 @@ fn invalid_environment_values_fail_every_read_naming_the_variable() {
             .env_remove("VH5_PLANNER")
             .env_remove("VH5_THREADS")
             .env_remove("VH5_MAX_CHUNK_BYTES")
+            .env_remove("VH5_CHUNK_CACHE_BYTES")
             .env(var, val)
             .output()
             .unwrap();

@@ -11,11 +11,12 @@
 //! are kept (the cache is emptied beyond that). Every access happens under the libhdf5 lock.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use hdf5_sys::h5i::hid_t;
 
 use super::chunk::{chunk_layout, ChunkLayout};
+use super::chunk_cache::ChunkCache;
 use super::hyperslab::{space_dims, SpaceCache};
 use super::handle::{dataset_name, Handle};
 use super::lock::H5Lock;
@@ -42,29 +43,9 @@ pub struct DatasetMeta {
     fixed_extent: bool,
     /// Dataspaces kept across calls (when `fixed_extent`), lent to one reader at a time.
     spaces: Mutex<Option<SpaceCache>>,
-    /// The last chunk vh5 decoded for a small call (when `fixed_extent`).
-    last_chunk: Mutex<Option<DecodedChunk>>,
-}
-
-/// A chunk decoded by vh5, kept for the next small call of the same dataset (repeated
-/// one-row reads inside one chunk, which libhdf5's chunk cache served before vh5 decoded
-/// every chunk itself). Valid only for the same stored chunk (its coordinates and stored
-/// `size` from the chunk index) read into the same memory bytes (`form`: byte handling and
-/// item size), in a file whose contents cannot change in this process (read-only, no SWMR).
-/// Another process rewriting the file under a reader is outside HDF5's contract without
-/// SWMR; a rewritten chunk of another size is still noticed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChunkKey {
-    pub origin: Vec<u64>,
-    pub size: u64,
-    pub form: (u8, usize),
-}
-
-/// See [`ChunkKey`].
-#[derive(Debug)]
-pub struct DecodedChunk {
-    pub key: ChunkKey,
-    pub bytes: Vec<u8>,
+    /// Chunks vh5 decoded, kept for later calls (when `fixed_extent`; created by the first
+    /// read that uses it, see [`DatasetMeta::chunk_cache`]).
+    chunks: OnceLock<ChunkCache>,
 }
 
 impl DatasetMeta {
@@ -75,10 +56,10 @@ impl DatasetMeta {
         self.fixed_extent.then_some(&self.spaces)
     }
 
-    /// The one-chunk cache of decoded chunks ([`DecodedChunk`]), or `None` when the file may
-    /// change (opened read-write or SWMR).
-    pub fn chunk_cache(&self) -> Option<&Mutex<Option<DecodedChunk>>> {
-        self.fixed_extent.then_some(&self.last_chunk)
+    /// The dataset's decoded-chunk cache ([`ChunkCache`], created with `cap()` bytes on first
+    /// use), or `None` when the file may change in this process (opened read-write or SWMR).
+    pub fn chunk_cache(&self, cap: impl FnOnce() -> u64) -> Option<&ChunkCache> {
+        self.fixed_extent.then(|| self.chunks.get_or_init(|| ChunkCache::new(cap())))
     }
 }
 
@@ -118,7 +99,7 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
     }
     let fixed_extent = extent_is_fixed(lock, dset);
     let elsewhere = super::external::storage_elsewhere(lock, dset)?;
-    let m = Arc::new(DatasetMeta { ftype, finfo, layout, elsewhere, fixed_extent, spaces: Mutex::new(None), last_chunk: Mutex::new(None) });
+    let m = Arc::new(DatasetMeta { ftype, finfo, layout, elsewhere, fixed_extent, spaces: Mutex::new(None), chunks: OnceLock::new() });
     let old = {
         let mut g = CACHE.lock().unwrap_or_else(|p| p.into_inner());
         let c = g.get_or_insert_with(HashMap::new);
@@ -159,6 +140,14 @@ fn check_chunk_dims(lock: &H5Lock, dset: hid_t, chunk: &[u64]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Drop the decoded chunks cached for dataset `dset` (vh5 wrote to it).
+pub fn clear_chunk_cache(dset: hid_t) {
+    let m = CACHE.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|c| c.get(&dset).cloned());
+    if let Some(c) = m.as_ref().and_then(|m| m.chunks.get()) {
+        c.clear();
+    }
 }
 
 /// Forget what is cached about `id` (called when vh5 closes it).

@@ -11,6 +11,7 @@
 //! `error` -> `lock`.
 
 pub mod chunk;
+pub mod chunk_cache;
 pub mod dataset;
 pub mod error;
 pub mod external;

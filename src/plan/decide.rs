@@ -31,6 +31,19 @@ pub const CHUNK_FETCH_NS: u64 = 4_000;
 pub const HDF5_READ_NS: u64 = 2_000;
 /// Estimated bytes moved per ns (read from the page cache + copy).
 pub const BYTES_PER_NS: u64 = 4;
+/// Estimated extra cost of the first `H5Dread` into a chunk (libhdf5 looks it up and brings
+/// it into its chunk cache), ns: one-row-per-chunk tables of unfiltered 128-byte chunks cost
+/// 3-4x more per chunk through libhdf5 (`VH5_PLANNER=rows`) than fetched raw (`chunks`).
+pub const HDF5_CHUNK_NS: u64 = 8_000;
+/// Estimated cost of a stepped selection libhdf5 reads (a file-side step given to
+/// `H5Dread`): per contiguous run, ns, plus per byte selected, ns. Calibrated on libhdf5
+/// 1.10.8 with one-row reads of a 10000x2000 float64 dataset in 1000x1000 chunks
+/// (`VH5_PLANNER=rows`, `VH5_CHUNK_CACHE_BYTES=0`, CPU time): step 2 on axis 0 over
+/// 5000x2000 (10,000 runs of 8 KB) 715-755 ms, over 500x2000 (1,000 runs) 57-65 ms, over
+/// 5000x10 (5,000 runs of 80 B) 26-34 ms: ~6 us per run + ~8 ns per byte, against ~0.4 ns
+/// per byte for a whole-chunk read (20 chunks of 8 MB: 65-75 ms).
+pub const STEP_RUN_NS: u64 = 6_000;
+pub const STEP_BYTE_NS: u64 = 8;
 /// Whether to read a chunk whole (true) or read its pieces through libhdf5 (false).
 ///
 /// - `chunks` mode: always whole.
@@ -38,10 +51,16 @@ pub const BYTES_PER_NS: u64 = 4;
 ///   each), where libhdf5's own chunk cache may already hold the decoded chunk (repeated small
 ///   calls) and a whole read could not do better than libhdf5 on a cold chunk anyway;
 /// - unfiltered chunks (`auto`): whole when `CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS`
-///   <= `pieces * HDF5_READ_NS + piece_bytes / BYTES_PER_NS`, i.e. when the chunk's extra
-///   bytes cost less than the per-read overhead of its pieces (a few tiny rows in a large
-///   chunk read their pieces; many rows in a chunk read it once).
-pub fn decide(mode: PlannerMode, filtered: bool, chunk_bytes: u64, groups: &[(usize, u64)]) -> Vec<bool> {
+///   <= `HDF5_CHUNK_NS + pieces * HDF5_READ_NS + step_ns + piece_bytes / BYTES_PER_NS`, i.e.
+///   when the chunk's extra bytes cost less than the per-read overhead of its pieces (a few
+///   tiny rows in a large chunk read their pieces; many rows in a chunk read it once) and
+///   than libhdf5's cost of stepping: `step_ns` = [`STEP_RUN_NS`] per contiguous run +
+///   [`STEP_BYTE_NS`] per byte of the pieces that have a file-side step (libhdf5 walks a
+///   stepped selection run by run, ~20x slower per byte than a whole-chunk read; vh5 steps
+///   in its copy engine over the chunk in memory).
+///
+/// `groups`: per chunk (pieces, bytes of the pieces, `step_ns`).
+pub fn decide(mode: PlannerMode, filtered: bool, chunk_bytes: u64, groups: &[(usize, u64, u64)]) -> Vec<bool> {
     match mode {
         PlannerMode::Chunks => vec![true; groups.len()],
         PlannerMode::Rows => vec![false; groups.len()],
@@ -51,7 +70,9 @@ pub fn decide(mode: PlannerMode, filtered: bool, chunk_bytes: u64, groups: &[(us
         }
         PlannerMode::Auto => groups
             .iter()
-            .map(|&(pieces, bytes)| CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS <= pieces as u64 * HDF5_READ_NS + bytes / BYTES_PER_NS)
+            .map(|&(pieces, bytes, step_ns)| {
+                CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS <= (HDF5_CHUNK_NS + pieces as u64 * HDF5_READ_NS).saturating_add(step_ns).saturating_add(bytes / BYTES_PER_NS)
+            })
             .collect(),
     }
 }
@@ -63,9 +84,15 @@ mod tests {
     #[test]
     fn rule() {
         // 80 KB chunks: one 800-byte piece -> pieces; 30 pieces -> whole.
-        assert_eq!(decide(PlannerMode::Auto, false, 80_000, &[(1, 800), (30, 24_000)]), vec![false, true]);
-        assert_eq!(decide(PlannerMode::Auto, true, 80_000, &[(1, 800)]), vec![false]);
-        assert_eq!(decide(PlannerMode::Auto, true, 80_000, &[(2, 800)]), vec![true]);
-        assert_eq!(decide(PlannerMode::Chunks, false, 1 << 30, &[(1, 8)]), vec![true]);
+        assert_eq!(decide(PlannerMode::Auto, false, 80_000, &[(1, 800, 0), (30, 24_000, 0)]), vec![false, true]);
+        assert_eq!(decide(PlannerMode::Auto, true, 80_000, &[(1, 800, 0)]), vec![false]);
+        assert_eq!(decide(PlannerMode::Auto, true, 80_000, &[(2, 800, 0)]), vec![true]);
+        assert_eq!(decide(PlannerMode::Chunks, false, 1 << 30, &[(1, 8, 0)]), vec![true]);
+        // One row with step 2 on axis 0 of an 8 MB chunk (500 runs of 8 KB): whole.
+        assert_eq!(decide(PlannerMode::Auto, false, 8_000_000, &[(1, 4_000_000, 500 * STEP_RUN_NS + 4_000_000 * STEP_BYTE_NS)]), vec![true]);
+        // A 10x10 stepped piece in an 8 MB chunk: still its own read.
+        assert_eq!(decide(PlannerMode::Auto, false, 8_000_000, &[(1, 800, 10 * STEP_RUN_NS + 800 * STEP_BYTE_NS)]), vec![false]);
+        // A piece covering a whole 128-byte chunk: fetched raw (libhdf5 costs more per chunk).
+        assert_eq!(decide(PlannerMode::Auto, false, 128, &[(1, 128, 0)]), vec![true]);
     }
 }

@@ -41,6 +41,11 @@ impl Plan {
         Plan { ndim, ..Default::default() }
     }
 
+    /// An empty plan with room for `pieces` pieces.
+    pub fn with_capacity(ndim: usize, pieces: usize) -> Plan {
+        Plan { ndim, pieces: Vec::with_capacity(pieces), coords: Vec::with_capacity(pieces.saturating_mul(3 * ndim)), groups: Vec::new() }
+    }
+
     /// Add the pieces of row `i` of a READ (valid: inside the dataset; steps of both sides
     /// included): the dataset is the row's source side. Rows must be added in increasing `i`.
     pub fn add_row(&mut self, grid: &ChunkGrid, i: usize, r: &Row) -> usize {

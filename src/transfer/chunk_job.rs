@@ -3,6 +3,9 @@
 //! it outside the lock ([`Shared::process`]: decode, convert, scatter every piece). Driven by
 //! [`super::chunked`].
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use hdf5_sys::h5i::hid_t;
 
 use super::rows::{Ctx, RawKind};
@@ -11,6 +14,7 @@ use crate::engine::copy::dense_strides;
 use crate::error::{Error, ErrorKind, Result};
 use crate::geometry::{axis_step, Row, SliceTable, MAX_RANK};
 use crate::hdf5::chunk::{chunk_state, read_raw_chunk, ChunkState};
+use crate::hdf5::chunk_cache::{CacheKey, ChunkCache};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{lock, H5Lock};
 use crate::plan::{ChunkGrid, PieceKey, Plan};
@@ -22,6 +26,10 @@ pub(super) struct Job {
     /// `Some(mask)`: stored bytes to decode; `None`: already in the memory type, laid out
     /// densely over the chunk's extent clipped to the dataset.
     pub(super) raw_mask: Option<u32>,
+    /// Decoded bytes served by the dataset's chunk cache (nothing fetched: `buf` is empty).
+    pub(super) hit: Option<Arc<Vec<u8>>>,
+    /// Where the decoded bytes go once decoded (a cache miss to fill).
+    pub(super) key: Option<CacheKey>,
 }
 
 /// Everything a worker needs, shared read-only.
@@ -39,6 +47,9 @@ pub(super) struct Shared<'a> {
     pub(super) convert: Option<Convert>,
     /// `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`: partial edge chunks are stored unfiltered.
     pub(super) dont_filter_partial: bool,
+    /// The dataset's decoded-chunk cache, when this call keeps what it decodes there (raw
+    /// fetches in the memory form, see `chunked::read_chunked`).
+    pub(super) cache: Option<&'a ChunkCache>,
 }
 
 /// A libhdf5 type conversion applied to decoded chunks (file type -> memory type).
@@ -66,6 +77,9 @@ impl Shared<'_> {
     pub(super) fn process(&self, job: &mut Job, dec: &mut Decoder) -> Result<()> {
         let n = self.grid.ndim();
         let (coord, origin, extent) = self.origin_extent(job.group);
+        if let Some(hit) = &job.hit {
+            return self.scatter(job.group, hit, &origin[..n], self.grid.chunk());
+        }
         let dims: &[u64] = if let Some(mask) = job.raw_mask {
             let stored = job.buf.len();
             let at = |m: &str| format!("chunk {:?} (dataset offset {:?}, {stored} bytes stored, filter mask {mask:#x}): {m}", &coord[..n], &origin[..n]);
@@ -93,7 +107,12 @@ impl Shared<'_> {
         } else {
             &extent[..n]
         };
-        self.scatter(job.group, &job.buf, &origin[..n], dims)
+        self.scatter(job.group, &job.buf, &origin[..n], dims)?;
+        if let (Some(c), Some(k), Some(_)) = (self.cache, job.key, job.raw_mask) {
+            // Keep the decoded chunk (the job's buffer moves into the cache: no copy).
+            drop(c.insert(k, std::mem::take(&mut job.buf)));
+        }
+        Ok(())
     }
 
     /// Scatter every piece of chunk group `group` from `buf` (dense C order over `dims`, the
@@ -115,7 +134,7 @@ impl Shared<'_> {
 }
 
 /// How the calling thread gets a chunk's bytes (under the libhdf5 lock).
-pub(super) struct Fetcher {
+pub(super) struct Fetcher<'a> {
     pub(super) dset: hid_t,
     /// Fetch stored chunks raw (`H5Dread_chunk`) for vh5 to decode.
     pub(super) raw_ok: bool,
@@ -126,16 +145,35 @@ pub(super) struct Fetcher {
     pub(super) itemsize: usize,
     /// The pipeline has fletcher32 (a stored chunk needs at least its 4-byte checksum).
     pub(super) fletcher: bool,
+    /// The dataset's decoded-chunk cache (looked up before every raw fetch), and whether this
+    /// call keeps what it decodes there.
+    pub(super) cache: Option<&'a ChunkCache>,
+    pub(super) keep: bool,
+    /// Memory form of the decoded bytes ([`CacheKey::form`], [`CacheKey::unit`]).
+    pub(super) form: (u8, usize),
+    /// Cache hits and misses (raw fetches looked up and not found).
+    pub(super) hits: AtomicUsize,
+    pub(super) misses: AtomicUsize,
 }
 
-impl Fetcher {
+impl Fetcher<'_> {
     /// Fetch chunk group `g` into `buf` (recycled): raw stored bytes when allocated and
     /// [`Fetcher::raw_ok`], else libhdf5's read of its region (fill values, conversion).
     pub(super) fn fetch(&self, l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, g: usize, buf: Vec<u8>) -> Result<Job> {
         let n = sh.grid.ndim();
         let (coord, origin, extent) = sh.origin_extent(g);
-        let mut job = Job { group: g, buf, raw_mask: None };
+        let mut job = Job { group: g, buf, raw_mask: None, hit: None, key: None };
         let state = if self.raw_ok { chunk_state(l, self.dset, &origin[..n]) } else { ChunkState::Unknown };
+        if let (Some(c), ChunkState::Stored { size }) = (self.cache, state) {
+            let key = CacheKey { chunk: sh.plan.groups[g].0, stored: size, form: self.form.0, unit: self.form.1 };
+            if let Some(hit) = c.get(&key) {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                job.hit = Some(hit);
+                return Ok(job);
+            }
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            job.key = self.keep.then_some(key);
+        }
         match state {
             ChunkState::Stored { size, .. } if size > self.fsize => {
                 bail!(Hdf5, "chunk {:?} (dataset offset {:?}): its stored size {size} bytes exceeds the file ({} bytes): the chunk index is corrupted", &coord[..n], &origin[..n], self.fsize)

@@ -42,7 +42,7 @@
 //! libhdf5 (`H5Dread`). Every chunk-sized buffer is reserved fallibly (`NoMemory` naming the
 //! chunk and the bytes, never an abort), and inflate output is bounded by the chunk size.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
 use hdf5_sys::h5i::hid_t;
@@ -54,19 +54,26 @@ use crate::codec::{Decoder, Filter};
 use crate::geometry::{row, SliceTable};
 use super::options::{max_chunk_bytes, max_workers, num_threads, PlannerMode};
 use crate::plan::decide;
+use crate::plan::decide::{STEP_BYTE_NS, STEP_RUN_NS};
 use crate::plan::pieces::{overlapping_rows, push_dst_box, Plan};
 use super::chunk_job::{piece_row, Fetcher, Job, Shared};
 pub(crate) use super::chunk_job::Convert;
 use super::rows::{read_row, Ctx, RawKind};
 use super::stats::ReadStats;
 use crate::error::{Error, Result};
-use crate::hdf5::chunk::{chunk_state, file_size, flush_dataset, opened_read_write, ChunkState, FilterSpec};
+use crate::hdf5::chunk::{file_size, flush_dataset, opened_read_write, FilterSpec};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{bump, lock, released, H5Lock};
-use crate::hdf5::meta::{ChunkKey, DecodedChunk};
+use crate::hdf5::chunk_cache::ChunkCache;
 
-/// Fetched chunks queued per worker thread before the calling thread decodes one itself.
+/// Fetched batches queued per worker thread before the calling thread decodes one itself.
 const QUEUE_PER_WORKER: usize = 4;
+/// Small chunks travel to the workers in batches of about this many decoded bytes (at most
+/// [`BATCH_MAX_CHUNKS`]): handing one 2 KB chunk to another thread (a channel send and a
+/// wake-up) cost about as much as inflating it (perf: ~20% of a whole read of 15,625 16x16
+/// float64 gzip chunks in the scheduler and the channel's mutex).
+const BATCH_BYTES: usize = 128 << 10;
+const BATCH_MAX_CHUNKS: usize = 256;
 /// Chunks whose decoded size reaches this many bytes are "big": never queued (a job is
 /// handed only to an idle worker), at most one or two buffers recycled, and the number of
 /// threads decoding at once capped so that the extra memory of a call stays within
@@ -103,12 +110,12 @@ pub(crate) fn read_chunked(
     raw: Option<RawKind>,
     convert: Option<Convert>,
     mode: PlannerMode,
-    cache: Option<&Mutex<Option<DecodedChunk>>>,
+    cache: Option<&ChunkCache>,
     stats: &mut ReadStats,
 ) -> Result<Option<ReadStats>> {
     let grid = ChunkGrid::new(ctx.src_shape, chunk)?;
     let rp = plan_rows(table, ctx, &grid)?;
-    let d = decide_chunks(&rp.plan, chunk, ctx.itemsize, convert, filter_specs, mode);
+    let d = decide_chunks(&rp.plan, table, chunk, ctx.itemsize, convert, filter_specs, mode);
     if mode == PlannerMode::Auto && d.nwhole == 0 && !d.checked {
         return Ok(None);
     }
@@ -128,14 +135,34 @@ pub(crate) fn read_chunked(
     // Stored chunk sizes come from the file's chunk index: never trust one past the file.
     let fsize = if raw_ok || d.checked { file_size(l, dset)? } else { u64::MAX };
     let filters = d.filters.clone().unwrap_or_default();
-    let shared = Shared { plan: &rp.plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert, dont_filter_partial };
-    let fetcher = Fetcher { dset, raw_ok, checked: d.checked, fsize, itemsize: ctx.itemsize, fletcher: filters.contains(&Filter::Fletcher32) };
-    // Small calls (at most 4 chunks, as auto's former one-row path) keep their last decoded
-    // chunk for the next call (repeated small reads inside one chunk).
-    let cacheable = d.checked && !d.too_big && d.nwhole <= 4 && d.whole.iter().all(|&w| w) && d.chunk_bytes <= CACHED_CHUNK_MAX as u64;
-    let (raw_chunks, mut hdf5_reads) = match (cache, raw, cacheable) {
-        (Some(c), Some(rk), true) => (read_small_cached(l, reader, &shared, &fetcher, c, rk)?, 0),
-        _ => {
+    // The decoded-chunk cache: only for bytes in the memory form (no libhdf5 conversion);
+    // chunks are kept only when all the call's whole chunks fit (a larger read would evict
+    // everything for nothing: a scan is not cached).
+    let cache = cache.filter(|c| raw_ok && raw.is_some() && c.capacity() > 0);
+    let keep = cache.is_some_and(|c| (d.nwhole as u64).saturating_mul(d.chunk_bytes.max(d.stored_bytes)) <= c.capacity());
+    let form = match raw {
+        Some(RawKind::Swap(u)) => (1u8, u),
+        _ => (0u8, ctx.itemsize),
+    };
+    let shared = Shared { plan: &rp.plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert, dont_filter_partial, cache: cache.filter(|_| keep) };
+    let fetcher = Fetcher {
+        dset,
+        raw_ok,
+        checked: d.checked,
+        fsize,
+        itemsize: ctx.itemsize,
+        fletcher: filters.contains(&Filter::Fletcher32),
+        cache,
+        keep,
+        form,
+        hits: AtomicUsize::new(0),
+        misses: AtomicUsize::new(0),
+    };
+    // Small calls (at most 4 chunks, all whole): on the calling thread, no workers.
+    let small = d.nwhole <= SMALL_CALL_CHUNKS && d.whole.iter().all(|&w| w);
+    let (raw_chunks, mut hdf5_reads) = match small {
+        true => (read_small(l, reader, &shared, &fetcher)?, 0),
+        false => {
             let big = d.chunk_bytes.max(d.stored_bytes) >= BIG_CHUNK_BYTES as u64;
             // Workers only where decoding dominates (filtered chunks; `chunks` mode always, which
             // the tests use to exercise them): for unfiltered chunks the scatter is a copy no
@@ -143,9 +170,12 @@ pub(crate) fn read_chunked(
             // (case 2 of docs/BENCHMARKS.md: 8 ms on one thread, 10 ms with a worker taking 60%
             // of the chunks).
             let worth = d.filtered || mode == PlannerMode::Chunks;
-            run_pipeline(l, reader, &shared, &fetcher, &d.whole, Crew::size(num_threads(), d.nwhole, worth, big), d.filtered)?
+            let batch = (BATCH_BYTES / (d.stored_bytes.max(d.chunk_bytes).max(1) as usize)).clamp(1, BATCH_MAX_CHUNKS);
+            run_pipeline(l, reader, &shared, &fetcher, &d.whole, Crew::size(num_threads(), d.nwhole, worth, big, batch), d.filtered)?
         }
     };
+    stats.cache_hits += fetcher.hits.load(Ordering::Relaxed);
+    stats.cache_misses += fetcher.misses.load(Ordering::Relaxed);
     hdf5_reads += read_overlapping_rows(l, reader, &shared, &fetcher, &rp, d.checked && !d.too_big, stats)?;
     stats.chunks_read += d.nwhole;
     stats.raw_chunks += raw_chunks;
@@ -168,9 +198,12 @@ struct RowPlan {
 /// that copy something; rows whose destination overlaps another row's are left out of the
 /// plan (they run last, in row order).
 fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid) -> Result<RowPlan> {
-    let mut boxes = Vec::new();
-    let mut valid: Vec<usize> = Vec::new();
-    let mut plan = Plan::new(ctx.src_shape.len());
+    let n = ctx.src_shape.len();
+    // Sized once for the common case (one piece per row): growing them by doubling moved
+    // and page-faulted fresh memory on every call (test1.nc: 10,000 rows of 1x4x4).
+    let mut boxes = Vec::with_capacity(table.nslices.min(1 << 20) * 2 * n);
+    let mut valid: Vec<usize> = Vec::with_capacity(table.nslices.min(1 << 20));
+    let mut plan = Plan::with_capacity(n, table.nslices.min(1 << 20));
     let mut elements = 0u64;
     for i in 0..table.nslices {
         if let Some(r) = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)? {
@@ -213,7 +246,7 @@ struct Decision {
 
 /// Decide per chunk group of `plan`: whole or pieces (`plan::decide`, every chunk whole
 /// for checked reads, none when chunks exceed [`max_chunk_bytes`]).
-fn decide_chunks(plan: &Plan, chunk: &[u64], itemsize: usize, convert: Option<Convert>, filter_specs: &[FilterSpec], mode: PlannerMode) -> Decision {
+fn decide_chunks(plan: &Plan, table: &SliceTable, chunk: &[u64], itemsize: usize, convert: Option<Convert>, filter_specs: &[FilterSpec], mode: PlannerMode) -> Decision {
     let filtered = !filter_specs.is_empty();
     // Partial edge chunks stored unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, not
     // flagged in their filter mask): libhdf5 reads every chunk of such datasets.
@@ -224,9 +257,18 @@ fn decide_chunks(plan: &Plan, chunk: &[u64], itemsize: usize, convert: Option<Co
     let file_itemsize = convert.map_or(itemsize, |c| c.file_itemsize);
     let stored_bytes = chunk_elems.saturating_mul(file_itemsize as u64);
     let too_big = chunk_bytes.max(stored_bytes) > max_chunk_bytes();
-    let group_stats: Vec<(usize, u64)> =
-        plan.groups.iter().map(|(_, rg)| (rg.len(), plan.pieces[rg.clone()].iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum())).collect();
-    let mut whole = if checked { vec![true; group_stats.len()] } else { decide(mode, filtered, chunk_bytes, &group_stats) };
+    let group_stats: Vec<(usize, u64, u64)> = if checked {
+        Vec::new()
+    } else {
+        plan.groups
+            .iter()
+            .map(|(_, rg)| {
+                let ps = &plan.pieces[rg.clone()];
+                (rg.len(), ps.iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum(), ps.iter().map(|p| step_cost_ns(plan, table, p, itemsize)).sum())
+            })
+            .collect()
+    };
+    let mut whole = if checked { vec![true; plan.groups.len()] } else { decide(mode, filtered, chunk_bytes, &group_stats) };
     if too_big {
         // Too big to hold whole: every piece through libhdf5 (bounded by the rows' sizes).
         whole.iter_mut().for_each(|w| *w = false);
@@ -257,7 +299,7 @@ fn read_overlapping_rows(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shar
                 for g in 0..one.groups.len() {
                     let mut job = fetcher.fetch(l, reader, &sh, g, Vec::new())?;
                     stats.chunks_read += 1;
-                    stats.raw_chunks += usize::from(job.raw_mask.is_some());
+                    stats.raw_chunks += usize::from(job.raw_mask.is_some() || job.hit.is_some());
                     sh.process(&mut job, &mut dec)?;
                 }
                 continue;
@@ -275,44 +317,36 @@ fn read_overlapping_rows(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shar
     Ok(hdf5_reads)
 }
 
-/// Largest decoded chunk kept between small calls ([`DecodedChunk`]), bytes.
-pub(crate) const CACHED_CHUNK_MAX: usize = 4 << 20;
+/// libhdf5's extra cost of reading piece `p` when its row has a file-side step (0 when it
+/// has none), ns: [`STEP_RUN_NS`] per contiguous run (its elements divided by the run
+/// length: the inner count when the inner axis is unstepped, else 1) + [`STEP_BYTE_NS`]
+/// per byte.
+fn step_cost_ns(plan: &Plan, table: &SliceTable, p: &crate::plan::PieceKey, itemsize: usize) -> u64 {
+    let n = plan.ndim;
+    let Some(steps) = table.src_step else { return 0 };
+    let c = plan.piece(p).2;
+    let stepped = (0..n).any(|j| c[j] > 1 && steps[p.row * n + j] > 1);
+    if !stepped {
+        return 0;
+    }
+    let inner = if steps[p.row * n + n - 1] > 1 { 1 } else { c[n - 1].max(1) };
+    let elems = c.iter().product::<u64>();
+    (elems / inner).saturating_mul(STEP_RUN_NS).saturating_add(elems.saturating_mul(itemsize as u64).saturating_mul(STEP_BYTE_NS))
+}
 
-/// The whole chunks of a small call, fetched, decoded and scattered one by one on the
-/// calling thread (lock held, as libhdf5's own read would), through the dataset's one-chunk
-/// cache: a chunk whose stored identity (coordinates and stored size from the chunk index) and
-/// memory form match the cached one is scattered from it without reading or decoding; the
-/// last chunk decoded replaces the cached one. Returns the chunks read raw (cache hits
-/// included: they were read raw by an earlier call).
-fn read_small_cached(l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, fetcher: &Fetcher, cache: &Mutex<Option<DecodedChunk>>, raw: RawKind) -> Result<usize> {
-    let n = sh.grid.ndim();
-    let form = match raw {
-        RawKind::Same => (0u8, sh.ctx.itemsize),
-        RawKind::Swap(u) => (1u8, u),
-    };
+/// Calls with at most this many chunks, all read whole, run on the calling thread alone.
+const SMALL_CALL_CHUNKS: usize = 4;
+
+/// The whole chunks of a small call, fetched (through the dataset's chunk cache), decoded
+/// and scattered one by one on the calling thread, lock held, as libhdf5's own read would.
+/// Returns the chunks read raw (cache hits included: an earlier call read them raw).
+fn read_small(l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, fetcher: &Fetcher) -> Result<usize> {
     let mut dec = Decoder::default();
     let mut raw_chunks = 0;
     for g in 0..sh.plan.groups.len() {
-        let (_, origin, _) = sh.origin_extent(g);
-        let key = match chunk_state(l, fetcher.dset, &origin[..n]) {
-            ChunkState::Stored { size } if size <= fetcher.fsize => Some(ChunkKey { origin: origin[..n].to_vec(), size, form }),
-            _ => None,
-        };
-        if let Some(k) = &key {
-            let c = cache.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(hit) = c.as_ref().filter(|c| &c.key == k) {
-                sh.scatter(g, &hit.bytes, &origin[..n], sh.grid.chunk())?;
-                raw_chunks += 1;
-                continue;
-            }
-        }
         let mut job = fetcher.fetch(l, reader, sh, g, Vec::new())?;
-        raw_chunks += usize::from(job.raw_mask.is_some());
+        raw_chunks += usize::from(job.raw_mask.is_some() || job.hit.is_some());
         sh.process(&mut job, &mut dec)?;
-        if let (Some(k), Some(_)) = (key, job.raw_mask) {
-            let old = cache.lock().unwrap_or_else(|p| p.into_inner()).replace(DecodedChunk { key: k, bytes: job.buf });
-            drop(old);
-        }
     }
     Ok(raw_chunks)
 }
@@ -321,18 +355,21 @@ fn read_small_cached(l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, fetc
 #[derive(Debug, Clone, Copy)]
 struct Crew {
     nworkers: usize,
+    /// Batches queued.
     queue: usize,
     pool_max: usize,
+    /// Chunks per batch (1 for big chunks).
+    batch: usize,
 }
 
 impl Crew {
     /// The crew for `nwhole` whole chunks and `threads` threads; `worth`: decoding dominates
     /// (else no workers); `big`: chunks of at least [`BIG_CHUNK_BYTES`] (memory bound).
-    fn size(threads: usize, nwhole: usize, worth: bool, big: bool) -> Crew {
+    fn size(threads: usize, nwhole: usize, worth: bool, big: bool, batch: usize) -> Crew {
         // The calling thread fetches and also decodes (see the module docs): `threads - 1` workers.
         let mut nworkers = if threads > 1 && nwhole >= 2 && worth { (threads - 1).min(nwhole - 1).min(max_workers()) } else { 0 };
         // Queued jobs and recycled buffers (chunk-sized once used).
-        let (mut queue, mut pool_max) = (QUEUE_PER_WORKER * nworkers.max(1), QUEUE_PER_WORKER * nworkers + 2);
+        let (mut queue, mut pool_max) = (QUEUE_PER_WORKER * nworkers.max(1), (QUEUE_PER_WORKER * nworkers + 2) * batch);
         if big {
             // Memory bound for big chunks: extra memory <= (threads + 1) x chunk. A decoding
             // thread holds at most two chunk-sized buffers (the chunk, and its decoder's spare:
@@ -346,7 +383,7 @@ impl Crew {
             queue = 0;
             pool_max = if decoders == 1 { 1 } else { threads + 1 - 2 * decoders };
         }
-        Crew { nworkers, queue, pool_max }
+        Crew { nworkers, queue, pool_max, batch: if big { 1 } else { batch } }
     }
 }
 
@@ -356,7 +393,7 @@ impl Crew {
 /// fetched raw, `H5Dread` calls).
 #[allow(clippy::too_many_arguments)]
 fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetcher: &Fetcher, whole: &[bool], crew: Crew, filtered: bool) -> Result<(usize, usize)> {
-    let Crew { nworkers, queue, pool_max } = crew;
+    let Crew { nworkers, queue, pool_max, batch } = crew;
     let (plan, table, ctx) = (shared.plan, shared.table, shared.ctx);
     let stop = AtomicBool::new(false);
     let failed: Mutex<Option<(usize, Error)>> = Mutex::new(None);
@@ -386,6 +423,11 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
         }
         recycle(job.buf);
     };
+    let handle_all = |jobs: Vec<Job>, dec: &mut Decoder| {
+        for job in jobs {
+            handle(job, dec);
+        }
+    };
     let mut scratch = Vec::new();
     let (mut raw_chunks, mut hdf5_reads) = (0usize, 0usize);
     // The libhdf5 lock is held only while fetching: decoding a chunk on the calling thread,
@@ -395,25 +437,49 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
     let run = || {
         std::thread::scope(|sc| -> Result<()> {
             // Big chunks: queue 0, a rendezvous (a job goes only to a worker waiting for one).
-            let (tx, rx) = mpsc::sync_channel::<Job>(queue);
+            let (tx, rx) = mpsc::sync_channel::<Vec<Job>>(queue);
             let rx = Arc::new(Mutex::new(rx));
-            let (rx_ref, handle) = (Arc::clone(&rx), &handle);
+            let (rx_ref, handle_all) = (Arc::clone(&rx), &handle_all);
             let worker = move || {
                 let mut dec = Decoder::default();
                 loop {
-                    let job = rx_ref.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok(job) = job else { return };
-                    handle(job, &mut dec);
+                    let jobs = rx_ref.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok(jobs) = jobs else { return };
+                    handle_all(jobs, &mut dec);
                 }
             };
             // Workers the system lets us start (a refused thread is not an error: the calling
             // thread processes whatever the workers do not).
             let live = spawn_workers(sc, nworkers, "vh5-decode", worker);
             let mut dec = Decoder::default();
+            // Hand a batch to a worker; when there are none, or they are all busy and the
+            // queue is full, process it here (decoding with the lock released). Returns
+            // false when the workers are gone.
+            let dispatch = |jobs: Vec<Job>, l: &H5Lock, dec: &mut Decoder| -> bool {
+                let jobs = if live == 0 {
+                    jobs
+                } else {
+                    match tx.try_send(jobs) {
+                        Ok(()) => return true,
+                        Err(mpsc::TrySendError::Full(jobs)) => jobs,
+                        Err(mpsc::TrySendError::Disconnected(_)) => return false,
+                    }
+                };
+                if filtered {
+                    // SAFETY: `handle` decodes and scatters in memory; a conversion
+                    // (`H5Tconvert`) takes the lock itself.
+                    unsafe { released(l, || handle_all(jobs, dec)) };
+                } else {
+                    // An unfiltered chunk is one copy: cheaper than giving the lock away.
+                    handle_all(jobs, dec);
+                }
+                true
+            };
             let result = (|| -> Result<()> {
                 let fl = lock();
                 let l = &fl;
-                for (g, &is_whole) in whole.iter().enumerate().take(plan.groups.len()) {
+                let mut jobs: Vec<Job> = Vec::with_capacity(batch);
+                for (g, &whole_g) in whole.iter().enumerate().take(plan.groups.len()) {
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
@@ -422,7 +488,7 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
                         // SAFETY: nothing of ours is in flight in libhdf5 here.
                         unsafe { bump(l) };
                     }
-                    if !is_whole {
+                    if !whole_g {
                         fetcher.precheck(l, shared, g)?;
                         for p in &plan.pieces[plan.groups[g].1.clone()] {
                             let r = piece_row(plan, table, p.row, p);
@@ -434,28 +500,16 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
                     }
                     let buf = pool.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_default();
                     let job = fetcher.fetch(l, reader, shared, g, buf)?;
-                    if job.raw_mask.is_some() {
+                    if job.raw_mask.is_some() || job.hit.is_some() {
                         raw_chunks += 1;
                     }
-                    // Hand the chunk to a worker; when there are none, or they are all busy and
-                    // the queue is full, process it here (decoding with the lock released).
-                    let job = if live == 0 {
-                        job
-                    } else {
-                        match tx.try_send(job) {
-                            Ok(()) => continue,
-                            Err(mpsc::TrySendError::Full(job)) => job,
-                            Err(mpsc::TrySendError::Disconnected(_)) => break,
-                        }
-                    };
-                    if filtered {
-                        // SAFETY: `handle` decodes and scatters in memory; a conversion
-                        // (`H5Tconvert`) takes the lock itself.
-                        unsafe { released(l, || handle(job, &mut dec)) };
-                    } else {
-                        // An unfiltered chunk is one copy: cheaper than giving the lock away.
-                        handle(job, &mut dec);
+                    jobs.push(job);
+                    if jobs.len() >= batch && !dispatch(std::mem::replace(&mut jobs, Vec::with_capacity(batch)), l, &mut dec) {
+                        return Ok(());
                     }
+                }
+                if !jobs.is_empty() {
+                    dispatch(jobs, l, &mut dec);
                 }
                 Ok(())
             })();
@@ -463,11 +517,11 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
             // Help drain the queue, then the scope joins the workers (each finishes at most
             // the job it holds).
             if live > 0 {
-                while let Ok(job) = {
+                while let Ok(jobs) = {
                     let r = rx.lock().unwrap_or_else(|p| p.into_inner()).try_recv();
                     r
                 } {
-                    handle(job, &mut dec);
+                    handle_all(jobs, &mut dec);
                 }
             }
             result

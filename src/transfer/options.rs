@@ -16,6 +16,10 @@
 //!   (`H5Dread` of each row piece; libhdf5 then manages the chunk's memory itself), exactly
 //!   as with `VH5_PLANNER=rows`. Results are identical; only speed and memory differ.
 //!
+//! - Decoded-chunk cache: env `VH5_CHUNK_CACHE_BYTES` (bytes per open dataset, read once;
+//!   default [`crate::hdf5::chunk_cache::DEFAULT_CACHE_BYTES`] = 16 MiB; 0 = no cache), see
+//!   [`chunk_cache_bytes`] and `hdf5::chunk_cache`.
+//!
 //! Environment values are read once per process (the first call that needs them). A value
 //! that is set but invalid (`VH5_THREADS=abc`, `VH5_THREADS=0`, more than [`MAX_THREADS`],
 //! `VH5_PLANNER=xyz`, `VH5_MAX_CHUNK_BYTES=-1` or `0`) is never silently ignored: every read
@@ -46,6 +50,7 @@ struct Env {
     threads: std::result::Result<Option<usize>, String>,
     planner: std::result::Result<Option<PlannerMode>, String>,
     max_chunk: std::result::Result<Option<u64>, String>,
+    cache: std::result::Result<Option<u64>, String>,
 }
 
 fn env_var(name: &str) -> Option<String> {
@@ -70,6 +75,13 @@ fn env() -> &'static Env {
                 _ => Err(format!("environment variable VH5_MAX_CHUNK_BYTES={v:?} is not a positive number of bytes (default {DEFAULT_MAX_CHUNK_BYTES})")),
             })
             .transpose(),
+        cache: env_var("VH5_CHUNK_CACHE_BYTES")
+            .map(|v| {
+                v.trim().parse::<u64>().map_err(|_| {
+                    format!("environment variable VH5_CHUNK_CACHE_BYTES={v:?} is not a number of bytes (0 = no decoded-chunk cache; default {})", crate::hdf5::chunk_cache::DEFAULT_CACHE_BYTES)
+                })
+            })
+            .transpose(),
     })
 }
 
@@ -77,7 +89,7 @@ fn env() -> &'static Env {
 /// value (see the module docs). Reads and writes call this first.
 pub fn check_env() -> crate::error::Result<()> {
     let e = env();
-    match [e.threads.as_ref().err(), e.planner.as_ref().err(), e.max_chunk.as_ref().err()].into_iter().flatten().next() {
+    match [e.threads.as_ref().err(), e.planner.as_ref().err(), e.max_chunk.as_ref().err(), e.cache.as_ref().err()].into_iter().flatten().next() {
         Some(m) => Err(crate::error::Error::new(crate::error::ErrorKind::InvalidArgument, m.clone())),
         None => Ok(()),
     }
@@ -150,6 +162,15 @@ pub fn max_chunk_bytes() -> u64 {
     }
     static M: OnceLock<u64> = OnceLock::new();
     *M.get_or_init(|| env().max_chunk.clone().ok().flatten().unwrap_or(DEFAULT_MAX_CHUNK_BYTES))
+}
+
+/// Bound of each open dataset's decoded-chunk cache, bytes: env `VH5_CHUNK_CACHE_BYTES` (read
+/// once; an invalid value, which [`check_env`] reports, means the default), else
+/// [`crate::hdf5::chunk_cache::DEFAULT_CACHE_BYTES`]. 0 = no cache. Taken when a dataset's cache
+/// is created (its first read).
+pub fn chunk_cache_bytes() -> u64 {
+    static M: OnceLock<u64> = OnceLock::new();
+    *M.get_or_init(|| env().cache.clone().ok().flatten().unwrap_or(crate::hdf5::chunk_cache::DEFAULT_CACHE_BYTES))
 }
 
 /// Run `f` with the whole-chunk memory limit set to `bytes` on the current thread only.

@@ -94,17 +94,16 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
     let ctx = Ctx { itemsize, layout: &dst.layout, dst: DstPtr::new(dst.buf), src_shape: &src_shape, dst_shape: &dst_shape, clip, fill: fill.as_deref(), swap: None };
     let mode = options::planner_mode();
     if let Some(chunk) = &meta.layout.chunk {
-        let filtered = !meta.layout.filters.is_empty();
         // A pipeline vh5 decodes is decoded by vh5 in every mode (a corrupt chunk is refused
         // the same way everywhere): no row path, no one-row fast path.
         // (Partial edge chunks stored unfiltered, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, skip the
         // pipeline in vh5's decoder as in libhdf5's.)
         let checked = super::chunked::vh5_decodes(&meta.layout.filters);
-        if checked || (mode != PlannerMode::Rows && !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk, filtered)?)) {
+        if checked || (mode != PlannerMode::Rows && !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk)?)) {
             let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize, swapped);
             let convert = Convert { ftype: ftype.id(), mtype: mem.id(), file_itemsize: finfo.file_itemsize };
             // Validates every row before reading anything (as `check_rows` below).
-            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, meta.layout.dont_filter_partial, raw, Some(convert), mode, meta.chunk_cache(), &mut stats)? {
+            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, meta.layout.dont_filter_partial, raw, Some(convert), mode, meta.chunk_cache(options::chunk_cache_bytes), &mut stats)? {
                 return Ok(st);
             }
         }
@@ -145,18 +144,24 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
 }
 
 /// Fast path of the `auto` rule for one-row calls (no planning; never for pipelines vh5
-/// decodes itself, which are always decoded by vh5: see `chunked::read_chunked`): a single row reads its
-/// pieces through libhdf5 when the data is unfiltered (one `H5Dread` straight into place
-/// beats fetching whole chunks unless the row covers them, where both cost the same) or when
-/// it touches at most 4 chunks (the planner's rule for small filtered calls).
-fn single_small_row(table: &SliceTable, ctx: &Ctx, chunk: &[u64], filtered: bool) -> Result<bool> {
+/// decodes itself, which are always decoded by vh5: see `chunked::read_chunked`): a single
+/// row touching at most 4 chunks reads through libhdf5 (one `H5Dread` straight into place,
+/// libhdf5's chunk cache may hold the chunks of repeated small calls). Rows touching more
+/// chunks go to the planner, whose cost rule weighs libhdf5's per-chunk overhead (~8 us per
+/// chunk of a whole read through libhdf5 1.10 against ~4 us for a raw fetch: 16,384
+/// unfiltered 128-byte chunks read whole were 6.6x faster in `chunks` mode than in `rows`
+/// mode, scripts/bench_scaling.py), and so do rows with a file-side step (libhdf5 walks
+/// stepped selections run by run).
+fn single_small_row(table: &SliceTable, ctx: &Ctx, chunk: &[u64]) -> Result<bool> {
     if table.nslices != 1 {
         return Ok(false);
     }
-    if !filtered {
-        return Ok(true);
-    }
     let Some(r) = row(table, 0, ctx.src_shape, ctx.dst_shape, ctx.clip)? else { return Ok(true) };
+    if r.src_step[..r.ndim].iter().any(|&s| s > 1) {
+        // A file-side step: the planner weighs libhdf5's stepped read against reading the
+        // chunks and stepping in the copy engine (`chunked::decide`).
+        return Ok(false);
+    }
     let mut touched = 1u64;
     for (j, &c) in chunk.iter().enumerate().take(r.ndim) {
         let first = r.src_start[j] / c;

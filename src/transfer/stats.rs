@@ -18,6 +18,11 @@ pub struct ReadStats {
     /// Row pieces read with their own `H5Dread` inside planned calls (chunks where a whole
     /// read does not pay) plus rows run in row order because their destinations overlap.
     pub hdf5_reads: usize,
+    /// Whole chunks served by the dataset's decoded-chunk cache (no fetch, no decode;
+    /// counted in `chunks_read` and `raw_chunks` too).
+    pub cache_hits: usize,
+    /// Raw chunk fetches that looked in the cache and did not find the chunk.
+    pub cache_misses: usize,
 }
 
 /// What a write did.

@@ -57,6 +57,9 @@ pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags:
     let s = session();
     let l = s.lock();
     expect_kind(l, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
+    // Decoded chunks vh5 kept for this dataset are stale once it is written (caches exist
+    // only for read-only files, which refuse the write below: defensive).
+    crate::hdf5::meta::clear_chunk_cache(dset);
     if !file_is_writable(l, dset)? {
         bail!(
             InvalidArgument,

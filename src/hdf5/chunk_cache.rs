@@ -1,0 +1,205 @@
+//! Decoded-chunk cache: chunks vh5 decoded for one call, kept for the next calls on the same
+//! open dataset (repeated reads of the same region, as libhdf5's chunk cache serves them).
+//! Pure, safe Rust (no libhdf5 call), held per dataset by [`super::meta::DatasetMeta`]; the read
+//! planner decides what to look up and insert.
+//!
+//! - **Bounded in bytes** (decoded bytes held; default [`DEFAULT_CACHE_BYTES`], env
+//!   `VH5_CHUNK_CACHE_BYTES`, 0 = off; see `transfer::options::chunk_cache_bytes`); a chunk
+//!   larger than the bound is never kept. Least recently used chunks are dropped first.
+//! - **Thread-safe**: one mutex around the index; hits hand out an `Arc` of the bytes, so
+//!   scattering from a hit runs outside the mutex (and outside the libhdf5 lock), and an entry
+//!   evicted meanwhile stays alive until its last reader is done.
+//! - **Keyed** by the chunk's linear index on the grid, its stored size in the file (from the
+//!   chunk index, looked up on every fetch) and the memory form of the bytes (byte handling
+//!   and item size). The planner only gives a cache to datasets of files opened read-only
+//!   without SWMR (nothing in this process can change them: extent fixed, so the linear
+//!   index is stable); vh5's writes and `vh5_close` clear it anyway ([`ChunkCache::clear`]).
+//!   What another process writing the file leaves stale is in docs/ARCHITECTURE.md.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+/// Default bound of [`ChunkCache`]: 16 MiB of decoded chunks per open dataset (HDF5 2.0's
+/// default chunk cache is 8 MiB, h5py's documentation suggests raising it for repeated reads).
+pub const DEFAULT_CACHE_BYTES: u64 = 16 << 20;
+
+/// Identity of a decoded chunk (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CacheKey {
+    /// C-order linear index of the chunk on the dataset's chunk grid.
+    pub chunk: u64,
+    /// Stored (filtered) size in the file, bytes.
+    pub stored: u64,
+    /// Memory form: 0 = the file's bytes, 1 = byte-swapped in words of `unit` bytes.
+    pub form: u8,
+    /// Item size (`form` 0) or swapped word size (`form` 1), bytes.
+    pub unit: usize,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    map: HashMap<CacheKey, (Arc<Vec<u8>>, u64)>,
+    /// Use tick -> key, oldest first.
+    order: BTreeMap<u64, CacheKey>,
+    tick: u64,
+    bytes: u64,
+}
+
+/// A byte-bounded LRU of decoded chunks (see the module docs).
+#[derive(Debug)]
+pub struct ChunkCache {
+    cap: u64,
+    inner: Mutex<Inner>,
+}
+
+impl ChunkCache {
+    /// An empty cache holding at most `cap` decoded bytes (0: holds nothing).
+    pub fn new(cap: u64) -> ChunkCache {
+        ChunkCache { cap, inner: Mutex::new(Inner::default()) }
+    }
+
+    /// The bound, bytes.
+    pub fn capacity(&self) -> u64 {
+        self.cap
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The decoded bytes of `key` (and mark them most recently used), `None` on a miss.
+    pub fn get(&self, key: &CacheKey) -> Option<Arc<Vec<u8>>> {
+        if self.cap == 0 {
+            return None;
+        }
+        let mut g = self.lock();
+        let inner = &mut *g;
+        let (bytes, tick) = inner.map.get_mut(key)?;
+        inner.order.remove(tick);
+        inner.tick += 1;
+        *tick = inner.tick;
+        inner.order.insert(inner.tick, *key);
+        Some(Arc::clone(bytes))
+    }
+
+    /// Keep `bytes` as the decoded chunk `key` (replacing an entry of the same key), dropping
+    /// least recently used chunks until the bound holds. Bytes larger than the bound are not
+    /// kept. Returns the evicted buffers (dropped by the caller outside the mutex; reusable).
+    pub fn insert(&self, key: CacheKey, bytes: Vec<u8>) -> Vec<Arc<Vec<u8>>> {
+        let len = bytes.len() as u64;
+        if len > self.cap || self.cap == 0 {
+            return vec![Arc::new(bytes)];
+        }
+        let mut g = self.lock();
+        let inner = &mut *g;
+        let mut out = Vec::new();
+        if let Some((old, t)) = inner.map.remove(&key) {
+            inner.order.remove(&t);
+            inner.bytes -= old.len() as u64;
+            out.push(old);
+        }
+        while inner.bytes + len > self.cap {
+            let Some((_, k)) = inner.order.pop_first() else { break };
+            if let Some((old, _)) = inner.map.remove(&k) {
+                inner.bytes -= old.len() as u64;
+                out.push(old);
+            }
+        }
+        inner.tick += 1;
+        let t = inner.tick;
+        inner.order.insert(t, key);
+        inner.map.insert(key, (Arc::new(bytes), t));
+        inner.bytes += len;
+        out
+    }
+
+    /// Forget every chunk (the dataset was written, or closed).
+    pub fn clear(&self) {
+        let old = std::mem::take(&mut *self.lock());
+        drop(old);
+    }
+
+    /// (chunks, decoded bytes) held now.
+    pub fn usage(&self) -> (usize, u64) {
+        let g = self.lock();
+        (g.map.len(), g.bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(chunk: u64) -> CacheKey {
+        CacheKey { chunk, stored: 100, form: 0, unit: 8 }
+    }
+
+    #[test]
+    fn lru_within_the_byte_bound() {
+        let c = ChunkCache::new(30);
+        assert!(c.insert(k(1), vec![1; 10]).is_empty());
+        assert!(c.insert(k(2), vec![2; 10]).is_empty());
+        assert!(c.insert(k(3), vec![3; 10]).is_empty());
+        assert_eq!(c.usage(), (3, 30));
+        // Touch 1: 2 is now the oldest and goes first.
+        assert_eq!(c.get(&k(1)).unwrap()[0], 1);
+        let ev = c.insert(k(4), vec![4; 10]);
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0][0], 2);
+        assert!(c.get(&k(2)).is_none());
+        assert_eq!(c.get(&k(3)).unwrap()[0], 3);
+        // A big one evicts as many as needed.
+        let ev = c.insert(k(5), vec![5; 25]);
+        assert_eq!(ev.len(), 3);
+        assert_eq!(c.usage(), (1, 25));
+    }
+
+    #[test]
+    fn key_includes_stored_size_and_form() {
+        let c = ChunkCache::new(100);
+        c.insert(k(1), vec![1; 8]);
+        assert!(c.get(&CacheKey { stored: 101, ..k(1) }).is_none());
+        assert!(c.get(&CacheKey { form: 1, ..k(1) }).is_none());
+        assert!(c.get(&CacheKey { unit: 4, ..k(1) }).is_none());
+        // Same key replaces.
+        let ev = c.insert(k(1), vec![9; 20]);
+        assert_eq!(ev.len(), 1);
+        assert_eq!(c.usage(), (1, 20));
+        assert_eq!(c.get(&k(1)).unwrap()[0], 9);
+    }
+
+    #[test]
+    fn too_big_zero_capacity_and_clear() {
+        let c = ChunkCache::new(16);
+        assert_eq!(c.insert(k(1), vec![0; 17]).len(), 1);
+        assert_eq!(c.usage(), (0, 0));
+        let z = ChunkCache::new(0);
+        z.insert(k(1), vec![]);
+        assert!(z.get(&k(1)).is_none());
+        c.insert(k(2), vec![0; 8]);
+        c.clear();
+        assert_eq!(c.usage(), (0, 0));
+        assert!(c.get(&k(2)).is_none());
+    }
+
+    #[test]
+    fn shared_between_threads() {
+        let c = Arc::new(ChunkCache::new(1 << 16));
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let c = Arc::clone(&c);
+                s.spawn(move || {
+                    for i in 0..500u64 {
+                        let key = k((i * 7 + t) % 64);
+                        match c.get(&key) {
+                            Some(b) => assert!(b.iter().all(|&x| x == key.chunk as u8)),
+                            None => drop(c.insert(key, vec![key.chunk as u8; 1000])),
+                        }
+                    }
+                });
+            }
+        });
+        let (n, bytes) = c.usage();
+        assert!(bytes <= 1 << 16 && n as u64 * 1000 == bytes);
+    }
+}
