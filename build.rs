@@ -32,10 +32,7 @@ fn main() {
     // ABI lives there and nowhere else, so Rust-internal constants and types of the pure
     // modules can never leak into the C namespace.
     let builder = cbindgen::Builder::new().with_src(crate_dir.join("src").join("ffi").join("mod.rs"));
-    let bindings = builder
-        .with_config(config)
-        .generate()
-        .expect("cbindgen failed to generate include/vh5.h");
+    let bindings = builder.with_config(config).generate().expect("cbindgen failed to generate include/vh5.h");
     let generated = out_dir.join("vh5.h");
     bindings.write_to_file(&generated);
     if env::var_os("VH5_UPDATE_HEADER").is_some() {

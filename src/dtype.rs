@@ -191,10 +191,7 @@ impl Dtype {
         };
         // `get`, not `[2..]`: byte 2 may fall inside a multi-byte UTF-8 character ("<é").
         let size: usize = s.get(2..)?.parse().ok()?;
-        let d = ALL_NUMERIC
-            .iter()
-            .copied()
-            .find(|d| d.kind() as u8 == b[1] && d.itemsize() == Some(size))?;
+        let d = ALL_NUMERIC.iter().copied().find(|d| d.kind() as u8 == b[1] && d.itemsize() == Some(size))?;
         // A 1-byte type needs no order; a multi-byte one must state it.
         if size > 1 && order.is_none() {
             return None;

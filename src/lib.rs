@@ -26,13 +26,13 @@
 
 #[macro_use]
 pub mod error;
-pub mod dtype;
-pub mod payload;
-pub mod mem;
-pub mod geometry;
-pub mod plan;
-pub mod engine;
 pub mod codec;
-pub mod transfer;
-pub mod hdf5;
+pub mod dtype;
+pub mod engine;
 pub mod ffi;
+pub mod geometry;
+pub mod hdf5;
+pub mod mem;
+pub mod payload;
+pub mod plan;
+pub mod transfer;

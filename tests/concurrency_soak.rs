@@ -74,7 +74,16 @@ struct PayloadTask {
 
 fn make_datasets(tmp: &TempDir) -> Vec<Ds> {
     let mut out = Vec::new();
-    let mut add = |file: &str, name: &str, shape: &[u64], dtype: Dtype, chunk: Option<Vec<u64>>, gzip: Option<u32>, shuffle: bool, big: bool, seed: u64, written: Option<(Vec<u64>, Vec<u64>)>| {
+    let mut add = |file: &str,
+                   name: &str,
+                   shape: &[u64],
+                   dtype: Dtype,
+                   chunk: Option<Vec<u64>>,
+                   gzip: Option<u32>,
+                   shuffle: bool,
+                   big: bool,
+                   seed: u64,
+                   written: Option<(Vec<u64>, Vec<u64>)>| {
         let path = tmp.path(file);
         let n: u64 = shape.iter().product();
         let data = data_for(dtype, n as usize, seed);
@@ -225,7 +234,16 @@ fn run_copy(src: &[u8], rows: &[TRow]) -> (vh5_status, Vec<u8>) {
     let mut dst = vec![0u8; 32 * 24 * 4];
     let dshape = [32u64, 24];
     let t = tables(rows);
-    let a = |p: *mut u8, len: usize, sh: &[u64; 2]| vh5_array { base: p as *mut _, base_len: len, offset: 0, dtype: Dtype::Int32.code(), itemsize: 4, ndim: 2, shape: sh.as_ptr(), strides: std::ptr::null() };
+    let a = |p: *mut u8, len: usize, sh: &[u64; 2]| vh5_array {
+        base: p as *mut _,
+        base_len: len,
+        offset: 0,
+        dtype: Dtype::Int32.code(),
+        itemsize: 4,
+        ndim: 2,
+        shape: sh.as_ptr(),
+        strides: std::ptr::null(),
+    };
     let s = a(src.as_ptr() as *mut u8, src.len(), &shape);
     let d = a(dst.as_mut_ptr(), dst.len(), &dshape);
     let st = unsafe {
@@ -276,7 +294,13 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
     let copies: Vec<(Vec<TRow>, Vec<u8>)> = (0..6)
         .map(|k| {
             let rows: Vec<TRow> = (0..40u64)
-                .map(|i| TRow { s: vec![(i * 7 + k) % 64, (i * 5) % 48], d: vec![(i * 3) % 32, (i + k) % 24], c: vec![1 + i % 4, 1 + (i + k) % 5], ss: vec![1 + i % 2, 1], ds: vec![1, 1] })
+                .map(|i| TRow {
+                    s: vec![(i * 7 + k) % 64, (i * 5) % 48],
+                    d: vec![(i * 3) % 32, (i + k) % 24],
+                    c: vec![1 + i % 4, 1 + (i + k) % 5],
+                    ss: vec![1 + i % 2, 1],
+                    ds: vec![1, 1],
+                })
                 .collect();
             let mut expect = vec![0u8; 32 * 24 * 4];
             reference(&copy_src, &[64, 48], &mut expect, &[32, 24], &[96, 4], 0, 4, &rows, true).unwrap();
@@ -338,7 +362,13 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
                             let src = data_for(Dtype::Float64, 30 * 40, rng.next());
                             let lay = write_common::SrcLay::c(&[30, 40], 8);
                             let rows: Vec<TRow> = (0..1 + rng.below(30))
-                                .map(|_| TRow { s: vec![rng.below(30), rng.below(40)], d: vec![rng.below(60), rng.below(80)], c: vec![1 + rng.below(12), 1 + rng.below(20)], ss: vec![1, 1], ds: vec![1, 1 + rng.below(2)] })
+                                .map(|_| TRow {
+                                    s: vec![rng.below(30), rng.below(40)],
+                                    d: vec![rng.below(60), rng.below(80)],
+                                    c: vec![1 + rng.below(12), 1 + rng.below(20)],
+                                    ss: vec![1, 1],
+                                    ds: vec![1, 1 + rng.below(2)],
+                                })
                                 .collect();
                             let thr = 1 + rng.below(3) as usize;
                             let (st, m) = with_overrides(None, Some(thr), || write_common::ffi_write(wd, &src, &lay, Dtype::Float64, 8, &rows, vh5::ffi::hdf5::VH5_SLICES_CLIP));

@@ -407,7 +407,11 @@ fn dont_filter_partial_chunks_read_by_libhdf5_in_every_planner() {
             }
         }
         let (f, d) = ffi_open(&p, "x");
-        let tables = [vec![row([9, 8], [0, 0], [1, 2])], (0..5).map(|i| row([2 * i, 8], [0, 0], [1, 2])).collect::<Vec<_>>()[4..].to_vec(), vec![row([8, 8], [0, 0], [1, 2]), row([1, 1], [1, 0], [1, 2])]];
+        let tables = [
+            vec![row([9, 8], [0, 0], [1, 2])],
+            (0..5).map(|i| row([2 * i, 8], [0, 0], [1, 2])).collect::<Vec<_>>()[4..].to_vec(),
+            vec![row([8, 8], [0, 0], [1, 2]), row([1, 1], [1, 0], [1, 2])],
+        ];
         for rows in tables {
             for mode in MODES {
                 let mut buf = vec![0u8; 2 * 2 * 8];

@@ -345,10 +345,7 @@ fn decoded_chunk_cache_big_endian_gzip_shuffle_fletcher32() {
     create(&p, &sp, &1f64.to_ne_bytes(), &data, &[(vec![0, 0], vec![20, 20])]);
     let (f, d) = ffi_open(&p, "x");
     let rows: Vec<TRow> = (0..50u64).map(|k| TRow { s: vec![(k * 3) % 18, (k * 5) % 18], d: vec![k * 2, 0], c: vec![2, 2], ss: vec![1, 1], ds: vec![1, 1] }).collect();
-    let want: Vec<f64> = rows
-        .iter()
-        .flat_map(|r| (0..4u64).map(move |e| ((r.s[0] + e / 2) * 20 + r.s[1] + e % 2) as f64 * 0.25))
-        .collect();
+    let want: Vec<f64> = rows.iter().flat_map(|r| (0..4u64).map(move |e| ((r.s[0] + e / 2) * 20 + r.s[1] + e % 2) as f64 * 0.25)).collect();
     let mut stats = vec![];
     for threads in [2, 1, 2] {
         let mut buf = vec![0u8; 100 * 2 * 8];

@@ -59,10 +59,12 @@ fn case_strategy() -> impl Strategy<Value = Case> {
             proptest::collection::vec(row_strategy(n), 0..6),
             (any::<bool>(), any::<bool>(), any::<bool>(), any::<u64>()),
         )
-            .prop_map(|((src_shape, dst_shape, chunk), chunked, (gzip, shuffle, dtype, big, partial), (fortran, alloc_step, neg, extra), rows, (clip, fit, with_steps, seed))| {
-                let chunk = chunked.then(|| chunk.iter().zip(&src_shape).map(|(c, s)| *c.min(s)).collect());
-                Case { src_shape, chunk, gzip, shuffle, dtype, big, partial, dst_shape, fortran, alloc_step, neg, extra, rows, clip, fit, with_steps, seed }
-            })
+            .prop_map(
+                |((src_shape, dst_shape, chunk), chunked, (gzip, shuffle, dtype, big, partial), (fortran, alloc_step, neg, extra), rows, (clip, fit, with_steps, seed))| {
+                    let chunk = chunked.then(|| chunk.iter().zip(&src_shape).map(|(c, s)| *c.min(s)).collect());
+                    Case { src_shape, chunk, gzip, shuffle, dtype, big, partial, dst_shape, fortran, alloc_step, neg, extra, rows, clip, fit, with_steps, seed }
+                },
+            )
     })
 }
 
@@ -133,7 +135,9 @@ fn run_case(mut c: Case) -> Result<(), TestCaseError> {
     let mut want = init.clone();
     let expect = reference(&src, &c.src_shape, &mut want, &c.dst_shape, &strides, offset as usize, size, &c.rows, c.clip);
 
-    if std::env::var_os("VH5_PROP_DEBUG").is_some() { eprintln!("CASE ok={} rows={} clip={} dtype={:?}", expect.is_ok(), c.rows.len(), c.clip, c.dtype); }
+    if std::env::var_os("VH5_PROP_DEBUG").is_some() {
+        eprintln!("CASE ok={} rows={} clip={} dtype={:?}", expect.is_ok(), c.rows.len(), c.clip, c.dtype);
+    }
     let (_f, d) = ffi_open(&path, "/grp/x");
     let flags = if c.clip { vh5::transfer::SLICES_CLIP } else { 0 };
     // Every read strategy (auto, chunk planner with 1 and 3 threads, one read per row) must

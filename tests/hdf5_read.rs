@@ -275,7 +275,16 @@ fn info_reports_shape_chunks_filters_order_and_fill() {
     assert_eq!(unsafe { vh5_dataset_get_info(sd, &mut info) }, VH5_OK);
     assert_eq!((info.ndim, info.contiguous, info.has_filters), (0, 1, 0));
     let mut buf = vec![0u8; 8];
-    let a = vh5_array { base: buf.as_mut_ptr() as *mut _, base_len: 8, offset: 0, dtype: Dtype::Float64.code(), itemsize: 8, ndim: 0, shape: std::ptr::null(), strides: std::ptr::null() };
+    let a = vh5_array {
+        base: buf.as_mut_ptr() as *mut _,
+        base_len: 8,
+        offset: 0,
+        dtype: Dtype::Float64.code(),
+        itemsize: 8,
+        ndim: 0,
+        shape: std::ptr::null(),
+        strides: std::ptr::null(),
+    };
     let st = unsafe { vh5_read_many_slices(sd, &a, 3, std::ptr::null(), std::ptr::null(), std::ptr::null(), std::ptr::null(), std::ptr::null(), 0) };
     assert_eq!(st, VH5_OK, "{}", last_error());
     assert_eq!(as_f64(&buf), vec![2.5]);

@@ -97,12 +97,7 @@ fn check_dataset(file: &str, name: &str, dtype: Dtype, spot: &[(Vec<u64>, f64)])
 
 #[test]
 fn test1_tas_gzip_shuffle_chunked() {
-    check_dataset(
-        "test1.nc",
-        "tas",
-        Dtype::Float64,
-        &[(vec![0, 0, 0], 236.51275634765625), (vec![11, 63, 127], 256.9337158203125), (vec![5, 10, 20], 279.783935546875)],
-    );
+    check_dataset("test1.nc", "tas", Dtype::Float64, &[(vec![0, 0, 0], 236.51275634765625), (vec![11, 63, 127], 256.9337158203125), (vec![5, 10, 20], 279.783935546875)]);
     check_dataset("test1.nc", "lat", Dtype::Float64, &[(vec![1], -85.09652709960938)]);
 }
 
@@ -140,7 +135,16 @@ fn big_endian_dimension_scales_and_scalar_height() {
     assert_eq!(unsafe { vh5_dataset_get_info(h, &mut info) }, VH5_OK);
     assert_eq!(info.ndim, 0);
     let mut buf = vec![0u8; 8];
-    let a = vh5_array { base: buf.as_mut_ptr() as *mut _, base_len: 8, offset: 0, dtype: Dtype::Float64.code(), itemsize: 8, ndim: 0, shape: std::ptr::null(), strides: std::ptr::null() };
+    let a = vh5_array {
+        base: buf.as_mut_ptr() as *mut _,
+        base_len: 8,
+        offset: 0,
+        dtype: Dtype::Float64.code(),
+        itemsize: 8,
+        ndim: 0,
+        shape: std::ptr::null(),
+        strides: std::ptr::null(),
+    };
     let st = unsafe { vh5_read_many_slices(h, &a, 1, std::ptr::null(), std::ptr::null(), std::ptr::null(), std::ptr::null(), std::ptr::null(), 0) };
     assert_eq!(st, VH5_OK, "{}", last_error());
     assert_eq!(f64::from_ne_bytes(buf.try_into().unwrap()), 2.0);

@@ -237,7 +237,8 @@ fn check_write(dir: &TempDir, path: &Path, spec: &Spec, rows: &[TRow], sshape: [
             let f = H5Fopen(c(b.to_str().unwrap()).as_ptr(), H5F_ACC_RDWR, H5P_DEFAULT);
             let d = H5Dopen2(f, c("d").as_ptr(), H5P_DEFAULT);
             for r in rows {
-                let v: Vec<f64> = (0..r.c[0]).flat_map(|i| (0..r.c[1]).map(move |j| ((r.s[0] + i * r.ss[0]) * sshape[1] + r.s[1] + j * r.ss[1]) as usize)).map(|k| src[k]).collect();
+                let v: Vec<f64> =
+                    (0..r.c[0]).flat_map(|i| (0..r.c[1]).map(move |j| ((r.s[0] + i * r.ss[0]) * sshape[1] + r.s[1] + j * r.ss[1]) as usize)).map(|k| src[k]).collect();
                 write_hyperslab(d, &r.d, &r.ds, &r.c, &v);
             }
             H5Dclose(d);
@@ -258,7 +259,11 @@ fn check_write(dir: &TempDir, path: &Path, spec: &Spec, rows: &[TRow], sshape: [
         }
     }
     if let Some(ch) = spec.chunk {
-        assert_eq!(chunk_storage(&a, shape, ch).iter().map(|c| c.map(|x| x.0)).collect::<Vec<_>>(), chunk_storage(&b, shape, ch).iter().map(|c| c.map(|x| x.0)).collect::<Vec<_>>(), "allocated chunks and filter masks");
+        assert_eq!(
+            chunk_storage(&a, shape, ch).iter().map(|c| c.map(|x| x.0)).collect::<Vec<_>>(),
+            chunk_storage(&b, shape, ch).iter().map(|c| c.map(|x| x.0)).collect::<Vec<_>>(),
+            "allocated chunks and filter masks"
+        );
     }
     stats
 }
@@ -324,12 +329,12 @@ fn fill_time_never_read_contiguous_unallocated() {
 /// Rows each covering part of new chunks, after rows that fill other chunks.
 fn never_write_rows() -> Vec<TRow> {
     vec![
-        row([0, 0], [5, 4], [5, 4], [1, 1], [1, 1]),  // chunk (1,1) whole
-        row([0, 0], [10, 8], [2, 3], [1, 1], [1, 1]), // part of chunk (2,2)
-        row([0, 0], [15, 0], [5, 4], [1, 1], [1, 1]), // chunk (3,0) whole
-        row([2, 1], [16, 5], [3, 2], [1, 1], [1, 1]), // part of chunk (3,1)
+        row([0, 0], [5, 4], [5, 4], [1, 1], [1, 1]),   // chunk (1,1) whole
+        row([0, 0], [10, 8], [2, 3], [1, 1], [1, 1]),  // part of chunk (2,2)
+        row([0, 0], [15, 0], [5, 4], [1, 1], [1, 1]),  // chunk (3,0) whole
+        row([2, 1], [16, 5], [3, 2], [1, 1], [1, 1]),  // part of chunk (3,1)
         row([4, 0], [20, 12], [2, 2], [1, 1], [1, 1]), // part of edge chunk (4,3)
-        row([1, 0], [1, 13], [3, 4], [1, 1], [1, 1]), // part of chunk (0,3) and edge chunk (0,4)
+        row([1, 0], [1, 13], [3, 4], [1, 1], [1, 1]),  // part of chunk (0,3) and edge chunk (0,4)
     ]
 }
 
@@ -505,7 +510,8 @@ fn zero_column_tables_scalar_dataset_and_0d_arrays_cost_o1() {
     let st = vh5::transfer::read_many_slices(d, &mut dst, &tb, 0).unwrap();
     assert_eq!((st.rows_read, st.elements), (huge, huge as u64));
     assert_eq!(f64::from_ne_bytes(out), 42.5);
-    let st = vh5::transfer::read_many_slices(d, &mut vh5::transfer::DstArray { buf: &mut out, layout: layout.clone(), dtype: Dtype::Float64 }, &tb, vh5::transfer::SLICES_CLIP).unwrap();
+    let st =
+        vh5::transfer::read_many_slices(d, &mut vh5::transfer::DstArray { buf: &mut out, layout: layout.clone(), dtype: Dtype::Float64 }, &tb, vh5::transfer::SLICES_CLIP).unwrap();
     assert_eq!(st.rows_read, huge);
     ffi_close(&[d, f]);
     // write

@@ -110,7 +110,13 @@ fn non_ieee_float_and_odd_integer_reads_match_libhdf5() {
     let tmp = TempDir::new("oddtypes");
     let dst_shape = [14u64, 10];
     for (name, mk, mtype, dt, size) in odd_types() {
-        let data = values(if size == 8 { Dtype::Float64 } else if dt == Dtype::Float32 { Dtype::Float32 } else { Dtype::Int16 });
+        let data = values(if size == 8 {
+            Dtype::Float64
+        } else if dt == Dtype::Float32 {
+            Dtype::Float32
+        } else {
+            Dtype::Int16
+        });
         let data: Vec<u8> = if dt == Dtype::Opaque && size == 4 { data.chunks(2).flat_map(|c| (i16::from_ne_bytes([c[0], c[1]]) as i32).to_ne_bytes()).collect() } else { data };
         for layout in 0..3u8 {
             let p = tmp.path(&format!("{name}_{layout}.h5"));
@@ -145,7 +151,13 @@ fn non_ieee_float_and_odd_integer_writes_match_libhdf5() {
     // stored byte of both datasets must be equal.
     let tmp = TempDir::new("oddwrite");
     for (name, mk, mtype, dt, size) in odd_types() {
-        let src = values(if size == 8 { Dtype::Float64 } else if dt == Dtype::Float32 { Dtype::Float32 } else { Dtype::Int16 });
+        let src = values(if size == 8 {
+            Dtype::Float64
+        } else if dt == Dtype::Float32 {
+            Dtype::Float32
+        } else {
+            Dtype::Int16
+        });
         let src: Vec<u8> = if dt == Dtype::Opaque && size == 4 { src.chunks(2).flat_map(|c| (i16::from_ne_bytes([c[0], c[1]]) as i32).to_ne_bytes()).collect() } else { src };
         for layout in 0..3u8 {
             let (pa, pb) = (tmp.path(&format!("{name}_{layout}_a.h5")), tmp.path(&format!("{name}_{layout}_b.h5")));

@@ -49,7 +49,13 @@ fn file(tmp: &TempDir) -> std::path::PathBuf {
     let z = vec![0u8; 80 * 2];
     create_file(
         &p,
-        &[ch, DsSpec::new("contig", &[8, 10], Dtype::Float64, Some(&init)), big, DsSpec::new("scalar", &[], Dtype::Float64, Some(&one)), DsSpec::new("i16", &[8, 10], Dtype::Int16, Some(&z))],
+        &[
+            ch,
+            DsSpec::new("contig", &[8, 10], Dtype::Float64, Some(&init)),
+            big,
+            DsSpec::new("scalar", &[], Dtype::Float64, Some(&one)),
+            DsSpec::new("i16", &[8, 10], Dtype::Int16, Some(&z)),
+        ],
     );
     p
 }
@@ -66,10 +72,10 @@ fn rows_with_steps_overlaps_and_fortran_source_match_the_reference() {
     let lay = SrcLay { shape: vec![6, 7], strides: vec![8, 48], offset: 0 };
     let src = f64b((0..42).map(|k| 1000.0 + k as f64));
     let rows = [
-        r(&[0, 0], &[1, 2], &[3, 4]),                  // spans chunks (0,0) and (0,1)
+        r(&[0, 0], &[1, 2], &[3, 4]),                    // spans chunks (0,0) and (0,1)
         rs(&[0, 0], &[0, 1], &[3, 3], &[2, 3], &[3, 4]), // steps on both sides
-        r(&[5, 6], &[2, 3], &[1, 1]),                  // overlaps row 0: later row wins
-        r(&[0, 0], &[6, 8], &[2, 2]),                  // last chunk, edge
+        r(&[5, 6], &[2, 3], &[1, 1]),                    // overlaps row 0: later row wins
+        r(&[0, 0], &[6, 8], &[2, 2]),                    // last chunk, edge
     ];
     for name in ["chunked", "contig", "big"] {
         let (f, d) = open_rw(&p, name, true);

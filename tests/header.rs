@@ -4,12 +4,8 @@
 #[test]
 fn committed_header_is_fresh() {
     let generated = std::fs::read_to_string(concat!(env!("OUT_DIR"), "/vh5.h")).expect("generated header in OUT_DIR");
-    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/vh5.h"))
-        .expect("include/vh5.h is missing: run `VH5_UPDATE_HEADER=1 cargo build`");
-    assert!(
-        generated == committed,
-        "include/vh5.h is stale: regenerate it with `VH5_UPDATE_HEADER=1 cargo build` and commit it"
-    );
+    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/vh5.h")).expect("include/vh5.h is missing: run `VH5_UPDATE_HEADER=1 cargo build`");
+    assert!(generated == committed, "include/vh5.h is stale: regenerate it with `VH5_UPDATE_HEADER=1 cargo build` and commit it");
 }
 
 #[test]

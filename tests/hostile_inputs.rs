@@ -51,7 +51,9 @@ fn hostile_inputs_table() {
             std::fs::write(path, new).unwrap();
             eprintln!("docs/ROBUSTNESS.md: hostile-input table updated");
         } else {
-            panic!("the hostile-input table in docs/ROBUSTNESS.md is stale; regenerate it with\n  VH5_UPDATE_DOCS=1 cargo test --release --test hostile_inputs\nfresh table:\n{table}");
+            panic!(
+                "the hostile-input table in docs/ROBUSTNESS.md is stale; regenerate it with\n  VH5_UPDATE_DOCS=1 cargo test --release --test hostile_inputs\nfresh table:\n{table}"
+            );
         }
     }
 }

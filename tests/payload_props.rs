@@ -24,12 +24,7 @@ fn arr() -> impl Strategy<Value = Arr> {
         let dtype = ALL_NUMERIC[di];
         let n: u64 = shape.iter().product();
         let len = n as usize * dtype.itemsize().unwrap();
-        prop::collection::vec(any::<u8>(), len).prop_map(move |data| Arr {
-            dtype,
-            order: if big { ByteOrder::Big } else { ByteOrder::Little },
-            shape: shape.clone(),
-            data,
-        })
+        prop::collection::vec(any::<u8>(), len).prop_map(move |data| Arr { dtype, order: if big { ByteOrder::Big } else { ByteOrder::Little }, shape: shape.clone(), data })
     })
 }
 
@@ -101,8 +96,14 @@ struct Case {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    (arr(), 0u8..4, any::<bool>(), 0u8..6, prop::collection::vec(0i64..i64::MAX, 0..6), any::<bool>())
-        .prop_map(|(a, layout, sab, cf, counts, tagged)| Case { a, layout, shape_as_bytes: sab, count_form: cf, counts, tagged_data: tagged })
+    (arr(), 0u8..4, any::<bool>(), 0u8..6, prop::collection::vec(0i64..i64::MAX, 0..6), any::<bool>()).prop_map(|(a, layout, sab, cf, counts, tagged)| Case {
+        a,
+        layout,
+        shape_as_bytes: sab,
+        count_form: cf,
+        counts,
+        tagged_data: tagged,
+    })
 }
 
 /// Build a Reductionist-shaped map; returns the message, the expected count values, form and layout.

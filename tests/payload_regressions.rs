@@ -101,11 +101,8 @@ fn reductionist_count_as_bytes_negative_both_byte_orders() {
         ] {
             let off = if m.len() > ok.len() { off + 2 } else { off };
             let want = format!("count element 1 at byte {off} ({what} {order}-endian bytes");
-            for e in [
-                decode_view(&m, 0).map(|_| ()).unwrap_err(),
-                decode_count(&m, &mut [0i64; 2]).map(|_| ()).unwrap_err(),
-                copy_data(&m, &mut [0u8; 8]).map(|_| ()).unwrap_err(),
-            ] {
+            for e in [decode_view(&m, 0).map(|_| ()).unwrap_err(), decode_count(&m, &mut [0i64; 2]).map(|_| ()).unwrap_err(), copy_data(&m, &mut [0u8; 8]).map(|_| ()).unwrap_err()]
+            {
                 assert_eq!(e.kind, ErrorKind::Malformed, "{order}: {}", e.message);
                 assert!(e.message.contains(&want) && e.message.contains("is negative or does not fit int64"), "{order}: {}", e.message);
             }

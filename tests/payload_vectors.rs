@@ -12,9 +12,7 @@ use vh5::error::ErrorKind;
 use vh5::payload::{self, CountForm, Format, Layout, Scalar};
 
 fn shared() -> Option<PathBuf> {
-    let p = std::env::var_os("VH5_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data")));
+    let p = std::env::var_os("VH5_SHARED_DATA").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data")));
     if p.join("payloads").is_dir() {
         Some(p.join("payloads"))
     } else {
@@ -115,11 +113,7 @@ fn reductionist_vectors() {
         assert_eq!(view.byte_order, Some(order));
         // shape: shape_as_bytes (u64 LE) when non-empty, else shape
         let sab = dec.get("shape_as_bytes").map(|s| unhex(s["bytes_hex"].as_str().unwrap())).unwrap_or_default();
-        let shape: Vec<u64> = if sab.is_empty() {
-            u64s(&dec["shape"])
-        } else {
-            sab.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
-        };
+        let shape: Vec<u64> = if sab.is_empty() { u64s(&dec["shape"]) } else { sab.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect() };
         assert_eq!(view.shape.as_slice(), &shape[..], "{name}");
         // count: count_as_bytes (i64 LE) when non-empty, else count
         let cab = dec.get("count_as_bytes").map(|s| unhex(s["bytes_hex"].as_str().unwrap())).unwrap_or_default();

@@ -119,7 +119,9 @@ fn cross_check_read(fx: &[FixtureDs], c: &ReadCase) {
     };
     let ptr = |v: &Option<Vec<u64>>, k: u8| if t.null_table == Some(k) { std::ptr::null() } else { v.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()) };
     // SAFETY: every pointer holds what it declares.
-    let st = unsafe { vh5::ffi::hdf5::vh5_read_many_slices(f.id, &da, t.nslices, t.src_start.as_ptr(), t.dst_start.as_ptr(), t.count.as_ptr(), ptr(&t.src_step, 3), ptr(&t.dst_step, 4), c.flags) };
+    let st = unsafe {
+        vh5::ffi::hdf5::vh5_read_many_slices(f.id, &da, t.nslices, t.src_start.as_ptr(), t.dst_start.as_ptr(), t.count.as_ptr(), ptr(&t.src_step, 3), ptr(&t.dst_step, 4), c.flags)
+    };
     assert_eq!(st, vh5_status::VH5_OK);
     assert!(a == b, "read differs from tests/common::reference");
 }
@@ -182,10 +184,7 @@ fn arr(base: *mut u8, base_len: usize, offset: usize, dtype: u32, itemsize: usiz
 /// one row gave the result of two.
 #[test]
 fn zero_d_copy_within_one_buffer_runs_each_row_once() {
-    for (nslices, want) in [
-        (1usize, [6u8, 7, 8, 9, 10, 11, 12, 13, 8, 9, 10, 11, 12, 13]),
-        (2, [12, 13, 8, 9, 10, 11, 12, 13, 8, 9, 10, 11, 12, 13]),
-    ] {
+    for (nslices, want) in [(1usize, [6u8, 7, 8, 9, 10, 11, 12, 13, 8, 9, 10, 11, 12, 13]), (2, [12, 13, 8, 9, 10, 11, 12, 13, 8, 9, 10, 11, 12, 13])] {
         let mut buf: Vec<u8> = (0..14).collect();
         let p = buf.as_mut_ptr();
         let (s, d) = (arr(p, 14, 6, 12, 8, &[], &[]), arr(p, 14, 0, 12, 8, &[], &[]));

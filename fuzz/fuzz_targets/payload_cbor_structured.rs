@@ -552,7 +552,13 @@ fn reductionist(e: &mut Enc, m: &RMap) -> Option<Expect> {
     if m.indef_map {
         e.end().unwrap();
     }
-    let order = if item == 1 { None } else if data_order_big { Some(ByteOrder::Big) } else { Some(ByteOrder::Little) };
+    let order = if item == 1 {
+        None
+    } else if data_order_big {
+        Some(ByteOrder::Big)
+    } else {
+        Some(ByteOrder::Little)
+    };
     clean.then_some(Expect { dtype: dt, order, shape: expect_shape, data, counts, fortran: false })
 }
 

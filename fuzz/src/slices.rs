@@ -278,16 +278,7 @@ struct Side<'a> {
 /// destination index `d + k*ds`. `read(off)` fetches a source element (`itemsize` bytes at
 /// byte `off` of the source buffer); every row is gathered completely before it is written.
 #[allow(clippy::too_many_arguments)]
-fn apply_rows(
-    t: &Tables,
-    n: usize,
-    eff: &[Option<Vec<u64>>],
-    src: Side,
-    dst: Side,
-    size: usize,
-    read: impl FnMut(usize, &mut Vec<u8>),
-    write: impl FnMut(usize, &[u8]),
-) {
+fn apply_rows(t: &Tables, n: usize, eff: &[Option<Vec<u64>>], src: Side, dst: Side, size: usize, read: impl FnMut(usize, &mut Vec<u8>), write: impl FnMut(usize, &[u8])) {
     apply_rows_conv(t, n, eff, src, dst, size, read, |_| {}, write)
 }
 
@@ -527,8 +518,17 @@ pub fn run_copy(c: &CopyCase, guard: usize) -> vh5_status {
     // Bytes: on failure nothing written; on success exactly the model (guards included).
     let first_diff = |a: &[u8], b: &[u8]| a.iter().zip(b).position(|(x, y)| x != y);
     if want.is_ok() {
-        assert!(sbuf.bytes[..] == ms[..], "{} buffer differs from the model at byte {:?} (guard {guard}) in {c:?}", if c.same_buffer { "shared" } else { "source" }, first_diff(&sbuf.bytes, &ms).map(|i| i as isize - guard as isize));
-        assert!(dbuf.bytes[..] == md[..], "destination differs from the model at byte {:?} (guard {guard}) in {c:?}", first_diff(&dbuf.bytes, &md).map(|i| i as isize - guard as isize));
+        assert!(
+            sbuf.bytes[..] == ms[..],
+            "{} buffer differs from the model at byte {:?} (guard {guard}) in {c:?}",
+            if c.same_buffer { "shared" } else { "source" },
+            first_diff(&sbuf.bytes, &ms).map(|i| i as isize - guard as isize)
+        );
+        assert!(
+            dbuf.bytes[..] == md[..],
+            "destination differs from the model at byte {:?} (guard {guard}) in {c:?}",
+            first_diff(&dbuf.bytes, &md).map(|i| i as isize - guard as isize)
+        );
     } else {
         assert!(sbuf.bytes == s0 && dbuf.bytes == d0, "bytes written although the call failed ({st:?}: {msg}) in {c:?}");
     }

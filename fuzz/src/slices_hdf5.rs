@@ -5,8 +5,8 @@
 use vh5::ffi::vh5_status;
 
 use super::{
-    apply_rows, apply_rows_conv, array_strides, c_strides, check_rows, check_status, dtype_size, effective_tables, fail, in_bounds, is_empty, last_error, self_overlaps, table_ptrs,
-    tables_null, varr, ArraySpec, Fail, Guarded, Side, St, Tables,
+    apply_rows, apply_rows_conv, array_strides, c_strides, check_rows, check_status, dtype_size, effective_tables, fail, in_bounds, is_empty, last_error, self_overlaps,
+    table_ptrs, tables_null, varr, ArraySpec, Fail, Guarded, Side, St, Tables,
 };
 
 // ---------------------------------------------------------------------------------------

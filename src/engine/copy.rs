@@ -11,8 +11,8 @@
 
 use ndarray::{ArrayView, ArrayViewMut, Axis, IxDyn, ShapeBuilder};
 
-use crate::geometry::{axis_stride, MAX_RANK};
 use crate::error::Result;
+use crate::geometry::{axis_stride, MAX_RANK};
 
 /// Dense C-order byte strides of a block of `count` elements of `itemsize` bytes into `out`
 /// (`count.len()` entries): the layout of every chunk and scratch buffer vh5 fills itself.
@@ -86,16 +86,7 @@ fn non_overlapping(strides: &[isize], counts: &[usize], itemsize: usize) -> bool
 /// last write wins. Returns `OutOfBounds` (touching nothing) when either block reaches
 /// outside its buffer, `InvalidArgument` on a rank mismatch or zero item size.
 #[allow(clippy::too_many_arguments)]
-pub fn copy_strided(
-    src: &[u8],
-    src_off: usize,
-    src_strides: &[isize],
-    dst: &mut [u8],
-    dst_off: usize,
-    dst_strides: &[isize],
-    counts: &[usize],
-    itemsize: usize,
-) -> Result<()> {
+pub fn copy_strided(src: &[u8], src_off: usize, src_strides: &[isize], dst: &mut [u8], dst_off: usize, dst_strides: &[isize], counts: &[usize], itemsize: usize) -> Result<()> {
     let n = counts.len();
     if src_strides.len() != n || dst_strides.len() != n {
         bail!(InvalidArgument, "copy: {n} counts but {} source and {} destination strides", src_strides.len(), dst_strides.len());
@@ -271,29 +262,29 @@ unsafe fn copy_run(s: *const u8, d: *mut u8, len: usize) {
     // SAFETY: every move below stays inside `[0, len)` of both runs (the case bounds), which
     // the caller's contract makes valid and non-overlapping.
     unsafe {
-    match len {
-        0 => {}
-        1..=7 => std::ptr::copy_nonoverlapping(s, d, len),
-        8..=16 => {
-            mv::<8>(s, d, 0);
-            mv::<8>(s, d, len - 8);
+        match len {
+            0 => {}
+            1..=7 => std::ptr::copy_nonoverlapping(s, d, len),
+            8..=16 => {
+                mv::<8>(s, d, 0);
+                mv::<8>(s, d, len - 8);
+            }
+            17..=32 => {
+                mv::<16>(s, d, 0);
+                mv::<16>(s, d, len - 16);
+            }
+            33..=64 => {
+                mv::<32>(s, d, 0);
+                mv::<32>(s, d, len - 32);
+            }
+            65..=128 => {
+                mv::<32>(s, d, 0);
+                mv::<32>(s, d, 32);
+                mv::<32>(s, d, len - 64);
+                mv::<32>(s, d, len - 32);
+            }
+            _ => std::ptr::copy_nonoverlapping(s, d, len),
         }
-        17..=32 => {
-            mv::<16>(s, d, 0);
-            mv::<16>(s, d, len - 16);
-        }
-        33..=64 => {
-            mv::<32>(s, d, 0);
-            mv::<32>(s, d, len - 32);
-        }
-        65..=128 => {
-            mv::<32>(s, d, 0);
-            mv::<32>(s, d, 32);
-            mv::<32>(s, d, len - 64);
-            mv::<32>(s, d, len - 32);
-        }
-        _ => std::ptr::copy_nonoverlapping(s, d, len),
-    }
     }
 }
 

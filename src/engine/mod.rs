@@ -5,5 +5,5 @@
 pub mod copy;
 pub mod scatter;
 
-pub use copy::{copy_runs_unchecked, dense_strides, copy_strided, copy_strided_runs, runs_apply};
+pub use copy::{copy_runs_unchecked, copy_strided, copy_strided_runs, dense_strides, runs_apply};
 pub use scatter::DstPtr;

@@ -226,7 +226,17 @@ mod tests {
     /// `payload_decode_document` of `m[..len]` into `items` / `views` (NULL when `None`, with
     /// the capacity given anyway, to be refused).
     #[allow(clippy::too_many_arguments)]
-    fn decode(m: &[u8], len: usize, format: u32, items: Option<&mut [payload_item]>, icap: usize, views: Option<&mut [payload_view]>, vcap: usize, ni: &mut usize, nv: &mut usize) -> vh5_status {
+    fn decode(
+        m: &[u8],
+        len: usize,
+        format: u32,
+        items: Option<&mut [payload_item]>,
+        icap: usize,
+        views: Option<&mut [payload_view]>,
+        vcap: usize,
+        ni: &mut usize,
+        nv: &mut usize,
+    ) -> vh5_status {
         assert!(len <= m.len() && items.as_ref().is_none_or(|s| icap <= s.len()) && views.as_ref().is_none_or(|s| vcap <= s.len()));
         let ip = items.map_or(std::ptr::null_mut(), |s| s.as_mut_ptr());
         let vp = views.map_or(std::ptr::null_mut(), |s| s.as_mut_ptr());

@@ -11,12 +11,12 @@ use std::ffi::c_char;
 
 use hdf5_sys::h5i::H5I_type_t;
 
+use super::args::{dst_array, table_args};
+pub use super::args::{vh5_array, VH5_MAX_RANK};
 use super::{guard, str_arg, vh5_status, write_out};
 use crate::dtype::ByteOrder;
 use crate::hdf5::{self as h5, DatasetInfo, Layout};
 use crate::transfer;
-pub use super::args::{vh5_array, VH5_MAX_RANK};
-use super::args::{dst_array, table_args};
 
 /// `vh5_file_open` flag: open for reading and writing (`H5F_ACC_RDWR`). Without it (flags 0)
 /// the file is opened read-only. Needed by `vh5_write_many_slices`.

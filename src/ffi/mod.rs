@@ -18,13 +18,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::error::{Error, ErrorKind, Result};
 
 mod args;
-pub mod payload;
 pub mod document;
 pub mod hdf5;
+pub mod objects;
+pub mod payload;
+pub mod slices_write;
 pub mod threads;
 pub mod version;
-pub mod slices_write;
-pub mod objects;
 
 /// Status code returned by every fallible vh5 function. Values are stable across releases.
 #[repr(i32)]
@@ -165,11 +165,7 @@ pub(crate) fn guard<F: FnOnce() -> Result<()>>(f: F) -> vh5_status {
             e.kind.into()
         }
         Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_string());
+            let what = payload.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| payload.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown panic".to_string());
             set_last_error(&format!("internal error (panic caught at the vh5 ABI boundary; please report): {what}"));
             vh5_status::VH5_ERR_PANIC
         }
@@ -319,9 +315,22 @@ mod tests {
         use crate::error::STATUSES;
         use vh5_status::*;
         let all = [
-            VH5_OK, VH5_ERR_NULL_ARGUMENT, VH5_ERR_INVALID_ARGUMENT, VH5_ERR_MALFORMED, VH5_ERR_UNSUPPORTED,
-            VH5_ERR_BUFFER_TOO_SMALL, VH5_ERR_OUT_OF_BOUNDS, VH5_ERR_DTYPE, VH5_ERR_HDF5, VH5_ERR_IO, VH5_ERR_PANIC,
-            VH5_ERR_MISALIGNED, VH5_ERR_BYTE_ORDER, VH5_ERR_NOT_FOUND, VH5_ERR_INVALID_HANDLE, VH5_ERR_SERVER_ERROR,
+            VH5_OK,
+            VH5_ERR_NULL_ARGUMENT,
+            VH5_ERR_INVALID_ARGUMENT,
+            VH5_ERR_MALFORMED,
+            VH5_ERR_UNSUPPORTED,
+            VH5_ERR_BUFFER_TOO_SMALL,
+            VH5_ERR_OUT_OF_BOUNDS,
+            VH5_ERR_DTYPE,
+            VH5_ERR_HDF5,
+            VH5_ERR_IO,
+            VH5_ERR_PANIC,
+            VH5_ERR_MISALIGNED,
+            VH5_ERR_BYTE_ORDER,
+            VH5_ERR_NOT_FOUND,
+            VH5_ERR_INVALID_HANDLE,
+            VH5_ERR_SERVER_ERROR,
             VH5_ERR_NO_MEMORY,
         ];
         assert_eq!(all.len(), STATUSES.len());
@@ -376,7 +385,9 @@ mod tests {
 
     #[test]
     fn names() {
-        for (code, name) in [(0, "VH5_OK"), (3, "VH5_ERR_MALFORMED"), (15, "VH5_ERR_SERVER_ERROR"), (16, "VH5_ERR_NO_MEMORY"), (99, "VH5_UNKNOWN_STATUS"), (-1, "VH5_UNKNOWN_STATUS")] {
+        for (code, name) in
+            [(0, "VH5_OK"), (3, "VH5_ERR_MALFORMED"), (15, "VH5_ERR_SERVER_ERROR"), (16, "VH5_ERR_NO_MEMORY"), (99, "VH5_UNKNOWN_STATUS"), (-1, "VH5_UNKNOWN_STATUS")]
+        {
             assert_eq!(static_str(vh5_status_name(code)), name);
         }
         for d in crate::dtype::ALL_NUMERIC {

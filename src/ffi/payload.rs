@@ -2,8 +2,8 @@
 //! `payload_copy_data` (thin wrappers over `crate::payload`).
 
 use super::{guard, slice_arg, slice_mut_arg, vh5_status, write_out};
-use crate::error::{ErrorKind, Result};
 use crate::dtype::{ByteOrder, Dtype};
+use crate::error::{ErrorKind, Result};
 use crate::payload::{self, CountForm, PayloadView};
 
 /// `payload_view.format`: a Reductionist response (CBOR map, reductionist-rs 0.12 - 0.13.1,

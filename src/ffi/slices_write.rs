@@ -5,8 +5,8 @@
 //! any thread; libhdf5 calls are serialised by vh5's process-wide lock. The caller must not
 //! modify (or, for a destination, access) the arrays' memory from another thread during a call.
 
-use super::args::{array_parts, src_array, table_args};
 use super::args::vh5_array;
+use super::args::{array_parts, src_array, table_args};
 use super::{guard, null_arg, vh5_status};
 
 /// Copy many slices from the array `*src` into the array `*dst`, both in memory (numpy ->

@@ -36,9 +36,7 @@ impl<'a> SliceTable<'a> {
         if ndim > MAX_RANK {
             bail!(Unsupported, "{ndim} axes: at most {MAX_RANK} are supported (H5S_MAX_RANK)");
         }
-        let n = nslices
-            .checked_mul(ndim)
-            .ok_or_else(|| err!(InvalidArgument, "nslices {nslices} x ndim {ndim} overflows size_t"))?;
+        let n = nslices.checked_mul(ndim).ok_or_else(|| err!(InvalidArgument, "nslices {nslices} x ndim {ndim} overflows size_t"))?;
         for (name, t) in [("src_start", Some(src_start)), ("dst_start", Some(dst_start)), ("count", Some(count)), ("src_step", src_step), ("dst_step", dst_step)] {
             if let Some(t) = t {
                 if t.len() != n {
@@ -96,14 +94,7 @@ pub fn row(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip:
 /// `["source array", "destination array"]` for memory copies).
 pub fn row_named(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip: bool, names: [&str; 2]) -> Result<Option<Row>> {
     let n = t.ndim;
-    let mut r = Row {
-        ndim: n,
-        src_start: [0; MAX_RANK],
-        dst_start: [0; MAX_RANK],
-        count: [0; MAX_RANK],
-        src_step: [1; MAX_RANK],
-        dst_step: [1; MAX_RANK],
-    };
+    let mut r = Row { ndim: n, src_start: [0; MAX_RANK], dst_start: [0; MAX_RANK], count: [0; MAX_RANK], src_step: [1; MAX_RANK], dst_step: [1; MAX_RANK] };
     if !row_counts(t, i, src_shape, dst_shape, clip, names, &mut r.count[..n])? {
         return Ok(None);
     }
@@ -153,9 +144,10 @@ pub fn row_counts(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64]
             count_out[j] = c2;
         } else {
             for (side, start, step, extent, what) in [("src", s, ss, src_shape[j], names[0]), ("dst", d, ds, dst_shape[j], names[1])] {
-                let last = (c - 1).checked_mul(step).and_then(|x| x.checked_add(start)).ok_or_else(|| {
-                    err!(OutOfBounds, "row {i} axis {j}: {side}_start {start} + (count {c} - 1) * {side}_step {step} overflows uint64")
-                })?;
+                let last = (c - 1)
+                    .checked_mul(step)
+                    .and_then(|x| x.checked_add(start))
+                    .ok_or_else(|| err!(OutOfBounds, "row {i} axis {j}: {side}_start {start} + (count {c} - 1) * {side}_step {step} overflows uint64"))?;
                 if last >= extent {
                     if start >= extent {
                         bail!(OutOfBounds, "row {i} axis {j}: {side}_start {start} is outside the {what} extent {extent}");

@@ -329,16 +329,7 @@ pub fn dataset_info(lock: &H5Lock, dset: hid_t) -> Result<DatasetInfo> {
                 clear_stack(lock);
             }
         }
-        Ok(DatasetInfo {
-            shape,
-            maxshape,
-            layout,
-            chunk,
-            dtype,
-            filters,
-            fill_value,
-            fill_value_user_defined: status == H5D_fill_value_t::H5D_FILL_VALUE_USER_DEFINED,
-        })
+        Ok(DatasetInfo { shape, maxshape, layout, chunk, dtype, filters, fill_value, fill_value_user_defined: status == H5D_fill_value_t::H5D_FILL_VALUE_USER_DEFINED })
     }
 }
 

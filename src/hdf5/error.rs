@@ -15,10 +15,7 @@ use std::cell::Cell;
 use std::ffi::{c_char, c_uint, c_void, CStr};
 use std::fmt::Write as _;
 
-use hdf5_sys::h5e::{
-    H5E_auto2_t, H5E_direction_t, H5E_error2_t, H5Eclear2, H5Eget_auto2, H5Eget_msg, H5Eset_auto2, H5Ewalk2,
-    H5E_DEFAULT,
-};
+use hdf5_sys::h5e::{H5E_auto2_t, H5E_direction_t, H5E_error2_t, H5Eclear2, H5Eget_auto2, H5Eget_msg, H5Eset_auto2, H5Ewalk2, H5E_DEFAULT};
 use hdf5_sys::h5i::hid_t;
 
 use super::lock::{lock, H5Lock};
@@ -102,16 +99,7 @@ unsafe extern "C" fn walk_frame(n: c_uint, err: *const H5E_error2_t, data: *mut 
             String::new()
         }
     };
-    let _ = write!(
-        out,
-        "\n  #{n:03}: {}:{} in {}(): {} [{}: {}]",
-        s(e.file_name),
-        e.line,
-        s(e.func_name),
-        s(e.desc),
-        msg(e.maj_num),
-        msg(e.min_num)
-    );
+    let _ = write!(out, "\n  #{n:03}: {}:{} in {}(): {} [{}: {}]", s(e.file_name), e.line, s(e.func_name), s(e.desc), msg(e.maj_num), msg(e.min_num));
     0
 }
 

@@ -135,13 +135,7 @@ extern "C" fn refuse_elink(
         // SAFETY: op_data is the `ElinkSeen` given to `H5Pset_elink_cb` by `refusing_lapl`,
         // alive for the libhdf5 call that traverses the link (same thread, lock held).
         let seen = unsafe { &mut *(op_data as *mut ElinkSeen) };
-        seen.target = Some(format!(
-            "an external link in group `{}` of `{}` points at object `{}` in file `{}`",
-            s(parent_group),
-            s(parent_file),
-            s(child_object),
-            s(child_file)
-        ));
+        seen.target = Some(format!("an external link in group `{}` of `{}` points at object `{}` in file `{}`", s(parent_group), s(parent_file), s(child_object), s(child_file)));
     }
     -1
 }

@@ -113,4 +113,3 @@ impl Drop for Handle {
 unsafe impl Send for Handle {}
 // SAFETY: `&Handle` only reads the id; every libhdf5 call made with it takes the lock.
 unsafe impl Sync for Handle {}
-

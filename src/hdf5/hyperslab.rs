@@ -120,11 +120,7 @@ impl<'l> HyperslabReader<'l> {
                 return Ok(());
             }
             let sp = stride.map_or(std::ptr::null(), |s| s.as_ptr());
-            check(
-                l,
-                H5Sselect_hyperslab(spc.file_space.id(), H5S_seloper_t::H5S_SELECT_SET, start.as_ptr(), sp, count.as_ptr(), std::ptr::null()),
-                "H5Sselect_hyperslab (file)",
-            )?;
+            check(l, H5Sselect_hyperslab(spc.file_space.id(), H5S_seloper_t::H5S_SELECT_SET, start.as_ptr(), sp, count.as_ptr(), std::ptr::null()), "H5Sselect_hyperslab (file)")?;
             if spc.mem_extent != count {
                 // Forget the extent first: if the call fails the space's extent is unknown.
                 spc.mem_extent.clear();

@@ -151,7 +151,7 @@ mod tests {
     fn released_relocks_on_unwind_and_keeps_outer_levels() {
         let a = lock();
         let b = lock(); // nested: `released` gives back one level only
-        // SAFETY: the closures call no libhdf5 function.
+                        // SAFETY: the closures call no libhdf5 function.
         unsafe { released(&b, || assert!(held_by_current_thread())) };
         drop(b);
         // SAFETY: the closure calls no libhdf5 function.

@@ -17,8 +17,8 @@ use hdf5_sys::h5i::hid_t;
 
 use super::chunk::{chunk_layout, ChunkLayout};
 use super::chunk_cache::ChunkCache;
-use super::hyperslab::{space_dims, SpaceCache};
 use super::handle::{dataset_name, Handle};
+use super::hyperslab::{space_dims, SpaceCache};
 use super::lock::H5Lock;
 use super::types::{classify, TypeInfo};
 use crate::error::Result;

@@ -122,15 +122,7 @@ pub fn classify(lock: &H5Lock, t: hid_t) -> Result<TypeInfo> {
     }
     let order = if size > 1 { order_of(t) } else { None };
     if let Some(reason) = unsupported_reason(lock, t)? {
-        return Ok(TypeInfo {
-            dtype: None,
-            file_itemsize: size,
-            mem_itemsize: size,
-            byte_order: None,
-            plain: false,
-            description: reason.clone(),
-            unsupported: Some(reason),
-        });
+        return Ok(TypeInfo { dtype: None, file_itemsize: size, mem_itemsize: size, byte_order: None, plain: false, description: reason.clone(), unsupported: Some(reason) });
     }
     let known = match class {
         H5T_class_t::H5T_INTEGER => integer_dtype(t, size).map(|d| simple(d, size, order)),

@@ -90,11 +90,7 @@ impl<'l> HyperslabWriter<'l> {
                 return Ok(());
             }
             let sp = stride.map_or(std::ptr::null(), |s| s.as_ptr());
-            check(
-                l,
-                H5Sselect_hyperslab(self.file_space.id(), H5S_seloper_t::H5S_SELECT_SET, start.as_ptr(), sp, count.as_ptr(), std::ptr::null()),
-                "H5Sselect_hyperslab (file)",
-            )?;
+            check(l, H5Sselect_hyperslab(self.file_space.id(), H5S_seloper_t::H5S_SELECT_SET, start.as_ptr(), sp, count.as_ptr(), std::ptr::null()), "H5Sselect_hyperslab (file)")?;
             if self.mem_extent != count {
                 check(l, H5Sset_extent_simple(self.mem_space.id(), n as c_int, count.as_ptr(), std::ptr::null()), "H5Sset_extent_simple (memory)")?;
                 self.mem_extent.clear();

@@ -34,18 +34,18 @@
 use minicbor::data::Type;
 use minicbor::Decoder;
 
-use raw::cbor_err;
 use crate::error::Result;
 use crate::payload::view::Parsed;
+use raw::cbor_err;
 
 pub(crate) mod count;
 pub(crate) mod raw;
 mod reductionist;
 mod typed;
 
-pub use typed::{typed_array_tag, TAG_MULTIDIM_COL_MAJOR, TAG_MULTIDIM_ROW_MAJOR};
 pub(crate) use reductionist::parse_reductionist;
 pub(crate) use typed::parse_tagged;
+pub use typed::{typed_array_tag, TAG_MULTIDIM_COL_MAJOR, TAG_MULTIDIM_ROW_MAJOR};
 
 /// RFC 8949 §3.4.6 self-described CBOR tag, accepted (once) before any payload.
 const TAG_SELF_DESCRIBE: u64 = 55799;
@@ -65,11 +65,7 @@ pub(crate) fn parse<'a, F: FnMut(u64, i64)>(buf: &'a [u8], sink: &mut F) -> Resu
     let parsed = match ty {
         Type::Map | Type::MapIndef => parse_reductionist(&mut d, sink)?,
         Type::Tag => parse_tagged(&mut d)?,
-        other => bail!(
-            Malformed,
-            "byte {}: top-level CBOR {other} is not a supported payload (expected a map, typed-array tag 64-87 or tag 40/1040)",
-            d.position()
-        ),
+        other => bail!(Malformed, "byte {}: top-level CBOR {other} is not a supported payload (expected a map, typed-array tag 64-87 or tag 40/1040)", d.position()),
     };
     if d.position() != len {
         bail!(Malformed, "trailing bytes: the message ends at byte {} but the input has {len} bytes", d.position());

@@ -116,23 +116,13 @@ fn describe_cbor_head(b: u8) -> &'static str {
 pub fn json_error(buf: &[u8]) -> crate::error::Error {
     let v: serde_json::Value = match serde_json::from_slice(buf) {
         Ok(v) => v,
-        Err(e) => {
-            return err!(
-                Malformed,
-                "input starts with '{{' like JSON, not a CBOR or msgpack payload, and is not valid JSON either ({e})"
-            )
-        }
+        Err(e) => return err!(Malformed, "input starts with '{{' like JSON, not a CBOR or msgpack payload, and is not valid JSON either ({e})"),
     };
     let Some(msg) = v.get("error").and_then(|e| e.get("message")).and_then(|m| m.as_str()) else {
-        return err!(
-            Malformed,
-            "input is a JSON document, not a CBOR or msgpack payload, and not a server error body (no \"error\".\"message\" string)"
-        );
+        return err!(Malformed, "input is a JSON document, not a CBOR or msgpack payload, and not a server error body (no \"error\".\"message\" string)");
     };
     let causes: Vec<String> = match v["error"].get("caused_by") {
-        Some(serde_json::Value::Array(a)) => {
-            a.iter().map(|c| c.as_str().map(str::to_string).unwrap_or_else(|| c.to_string())).collect()
-        }
+        Some(serde_json::Value::Array(a)) => a.iter().map(|c| c.as_str().map(str::to_string).unwrap_or_else(|| c.to_string())).collect(),
         Some(serde_json::Value::String(s)) => vec![s.clone()],
         Some(serde_json::Value::Null) | None => vec![],
         Some(other) => vec![other.to_string()],

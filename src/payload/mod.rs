@@ -27,8 +27,8 @@ pub mod values;
 pub mod view;
 
 pub use copy::{copy_data, decode_count};
-pub use decode::{decode_view, ALL_FLAGS, REQUIRE_ALIGNED, REQUIRE_NATIVE};
 pub(crate) use decode::{count_len, data_len};
-pub use document::{decode_document, Document, DocFormat, Item, ItemKind};
+pub use decode::{decode_view, ALL_FLAGS, REQUIRE_ALIGNED, REQUIRE_NATIVE};
+pub use document::{decode_document, DocFormat, Document, Item, ItemKind};
 pub use values::Scalar;
 pub use view::{CountForm, CountInfo, Format, Layout, PayloadView, Shape, MAX_COUNT_DEPTH, MAX_NDIM};

@@ -191,17 +191,20 @@ pub(crate) fn parse_at(buf: &[u8], start: usize) -> Result<(Parsed<'_>, usize)> 
         (false, _) => Shape::SCALAR,
     };
     let nelements = check_data_len(&shape, dtype, data.len(), &format!("key \"data\" at byte {dpos}"))?;
-    Ok((Parsed {
-        data: DataLoc::Contiguous { data, offset },
-        format: Format::MsgpackNumpy,
-        layout: Layout::None,
-        dtype,
-        byte_order: effective_order(dtype, order.unwrap_or(ByteOrder::Little)),
-        fortran_order: false,
-        shape,
-        nelements,
-        count: CountInfo::ABSENT,
-    }, end))
+    Ok((
+        Parsed {
+            data: DataLoc::Contiguous { data, offset },
+            format: Format::MsgpackNumpy,
+            layout: Layout::None,
+            dtype,
+            byte_order: effective_order(dtype, order.unwrap_or(ByteOrder::Little)),
+            fortran_order: false,
+            shape,
+            nelements,
+            count: CountInfo::ABSENT,
+        },
+        end,
+    ))
 }
 
 /// Read the array of unsigned integers at the cursor as a shape (`what` names the value).
@@ -242,8 +245,7 @@ fn numpy_dtype(kind: &[u8], ty: Option<&[u8]>, ty_is_list: bool, ty_pos: usize) 
     }
     let Some(ty) = ty else { bail!(Malformed, "msgpack-numpy map has no key \"type\"") };
     let ty_s = std::str::from_utf8(ty).map_err(|_| err!(Dtype, "key \"type\" at byte {ty_pos} is not UTF-8"))?;
-    Dtype::from_numpy_str(ty_s)
-        .ok_or_else(|| err!(Dtype, "key \"type\" at byte {ty_pos}: unsupported numpy type string {ty_s:?} (expected e.g. <f8, >i4, |u1, <c16, <f2, |b1)"))
+    Dtype::from_numpy_str(ty_s).ok_or_else(|| err!(Dtype, "key \"type\" at byte {ty_pos}: unsupported numpy type string {ty_s:?} (expected e.g. <f8, >i4, |u1, <c16, <f2, |b1)"))
 }
 
 #[cfg(test)]

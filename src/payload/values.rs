@@ -51,10 +51,7 @@ pub fn scalar_from_bytes(b: &[u8], dtype: Dtype, order: ByteOrder) -> Scalar {
         Dtype::Float16 => Scalar::Float(f16_to_f64(uint(b, order) as u16)),
         Dtype::Float32 => Scalar::Float(f32::from_bits(uint(b, order) as u32) as f64),
         Dtype::Float64 => Scalar::Float(f64::from_bits(uint(b, order))),
-        Dtype::Complex64 => Scalar::Complex(
-            f32::from_bits(uint(&b[..4], order) as u32) as f64,
-            f32::from_bits(uint(&b[4..], order) as u32) as f64,
-        ),
+        Dtype::Complex64 => Scalar::Complex(f32::from_bits(uint(&b[..4], order) as u32) as f64, f32::from_bits(uint(&b[4..], order) as u32) as f64),
         Dtype::Complex128 => Scalar::Complex(f64::from_bits(uint(&b[..8], order)), f64::from_bits(uint(&b[8..], order))),
     }
 }

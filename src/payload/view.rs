@@ -82,8 +82,7 @@ pub struct CountInfo<'a> {
 }
 
 impl CountInfo<'_> {
-    pub(crate) const ABSENT: CountInfo<'static> =
-        CountInfo { form: CountForm::Absent, dtype: None, byte_order: None, len: 0, scalar: 0, bytes: None, offset: 0 };
+    pub(crate) const ABSENT: CountInfo<'static> = CountInfo { form: CountForm::Absent, dtype: None, byte_order: None, len: 0, scalar: 0, bytes: None, offset: 0 };
 }
 
 /// A fixed-capacity shape (at most [`MAX_NDIM`] axes, no allocation).
@@ -178,9 +177,15 @@ impl PayloadView<'_> {
 /// string that only [`super::copy_data`] can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DataLoc<'a> {
-    Contiguous { data: &'a [u8], offset: usize },
+    Contiguous {
+        data: &'a [u8],
+        offset: usize,
+    },
     /// `head` is the offset of the indefinite byte-string head (0x5f); `len` the total bytes.
-    Chunked { head: usize, len: usize },
+    Chunked {
+        head: usize,
+        len: usize,
+    },
 }
 
 /// The result of parsing any format, before the view-only checks.
@@ -209,19 +214,10 @@ pub(crate) fn effective_order(dtype: Dtype, order: ByteOrder) -> Option<ByteOrde
 /// Check `data_len == prod(shape) * itemsize` (overflow-checked) and return prod(shape).
 pub(crate) fn check_data_len(shape: &Shape, dtype: Dtype, data_len: usize, what: &str) -> Result<u64> {
     let item = dtype.itemsize().unwrap_or(1) as u64;
-    let n = shape
-        .nelements()
-        .ok_or_else(|| err!(Malformed, "{what}: prod(shape {:?}) overflows 64 bits", shape.as_slice()))?;
-    let need = n
-        .checked_mul(item)
-        .ok_or_else(|| err!(Malformed, "{what}: prod(shape {:?}) = {n} elements x itemsize {item} overflows 64 bits", shape.as_slice()))?;
+    let n = shape.nelements().ok_or_else(|| err!(Malformed, "{what}: prod(shape {:?}) overflows 64 bits", shape.as_slice()))?;
+    let need = n.checked_mul(item).ok_or_else(|| err!(Malformed, "{what}: prod(shape {:?}) = {n} elements x itemsize {item} overflows 64 bits", shape.as_slice()))?;
     if need != data_len as u64 {
-        bail!(
-            Malformed,
-            "{what}: data length {data_len} bytes != prod(shape {:?}) = {n} elements x itemsize {item} ({}) = {need} bytes",
-            shape.as_slice(),
-            dtype.name()
-        );
+        bail!(Malformed, "{what}: data length {data_len} bytes != prod(shape {:?}) = {n} elements x itemsize {item} ({}) = {need} bytes", shape.as_slice(), dtype.name());
     }
     Ok(n)
 }

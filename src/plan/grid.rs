@@ -10,8 +10,8 @@
 //! axis (`k0`), how many elements it holds per axis (`count`) and the dataset coordinate of
 //! its first element (`src_start`; consecutive elements are `step` apart as in the row).
 
-use crate::geometry::MAX_RANK;
 use crate::error::Result;
+use crate::geometry::MAX_RANK;
 
 /// One axis of a row cut by one chunk: chunk coordinate `chunk` on that axis, row-local first
 /// index `k0` and `n` elements (all in elements).
@@ -32,7 +32,7 @@ pub fn axis_pieces(start: u64, count: u64, step: u64, chunk: u64, mut f: impl Fn
         let p = start + k * step;
         let q = p / chunk;
         let end = (q + 1).saturating_mul(chunk); // first element of the next chunk
-        // first k with start + k*step >= end
+                                                 // first k with start + k*step >= end
         let k_next = ((end - start).div_ceil(step)).min(count);
         f(AxisPiece { chunk: q, k0: k, n: k_next - k });
         k = k_next;
@@ -174,15 +174,7 @@ mod tests {
         let mut v = vec![];
         // elements 3,5,7,9,11,13 with chunks of 4: [3] in 0, [5,7] in 1, [9,11] in 2, [13] in 3
         axis_pieces(3, 6, 2, 4, |p| v.push(p));
-        assert_eq!(
-            v,
-            vec![
-                AxisPiece { chunk: 0, k0: 0, n: 1 },
-                AxisPiece { chunk: 1, k0: 1, n: 2 },
-                AxisPiece { chunk: 2, k0: 3, n: 2 },
-                AxisPiece { chunk: 3, k0: 5, n: 1 },
-            ]
-        );
+        assert_eq!(v, vec![AxisPiece { chunk: 0, k0: 0, n: 1 }, AxisPiece { chunk: 1, k0: 1, n: 2 }, AxisPiece { chunk: 2, k0: 3, n: 2 }, AxisPiece { chunk: 3, k0: 5, n: 1 },]);
         v.clear();
         // a step larger than the chunk skips chunks: 0, 10, 20 with chunks of 3 -> chunks 0, 3, 6
         axis_pieces(0, 3, 10, 3, |p| v.push(p));

@@ -4,11 +4,11 @@
 
 use hdf5_sys::h5i::hid_t;
 
-use crate::geometry::{ArrayLayout, SliceTable};
 use crate::codec::{parse_pipeline, Filter};
 use crate::dtype::Dtype;
-use crate::hdf5::chunk::FilterSpec;
 use crate::error::Result;
+use crate::geometry::{ArrayLayout, SliceTable};
+use crate::hdf5::chunk::FilterSpec;
 use crate::hdf5::lock::H5Lock;
 use crate::hdf5::types::{conversion_exists, mem_type_for, mem_type_of, mem_type_swapped, MemType, TypeInfo};
 

@@ -176,7 +176,13 @@ impl Fetcher<'_> {
         }
         match state {
             ChunkState::Stored { size, .. } if size > self.fsize => {
-                bail!(Hdf5, "chunk {:?} (dataset offset {:?}): its stored size {size} bytes exceeds the file ({} bytes): the chunk index is corrupted", &coord[..n], &origin[..n], self.fsize)
+                bail!(
+                    Hdf5,
+                    "chunk {:?} (dataset offset {:?}): its stored size {size} bytes exceeds the file ({} bytes): the chunk index is corrupted",
+                    &coord[..n],
+                    &origin[..n],
+                    self.fsize
+                )
             }
             ChunkState::Stored { size, .. } => {
                 // None: no file address after all (a never-written chunk only libhdf5's chunk

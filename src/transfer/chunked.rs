@@ -47,24 +47,24 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use hdf5_sys::h5i::hid_t;
 
-use crate::plan::grid::ChunkGrid;
 use super::checks::vh5_pipeline;
-use super::pipeline::{spawn_workers, ChunkOutcome};
-use crate::codec::{Decoder, Filter};
-use crate::geometry::{row, SliceTable};
-use super::options::{max_chunk_bytes, max_workers, num_threads, PlannerMode};
-use crate::plan::decide;
-use crate::plan::decide::{STEP_BYTE_NS, STEP_RUN_NS};
-use crate::plan::pieces::{overlapping_rows, push_dst_box, Plan};
-use super::chunk_job::{piece_row, Fetcher, Job, Shared};
 pub(crate) use super::chunk_job::Convert;
+use super::chunk_job::{piece_row, Fetcher, Job, Shared};
+use super::options::{max_chunk_bytes, max_workers, num_threads, PlannerMode};
+use super::pipeline::{spawn_workers, ChunkOutcome};
 use super::rows::{read_row, Ctx, RawKind};
 use super::stats::ReadStats;
+use crate::codec::{Decoder, Filter};
 use crate::error::{Error, Result};
+use crate::geometry::{row, SliceTable};
 use crate::hdf5::chunk::{file_size, flush_dataset, opened_read_write, FilterSpec};
+use crate::hdf5::chunk_cache::ChunkCache;
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{bump, lock, released, H5Lock};
-use crate::hdf5::chunk_cache::ChunkCache;
+use crate::plan::decide;
+use crate::plan::decide::{STEP_BYTE_NS, STEP_RUN_NS};
+use crate::plan::grid::ChunkGrid;
+use crate::plan::pieces::{overlapping_rows, push_dst_box, Plan};
 
 /// Fetched batches queued per worker thread before the calling thread decodes one itself.
 const QUEUE_PER_WORKER: usize = 4;

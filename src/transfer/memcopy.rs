@@ -25,13 +25,13 @@
 //! row's source byte range and its destination byte range, and only at the same time when
 //! those ranges are disjoint.
 
-use crate::engine::copy::{copy_runs_unchecked, copy_strided_runs as copy_strided, runs_apply};
-use crate::engine::copy::dense_strides;
-use crate::geometry::{axis_stride, row_counts, ArrayLayout, SliceTable, MAX_RANK};
 use super::checks::SLICES_CLIP;
 pub use super::stats::CopyStats;
 use crate::dtype::Dtype;
+use crate::engine::copy::dense_strides;
+use crate::engine::copy::{copy_runs_unchecked, copy_strided_runs as copy_strided, runs_apply};
 use crate::error::Result;
+use crate::geometry::{axis_stride, row_counts, ArrayLayout, SliceTable, MAX_RANK};
 
 /// Names of the two sides in bounds messages.
 const NAMES: [&str; 2] = ["source array", "destination array"];
@@ -266,8 +266,8 @@ unsafe fn stream_rows(s: *const u8, d: *mut u8, ss: isize, ds: isize, rows: usiz
                 // SAFETY: inside the run (caller); dp + o is 16-byte aligned (caller); SSE2 is
                 // baseline on x86_64.
                 unsafe {
-                let v = _mm_loadu_si128(sp.add(o) as *const __m128i);
-                _mm_stream_si128(dp.add(o) as *mut __m128i, v);
+                    let v = _mm_loadu_si128(sp.add(o) as *const __m128i);
+                    _mm_stream_si128(dp.add(o) as *mut __m128i, v);
                 }
                 o += 16;
             }
@@ -394,7 +394,16 @@ unsafe fn copy_fast(src: *const u8, sl: &ArrayLayout, dst: *mut u8, dl: &ArrayLa
 /// Copy between two distinct buffers (see [`copy_many_slices_raw`] for semantics and errors).
 /// `src_layout.base_len` / `dst_layout.base_len` must equal the buffer lengths.
 #[allow(clippy::too_many_arguments)]
-pub fn copy_many_slices(src: &[u8], src_layout: &ArrayLayout, src_dtype: Dtype, dst: &mut [u8], dst_layout: &ArrayLayout, dst_dtype: Dtype, table: &SliceTable, flags: u32) -> Result<CopyStats> {
+pub fn copy_many_slices(
+    src: &[u8],
+    src_layout: &ArrayLayout,
+    src_dtype: Dtype,
+    dst: &mut [u8],
+    dst_layout: &ArrayLayout,
+    dst_dtype: Dtype,
+    table: &SliceTable,
+    flags: u32,
+) -> Result<CopyStats> {
     if src.len() != src_layout.base_len || dst.len() != dst_layout.base_len {
         bail!(InvalidArgument, "internal: layout base_len ({}, {}) differs from the buffer lengths ({}, {})", src_layout.base_len, dst_layout.base_len, src.len(), dst.len());
     }

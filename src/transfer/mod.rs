@@ -4,12 +4,12 @@
 //! ([`memcopy`]), the checks they share ([`checks`]) and the process settings ([`options`]).
 
 pub(crate) mod checks;
-pub mod chunked;
 pub(crate) mod chunk_job;
+pub mod chunked;
 pub mod memcopy;
 pub(crate) mod merge;
-pub(crate) mod pipeline;
 pub mod options;
+pub(crate) mod pipeline;
 pub mod rawwrite;
 pub mod read;
 pub(crate) mod rows;
@@ -18,7 +18,7 @@ pub mod write;
 
 pub use crate::geometry::{ArrayLayout, Row, SliceTable};
 pub use checks::{SLICES_CLIP, SLICES_CONVERT, SLICES_SWAPPED};
+pub use memcopy::{copy_many_slices, copy_many_slices_within};
 pub use read::{read_many_slices, DstArray};
 pub use stats::{CopyStats, ReadStats, WriteStats};
-pub use memcopy::{copy_many_slices, copy_many_slices_within};
 pub use write::{write_many_slices, SrcArray};

@@ -78,7 +78,10 @@ fn env() -> &'static Env {
         cache: env_var("VH5_CHUNK_CACHE_BYTES")
             .map(|v| {
                 v.trim().parse::<u64>().map_err(|_| {
-                    format!("environment variable VH5_CHUNK_CACHE_BYTES={v:?} is not a number of bytes (0 = no decoded-chunk cache; default {})", crate::hdf5::chunk_cache::DEFAULT_CACHE_BYTES)
+                    format!(
+                        "environment variable VH5_CHUNK_CACHE_BYTES={v:?} is not a number of bytes (0 = no decoded-chunk cache; default {})",
+                        crate::hdf5::chunk_cache::DEFAULT_CACHE_BYTES
+                    )
                 })
             })
             .transpose(),

@@ -26,24 +26,24 @@ use std::sync::{mpsc, Mutex};
 
 use hdf5_sys::h5i::hid_t;
 
-use crate::plan::grid::ChunkGrid;
-use crate::engine::copy::copy_strided_runs;
 use super::checks::vh5_pipeline;
-use super::pipeline::{spawn_workers, ChunkOutcome};
-use crate::codec::{swap_bytes, Decoder, Encoder, Filter};
-use crate::geometry::MAX_RANK;
-use super::options::{max_workers, num_threads};
 use super::merge::{ranges, report, MergeCtx, SrcArray};
+use super::options::{max_workers, num_threads};
+use super::pipeline::{spawn_workers, ChunkOutcome};
 use super::stats::WriteStats;
-use crate::engine::copy::dense_strides;
+use crate::codec::{swap_bytes, Decoder, Encoder, Filter};
 use crate::dtype::{ByteOrder, Dtype};
+use crate::engine::copy::copy_strided_runs;
+use crate::engine::copy::dense_strides;
 use crate::error::{Error, Result};
+use crate::geometry::MAX_RANK;
 use crate::hdf5::chunk::{chunk_layout, chunk_state, fill_element, flush_dataset, read_raw_chunk, types_equal, ChunkState};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::{lock, released, H5Lock};
 use crate::hdf5::types::classify;
 use crate::hdf5::write::write_raw_chunk;
+use crate::plan::grid::ChunkGrid;
 
 /// How to store chunks raw: the pipeline both ways and the byte swap between memory and file.
 pub struct RawPlan {

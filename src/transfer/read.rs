@@ -19,11 +19,11 @@
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 
 use super::checks::{check_array, memory_type, parse_flags, Direction, Flags};
+pub use super::checks::{SLICES_CLIP, SLICES_CONVERT, SLICES_SWAPPED};
 use super::chunked::Convert;
 use super::options::{self, PlannerMode};
-use super::rows::{raw_kind, read_row, swap_word, Ctx, RawKind};
-pub use super::checks::{SLICES_CLIP, SLICES_CONVERT, SLICES_SWAPPED};
 pub use super::rows::MAX_WASTE_BYTES;
+use super::rows::{raw_kind, read_row, swap_word, Ctx, RawKind};
 pub use super::stats::ReadStats;
 use crate::dtype::Dtype;
 use crate::engine::scatter::DstPtr;
@@ -103,7 +103,21 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
             let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize, swapped);
             let convert = Convert { ftype: ftype.id(), mtype: mem.id(), file_itemsize: finfo.file_itemsize };
             // Validates every row before reading anything (as `check_rows` below).
-            if let Some(st) = super::chunked::read_chunked(l, dset, &mut reader, table, &ctx, chunk, &meta.layout.filters, meta.layout.dont_filter_partial, raw, Some(convert), mode, meta.chunk_cache(options::chunk_cache_bytes), &mut stats)? {
+            if let Some(st) = super::chunked::read_chunked(
+                l,
+                dset,
+                &mut reader,
+                table,
+                &ctx,
+                chunk,
+                &meta.layout.filters,
+                meta.layout.dont_filter_partial,
+                raw,
+                Some(convert),
+                mode,
+                meta.chunk_cache(options::chunk_cache_bytes),
+                &mut stats,
+            )? {
                 return Ok(st);
             }
         }
@@ -170,4 +184,3 @@ fn single_small_row(table: &SliceTable, ctx: &Ctx, chunk: &[u64]) -> Result<bool
     }
     Ok(touched <= 4)
 }
-

@@ -129,8 +129,7 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
     }
     let stride = if strided { Some(&fstride[..n]) } else { None };
     let block_elems: u64 = fcount[..n].iter().product();
-    let block_bytes = usize::try_from(block_elems as u128 * itemsize as u128)
-        .map_err(|_| err!(NoMemory, "row {i}: hyperslab of {block_elems} elements does not fit in memory"))?;
+    let block_bytes = usize::try_from(block_elems as u128 * itemsize as u128).map_err(|_| err!(NoMemory, "row {i}: hyperslab of {block_elems} elements does not fit in memory"))?;
     let dst_off = ctx.layout.byte_offset(&r.dst_start[..n]);
 
     // Direct read: no steps at all and the destination block is dense in C order.

@@ -29,20 +29,20 @@
 
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 
-use super::merge::{failed, ranges, report, MergeCtx, NAMES};
+use super::checks::{check_array, memory_type, parse_flags, Direction, Flags};
 pub use super::merge::SrcArray;
+use super::merge::{failed, ranges, report, MergeCtx, NAMES};
 use super::stats::WriteStats;
 use crate::engine::copy::{copy_strided_runs, dense_strides};
-use crate::geometry::{c_contiguous_block, row_named, SliceTable, MAX_RANK};
-use crate::plan::{ChunkGrid, Plan};
 use crate::error::{Error, Result};
+use crate::geometry::{c_contiguous_block, row_named, SliceTable, MAX_RANK};
 use crate::hdf5::dataset::{dataset_info, expect_kind, HyperslabReader, Layout};
 use crate::hdf5::error::session;
 use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::H5Lock;
-use super::checks::{check_array, memory_type, parse_flags, Direction, Flags};
 use crate::hdf5::types::classify;
 use crate::hdf5::write::{file_is_writable, HyperslabWriter};
+use crate::plan::{ChunkGrid, Plan};
 
 /// Write every row of `table` from `src` into dataset `dset` (see the module docs and
 /// `vh5_write_many_slices` in the C header for the exact semantics and errors).
@@ -137,7 +137,8 @@ fn write_rows(writer: &mut HyperslabWriter, dshape: &[u64], src: &SrcArray, tabl
             }
             for j in 0..n {
                 counts[j] = r.count[j] as usize;
-                ss[j] = src.layout.strides[j] as isize * r.src_step[j] as isize; // Row: count-1 steps are 1
+                ss[j] = src.layout.strides[j] as isize * r.src_step[j] as isize;
+                // Row: count-1 steps are 1
             }
             dense_strides(&r.count[..n], itemsize, &mut dense);
             copy_strided_runs(src.buf, so, &ss[..n], &mut scratch[..bytes], 0, &dense[..n], &counts[..n], itemsize)?;
@@ -240,4 +241,3 @@ fn write_chunked(
     }
     Ok(())
 }
-

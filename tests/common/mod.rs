@@ -36,9 +36,7 @@ impl Drop for TempDir {
 
 /// Shared data directory (`VH5_SHARED_DATA` or `<repo>/../shared/data`), or None (tests skip).
 pub fn shared_data() -> Option<PathBuf> {
-    let p = std::env::var_os("VH5_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
+    let p = std::env::var_os("VH5_SHARED_DATA").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
     if p.join("real").is_dir() {
         Some(p)
     } else {
@@ -63,7 +61,15 @@ pub fn h5type(d: Dtype, big: bool, native: bool) -> hid_t {
     // The session makes sure H5open ran (it initialises the H5T_* globals) and serialises.
     let _s = vh5::hdf5::session();
     unsafe {
-        let le_be = |le: hid_t, be: hid_t, nat: hid_t| H5Tcopy(if native { nat } else if big { be } else { le });
+        let le_be = |le: hid_t, be: hid_t, nat: hid_t| {
+            H5Tcopy(if native {
+                nat
+            } else if big {
+                be
+            } else {
+                le
+            })
+        };
         match d {
             Dtype::Int8 => le_be(*H5T_STD_I8LE, *H5T_STD_I8BE, *H5T_NATIVE_SCHAR),
             Dtype::Int16 => le_be(*H5T_STD_I16LE, *H5T_STD_I16BE, *H5T_NATIVE_SHORT),

@@ -62,7 +62,8 @@ pub fn make_sample(path: &Path, fletcher: bool) {
         };
         let x: Vec<f64> = (0..40u64).flat_map(|i| (0..30u64).map(move |j| x_value(i, j))).collect();
         mk("x", &X_SHAPE, Some(&X_CHUNK), true, *H5T_NATIVE_DOUBLE, x.as_ptr() as *const _);
-        let b: Vec<f64> = crate::common::bytes(64 * 64 * 8, 11).chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap()) % 1e6).map(|v| if v.is_finite() { v } else { 1.5 }).collect();
+        let b: Vec<f64> =
+            crate::common::bytes(64 * 64 * 8, 11).chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap()) % 1e6).map(|v| if v.is_finite() { v } else { 1.5 }).collect();
         mk("b", &[64, 64], Some(&[64, 64]), true, *H5T_NATIVE_DOUBLE, b.as_ptr() as *const _);
         let c: Vec<i32> = (0..50).collect();
         mk("c", &[50], None, false, *H5T_NATIVE_INT, c.as_ptr() as *const _);
@@ -120,7 +121,16 @@ pub fn c_close(id: i64) {
 pub fn c_read(d: i64, g: &mut Guarded, dtype: Dtype, shape: &[u64], rows: &[TRow], flags: u32) -> (vh5_status, String) {
     let t = crate::common::tables(rows);
     let itemsize = dtype.itemsize().unwrap();
-    let a = vh5_array { base: g.ptr() as *mut _, base_len: g.len, offset: 0, dtype: dtype.code(), itemsize, ndim: shape.len() as u32, shape: shape.as_ptr(), strides: std::ptr::null() };
+    let a = vh5_array {
+        base: g.ptr() as *mut _,
+        base_len: g.len,
+        offset: 0,
+        dtype: dtype.code(),
+        itemsize,
+        ndim: shape.len() as u32,
+        shape: shape.as_ptr(),
+        strides: std::ptr::null(),
+    };
     let st = unsafe { vh5_read_many_slices(d, &a, rows.len(), t[0].as_ptr(), t[1].as_ptr(), t[2].as_ptr(), t[3].as_ptr(), t[4].as_ptr(), flags) };
     (st, last_error())
 }
@@ -176,19 +186,33 @@ pub fn truncated_copy(src: &Path, dst: &Path, len: u64, patch_eof: bool) {
 pub fn lookup3(key: &[u8], initval: u32) -> u32 {
     let mut a = 0xdead_beef_u32.wrapping_add(key.len() as u32).wrapping_add(initval);
     let (mut b, mut c) = (a, a);
-    let w = |k: &[u8], i: usize| -> u32 { k.get(i..i + 4).map_or_else(|| k[i..].iter().rev().fold(0u32, |acc, &x| (acc << 8) | x as u32), |s| u32::from_le_bytes(s.try_into().unwrap())) };
+    let w = |k: &[u8], i: usize| -> u32 {
+        k.get(i..i + 4).map_or_else(|| k[i..].iter().rev().fold(0u32, |acc, &x| (acc << 8) | x as u32), |s| u32::from_le_bytes(s.try_into().unwrap()))
+    };
     let mut k = key;
     while k.len() > 12 {
         a = a.wrapping_add(w(k, 0));
         b = b.wrapping_add(w(k, 4));
         c = c.wrapping_add(w(k, 8));
         // mix
-        a = a.wrapping_sub(c); a ^= c.rotate_left(4); c = c.wrapping_add(b);
-        b = b.wrapping_sub(a); b ^= a.rotate_left(6); a = a.wrapping_add(c);
-        c = c.wrapping_sub(b); c ^= b.rotate_left(8); b = b.wrapping_add(a);
-        a = a.wrapping_sub(c); a ^= c.rotate_left(16); c = c.wrapping_add(b);
-        b = b.wrapping_sub(a); b ^= a.rotate_left(19); a = a.wrapping_add(c);
-        c = c.wrapping_sub(b); c ^= b.rotate_left(4); b = b.wrapping_add(a);
+        a = a.wrapping_sub(c);
+        a ^= c.rotate_left(4);
+        c = c.wrapping_add(b);
+        b = b.wrapping_sub(a);
+        b ^= a.rotate_left(6);
+        a = a.wrapping_add(c);
+        c = c.wrapping_sub(b);
+        c ^= b.rotate_left(8);
+        b = b.wrapping_add(a);
+        a = a.wrapping_sub(c);
+        a ^= c.rotate_left(16);
+        c = c.wrapping_add(b);
+        b = b.wrapping_sub(a);
+        b ^= a.rotate_left(19);
+        a = a.wrapping_add(c);
+        c = c.wrapping_sub(b);
+        c ^= b.rotate_left(4);
+        b = b.wrapping_add(a);
         k = &k[12..];
     }
     if k.is_empty() {
@@ -199,13 +223,20 @@ pub fn lookup3(key: &[u8], initval: u32) -> u32 {
     b = b.wrapping_add(part(4));
     c = c.wrapping_add(part(8));
     // final
-    c ^= b; c = c.wrapping_sub(b.rotate_left(14));
-    a ^= c; a = a.wrapping_sub(c.rotate_left(11));
-    b ^= a; b = b.wrapping_sub(a.rotate_left(25));
-    c ^= b; c = c.wrapping_sub(b.rotate_left(16));
-    a ^= c; a = a.wrapping_sub(c.rotate_left(4));
-    b ^= a; b = b.wrapping_sub(a.rotate_left(14));
-    c ^= b; c = c.wrapping_sub(b.rotate_left(24));
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(14));
+    a ^= c;
+    a = a.wrapping_sub(c.rotate_left(11));
+    b ^= a;
+    b = b.wrapping_sub(a.rotate_left(25));
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(16));
+    a ^= c;
+    a = a.wrapping_sub(c.rotate_left(4));
+    b ^= a;
+    b = b.wrapping_sub(a.rotate_left(14));
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(24));
     c
 }
 
@@ -219,16 +250,66 @@ pub fn run(rep: &mut Report, tmp: &TempDir) {
 
     // --- not HDF5 at all ---
     std::fs::write(p("empty.h5"), b"").unwrap();
-    rep.check("file", "empty file (0 bytes)", "vh5_file_open", VH5_ERR_IO, { let (s, m, _) = c_open(&p("empty.h5"), 0); (s, m) }, &["not an HDF5 file"]);
+    rep.check(
+        "file",
+        "empty file (0 bytes)",
+        "vh5_file_open",
+        VH5_ERR_IO,
+        {
+            let (s, m, _) = c_open(&p("empty.h5"), 0);
+            (s, m)
+        },
+        &["not an HDF5 file"],
+    );
     std::fs::write(p("text.h5"), b"CDF\x01 this is a netCDF-3 classic header, not HDF5\n").unwrap();
-    rep.check("file", "netCDF-3 / text bytes", "vh5_file_open", VH5_ERR_IO, { let (s, m, _) = c_open(&p("text.h5"), 0); (s, m) }, &["not an HDF5 file"]);
+    rep.check(
+        "file",
+        "netCDF-3 / text bytes",
+        "vh5_file_open",
+        VH5_ERR_IO,
+        {
+            let (s, m, _) = c_open(&p("text.h5"), 0);
+            (s, m)
+        },
+        &["not an HDF5 file"],
+    );
     std::fs::create_dir_all(p("adir.h5")).unwrap();
-    rep.check("file", "a directory", "vh5_file_open", VH5_ERR_IO, { let (s, m, _) = c_open(&p("adir.h5"), 0); (s, m) }, &["directory"]);
-    rep.check("file", "missing path", "vh5_file_open", VH5_ERR_IO, { let (s, m, _) = c_open(&p("missing.h5"), 0); (s, m) }, &["missing.h5"]);
+    rep.check(
+        "file",
+        "a directory",
+        "vh5_file_open",
+        VH5_ERR_IO,
+        {
+            let (s, m, _) = c_open(&p("adir.h5"), 0);
+            (s, m)
+        },
+        &["directory"],
+    );
+    rep.check(
+        "file",
+        "missing path",
+        "vh5_file_open",
+        VH5_ERR_IO,
+        {
+            let (s, m, _) = c_open(&p("missing.h5"), 0);
+            (s, m)
+        },
+        &["missing.h5"],
+    );
     let mut sig_only = b"\x89HDF\r\n\x1a\n".to_vec();
     sig_only.extend_from_slice(&[0u8; 8]);
     std::fs::write(p("sig.h5"), &sig_only).unwrap();
-    rep.check("file", "HDF5 signature + 8 zero bytes", "vh5_file_open", VH5_ERR_HDF5, { let (s, m, _) = c_open(&p("sig.h5"), 0); (s, m) }, &["could not open"]);
+    rep.check(
+        "file",
+        "HDF5 signature + 8 zero bytes",
+        "vh5_file_open",
+        VH5_ERR_HDF5,
+        {
+            let (s, m, _) = c_open(&p("sig.h5"), 0);
+            (s, m)
+        },
+        &["could not open"],
+    );
 
     // --- truncated copies of the self-made file ---
     let (xh, xh_len) = header_addr(&sample, "x");
@@ -241,16 +322,30 @@ pub fn run(rep: &mut Report, tmp: &TempDir) {
     }
     chunks.sort();
     let cut_superblock = 40u64;
-    rep.check("truncated", "self-made file cut at byte 40 (inside the superblock)", "vh5_file_open", VH5_ERR_HDF5, {
-        truncated_copy(&sample, &p("t1.h5"), cut_superblock, false);
-        let (s, m, _) = c_open(&p("t1.h5"), 0);
-        (s, m)
-    }, &["could not open"]);
-    rep.check("truncated", "self-made file cut at half its length", "vh5_file_open", VH5_ERR_HDF5, {
-        truncated_copy(&sample, &p("t2.h5"), flen / 2, false);
-        let (s, m, _) = c_open(&p("t2.h5"), 0);
-        (s, m)
-    }, &["truncated file"]);
+    rep.check(
+        "truncated",
+        "self-made file cut at byte 40 (inside the superblock)",
+        "vh5_file_open",
+        VH5_ERR_HDF5,
+        {
+            truncated_copy(&sample, &p("t1.h5"), cut_superblock, false);
+            let (s, m, _) = c_open(&p("t1.h5"), 0);
+            (s, m)
+        },
+        &["could not open"],
+    );
+    rep.check(
+        "truncated",
+        "self-made file cut at half its length",
+        "vh5_file_open",
+        VH5_ERR_HDF5,
+        {
+            truncated_copy(&sample, &p("t2.h5"), flen / 2, false);
+            let (s, m, _) = c_open(&p("t2.h5"), 0);
+            (s, m)
+        },
+        &["truncated file"],
+    );
     // Cut inside the object header of "x" (end-of-file address patched: open succeeds).
     let got = {
         truncated_copy(&sample, &p("t3.h5"), xh + xh_len / 2, true);
@@ -286,7 +381,9 @@ pub fn run(rep: &mut Report, tmp: &TempDir) {
         rep.ensure(first_addr < cut, || "first chunk after the cut".into());
         let o = [fc[0] * 10, fc[1] * 10];
         let (st, m, g) = read_x(&p("t4.h5"), "x", &[row(&o, &[0, 0], &[2, 2])], &[2, 2], Some(PlannerMode::Chunks), 1, 0, Dtype::Float64);
-        rep.ensure(st == VH5_OK && f64s(g.body()) == vec![x_value(o[0], o[1]), x_value(o[0], o[1] + 1), x_value(o[0] + 1, o[1]), x_value(o[0] + 1, o[1] + 1)], || format!("t4 intact chunk: {st:?} {m}"));
+        rep.ensure(st == VH5_OK && f64s(g.body()) == vec![x_value(o[0], o[1]), x_value(o[0], o[1] + 1), x_value(o[0] + 1, o[1]), x_value(o[0] + 1, o[1] + 1)], || {
+            format!("t4 intact chunk: {st:?} {m}")
+        });
     }
 
     // --- corrupted chunk bytes ---
@@ -311,7 +408,14 @@ pub fn run(rep: &mut Report, tmp: &TempDir) {
     // Type conversion float64 -> float32: vh5 decodes, libhdf5 converts (H5Tconvert).
     {
         let (st, m, g) = read_x(&bad, "x", &r, &[5, 5], Some(PlannerMode::Chunks), 1, VH5_SLICES_CONVERT, Dtype::Float32);
-        rep.check("corrupt chunk", "same chunk, VH5_SLICES_CONVERT to float32 (vh5 decodes, libhdf5 converts); chunks", "vh5_read_many_slices", VH5_ERR_HDF5, (st, m), &["chunk [1, 2]", "dataset offset [10, 20]", "corrupted"]);
+        rep.check(
+            "corrupt chunk",
+            "same chunk, VH5_SLICES_CONVERT to float32 (vh5 decodes, libhdf5 converts); chunks",
+            "vh5_read_many_slices",
+            VH5_ERR_HDF5,
+            (st, m),
+            &["chunk [1, 2]", "dataset offset [10, 20]", "corrupted"],
+        );
         rep.ensure(g.guards_intact(), || "flipped convert: guards".into());
     }
     // A good chunk of the same file reads fine.
@@ -349,7 +453,14 @@ pub fn run(rep: &mut Report, tmp: &TempDir) {
         // Many rows in auto mode: the planner reads the chunk whole, vh5 decodes it.
         let many: Vec<TRow> = (0..8).map(|k| row(&[k * 8, 0], &[k, 0], &[1, 5])).collect();
         let (st, m, g) = read_x(&f, "b", &many, &[8, 5], Some(PlannerMode::Auto), 1, 0, Dtype::Float64);
-        rep.check("corrupt chunk", format!("valid zlib stream that {tag}; 8 rows in the chunk, VH5_PLANNER=auto"), "vh5_read_many_slices", VH5_ERR_HDF5, (st, m), &["chunk [0, 0]", "corrupted"]);
+        rep.check(
+            "corrupt chunk",
+            format!("valid zlib stream that {tag}; 8 rows in the chunk, VH5_PLANNER=auto"),
+            "vh5_read_many_slices",
+            VH5_ERR_HDF5,
+            (st, m),
+            &["chunk [0, 0]", "corrupted"],
+        );
         rep.ensure(g.untouched(), || format!("{tag} auto many: destination written"));
     }
 
@@ -392,7 +503,14 @@ pub fn run(rep: &mut Report, tmp: &TempDir) {
             let (st, m, g) = read_x(&f, "b", &b_rows, &[5, 5], mode, 1, 0, Dtype::Float64);
             let _ = mname;
             let names: &[&str] = &["chunk [0, 0]", "exceeds the file"];
-            rep.check("corrupt chunk", format!("chunk index claims 2147418112 stored bytes (file: {flen}); VH5_PLANNER={mname}"), "vh5_read_many_slices", VH5_ERR_HDF5, (st, m), names);
+            rep.check(
+                "corrupt chunk",
+                format!("chunk index claims 2147418112 stored bytes (file: {flen}); VH5_PLANNER={mname}"),
+                "vh5_read_many_slices",
+                VH5_ERR_HDF5,
+                (st, m),
+                names,
+            );
             rep.ensure(g.untouched(), || format!("bigsize {mname}: destination written"));
         }
     }

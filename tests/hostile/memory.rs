@@ -47,7 +47,11 @@ pub fn run(rep: &mut Report, tmp: &TempDir) {
         let stats = |limit: u64, buf: &mut Vec<u8>| {
             with_max_chunk_bytes(limit, || {
                 with_overrides(Some(PlannerMode::Chunks), Some(1), || {
-                    let mut dst = vh5::transfer::DstArray { buf: &mut buf[..], layout: vh5::transfer::ArrayLayout { shape: vec![10, 5], strides: vec![40, 8], offset: 0, base_len: 400, itemsize: 8 }, dtype: Dtype::Float64 };
+                    let mut dst = vh5::transfer::DstArray {
+                        buf: &mut buf[..],
+                        layout: vh5::transfer::ArrayLayout { shape: vec![10, 5], strides: vec![40, 8], offset: 0, base_len: 400, itemsize: 8 },
+                        dtype: Dtype::Float64,
+                    };
                     let t = crate::common::tables(&r);
                     let table = vh5::transfer::SliceTable::new(2, 2, &t[0], &t[1], &t[2], None, None).unwrap();
                     vh5::transfer::read_many_slices(d, &mut dst, &table, 0).unwrap()
@@ -70,7 +74,12 @@ pub fn run(rep: &mut Report, tmp: &TempDir) {
     write_zeros_gzip(&nomem, "z", &[4096, 8192]);
     let nm = "VH5_ERR_NO_MEMORY";
     for (case, input, expected, names) in [
-        ("nomem:r:chunks:128", "unallocated 512 MiB chunk read whole (chunks), RLIMIT_AS = size + 128 MiB", nm, vec!["chunk [0, 0] (dataset offset [0, 0])", "cannot allocate 536870912 bytes"]),
+        (
+            "nomem:r:chunks:128",
+            "unallocated 512 MiB chunk read whole (chunks), RLIMIT_AS = size + 128 MiB",
+            nm,
+            vec!["chunk [0, 0] (dataset offset [0, 0])", "cannot allocate 536870912 bytes"],
+        ),
         ("nomem:z:chunks:128", "gzip 256 MiB chunk decoded by vh5 (chunks), RLIMIT_AS = size + 128 MiB", nm, vec!["chunk [0, 0]", "cannot allocate 268435460 bytes"]),
         ("nomem:r:rows:128", "unallocated 512 MiB chunk, rows (libhdf5 fills the selection only)", "VH5_OK", vec!["values [1.5, 1.5, 1.5, 1.5]"]),
         ("nomem:z:rows:128", "gzip 256 MiB chunk, rows (vh5 decodes gzip pipelines in every planner), same limit", nm, vec!["chunk [0, 0]", "cannot allocate 268435460 bytes"]),

@@ -82,7 +82,14 @@ pub fn run(rep: &mut Report) {
         }
     }
     rep.check(C, "msgpack-numpy pickled object (type \"|O\")", V, VH5_ERR_UNSUPPORTED, view(&pickled, 0), &["'O'", "pickle"]);
-    rep.check(C, "Reductionist JSON error body {\"error\": {\"message\": \"chunk 3 missing\"}}", V, VH5_ERR_SERVER_ERROR, view(br#"{"error": {"message": "chunk 3 missing"}}"#, 0), &["chunk 3 missing"]);
+    rep.check(
+        C,
+        "Reductionist JSON error body {\"error\": {\"message\": \"chunk 3 missing\"}}",
+        V,
+        VH5_ERR_SERVER_ERROR,
+        view(br#"{"error": {"message": "chunk 3 missing"}}"#, 0),
+        &["chunk 3 missing"],
+    );
     rep.check(C, "JSON document that is not an error body", V, VH5_ERR_MALFORMED, view(br#"{"error": "x"}"#, 0), &["JSON"]);
     rep.check(C, "unknown flag bit 0x100", V, VH5_ERR_INVALID_ARGUMENT, view(&good, 0x100), &["0x100"]);
     rep.check(C, "big-endian data with PAYLOAD_REQUIRE_NATIVE", V, VH5_ERR_BYTE_ORDER, view(&reductionist("float64", 48, "big"), PAYLOAD_REQUIRE_NATIVE), &[]);

@@ -59,7 +59,16 @@ pub fn make_sparse(path: &Path, name: &str, dims: &[u64], maxdims: &[u64], chunk
 }
 
 fn arr(g: &mut Guarded, shape: &[u64], strides: Option<&[i64]>, offset: usize) -> vh5_array {
-    vh5_array { base: g.ptr() as *mut _, base_len: g.len, offset, dtype: Dtype::Float64.code(), itemsize: 8, ndim: shape.len() as u32, shape: shape.as_ptr(), strides: strides.map_or(std::ptr::null(), |s| s.as_ptr()) }
+    vh5_array {
+        base: g.ptr() as *mut _,
+        base_len: g.len,
+        offset,
+        dtype: Dtype::Float64.code(),
+        itemsize: 8,
+        ndim: shape.len() as u32,
+        shape: shape.as_ptr(),
+        strides: strides.map_or(std::ptr::null(), |s| s.as_ptr()),
+    }
 }
 
 fn read_raw(d: i64, a: &vh5_array, rows: &[TRow], flags: u32) -> (vh5_status, String) {

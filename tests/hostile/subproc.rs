@@ -132,13 +132,14 @@ pub fn flips(rep: &mut super::Report, tmp: &crate::common::TempDir) {
     let sample = tmp.path("sample.h5");
     let bytes = std::fs::read(&sample).unwrap();
     let (xh, xh_len) = super::files::header_addr(&sample, "x");
-    let tree = (0..).scan(0usize, |at, _| {
-        let t = find(&bytes, b"TREE", *at)?;
-        *at = t + 4;
-        Some(t)
-    })
-    .find(|&t| bytes[t + 4] == 1)
-    .expect("a chunk B-tree") as u64;
+    let tree = (0..)
+        .scan(0usize, |at, _| {
+            let t = find(&bytes, b"TREE", *at)?;
+            *at = t + 4;
+            Some(t)
+        })
+        .find(|&t| bytes[t + 4] == 1)
+        .expect("a chunk B-tree") as u64;
     let heap = find(&bytes, b"HEAP", 0).expect("a local heap") as u64;
     let snod = find(&bytes, b"SNOD", 0).expect("a symbol table node") as u64;
     // 2-d chunk B-tree keys: size u32, mask u32, 3 offsets u64 = 32 bytes; child addresses 8.
@@ -174,17 +175,5 @@ pub fn flips(rep: &mut super::Report, tmp: &crate::common::TempDir) {
 /// B-trees carry no checksums): a message count libhdf5 does not need, a byte inside a
 /// message it does not use, and a B-tree key whose chunk then reads as the fill value
 /// (`VH5_OK` with wrong data — the child says so in the message).
-const EXPECT: [&str; 12] = [
-    "VH5_ERR_HDF5",
-    "VH5_ERR_HDF5",
-    "VH5_ERR_HDF5",
-    "VH5_OK",
-    "VH5_ERR_HDF5",
-    "VH5_OK",
-    "VH5_ERR_HDF5",
-    "VH5_ERR_HDF5",
-    "VH5_ERR_HDF5",
-    "VH5_OK",
-    "VH5_ERR_HDF5",
-    "VH5_ERR_HDF5",
-];
+const EXPECT: [&str; 12] =
+    ["VH5_ERR_HDF5", "VH5_ERR_HDF5", "VH5_ERR_HDF5", "VH5_OK", "VH5_ERR_HDF5", "VH5_OK", "VH5_ERR_HDF5", "VH5_ERR_HDF5", "VH5_ERR_HDF5", "VH5_OK", "VH5_ERR_HDF5", "VH5_ERR_HDF5"];

@@ -13,7 +13,16 @@ use super::{f64s, Guarded, Report};
 use crate::common::{last_error, tables, TRow, TempDir};
 
 fn arr(g: &mut Guarded, dtype: Dtype, itemsize: usize, shape: &[u64], strides: Option<&[i64]>) -> vh5_array {
-    vh5_array { base: g.ptr() as *mut _, base_len: g.len, offset: 0, dtype: dtype.code(), itemsize, ndim: shape.len() as u32, shape: shape.as_ptr(), strides: strides.map_or(std::ptr::null(), |s| s.as_ptr()) }
+    vh5_array {
+        base: g.ptr() as *mut _,
+        base_len: g.len,
+        offset: 0,
+        dtype: dtype.code(),
+        itemsize,
+        ndim: shape.len() as u32,
+        shape: shape.as_ptr(),
+        strides: strides.map_or(std::ptr::null(), |s| s.as_ptr()),
+    }
 }
 
 fn read_raw(d: i64, a: &vh5_array, rows: &[TRow], flags: u32) -> (vh5_status, String) {

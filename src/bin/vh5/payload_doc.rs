@@ -67,12 +67,7 @@ pub fn summarise_document(buf: &[u8]) -> Option<Value> {
 
 pub fn print_document(f: &str, v: &Value) {
     let arrays = v["arrays"].as_array().map_or(&[][..], |a| a.as_slice());
-    println!(
-        "{f}: {} document, {}, {}",
-        v["document_format"].as_str().unwrap_or("?"),
-        crate::plural(&v["items"], "item"),
-        crate::plural(arrays.len(), "array")
-    );
+    println!("{f}: {} document, {}, {}", v["document_format"].as_str().unwrap_or("?"), crate::plural(&v["items"], "item"), crate::plural(arrays.len(), "array"));
     for a in arrays {
         println!(
             "  {}: {} shape {}, {}{}, {}, data offset {} ({} bytes)",

@@ -247,7 +247,9 @@ fn random_table(shape: &[u64], size: &[u64], n: usize, seed: u64, itemsize: usiz
     }
     // The destination (n * size[0], size[1], ..) x itemsize bytes, checked before the tables.
     let dst_elems = size[1..].iter().try_fold(rows.checked_mul(size[0]), |a, &e| Some(a?.checked_mul(e)));
-    let dst_elems = dst_elems.flatten().ok_or_else(|| Error::new(vh5::error::ErrorKind::NoMemory, format!("--random {n} x --size {size:?}: the destination overflows 64 bits; use a smaller --random or --size")))?;
+    let dst_elems = dst_elems.flatten().ok_or_else(|| {
+        Error::new(vh5::error::ErrorKind::NoMemory, format!("--random {n} x --size {size:?}: the destination overflows 64 bits; use a smaller --random or --size"))
+    })?;
     check_fits(dst_elems, itemsize as u64, "--random/--size")?;
     // Three columns of n x ndim u64 values, allocated fallibly before anything is filled.
     let cells = rows.checked_mul(nd).ok_or_else(|| invalid(format!("--random {n} x {nd} axes overflows 64 bits")))?;
@@ -338,11 +340,7 @@ fn read(o: &ReadOpts) -> Result<()> {
         crate::plural(stats.direct_reads, "row read")
     );
     println!("checksum: sum {sum}, fnv1a64 {:016x}", fnv1a(&buf));
-    println!(
-        "time {:.3} ms ({:.2} us/row)",
-        dt.as_secs_f64() * 1e3,
-        dt.as_secs_f64() * 1e6 / (t.n.max(1) as f64)
-    );
+    println!("time {:.3} ms ({:.2} us/row)", dt.as_secs_f64() * 1e3, dt.as_secs_f64() * 1e6 / (t.n.max(1) as f64));
     if let Some(p) = &o.save {
         write_npy(p, dtype, itemsize, &dshape, &buf)?;
         println!("saved {p}");
@@ -360,7 +358,13 @@ fn f16_to_f64(h: u16) -> f64 {
     let m = (h & 0x3ff) as f64;
     sign * match e {
         0 => m * 2f64.powi(-24),
-        31 => if m == 0.0 { f64::INFINITY } else { f64::NAN },
+        31 => {
+            if m == 0.0 {
+                f64::INFINITY
+            } else {
+                f64::NAN
+            }
+        }
         _ => (1.0 + m / 1024.0) * 2f64.powi(e - 15),
     }
 }

@@ -79,13 +79,7 @@ pub(crate) fn string_end(buf: &[u8], pos: usize, h: &Head) -> Result<usize> {
     let start = pos + h.len;
     match usize::try_from(h.arg).ok().and_then(|n| start.checked_add(n)).filter(|&e| e <= buf.len()) {
         Some(e) => Ok(e),
-        None => bail!(
-            Malformed,
-            "truncated input: the CBOR {} at byte {pos} declares {} bytes but only {} remain",
-            major_name(h.major),
-            h.arg,
-            buf.len() - start
-        ),
+        None => bail!(Malformed, "truncated input: the CBOR {} at byte {pos} declares {} bytes but only {} remain", major_name(h.major), h.arg, buf.len() - start),
     }
 }
 
@@ -112,7 +106,13 @@ pub(crate) fn walk_string(buf: &[u8], pos: usize, h: &Head, f: &mut impl FnMut(u
             return Ok(p + 1);
         }
         if c.major != h.major || c.indefinite() {
-            bail!(Malformed, "byte {p}: chunk of the indefinite-length {} at byte {pos} is a CBOR {} (expected a definite {})", major_name(h.major), major_name(c.major), major_name(h.major));
+            bail!(
+                Malformed,
+                "byte {p}: chunk of the indefinite-length {} at byte {pos} is a CBOR {} (expected a definite {})",
+                major_name(h.major),
+                major_name(c.major),
+                major_name(h.major)
+            );
         }
         let e = string_end(buf, p, &c)?;
         check(p + c.len, e)?;

@@ -93,15 +93,7 @@ fn count_from_bytes<'a>(b: &TypedBytes<'a>, order: ByteOrder, what: &str) -> Res
     // The same rule as a count integer array: every count is in 0..=INT64_MAX, whatever
     // the byte order (one pass over the count bytes).
     check_count_bytes(data, dt, order, offset)?;
-    Ok(CountInfo {
-        form: CountForm::Bytes,
-        dtype: Some(dt),
-        byte_order: effective_order(dt, order),
-        len: (data.len() / item) as u64,
-        scalar: 0,
-        bytes: Some(data),
-        offset,
-    })
+    Ok(CountInfo { form: CountForm::Bytes, dtype: Some(dt), byte_order: effective_order(dt, order), len: (data.len() / item) as u64, scalar: 0, bytes: Some(data), offset })
 }
 
 const K_BYTES: u32 = 1;
@@ -111,15 +103,8 @@ const K_SHAPE_AB: u32 = 8;
 const K_COUNT: u32 = 16;
 const K_COUNT_AB: u32 = 32;
 const K_BYTE_ORDER: u32 = 64;
-const KEYS: [(&str, u32); 7] = [
-    ("bytes", K_BYTES),
-    ("dtype", K_DTYPE),
-    ("shape", K_SHAPE),
-    ("shape_as_bytes", K_SHAPE_AB),
-    ("count", K_COUNT),
-    ("count_as_bytes", K_COUNT_AB),
-    ("byte_order", K_BYTE_ORDER),
-];
+const KEYS: [(&str, u32); 7] =
+    [("bytes", K_BYTES), ("dtype", K_DTYPE), ("shape", K_SHAPE), ("shape_as_bytes", K_SHAPE_AB), ("count", K_COUNT), ("count_as_bytes", K_COUNT_AB), ("byte_order", K_BYTE_ORDER)];
 
 /// Parse a dtype key: Reductionist name or numpy type string.
 fn parse_dtype(s: &str, pos: usize) -> Result<(Dtype, Option<ByteOrder>, bool)> {

@@ -1,7 +1,7 @@
 //! Unit tests of the CBOR decoder (messages built by hand, byte by byte).
 use super::*;
-use crate::error::ErrorKind;
 use crate::dtype::{ByteOrder, Dtype};
+use crate::error::ErrorKind;
 use crate::payload::{decode_view, CountForm, Format, Layout};
 
 #[test]

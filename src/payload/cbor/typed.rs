@@ -101,7 +101,8 @@ pub(super) fn read_bytes_like<'a>(d: &mut Decoder<'a>, what: &str, allow_chunked
         }
         other => bail!(
             Malformed,
-            "{}: expected a byte string{}, found CBOR {other}", at(what, pos),
+            "{}: expected a byte string{}, found CBOR {other}",
+            at(what, pos),
             if tag.is_some() { " inside the typed-array tag" } else { " or RFC 8746 typed array" }
         ),
     }
@@ -167,7 +168,11 @@ pub(crate) fn parse_tagged<'a>(d: &mut Decoder<'a>) -> Result<Parsed<'a>> {
     let apos = d.position();
     let n = d.array().map_err(|e| cbor_err(e, &format!("content of tag {tag} at byte {apos} (expected [dims, elements])"), len))?;
     if n != Some(2) {
-        bail!(Malformed, "tag {tag} at byte {pos}: content must be a 2-element array [dims, elements], found {}", n.map_or("an indefinite-length array".to_string(), |n| format!("{n} elements")));
+        bail!(
+            Malformed,
+            "tag {tag} at byte {pos}: content must be a 2-element array [dims, elements], found {}",
+            n.map_or("an indefinite-length array".to_string(), |n| format!("{n} elements"))
+        );
     }
     let shape = read_shape(d, &format!("dims of tag {tag}"))?;
     let epos = d.position();

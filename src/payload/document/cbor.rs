@@ -1,10 +1,10 @@
 //! The CBOR document walker (RFC 8949 heads read in place; arrays via `payload::cbor`).
 
 use super::walk::{check_room, Item, ItemKind, Sink, Walk, FLAG_INDEFINITE, FLAG_NARROW_FLOAT};
+use crate::error::Result;
 use crate::payload::cbor::raw::{head, major_name, walk_string, Head, INDEF};
 use crate::payload::cbor::{parse_at, typed_array_tag, TAG_MULTIDIM_COL_MAJOR, TAG_MULTIDIM_ROW_MAJOR};
 use crate::payload::decode::view_of;
-use crate::error::Result;
 
 /// The RFC 8949 §3.4.6 self-described CBOR tag (skipped in front of the root).
 const TAG_SELF_DESCRIBE: u64 = 55799;

@@ -35,8 +35,8 @@ mod walk;
 pub use super::cbor::raw::MAX_DEPTH;
 use super::view::PayloadView;
 use crate::error::Result;
-use walk::{Level, Walk};
 pub use walk::{DocFormat, Item, ItemKind, Sink, FLAG_INDEFINITE, FLAG_NARROW_FLOAT, FLAG_NUMPY_SCALAR, NO_PARENT};
+use walk::{Level, Walk};
 
 /// How many items and views a document has (the final counts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

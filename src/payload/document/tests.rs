@@ -56,7 +56,21 @@ fn msgpack_nested_arrays_and_scalars() {
     use ItemKind::*;
     assert_eq!(
         kinds(&d),
-        vec![(Map, NO_PARENT, 0), (Text, 0, 0), (Array, 0, 1), (UInt, 2, 0), (NegInt, 2, 1), (Float, 2, 2), (Nil, 2, 3), (Bool, 2, 4), (Text, 2, 5), (Bytes, 2, 6), (ArrayView, 2, 7), (Text, 0, 2), (ArrayView, 0, 3)]
+        vec![
+            (Map, NO_PARENT, 0),
+            (Text, 0, 0),
+            (Array, 0, 1),
+            (UInt, 2, 0),
+            (NegInt, 2, 1),
+            (Float, 2, 2),
+            (Nil, 2, 3),
+            (Bool, 2, 4),
+            (Text, 2, 5),
+            (Bytes, 2, 6),
+            (ArrayView, 2, 7),
+            (Text, 0, 2),
+            (ArrayView, 0, 3)
+        ]
     );
     assert_eq!((d.items[0].children, d.items[2].children), (4, 8));
     assert_eq!(d.items[4].value, 2); // -1 - 2 = -3
@@ -124,7 +138,22 @@ fn cbor_typed_arrays_reductionist_maps_and_tags() {
     use ItemKind::*;
     assert_eq!(
         kinds(&d),
-        vec![(Map, NO_PARENT, 0), (Text, 0, 0), (ArrayView, 0, 1), (Text, 0, 2), (ArrayView, 0, 3), (Text, 0, 4), (Tag, 0, 5), (UInt, 6, 0), (Text, 0, 6), (Text, 0, 7), (Text, 9, 0), (Text, 9, 1), (Text, 0, 8), (Float, 0, 9)]
+        vec![
+            (Map, NO_PARENT, 0),
+            (Text, 0, 0),
+            (ArrayView, 0, 1),
+            (Text, 0, 2),
+            (ArrayView, 0, 3),
+            (Text, 0, 4),
+            (Tag, 0, 5),
+            (UInt, 6, 0),
+            (Text, 0, 6),
+            (Text, 0, 7),
+            (Text, 9, 0),
+            (Text, 9, 1),
+            (Text, 0, 8),
+            (Float, 0, 9)
+        ]
     );
     assert_eq!(d.items[0].children, 10);
     assert_eq!(d.views.len(), 2);

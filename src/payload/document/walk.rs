@@ -263,7 +263,17 @@ impl<'a, S: Sink<'a>> Walk<'a, '_, S> {
         self.items += 1;
         self.sink.item(
             l.item,
-            Item { kind: ItemKind::ArrayView, flags: if l.marks & M_ND_FALSE != 0 { FLAG_NUMPY_SCALAR } else { 0 }, parent: l.parent, position: l.position, children: 0, offset: l.head, data_offset: v.data_offset, data_len: v.data.len(), value: vi as u64 },
+            Item {
+                kind: ItemKind::ArrayView,
+                flags: if l.marks & M_ND_FALSE != 0 { FLAG_NUMPY_SCALAR } else { 0 },
+                parent: l.parent,
+                position: l.position,
+                children: 0,
+                offset: l.head,
+                data_offset: v.data_offset,
+                data_len: v.data.len(),
+                value: vi as u64,
+            },
         );
         self.sink.view(vi, v);
         Ok(())
