@@ -188,19 +188,21 @@ unsafe fn swap_words_avx2<T: Word>(words: &mut [T]) {
 pub fn swap_bytes(buf: &mut [u8], unit: usize) {
     // Aligned buffers (the usual case) go word by word, which the compiler vectorises (with
     // byte shuffles when the CPU has AVX2: see `swap_words`).
-    // SAFETY: u16/u32/u64 accept every bit pattern; align_to_mut splits at alignment.
     match unit {
         2 => {
+            // SAFETY: u16 accepts every bit pattern; align_to_mut splits at alignment.
             if let (&mut [], words, &mut []) = unsafe { buf.align_to_mut::<u16>() } {
                 return swap_words(words);
             }
         }
         4 => {
+            // SAFETY: u32 accepts every bit pattern; align_to_mut splits at alignment.
             if let (&mut [], words, &mut []) = unsafe { buf.align_to_mut::<u32>() } {
                 return swap_words(words);
             }
         }
         8 => {
+            // SAFETY: u64 accepts every bit pattern; align_to_mut splits at alignment.
             if let (&mut [], words, &mut []) = unsafe { buf.align_to_mut::<u64>() } {
                 return swap_words(words);
             }

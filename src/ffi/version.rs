@@ -70,6 +70,7 @@ mod tests {
         // every pointer may be NULL
         // SAFETY: NULL pointers are allowed.
         assert_eq!(unsafe { vh5_hdf5_version(std::ptr::null_mut(), &mut b, std::ptr::null_mut(), std::ptr::null_mut()) }, vh5_status::VH5_OK);
+        // SAFETY: vh5_hdf5_origin returns a static NUL-terminated string.
         let o = unsafe { CStr::from_ptr(vh5_hdf5_origin()) }.to_str().unwrap();
         assert_eq!(o, if cfg!(feature = "static-hdf5") { "vendored" } else { "system" });
     }
