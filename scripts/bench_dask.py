@@ -38,13 +38,12 @@ os.environ.setdefault("VH5_LIBRARY", str(REPO / "target" / "release" / "libvh5.s
 # Workers are spawned processes: they inherit the environment, and sys.path through spawn.
 os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO / "bindings" / "python"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
-import h5py  # noqa: E402
 import dask  # noqa: E402
 import dask.array as da  # noqa: E402
-from dask.distributed import Client, LocalCluster  # noqa: E402
-
+import h5py  # noqa: E402
 import vh5  # noqa: E402
 import vh5.dask as vd  # noqa: E402
+from dask.distributed import Client, LocalCluster  # noqa: E402
 
 SHAPE, CHUNKS, VERSION = (32768, 4096), (256, 512), 1
 ROW = (4, 16)  # shape of every gathered row

@@ -33,7 +33,6 @@ sys.path.insert(0, __import__("os").path.join(__import__("os").path.dirname(__fi
 import cbor2  # noqa: E402
 import msgpack  # noqa: E402
 import msgpack_numpy  # noqa: E402
-
 import vh5  # noqa: E402
 from vh5.compat import msgpack_numpy as vh5_mn  # noqa: E402
 

@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import h5py
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bindings" / "python"))

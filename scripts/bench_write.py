@@ -39,9 +39,8 @@ sys.path.insert(0, os.path.join(REPO, "bindings", "python"))
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
-from versioned_hdf5.slicetools import read_many_slices as vh_rms  # noqa: E402
-
 import vh5  # noqa: E402
+from versioned_hdf5.slicetools import read_many_slices as vh_rms  # noqa: E402
 
 
 def med(xs):

@@ -109,7 +109,7 @@ def main():
             windows[tuple(t for _, t in kept[i:i + MIN_LINES])].append((path, i))
     # Grow each repeated window into the longest block shared by the same places.
     seen, reports = set(), []
-    for key, places in windows.items():
+    for _key, places in windows.items():
         if len(places) < 2 or places[0] in seen:
             continue
         length = MIN_LINES

@@ -23,10 +23,18 @@ if ! command -v cargo >/dev/null; then
   echo "[setup] cargo not found: install Rust (https://rustup.rs) and re-run" >&2
   exit 1
 fi
+# rustfmt and clippy: the formatting and lint gates of scripts/test.sh.
+for c in rustfmt clippy; do
+  if ! cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    echo "[setup] rustup component add $c"
+    rustup component add "$c"
+  fi
+done
 
 # Python test/benchmark dependencies (pinned peers for differential tests).
 PY=${PYTHON:-python3}
-if ! $PY -c "import numpy, h5py, cbor2, pytest, hypothesis, msgpack, msgpack_numpy, versioned_hdf5, dask.array, distributed, xarray" 2>/dev/null; then
+if ! $PY -c "import numpy, h5py, cbor2, pytest, hypothesis, msgpack, msgpack_numpy, versioned_hdf5, dask.array, distributed, xarray" 2>/dev/null \
+  || ! command -v ruff >/dev/null; then
   echo "[setup] pip install -r scripts/requirements-test.txt"
   $PY -m pip install -q -r scripts/requirements-test.txt
 fi

@@ -8,6 +8,12 @@ bash scripts/setup.sh
 echo "== cargo build (release library, CLI)"
 cargo build --release --locked 2>&1 | tail -n 2
 
+echo "== gates: cargo fmt --check, cargo clippy -D warnings, ruff"
+cargo fmt --check || { echo "cargo fmt --check: run 'cargo fmt' (rustfmt.toml)"; exit 1; }
+cargo clippy --release --locked --all-targets -q -- -D warnings
+echo "   ruff (Python lint: bindings/python, tests/python, scripts; rules in bindings/python/pyproject.toml)"
+ruff check --config bindings/python/pyproject.toml bindings/python tests/python scripts
+
 echo "== duplicate code (no block of 8+ code lines repeated in the library under src/)"
 python3 scripts/check_duplicates.py
 
@@ -41,9 +47,6 @@ if [ "${VH5_FUZZ_SMOKE:-0}" = 1 ]; then
   echo "== fuzz smoke (VH5_FUZZ_SMOKE=1): ${VH5_FUZZ_SMOKE_SECS:-60} s per fuzz target"
   bash scripts/fuzz.sh "${VH5_FUZZ_SMOKE_SECS:-60}"
 fi
-
-echo "== ruff (Python lint: bindings/python, tests/python, scripts; rules in bindings/python/pyproject.toml)"
-ruff check --config bindings/python/pyproject.toml bindings/python tests/python scripts
 
 echo "== Python tests"
 export VH5_LIBRARY="$PWD/target/release/libvh5.so"

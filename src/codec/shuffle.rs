@@ -2,17 +2,23 @@
 //! `src/H5Zshuffle.c`): byte `b` of element `e` is stored at `b * nelem + e`; a tail of
 //! `nbytes % size` bytes is stored unchanged. [`shuffle`] (encode) and [`unshuffle`] (decode).
 
-/// The shuffle filter: `src` holds whole elements of `size` bytes; `dst` receives byte planes.
-pub fn shuffle(src: &[u8], dst: &mut Vec<u8>, size: usize) {
+/// Both directions' start: `dst` sized as `src`. `None` (with `dst` a copy of `src`) when
+/// there is nothing to reorder (item size <= 1 or at most one element); else the element
+/// count and the bytes they span (the rest is a tail stored unchanged).
+fn prepare(src: &[u8], dst: &mut Vec<u8>, size: usize) -> Option<(usize, usize)> {
     dst.clear();
-    let n = src.len();
-    let nelem = n.checked_div(size).unwrap_or(0);
+    let nelem = src.len().checked_div(size).unwrap_or(0);
     if size <= 1 || nelem <= 1 {
         dst.extend_from_slice(src);
-        return;
+        return None;
     }
-    dst.resize(n, 0);
-    let body = nelem * size;
+    dst.resize(src.len(), 0);
+    Some((nelem, nelem * size))
+}
+
+/// The shuffle filter: `src` holds whole elements of `size` bytes; `dst` receives byte planes.
+pub fn shuffle(src: &[u8], dst: &mut Vec<u8>, size: usize) {
+    let Some((nelem, body)) = prepare(src, dst, size) else { return };
     for (b, plane) in dst[..body].chunks_exact_mut(nelem).enumerate() {
         for (e, out) in plane.iter_mut().enumerate() {
             *out = src[e * size + b];
@@ -23,15 +29,7 @@ pub fn shuffle(src: &[u8], dst: &mut Vec<u8>, size: usize) {
 
 /// Undo the shuffle filter: `src` holds byte planes; `dst` receives whole elements.
 pub fn unshuffle(src: &[u8], dst: &mut Vec<u8>, size: usize) {
-    dst.clear();
-    let n = src.len();
-    let nelem = n.checked_div(size).unwrap_or(0);
-    if size <= 1 || nelem <= 1 {
-        dst.extend_from_slice(src);
-        return;
-    }
-    dst.resize(n, 0);
-    let body = nelem * size;
+    let Some((nelem, body)) = prepare(src, dst, size) else { return };
     match size {
         2 => unshuffle_fixed::<2>(&src[..body], &mut dst[..body], nelem),
         4 => unshuffle_fixed::<4>(&src[..body], &mut dst[..body], nelem),

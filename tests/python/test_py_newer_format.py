@@ -9,7 +9,6 @@ import re
 import h5py
 import numpy as np
 import pytest
-
 import vh5
 
 DATA = np.arange(60, dtype="<f8").reshape(6, 10)

@@ -32,12 +32,12 @@ from ._cache import set_size as set_file_cache_size
 from ._datasets import Dataset
 from ._errors import *  # noqa: F403  (the names in _errors.__all__)
 from ._files import File, Group
+from ._hdf5info import HDF5Info, hdf5_version
 from ._pickle import allow_pickling
 from ._select import SliceTable, slice_table
 from ._slices import copy_many_slices, get_num_threads, read_many_slices, set_num_threads, write_many_slices
 from .document import Simple, Tag, decode_document
 from .payload import Payload, decode_payload
-from ._hdf5info import HDF5Info, hdf5_version
 
 __version__ = "0.1.0"
 

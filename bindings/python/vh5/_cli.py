@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, NoReturn, Optional
+from typing import NoReturn
 
 __all__ = ["binary_path", "main"]
 
@@ -47,7 +47,7 @@ def binary_path() -> str:
     )
 
 
-def main(argv: Optional[List[str]] = None) -> NoReturn:
+def main(argv: list[str] | None = None) -> NoReturn:
     """Run the ``vh5`` tool with ``argv`` (default: ``sys.argv[1:]``); never returns."""
     args = sys.argv[1:] if argv is None else list(argv)
     try:

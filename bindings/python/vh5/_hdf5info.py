@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import ctypes
-from typing import NamedTuple, Tuple
+from typing import NamedTuple
 
 __all__ = ["HDF5Info", "hdf5_version"]
 
@@ -16,7 +16,7 @@ class HDF5Info(NamedTuple):
     vh5 serialises its libhdf5 calls either way). ``str()`` gives
     ``libhdf5 1.10.8 (system, not thread-safe)``, as ``vh5 info --version`` prints it."""
 
-    version: Tuple[int, int, int]
+    version: tuple[int, int, int]
     origin: str
     threadsafe: bool
 
