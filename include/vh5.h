@@ -42,103 +42,6 @@
 #define VH5_MAX_RANK 32
 
 /**
- * `payload_view.format`: a Reductionist response (CBOR map, reductionist-rs 0.12 - 0.13.1,
- * or a client fixture of it).
- */
-#define PAYLOAD_FORMAT_REDUCTIONIST 1
-
-/**
- * `payload_view.format`: a bare RFC 8746 typed array (CBOR tags 64-87): 1-D.
- */
-#define PAYLOAD_FORMAT_TYPED_ARRAY 2
-
-/**
- * `payload_view.format`: an RFC 8746 multi-dimensional array (CBOR tag 40 row-major, 1040
- * column-major: `[dims, typed array or byte string]`).
- */
-#define PAYLOAD_FORMAT_MULTIDIM 3
-
-/**
- * `payload_view.format`: a msgpack-numpy map (`nd`, `type`, `kind`, `shape`, `data`).
- */
-#define PAYLOAD_FORMAT_MSGPACK_NUMPY 4
-
-/**
- * `payload_view.layout`: not a Reductionist map.
- */
-#define PAYLOAD_LAYOUT_NONE 0
-
-/**
- * `payload_view.layout`: reductionist-rs 0.12.x, 5 keys (`bytes`, `dtype`, `shape`, `count`,
- * `byte_order`). A 0.13.0 response without `*_as_bytes` keys is identical and reported so.
- */
-#define PAYLOAD_LAYOUT_REDUCTIONIST_0_12 1
-
-/**
- * `payload_view.layout`: reductionist-rs 0.13.0: `shape_as_bytes` / `count_as_bytes` present
- * only when non-empty (one of them here).
- */
-#define PAYLOAD_LAYOUT_REDUCTIONIST_0_13_0 2
-
-/**
- * `payload_view.layout`: reductionist-rs 0.13.1: always the 7 keys (also a 0.13.0 response
- * where both `*_as_bytes` keys are non-empty, which is identical on the wire).
- */
-#define PAYLOAD_LAYOUT_REDUCTIONIST_0_13_1 3
-
-/**
- * `payload_view.layout`: any other accepted map: count as a bare integer or nested arrays,
- * missing `shape` or `byte_order`, typed-array tags, numpy type strings, unknown extra keys.
- */
-#define PAYLOAD_LAYOUT_CLIENT 4
-
-/**
- * `payload_view.count_form`: the message has no count (`count_len` = 0).
- */
-#define PAYLOAD_COUNT_ABSENT 0
-
-/**
- * `payload_view.count_form`: a bare integer, in `count_scalar` (`count_len` = 1).
- */
-#define PAYLOAD_COUNT_SCALAR 1
-
-/**
- * `payload_view.count_form`: fixed-width integers viewed at `count_data` (`count_as_bytes`,
- * int64 in `count_byte_order`, or an RFC 8746 typed array of `count_dtype`). Read with
- * unaligned loads, or decode with payload_decode_count.
- */
-#define PAYLOAD_COUNT_BYTES 2
-
-/**
- * `payload_view.count_form`: a CBOR integer array (possibly nested): decode it with
- * payload_decode_count into `count_len` int64 values.
- */
-#define PAYLOAD_COUNT_ARRAY 3
-
-/**
- * `payload_decode_view` flag: fail with VH5_ERR_MISALIGNED instead of returning data that is
- * not aligned for its element type.
- */
-#define PAYLOAD_REQUIRE_ALIGNED 1
-
-/**
- * `payload_decode_view` flag: fail with VH5_ERR_BYTE_ORDER instead of returning data that is
- * not in the host's byte order.
- */
-#define PAYLOAD_REQUIRE_NATIVE 2
-
-/**
- * Capacity of `payload_view.shape`: payloads with more axes give VH5_ERR_UNSUPPORTED.
- */
-#define PAYLOAD_MAX_NDIM 64
-
-/**
- * Deepest nesting of a `count` array accepted (`[[1]]` is depth 2); deeper gives
- * VH5_ERR_UNSUPPORTED.
- */
-#define PAYLOAD_MAX_COUNT_DEPTH 64
-
-/**
  * `payload_decode_document` format: detect from the first bytes (a CBOR map or array tag
  * 40/1040/64-87/55799 → CBOR; a msgpack map or array16/32 → msgpack; a first byte 0x80-0xbf,
  * which starts a container in both, → the format that accepts the whole document; a
@@ -329,15 +232,112 @@
 #define VH5_LAYOUT_VIRTUAL 3
 
 /**
- * Largest value `vh5_set_num_threads` and env `VH5_THREADS` accept.
- */
-#define VH5_MAX_THREADS 1024
-
-/**
  * `vh5_group_members` flag: list every object below the group (recursively, through hard
  * links) instead of the group's own links.
  */
 #define VH5_GROUP_RECURSIVE 1
+
+/**
+ * `payload_view.format`: a Reductionist response (CBOR map, reductionist-rs 0.12 - 0.13.1,
+ * or a client fixture of it).
+ */
+#define PAYLOAD_FORMAT_REDUCTIONIST 1
+
+/**
+ * `payload_view.format`: a bare RFC 8746 typed array (CBOR tags 64-87): 1-D.
+ */
+#define PAYLOAD_FORMAT_TYPED_ARRAY 2
+
+/**
+ * `payload_view.format`: an RFC 8746 multi-dimensional array (CBOR tag 40 row-major, 1040
+ * column-major: `[dims, typed array or byte string]`).
+ */
+#define PAYLOAD_FORMAT_MULTIDIM 3
+
+/**
+ * `payload_view.format`: a msgpack-numpy map (`nd`, `type`, `kind`, `shape`, `data`).
+ */
+#define PAYLOAD_FORMAT_MSGPACK_NUMPY 4
+
+/**
+ * `payload_view.layout`: not a Reductionist map.
+ */
+#define PAYLOAD_LAYOUT_NONE 0
+
+/**
+ * `payload_view.layout`: reductionist-rs 0.12.x, 5 keys (`bytes`, `dtype`, `shape`, `count`,
+ * `byte_order`). A 0.13.0 response without `*_as_bytes` keys is identical and reported so.
+ */
+#define PAYLOAD_LAYOUT_REDUCTIONIST_0_12 1
+
+/**
+ * `payload_view.layout`: reductionist-rs 0.13.0: `shape_as_bytes` / `count_as_bytes` present
+ * only when non-empty (one of them here).
+ */
+#define PAYLOAD_LAYOUT_REDUCTIONIST_0_13_0 2
+
+/**
+ * `payload_view.layout`: reductionist-rs 0.13.1: always the 7 keys (also a 0.13.0 response
+ * where both `*_as_bytes` keys are non-empty, which is identical on the wire).
+ */
+#define PAYLOAD_LAYOUT_REDUCTIONIST_0_13_1 3
+
+/**
+ * `payload_view.layout`: any other accepted map: count as a bare integer or nested arrays,
+ * missing `shape` or `byte_order`, typed-array tags, numpy type strings, unknown extra keys.
+ */
+#define PAYLOAD_LAYOUT_CLIENT 4
+
+/**
+ * `payload_view.count_form`: the message has no count (`count_len` = 0).
+ */
+#define PAYLOAD_COUNT_ABSENT 0
+
+/**
+ * `payload_view.count_form`: a bare integer, in `count_scalar` (`count_len` = 1).
+ */
+#define PAYLOAD_COUNT_SCALAR 1
+
+/**
+ * `payload_view.count_form`: fixed-width integers viewed at `count_data` (`count_as_bytes`,
+ * int64 in `count_byte_order`, or an RFC 8746 typed array of `count_dtype`). Read with
+ * unaligned loads, or decode with payload_decode_count.
+ */
+#define PAYLOAD_COUNT_BYTES 2
+
+/**
+ * `payload_view.count_form`: a CBOR integer array (possibly nested): decode it with
+ * payload_decode_count into `count_len` int64 values.
+ */
+#define PAYLOAD_COUNT_ARRAY 3
+
+/**
+ * `payload_decode_view` flag: fail with VH5_ERR_MISALIGNED instead of returning data that is
+ * not aligned for its element type.
+ */
+#define PAYLOAD_REQUIRE_ALIGNED 1
+
+/**
+ * `payload_decode_view` flag: fail with VH5_ERR_BYTE_ORDER instead of returning data that is
+ * not in the host's byte order.
+ */
+#define PAYLOAD_REQUIRE_NATIVE 2
+
+/**
+ * Capacity of `payload_view.shape`: payloads with more axes give VH5_ERR_UNSUPPORTED.
+ */
+#define PAYLOAD_MAX_NDIM 64
+
+/**
+ * Deepest nesting of a `count` array accepted (`[[1]]` is depth 2); deeper gives
+ * VH5_ERR_UNSUPPORTED.
+ */
+#define PAYLOAD_MAX_COUNT_DEPTH 64
+
+/**
+ * Largest value `vh5_set_num_threads` and env `VH5_THREADS` accept.
+ */
+#define VH5_MAX_THREADS 1024
 
 /**
  * Status code returned by every fallible vh5 function. Values are stable across releases.
@@ -499,6 +499,49 @@ typedef uint32_t vh5_byte_order;
 #endif // __cplusplus
 
 /**
+ * One value of a document (64 bytes). Items come in pre-order: a value before its children,
+ * so `parent` is always an earlier index.
+ */
+typedef struct payload_item {
+  /**
+   * PAYLOAD_ITEM_*.
+   */
+  uint32_t kind;
+  /**
+   * PAYLOAD_ITEM_INDEFINITE, PAYLOAD_ITEM_NARROW_FLOAT, PAYLOAD_ITEM_NUMPY_SCALAR.
+   */
+  uint32_t flags;
+  /**
+   * Index of the parent item in the output; PAYLOAD_NO_PARENT for the root.
+   */
+  uint64_t parent;
+  /**
+   * Index among the parent's children (maps: key 2k, value 2k+1); 0 for the root.
+   */
+  uint64_t position;
+  /**
+   * Number of direct children (maps: 2 x entries; tags: 1; chunked strings: chunks; else 0).
+   */
+  uint64_t children;
+  /**
+   * Byte offset in `buf` of the item's first byte (for string chunks: of their content).
+   */
+  uint64_t offset;
+  /**
+   * TEXT, BYTES, EXT, ARRAY_VIEW: byte offset in `buf` of the content / array data; else 0.
+   */
+  uint64_t data_offset;
+  /**
+   * TEXT, BYTES, EXT, ARRAY_VIEW: length in bytes of the content / array data; else 0.
+   */
+  uint64_t data_len;
+  /**
+   * UINT, NEGINT, FLOAT (bits), BOOL, SIMPLE, TAG, EXT (type), ARRAY_VIEW (view index); else 0.
+   */
+  uint64_t value;
+} payload_item;
+
+/**
  * A decoded payload: where its data is inside the caller's buffer and how to read it.
  *
  * Every pointer points INTO the `buf` given to payload_decode_view and is valid exactly as
@@ -602,49 +645,6 @@ typedef struct payload_view {
    */
   size_t count_offset;
 } payload_view;
-
-/**
- * One value of a document (64 bytes). Items come in pre-order: a value before its children,
- * so `parent` is always an earlier index.
- */
-typedef struct payload_item {
-  /**
-   * PAYLOAD_ITEM_*.
-   */
-  uint32_t kind;
-  /**
-   * PAYLOAD_ITEM_INDEFINITE, PAYLOAD_ITEM_NARROW_FLOAT, PAYLOAD_ITEM_NUMPY_SCALAR.
-   */
-  uint32_t flags;
-  /**
-   * Index of the parent item in the output; PAYLOAD_NO_PARENT for the root.
-   */
-  uint64_t parent;
-  /**
-   * Index among the parent's children (maps: key 2k, value 2k+1); 0 for the root.
-   */
-  uint64_t position;
-  /**
-   * Number of direct children (maps: 2 x entries; tags: 1; chunked strings: chunks; else 0).
-   */
-  uint64_t children;
-  /**
-   * Byte offset in `buf` of the item's first byte (for string chunks: of their content).
-   */
-  uint64_t offset;
-  /**
-   * TEXT, BYTES, EXT, ARRAY_VIEW: byte offset in `buf` of the content / array data; else 0.
-   */
-  uint64_t data_offset;
-  /**
-   * TEXT, BYTES, EXT, ARRAY_VIEW: length in bytes of the content / array data; else 0.
-   */
-  uint64_t data_len;
-  /**
-   * UINT, NEGINT, FLOAT (bits), BOOL, SIMPLE, TAG, EXT (type), ARRAY_VIEW (view index); else 0.
-   */
-  uint64_t value;
-} payload_item;
 
 /**
  * Description of a dataset, filled by `vh5_dataset_get_info`. Every field is written on
@@ -816,93 +816,6 @@ const char *vh5_version_string(void);
  * its output structs has a name. Never free it. Thread-safe.
  */
 const char *vh5_dtype_name(uint32_t dtype);
-
-/**
- * Decode the payload in `buf` (`len` bytes) into `*out`, a view pointing INTO `buf`.
- *
- * Formats (detected from the first byte): Reductionist CBOR maps (reductionist-rs 0.12,
- * 0.13.0, 0.13.1 and client fixtures), RFC 8746 typed arrays (tags 64-87) and
- * multi-dimensional arrays (tags 40/1040), msgpack-numpy maps. Nothing is copied or
- * allocated in proportion to the data; a `count` integer array is walked once (validated,
- * counted) to reach the keys after it.
- *
- * `flags`: 0, or PAYLOAD_REQUIRE_ALIGNED | PAYLOAD_REQUIRE_NATIVE.
- *
- * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`out` NULL, or `buf` NULL with `len` > 0);
- * VH5_ERR_INVALID_ARGUMENT (unknown flag bits); VH5_ERR_MALFORMED (truncated, wrong types,
- * duplicate keys, data length != prod(shape) * itemsize, trailing bytes, a count that is
- * negative or above INT64_MAX in any form and byte order (integer array, `count_as_bytes`,
- * typed array: the message names its index and byte offset)...: the message names the key
- * and byte offset); VH5_ERR_UNSUPPORTED (pickled/structured
- * msgpack-numpy, indefinite-length data byte string, more than 64 axes, count nesting
- * deeper than 64, float128, reserved tags); VH5_ERR_DTYPE (unknown dtype, `dtype` key
- * contradicting a typed-array tag); VH5_ERR_SERVER_ERROR (`buf` is a server JSON error body;
- * the message carries the server's text); VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER (only
- * with the matching flag). On failure `*out` is zeroed (when `out` is not NULL) and
- * vh5_last_error_message() explains. `buf` is only read, within [buf, buf+len).
- * Thread-safe; no state is kept.
- *
- * # Safety
- * `buf` must be NULL or valid for reads of `len` bytes; `out` must be NULL or point to a
- * writable `payload_view`. The pointers in `*out` borrow `buf`: valid while `buf` is.
- */
-vh5_status payload_decode_view(const uint8_t *buf,
-                               size_t len,
-                               uint32_t flags,
-                               struct payload_view *out);
-
-/**
- * Decode the count of the payload in `buf` (`len` bytes) into `out` as native int64.
- *
- * Every count form: a bare integer (1 value); a CBOR integer array, flat or nested
- * (flattened in C order); `count_as_bytes` or a typed array (converted from its type and
- * byte order). `cap` is the capacity of `out` in ELEMENTS (`out` may be NULL when `cap` is
- * 0); `*written` receives the number of values written (0 when the payload has no count).
- *
- * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`written` NULL, `buf` NULL with `len` > 0, `out`
- * NULL with `cap` > 0); VH5_ERR_BUFFER_TOO_SMALL when `cap` < count length: nothing is
- * written beyond `out[cap-1]` (for an integer array the first `cap` values may be written,
- * as counts are decoded in a single pass), `*written` is set to the NEEDED count and the
- * message gives it;
- * VH5_ERR_MALFORMED for a negative count or one above INT64_MAX (the message names its
- * index and byte offset), and any status payload_decode_view returns for the message.
- * On other failures `*written` is 0 (and `out` may hold partial values up to `cap`).
- * Thread-safe.
- *
- * # Safety
- * `buf` must be NULL or valid for reads of `len` bytes; `out` NULL or valid for writes of
- * `cap` int64 values; `written` NULL or a writable `size_t`. Nothing is retained.
- */
-vh5_status payload_decode_count(const uint8_t *buf,
-                                size_t len,
-                                int64_t *out,
-                                size_t cap,
-                                size_t *written);
-
-/**
- * Copy the data of the payload in `buf` (`len` bytes) into `out` in NATIVE byte order,
- * keeping the payload's element order (C order, or Fortran order when the view says so).
- *
- * `out_len` is the capacity of `out` in BYTES (`out` may be NULL when `out_len` is 0);
- * `*written` receives the number of bytes written (nelements * itemsize). `out` needs no
- * particular alignment, but an aligned buffer lets the caller use it as a typed array.
- * Unlike payload_decode_view this also reads data stored as an indefinite-length (chunked)
- * CBOR byte string.
- *
- * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT; VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
- * than the data length (nothing written; `*written` is set to the NEEDED byte count; the
- * message gives it); and any status payload_decode_view returns for the message (except
- * VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER, which do not apply). Thread-safe.
- *
- * # Safety
- * `buf` must be NULL or valid for reads of `len` bytes; `out` NULL or valid for writes of
- * `out_len` bytes; `written` NULL or a writable `size_t`. Nothing is retained.
- */
-vh5_status payload_copy_data(const uint8_t *buf,
-                             size_t len,
-                             void *out,
-                             size_t out_len,
-                             size_t *written);
 
 /**
  * Walk the whole msgpack or CBOR document in `buf` (`len` bytes) in one pass: every value
@@ -1079,60 +992,150 @@ vh5_status vh5_read_many_slices(int64_t dset,
                                 uint32_t flags);
 
 /**
- * Set how many threads `vh5_read_many_slices` may use to decompress and scatter chunks
- * (process-wide; takes effect on the next call). `n` = 1: everything runs on the calling
- * thread, no extra threads; `n` > 1: up to `n` worker threads per call, started and joined
- * inside the call (vh5 keeps no thread between calls; a call starts at most one worker per
- * chunk it reads whole, and if the system refuses to start a thread it goes on with the
- * workers it has); `n` = 0: back to the default, which is env `VH5_THREADS` (read once; an
- * integer in [1, VH5_MAX_THREADS]) when set, else the number of cores available
- * (`std::thread::available_parallelism`). An invalid `VH5_THREADS` (or `VH5_PLANNER`,
- * `VH5_MAX_CHUNK_BYTES`) value makes every read and write fail with
- * `VH5_ERR_INVALID_ARGUMENT` naming the variable, never silently ignored.
+ * List the members of the group at path `group` (NUL-terminated UTF-8, relative to `loc`;
+ * `"/"` or `"."` for the root group) of the file or group `loc`.
  *
- * Worker threads never call libhdf5, and a call holds vh5's libhdf5 lock only while it
- * fetches or stores chunks, handing it to waiting threads between chunks: vh5 calls from
- * other threads (and other libhdf5 users of the same lock) interleave with a long call
- * instead of waiting for its end. The division of work: docs/ARCHITECTURE.md.
+ * The result is a sequence of records, each one kind byte, the member's name (UTF-8) and a
+ * NUL byte, in libhdf5's name order. Kind bytes: `'g'` group, `'d'` dataset, `'t'` named
+ * datatype, `'e'` external link (never followed), `'s'` soft link to nothing (dangling),
+ * `'?'` anything else. Without flags the records are the group's links (names are link names;
+ * a soft link has the kind of its target). With `VH5_GROUP_RECURSIVE` they are every hard
+ * link below the group, names relative to it (`"sub"`, `"sub/x"`, ...; a group before its
+ * members; soft and external links left out; an object reachable by two hard links appears
+ * under both names).
  *
- * Returns `VH5_OK`; `VH5_ERR_INVALID_ARGUMENT` when `n` > VH5_MAX_THREADS (the setting is
- * then unchanged). Thread-safe.
- */
-vh5_status vh5_set_num_threads(uint32_t n);
-
-/**
- * The number of threads `vh5_read_many_slices` may use now (>= 1): the value set with
- * `vh5_set_num_threads`, else `VH5_THREADS`, else the cores available. Thread-safe.
- */
-uint32_t vh5_get_num_threads(void);
-
-/**
- * The version of the libhdf5 this library calls (`H5get_libversion`, e.g. 1, 10, 8) and
- * whether that libhdf5 was built thread-safe (`H5is_library_threadsafe`; 1 or 0 — vh5
- * serialises its own libhdf5 calls either way, see `vh5_set_num_threads`). Where it comes
- * from: `vh5_hdf5_origin`.
+ * Two-call protocol: `*len_out` receives the total size of the records in bytes. When `cap`
+ * is at least that size they are copied to `buf`; otherwise nothing is written to `buf` and
+ * the call returns `VH5_ERR_BUFFER_TOO_SMALL`, except that `buf` NULL with `cap` 0 is a size
+ * query and returns `VH5_OK`.
  *
- * `major`, `minor`, `release`: out, may each be NULL (not written); `threadsafe`: out, may be
- * NULL. Nothing is kept past the call.
- *
- * Returns `VH5_OK`; `VH5_ERR_HDF5` if libhdf5 fails to report them (the outputs are then
- * set to 0). Thread-safe (takes vh5's libhdf5 lock).
+ * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`group` or `len_out` NULL, or `buf` NULL with
+ * `cap` > 0); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; the object at `group` is not a
+ * group — the message says what it is, or which component of the path is a dataset);
+ * `VH5_ERR_INVALID_HANDLE` (`loc` is not an open file or group id); `VH5_ERR_NOT_FOUND`
+ * (naming the missing path component); `VH5_ERR_UNSUPPORTED` (the path goes through an
+ * external link and `loc` was not opened with `VH5_FILE_ALLOW_EXTERNAL`);
+ * `VH5_ERR_BUFFER_TOO_SMALL`; `VH5_ERR_HDF5`. `*len_out` is 0 on other failures.
+ * Thread-safe.
  *
  * # Safety
- * Each non-NULL pointer must be valid for one write of its type.
+ * `group` must be NULL or a NUL-terminated string; `buf` NULL or valid for `cap` byte writes;
+ * `len_out` NULL or valid for one write.
  */
-vh5_status vh5_hdf5_version(uint32_t *major,
-                            uint32_t *minor,
-                            uint32_t *release,
-                            uint8_t *threadsafe);
+vh5_status vh5_group_members(int64_t loc,
+                             const char *group,
+                             uint32_t flags,
+                             uint8_t *buf,
+                             size_t cap,
+                             size_t *len_out);
 
 /**
- * Where the libhdf5 of `vh5_hdf5_version` comes from, as a static NUL-terminated string:
- * `"system"` (a shared libhdf5 of the system, found when vh5 was built; the dynamic loader
- * picks the file at run time) or `"vendored"` (HDF5 built from source by the `static-hdf5`
- * cargo feature and linked statically into libvh5). Never NULL; never free it. Thread-safe.
+ * Copy the client data values (`cd_values`) of filter number `index` (0-based, pipeline
+ * order as in `vh5_dataset_info.filter_id`) of the dataset `dset` into `values` (room for
+ * `cap` entries) and store their number in `*n_out`. Deflate (gzip) has one value, the
+ * compression level; szip has the options mask and pixels per block first; shuffle the item
+ * size. When `cap` is smaller than the number, the first `cap` values are copied (`*n_out`
+ * still says how many there are); `values` may be NULL when `cap` is 0.
+ *
+ * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`n_out` NULL, or `values` NULL with `cap` > 0);
+ * `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_INVALID_ARGUMENT`
+ * (no filter `index`); `VH5_ERR_HDF5`. `*n_out` is 0 on failure. Thread-safe.
+ *
+ * # Safety
+ * `values` must be NULL or valid for `cap` writes; `n_out` NULL or valid for one write.
  */
-const char *vh5_hdf5_origin(void);
+vh5_status vh5_dataset_filter_params(int64_t dset,
+                                     uint32_t index,
+                                     uint32_t *values,
+                                     size_t cap,
+                                     size_t *n_out);
+
+/**
+ * Decode the payload in `buf` (`len` bytes) into `*out`, a view pointing INTO `buf`.
+ *
+ * Formats (detected from the first byte): Reductionist CBOR maps (reductionist-rs 0.12,
+ * 0.13.0, 0.13.1 and client fixtures), RFC 8746 typed arrays (tags 64-87) and
+ * multi-dimensional arrays (tags 40/1040), msgpack-numpy maps. Nothing is copied or
+ * allocated in proportion to the data; a `count` integer array is walked once (validated,
+ * counted) to reach the keys after it.
+ *
+ * `flags`: 0, or PAYLOAD_REQUIRE_ALIGNED | PAYLOAD_REQUIRE_NATIVE.
+ *
+ * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`out` NULL, or `buf` NULL with `len` > 0);
+ * VH5_ERR_INVALID_ARGUMENT (unknown flag bits); VH5_ERR_MALFORMED (truncated, wrong types,
+ * duplicate keys, data length != prod(shape) * itemsize, trailing bytes, a count that is
+ * negative or above INT64_MAX in any form and byte order (integer array, `count_as_bytes`,
+ * typed array: the message names its index and byte offset)...: the message names the key
+ * and byte offset); VH5_ERR_UNSUPPORTED (pickled/structured
+ * msgpack-numpy, indefinite-length data byte string, more than 64 axes, count nesting
+ * deeper than 64, float128, reserved tags); VH5_ERR_DTYPE (unknown dtype, `dtype` key
+ * contradicting a typed-array tag); VH5_ERR_SERVER_ERROR (`buf` is a server JSON error body;
+ * the message carries the server's text); VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER (only
+ * with the matching flag). On failure `*out` is zeroed (when `out` is not NULL) and
+ * vh5_last_error_message() explains. `buf` is only read, within [buf, buf+len).
+ * Thread-safe; no state is kept.
+ *
+ * # Safety
+ * `buf` must be NULL or valid for reads of `len` bytes; `out` must be NULL or point to a
+ * writable `payload_view`. The pointers in `*out` borrow `buf`: valid while `buf` is.
+ */
+vh5_status payload_decode_view(const uint8_t *buf,
+                               size_t len,
+                               uint32_t flags,
+                               struct payload_view *out);
+
+/**
+ * Decode the count of the payload in `buf` (`len` bytes) into `out` as native int64.
+ *
+ * Every count form: a bare integer (1 value); a CBOR integer array, flat or nested
+ * (flattened in C order); `count_as_bytes` or a typed array (converted from its type and
+ * byte order). `cap` is the capacity of `out` in ELEMENTS (`out` may be NULL when `cap` is
+ * 0); `*written` receives the number of values written (0 when the payload has no count).
+ *
+ * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`written` NULL, `buf` NULL with `len` > 0, `out`
+ * NULL with `cap` > 0); VH5_ERR_BUFFER_TOO_SMALL when `cap` < count length: nothing is
+ * written beyond `out[cap-1]` (for an integer array the first `cap` values may be written,
+ * as counts are decoded in a single pass), `*written` is set to the NEEDED count and the
+ * message gives it;
+ * VH5_ERR_MALFORMED for a negative count or one above INT64_MAX (the message names its
+ * index and byte offset), and any status payload_decode_view returns for the message.
+ * On other failures `*written` is 0 (and `out` may hold partial values up to `cap`).
+ * Thread-safe.
+ *
+ * # Safety
+ * `buf` must be NULL or valid for reads of `len` bytes; `out` NULL or valid for writes of
+ * `cap` int64 values; `written` NULL or a writable `size_t`. Nothing is retained.
+ */
+vh5_status payload_decode_count(const uint8_t *buf,
+                                size_t len,
+                                int64_t *out,
+                                size_t cap,
+                                size_t *written);
+
+/**
+ * Copy the data of the payload in `buf` (`len` bytes) into `out` in NATIVE byte order,
+ * keeping the payload's element order (C order, or Fortran order when the view says so).
+ *
+ * `out_len` is the capacity of `out` in BYTES (`out` may be NULL when `out_len` is 0);
+ * `*written` receives the number of bytes written (nelements * itemsize). `out` needs no
+ * particular alignment, but an aligned buffer lets the caller use it as a typed array.
+ * Unlike payload_decode_view this also reads data stored as an indefinite-length (chunked)
+ * CBOR byte string.
+ *
+ * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT; VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
+ * than the data length (nothing written; `*written` is set to the NEEDED byte count; the
+ * message gives it); and any status payload_decode_view returns for the message (except
+ * VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER, which do not apply). Thread-safe.
+ *
+ * # Safety
+ * `buf` must be NULL or valid for reads of `len` bytes; `out` NULL or valid for writes of
+ * `out_len` bytes; `written` NULL or a writable `size_t`. Nothing is retained.
+ */
+vh5_status payload_copy_data(const uint8_t *buf,
+                             size_t len,
+                             void *out,
+                             size_t out_len,
+                             size_t *written);
 
 /**
  * Copy many slices from the array `*src` into the array `*dst`, both in memory (numpy ->
@@ -1263,63 +1266,60 @@ vh5_status vh5_write_many_slices(int64_t dset,
                                  uint32_t flags);
 
 /**
- * List the members of the group at path `group` (NUL-terminated UTF-8, relative to `loc`;
- * `"/"` or `"."` for the root group) of the file or group `loc`.
+ * Set how many threads `vh5_read_many_slices` may use to decompress and scatter chunks
+ * (process-wide; takes effect on the next call). `n` = 1: everything runs on the calling
+ * thread, no extra threads; `n` > 1: up to `n` worker threads per call, started and joined
+ * inside the call (vh5 keeps no thread between calls; a call starts at most one worker per
+ * chunk it reads whole, and if the system refuses to start a thread it goes on with the
+ * workers it has); `n` = 0: back to the default, which is env `VH5_THREADS` (read once; an
+ * integer in [1, VH5_MAX_THREADS]) when set, else the number of cores available
+ * (`std::thread::available_parallelism`). An invalid `VH5_THREADS` (or `VH5_PLANNER`,
+ * `VH5_MAX_CHUNK_BYTES`) value makes every read and write fail with
+ * `VH5_ERR_INVALID_ARGUMENT` naming the variable, never silently ignored.
  *
- * The result is a sequence of records, each one kind byte, the member's name (UTF-8) and a
- * NUL byte, in libhdf5's name order. Kind bytes: `'g'` group, `'d'` dataset, `'t'` named
- * datatype, `'e'` external link (never followed), `'s'` soft link to nothing (dangling),
- * `'?'` anything else. Without flags the records are the group's links (names are link names;
- * a soft link has the kind of its target). With `VH5_GROUP_RECURSIVE` they are every hard
- * link below the group, names relative to it (`"sub"`, `"sub/x"`, ...; a group before its
- * members; soft and external links left out; an object reachable by two hard links appears
- * under both names).
+ * Worker threads never call libhdf5, and a call holds vh5's libhdf5 lock only while it
+ * fetches or stores chunks, handing it to waiting threads between chunks: vh5 calls from
+ * other threads (and other libhdf5 users of the same lock) interleave with a long call
+ * instead of waiting for its end. The division of work: docs/ARCHITECTURE.md.
  *
- * Two-call protocol: `*len_out` receives the total size of the records in bytes. When `cap`
- * is at least that size they are copied to `buf`; otherwise nothing is written to `buf` and
- * the call returns `VH5_ERR_BUFFER_TOO_SMALL`, except that `buf` NULL with `cap` 0 is a size
- * query and returns `VH5_OK`.
- *
- * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`group` or `len_out` NULL, or `buf` NULL with
- * `cap` > 0); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; the object at `group` is not a
- * group — the message says what it is, or which component of the path is a dataset);
- * `VH5_ERR_INVALID_HANDLE` (`loc` is not an open file or group id); `VH5_ERR_NOT_FOUND`
- * (naming the missing path component); `VH5_ERR_UNSUPPORTED` (the path goes through an
- * external link and `loc` was not opened with `VH5_FILE_ALLOW_EXTERNAL`);
- * `VH5_ERR_BUFFER_TOO_SMALL`; `VH5_ERR_HDF5`. `*len_out` is 0 on other failures.
- * Thread-safe.
- *
- * # Safety
- * `group` must be NULL or a NUL-terminated string; `buf` NULL or valid for `cap` byte writes;
- * `len_out` NULL or valid for one write.
+ * Returns `VH5_OK`; `VH5_ERR_INVALID_ARGUMENT` when `n` > VH5_MAX_THREADS (the setting is
+ * then unchanged). Thread-safe.
  */
-vh5_status vh5_group_members(int64_t loc,
-                             const char *group,
-                             uint32_t flags,
-                             uint8_t *buf,
-                             size_t cap,
-                             size_t *len_out);
+vh5_status vh5_set_num_threads(uint32_t n);
 
 /**
- * Copy the client data values (`cd_values`) of filter number `index` (0-based, pipeline
- * order as in `vh5_dataset_info.filter_id`) of the dataset `dset` into `values` (room for
- * `cap` entries) and store their number in `*n_out`. Deflate (gzip) has one value, the
- * compression level; szip has the options mask and pixels per block first; shuffle the item
- * size. When `cap` is smaller than the number, the first `cap` values are copied (`*n_out`
- * still says how many there are); `values` may be NULL when `cap` is 0.
+ * The number of threads `vh5_read_many_slices` may use now (>= 1): the value set with
+ * `vh5_set_num_threads`, else `VH5_THREADS`, else the cores available. Thread-safe.
+ */
+uint32_t vh5_get_num_threads(void);
+
+/**
+ * The version of the libhdf5 this library calls (`H5get_libversion`, e.g. 1, 10, 8) and
+ * whether that libhdf5 was built thread-safe (`H5is_library_threadsafe`; 1 or 0 — vh5
+ * serialises its own libhdf5 calls either way, see `vh5_set_num_threads`). Where it comes
+ * from: `vh5_hdf5_origin`.
  *
- * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`n_out` NULL, or `values` NULL with `cap` > 0);
- * `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_INVALID_ARGUMENT`
- * (no filter `index`); `VH5_ERR_HDF5`. `*n_out` is 0 on failure. Thread-safe.
+ * `major`, `minor`, `release`: out, may each be NULL (not written); `threadsafe`: out, may be
+ * NULL. Nothing is kept past the call.
+ *
+ * Returns `VH5_OK`; `VH5_ERR_HDF5` if libhdf5 fails to report them (the outputs are then
+ * set to 0). Thread-safe (takes vh5's libhdf5 lock).
  *
  * # Safety
- * `values` must be NULL or valid for `cap` writes; `n_out` NULL or valid for one write.
+ * Each non-NULL pointer must be valid for one write of its type.
  */
-vh5_status vh5_dataset_filter_params(int64_t dset,
-                                     uint32_t index,
-                                     uint32_t *values,
-                                     size_t cap,
-                                     size_t *n_out);
+vh5_status vh5_hdf5_version(uint32_t *major,
+                            uint32_t *minor,
+                            uint32_t *release,
+                            uint8_t *threadsafe);
+
+/**
+ * Where the libhdf5 of `vh5_hdf5_version` comes from, as a static NUL-terminated string:
+ * `"system"` (a shared libhdf5 of the system, found when vh5 was built; the dynamic loader
+ * picks the file at run time) or `"vendored"` (HDF5 built from source by the `static-hdf5`
+ * cargo feature and linked statically into libvh5). Never NULL; never free it. Thread-safe.
+ */
+const char *vh5_hdf5_origin(void);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -56,10 +56,12 @@ pub const ORIGIN: Origin = if cfg!(feature = "static-hdf5") { Origin::Vendored }
 pub fn library_info(lock: &H5Lock) -> Result<LibInfo> {
     let (mut major, mut minor, mut release) = (0, 0, 0);
     let mut ts: hdf5_sys::h5::hbool_t = 0;
-    // SAFETY: valid out-pointers; lock held.
-    unsafe {
-        super::error::check(lock, H5get_libversion(&mut major, &mut minor, &mut release), "H5get_libversion")?;
-        super::error::check(lock, H5is_library_threadsafe(&mut ts), "H5is_library_threadsafe")?;
+    let _ = lock;
+    // SAFETY: valid out-pointers; lock held. Plain status checks (no error-stack capture):
+    // `hdf5::error` names this version in its messages, so this module does not import it.
+    let (v, t) = unsafe { (H5get_libversion(&mut major, &mut minor, &mut release), H5is_library_threadsafe(&mut ts)) };
+    if v < 0 || t < 0 {
+        bail!(Hdf5, "libhdf5 did not report its version (H5get_libversion {v}, H5is_library_threadsafe {t})");
     }
     Ok(LibInfo { major, minor, release, threadsafe: ts != 0, origin: ORIGIN })
 }
