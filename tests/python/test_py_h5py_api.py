@@ -407,3 +407,21 @@ def test_byte_swapped_destination_is_refused_for_writes_and_opaque(tmp_path):
     with vh5.File(p, "r+") as f:
         with pytest.raises(vh5.DtypeError, match="src has non-native byte order >f8"):
             vh5.write_many_slices(np.arange(4.0).astype(">f8"), f["x"], [0], [0], [4])
+
+
+def test_write_refuses_big_endian_source_after_a_big_endian_read(tmp_path):
+    """Regression (struct cache): a big-endian read destination's cached C struct must not let
+    a big-endian write source of the same shape past the native-order check (it was written
+    as if native: wrong values in the file)."""
+    p = str(tmp_path / "w.h5")
+    with h5py.File(p, "w", libver=LIBVER) as h:
+        h["x"] = np.arange(4.0)
+    with vh5.File(p, "r+") as f:
+        d = f["x"]
+        out = np.zeros(4, ">f8")
+        vh5.read_many_slices(d, out, [0], [0], [4])
+        np.testing.assert_array_equal(out, np.arange(4.0))
+        with pytest.raises(vh5.DtypeError, match="src has non-native byte order >f8"):
+            vh5.write_many_slices(out, d, [0], [0], [4])
+    with h5py.File(p, "r") as h:
+        np.testing.assert_array_equal(h["x"][...], np.arange(4.0))

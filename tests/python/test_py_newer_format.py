@@ -44,7 +44,7 @@ def test_newer_format_read_equal_to_h5py_or_refused_naming_it(tmp_path, libver, 
     except vh5.UnsupportedError as e:
         msg = str(e)
         assert vh5.hdf5_version().version < (1, 12), msg
-        assert f"file `{p}`, object `x`: written with a newer HDF5 format than the linked libhdf5 1." in msg, msg
+        assert re.search(rf"file `{re.escape(str(p))}`, object `/?x`: written with a newer HDF5 format than the linked libhdf5 1\.", msg), msg
         assert "bad version number for" in msg and "static-hdf5" in msg and "error stack" not in msg, msg
         return
     np.testing.assert_array_equal(out, want)

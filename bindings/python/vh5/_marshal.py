@@ -102,7 +102,7 @@ def _template(a: np.ndarray, what: str, any_order: bool):
 
 def array_struct(a: np.ndarray, what: str = "dst", slot: int = 0) -> Array:
     """The ``vh5_array`` describing numpy array ``a`` (any layout), from a per-thread cache
-    keyed by (slot, dtype, shape, strides): only its ``base`` is set per call. The struct
+    keyed by (slot, byte-order permission, dtype, shape, strides): only its ``base`` is set per call. The struct
     keeps its shape/strides tables alive and is valid until the next call on this thread with
     the same ``slot`` (use slots 0 and 1 for the two arrays of one copy). ``what`` names the
     array in errors; a read destination (``"dst"`` in slot 0) may be in either byte order
@@ -111,12 +111,13 @@ def array_struct(a: np.ndarray, what: str = "dst", slot: int = 0) -> Array:
         cache = _TLS.arrays
     except AttributeError:
         cache = _TLS.arrays = {}
-    key = (slot, a.dtype, a.shape, a.strides)
+    # The byte-order permission is part of the key: a struct cached for a big-endian read
+    # destination must not let a big-endian write source past the native-order check.
+    any_order = slot == 0 and what == "dst"
+    key = (slot, any_order, a.dtype, a.shape, a.strides)
     ent = cache.get(key)
     if ent is None:
-        code, itemsize, lo, span, nd, shape_p, strides_p, shape, strides = _template(
-            a, what, slot == 0 and what == "dst"
-        )
+        code, itemsize, lo, span, nd, shape_p, strides_p, shape, strides = _template(a, what, any_order)
         if len(cache) >= _CACHE_MAX:
             cache.clear()
         ent = cache[key] = (Array(0, span, -lo, code, itemsize, nd, shape_p, strides_p), lo, shape, strides)
