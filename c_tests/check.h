@@ -1,5 +1,5 @@
 /* Helpers shared by the C test programs (header-only, C99): CHECK counts failures instead of
- * stopping, last_msg() returns the calling thread's last vh5 error message, load_* read
+ * stopping (CHECKF also prints a printf-style explanation), last_msg() returns the calling thread's last vh5 error message, load_* read
  * unaligned elements with memcpy, and finish() prints the summary and gives the exit code. */
 #ifndef VH5_C_TESTS_CHECK_H
 #define VH5_C_TESTS_CHECK_H
@@ -15,6 +15,15 @@ static int failures = 0;
   do {                                                                         \
     if (!(cond)) {                                                             \
       fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      failures++;                                                              \
+    }                                                                          \
+  } while (0)
+#define CHECKF(cond, ...)                                                        \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fprintf(stderr, "\n");                                                   \
       failures++;                                                              \
     }                                                                          \
   } while (0)

@@ -6,18 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "vh5.h"
 
-static int failures = 0;
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fprintf(stderr, "\n");                                              \
-            failures++;                                                         \
-        }                                                                       \
-    } while (0)
 
 static char msg[4096];
 static const char *last(void) {
@@ -41,18 +32,18 @@ int main(void) {
 
     int64_t f = -1, d = -1, x = 0;
     vh5_status st = vh5_file_open(path, 0, &f);
-    CHECK(st == VH5_OK, "open: %s", last());
+    CHECKF(st == VH5_OK, "open: %s", last());
     st = vh5_dataset_open(f, "/tas", &d);
-    CHECK(st == VH5_OK, "dataset: %s", last());
+    CHECKF(st == VH5_OK, "dataset: %s", last());
 
     vh5_dataset_info info;
     st = vh5_dataset_get_info(d, &info);
-    CHECK(st == VH5_OK, "info: %s", last());
-    CHECK(info.ndim == 3 && info.shape[0] == 12 && info.shape[1] == 64 && info.shape[2] == 128, "shape");
-    CHECK(info.chunked == 1 && info.chunk[0] == 6 && info.chunk[1] == 32 && info.chunk[2] == 32, "chunks");
-    CHECK(info.dtype == VH5_DTYPE_FLOAT64 && info.itemsize == 8 && info.byte_order == VH5_ORDER_LITTLE, "dtype");
-    CHECK(info.nfilters == 2 && info.filter_id[0] == 2 && info.filter_id[1] == 1, "filters shuffle+deflate");
-    CHECK(info.has_fill_value == 1 && info.fill_value_user_defined == 1, "fill value");
+    CHECKF(st == VH5_OK, "info: %s", last());
+    CHECKF(info.ndim == 3 && info.shape[0] == 12 && info.shape[1] == 64 && info.shape[2] == 128, "shape");
+    CHECKF(info.chunked == 1 && info.chunk[0] == 6 && info.chunk[1] == 32 && info.chunk[2] == 32, "chunks");
+    CHECKF(info.dtype == VH5_DTYPE_FLOAT64 && info.itemsize == 8 && info.byte_order == VH5_ORDER_LITTLE, "dtype");
+    CHECKF(info.nfilters == 2 && info.filter_id[0] == 2 && info.filter_id[1] == 1, "filters shuffle+deflate");
+    CHECKF(info.has_fill_value == 1 && info.fill_value_user_defined == 1, "fill value");
 
     /* Row 0: tas[0:12:5, 10, 20:30:4] into dst[0:3, 0, 0:3] of a (3, 1, 3) C-order array.
        Row 1: tas[11, 63, 127] into the last element, overwriting row 0's value there. */
@@ -67,73 +58,73 @@ int main(void) {
                             277.31146240234375, 273.4346923828125, 274.2020568847656, 256.9337158203125};
     memset(out, 0, sizeof out);
     st = vh5_read_many_slices(d, &a, 2, src_start, dst_start, count, src_step, NULL, 0);
-    CHECK(st == VH5_OK, "read: %s", last());
-    for (int i = 0; i < 9; i++) CHECK(out[i] == want[i], "element %d: %.17g != %.17g", i, out[i], want[i]);
+    CHECKF(st == VH5_OK, "read: %s", last());
+    for (int i = 0; i < 9; i++) CHECKF(out[i] == want[i], "element %d: %.17g != %.17g", i, out[i], want[i]);
 
     /* Reversed last axis via a negative stride and offset. */
     int64_t strides[3] = {24, 24, -8};
     vh5_array rev = {out, sizeof out, 16, VH5_DTYPE_FLOAT64, 8, 3, shape, strides};
     st = vh5_read_many_slices(d, &rev, 1, src_start, dst_start, count, src_step, NULL, 0);
-    CHECK(st == VH5_OK, "reversed read: %s", last());
-    CHECK(out[0] == want[2] && out[2] == want[0] && out[8] == want[6], "reversed values");
+    CHECKF(st == VH5_OK, "reversed read: %s", last());
+    CHECKF(out[0] == want[2] && out[2] == want[0] && out[8] == want[6], "reversed values");
 
     /* Errors, each with its own status and a message naming the culprit. */
     uint64_t bad_start[6] = {0, 10, 20, 11, 63, 128};
     st = vh5_read_many_slices(d, &a, 2, bad_start, dst_start, count, src_step, NULL, 0);
-    CHECK(st == VH5_ERR_OUT_OF_BOUNDS && strstr(last(), "row 1 axis 2"), "oob: %d %s", st, msg);
+    CHECKF(st == VH5_ERR_OUT_OF_BOUNDS && strstr(last(), "row 1 axis 2"), "oob: %d %s", st, msg);
     st = vh5_read_many_slices(d, &a, 2, bad_start, dst_start, count, src_step, NULL, VH5_SLICES_CLIP);
-    CHECK(st == VH5_OK, "clip: %s", last());
+    CHECKF(st == VH5_OK, "clip: %s", last());
     uint64_t zero_step[6] = {1, 1, 0, 1, 1, 1};
     st = vh5_read_many_slices(d, &a, 2, src_start, dst_start, count, zero_step, NULL, 0);
-    CHECK(st == VH5_ERR_INVALID_ARGUMENT && strstr(last(), "row 0 axis 2: src_step is 0"), "step 0: %s", msg);
+    CHECKF(st == VH5_ERR_INVALID_ARGUMENT && strstr(last(), "row 0 axis 2: src_step is 0"), "step 0: %s", msg);
     vh5_array f32 = a;
     f32.dtype = VH5_DTYPE_FLOAT32;
     f32.itemsize = 4;
     st = vh5_read_many_slices(d, &f32, 2, src_start, dst_start, count, src_step, NULL, 0);
-    CHECK(st == VH5_ERR_DTYPE && strstr(last(), "dtype mismatch"), "dtype: %s", msg);
+    CHECKF(st == VH5_ERR_DTYPE && strstr(last(), "dtype mismatch"), "dtype: %s", msg);
     st = vh5_read_many_slices(d, &f32, 2, src_start, dst_start, count, src_step, NULL, VH5_SLICES_CONVERT);
-    CHECK(st == VH5_OK && ((float *)out)[0] == (float)want[0], "convert: %s", last());
+    CHECKF(st == VH5_OK && ((float *)out)[0] == (float)want[0], "convert: %s", last());
     vh5_array small = a;
     small.base_len = 64;
     st = vh5_read_many_slices(d, &small, 2, src_start, dst_start, count, src_step, NULL, 0);
-    CHECK(st == VH5_ERR_BUFFER_TOO_SMALL, "small buffer: %d", st);
+    CHECKF(st == VH5_ERR_BUFFER_TOO_SMALL, "small buffer: %d", st);
     st = vh5_read_many_slices(d, &a, 2, src_start, dst_start, count, src_step, NULL, 0x80);
-    CHECK(st == VH5_ERR_INVALID_ARGUMENT, "flags: %d", st);
+    CHECKF(st == VH5_ERR_INVALID_ARGUMENT, "flags: %d", st);
     st = vh5_read_many_slices(d, NULL, 2, src_start, dst_start, count, NULL, NULL, 0);
-    CHECK(st == VH5_ERR_NULL_ARGUMENT, "null dst: %d", st);
+    CHECKF(st == VH5_ERR_NULL_ARGUMENT, "null dst: %d", st);
 
     /* Scalar dataset: ndim 0, no table columns. */
     int64_t h = -1;
     double height = 0;
-    CHECK(vh5_dataset_open(f, "height", &h) == VH5_OK, "height: %s", last());
+    CHECKF(vh5_dataset_open(f, "height", &h) == VH5_OK, "height: %s", last());
     vh5_array sc = {&height, sizeof height, 0, VH5_DTYPE_FLOAT64, 8, 0, NULL, NULL};
     st = vh5_read_many_slices(h, &sc, 1, NULL, NULL, NULL, NULL, NULL, 0);
-    CHECK(st == VH5_OK && height == 2.0, "height: %s", last());
-    CHECK(vh5_close(h) == VH5_OK, "close height");
+    CHECKF(st == VH5_OK && height == 2.0, "height: %s", last());
+    CHECKF(vh5_close(h) == VH5_OK, "close height");
 
     /* Big-endian dimension scale. */
     int64_t b = -1;
-    CHECK(vh5_dataset_open(f, "bounds", &b) == VH5_OK, "bounds: %s", last());
-    CHECK(vh5_dataset_get_info(b, &info) == VH5_OK && info.byte_order == VH5_ORDER_BIG && info.dtype == VH5_DTYPE_FLOAT32, "bounds is >f4");
-    CHECK(vh5_close(b) == VH5_OK, "close bounds");
+    CHECKF(vh5_dataset_open(f, "bounds", &b) == VH5_OK, "bounds: %s", last());
+    CHECKF(vh5_dataset_get_info(b, &info) == VH5_OK && info.byte_order == VH5_ORDER_BIG && info.dtype == VH5_DTYPE_FLOAT32, "bounds is >f4");
+    CHECKF(vh5_close(b) == VH5_OK, "close bounds");
 
     st = vh5_dataset_open(f, "no_such_var", &x);
-    CHECK(st == VH5_ERR_NOT_FOUND && strstr(last(), "no_such_var") && x == -1, "missing dataset: %s", msg);
+    CHECKF(st == VH5_ERR_NOT_FOUND && strstr(last(), "no_such_var") && x == -1, "missing dataset: %s", msg);
     st = vh5_file_open(missing, 0, &x);
-    CHECK(st == VH5_ERR_IO && strstr(last(), "no_such_file.nc"), "missing file: %s", msg);
+    CHECKF(st == VH5_ERR_IO && strstr(last(), "no_such_file.nc"), "missing file: %s", msg);
     st = vh5_file_open(emac, 0, &x);
-    CHECK(st == VH5_ERR_IO && strstr(last(), "not an HDF5 file"), "emac: %s", msg);
+    CHECKF(st == VH5_ERR_IO && strstr(last(), "not an HDF5 file"), "emac: %s", msg);
     st = vh5_file_open(path, 4, &x);
-    CHECK(st == VH5_ERR_INVALID_ARGUMENT, "open flags: %d", st);
+    CHECKF(st == VH5_ERR_INVALID_ARGUMENT, "open flags: %d", st);
 
-    CHECK(vh5_close(d) == VH5_OK, "close dataset");
-    CHECK(vh5_close(f) == VH5_OK, "close file");
+    CHECKF(vh5_close(d) == VH5_OK, "close dataset");
+    CHECKF(vh5_close(f) == VH5_OK, "close file");
     st = vh5_close(d);
-    CHECK(st == VH5_ERR_INVALID_HANDLE, "double close: %d", st);
+    CHECKF(st == VH5_ERR_INVALID_HANDLE, "double close: %d", st);
     st = vh5_read_many_slices(d, &a, 2, src_start, dst_start, count, src_step, NULL, 0);
-    CHECK(st == VH5_ERR_INVALID_HANDLE, "closed handle: %s", last());
+    CHECKF(st == VH5_ERR_INVALID_HANDLE, "closed handle: %s", last());
     st = vh5_dataset_get_info(d, &info);
-    CHECK(st == VH5_ERR_INVALID_HANDLE && info.ndim == 0, "info on closed: %d", st);
+    CHECKF(st == VH5_ERR_INVALID_HANDLE && info.ndim == 0, "info on closed: %d", st);
 
     if (failures) {
         fprintf(stderr, "test_hdf5: %d failures\n", failures);

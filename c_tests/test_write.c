@@ -10,18 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "vh5.h"
 
-static int failures = 0;
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fprintf(stderr, "\n");                                              \
-            failures++;                                                         \
-        }                                                                       \
-    } while (0)
 
 static char msg[8192];
 static const char *last(void) {
@@ -61,10 +52,10 @@ static void memory_copies(void) {
     for (i = 0; i < 10; i++) a[i] = i;
     vh5_array va = arr(a, sizeof a, 1, shape, NULL);
     vh5_status st = vh5_copy_many_slices(&va, &va, 1, s, d, c, NULL, NULL, 0);
-    CHECK(st == VH5_OK, "%s", last());
+    CHECKF(st == VH5_OK, "%s", last());
     {
         const double want[10] = {0, 1, 0, 1, 2, 3, 4, 7, 8, 9};
-        CHECK(memcmp(a, want, sizeof a) == 0, "memmove rule");
+        CHECKF(memcmp(a, want, sizeof a) == 0, "memmove rule");
     }
     /* 2-D: src (3,4) C order, dst (4,3) Fortran order; two rows, the second overlapping and
        clipped: row 0 copies src[0:2, 1:4:2] to dst[1:3, 0:2]; row 1 src[2, 0:4] -> dst[3, 0:3]
@@ -79,25 +70,25 @@ static void memory_copies(void) {
     }
     vh5_array vs = arr(src, sizeof src, 2, sshape, NULL), vd = arr(dst, sizeof dst, 2, dshape, fstr);
     st = vh5_copy_many_slices(&vs, &vd, 2, ss, ds, cc, sst, dst_, 0);
-    CHECK(st == VH5_ERR_OUT_OF_BOUNDS, "strict: %s", last());
-    CHECK(strstr(last(), "row 1 axis 1") != NULL, "%s", msg);
-    for (i = 0; i < 12; i++) CHECK(dst[i] == -1, "nothing written on error (%d)", i);
+    CHECKF(st == VH5_ERR_OUT_OF_BOUNDS, "strict: %s", last());
+    CHECKF(strstr(last(), "row 1 axis 1") != NULL, "%s", msg);
+    for (i = 0; i < 12; i++) CHECKF(dst[i] == -1, "nothing written on error (%d)", i);
     st = vh5_copy_many_slices(&vs, &vd, 2, ss, ds, cc, sst, dst_, VH5_SLICES_CLIP);
-    CHECK(st == VH5_OK, "clip: %s", last());
+    CHECKF(st == VH5_OK, "clip: %s", last());
     /* dst[i][j] lives at dst[i + 4*j] (Fortran) */
-    CHECK(dst[1 + 0] == 101 && dst[1 + 4] == 103 && dst[2 + 0] == 105 && dst[2 + 4] == 107, "row 0");
-    CHECK(dst[3 + 0] == 108 && dst[3 + 4] == 109 && dst[3 + 8] == 110, "row 1");
-    CHECK(dst[0] == -1 && dst[1 + 8] == -1, "untouched");
+    CHECKF(dst[1 + 0] == 101 && dst[1 + 4] == 103 && dst[2 + 0] == 105 && dst[2 + 4] == 107, "row 0");
+    CHECKF(dst[3 + 0] == 108 && dst[3 + 4] == 109 && dst[3 + 8] == 110, "row 1");
+    CHECKF(dst[0] == -1 && dst[1 + 8] == -1, "untouched");
     /* errors */
     vh5_array vf = vd;
     vf.dtype = VH5_DTYPE_INT64;
-    CHECK(vh5_copy_many_slices(&vs, &vf, 2, ss, ds, cc, sst, dst_, VH5_SLICES_CLIP) == VH5_ERR_DTYPE, "dtype");
-    CHECK(vh5_copy_many_slices(&vs, &vd, 2, ss, ds, cc, sst, dst_, VH5_SLICES_CONVERT) == VH5_ERR_INVALID_ARGUMENT, "convert refused");
-    CHECK(vh5_copy_many_slices(NULL, &vd, 2, ss, ds, cc, sst, dst_, 0) == VH5_ERR_NULL_ARGUMENT, "null src");
+    CHECKF(vh5_copy_many_slices(&vs, &vf, 2, ss, ds, cc, sst, dst_, VH5_SLICES_CLIP) == VH5_ERR_DTYPE, "dtype");
+    CHECKF(vh5_copy_many_slices(&vs, &vd, 2, ss, ds, cc, sst, dst_, VH5_SLICES_CONVERT) == VH5_ERR_INVALID_ARGUMENT, "convert refused");
+    CHECKF(vh5_copy_many_slices(NULL, &vd, 2, ss, ds, cc, sst, dst_, 0) == VH5_ERR_NULL_ARGUMENT, "null src");
     vf = vd;
     vf.base_len = 80;
-    CHECK(vh5_copy_many_slices(&vs, &vf, 2, ss, ds, cc, sst, dst_, VH5_SLICES_CLIP) == VH5_ERR_BUFFER_TOO_SMALL, "short");
-    CHECK(strncmp(last(), "dst:", 4) == 0, "%s", msg);
+    CHECKF(vh5_copy_many_slices(&vs, &vf, 2, ss, ds, cc, sst, dst_, VH5_SLICES_CLIP) == VH5_ERR_BUFFER_TOO_SMALL, "short");
+    CHECKF(strncmp(last(), "dst:", 4) == 0, "%s", msg);
 }
 
 int main(void) {
@@ -127,35 +118,35 @@ int main(void) {
     uint64_t s[6] = {0, 0, 0, 1, 0, 2}, dd[6] = {3, 10, 100, 7, 10, 102}, c[6] = {2, 1, 3, 1, 1, 1};
     uint64_t sst[6] = {1, 1, 1, 1, 1, 1}, dst_[6] = {4, 1, 2, 1, 1, 1};
     vh5_status st = vh5_file_open(orig, 0, &f);
-    CHECK(st == VH5_OK, "open: %s", last());
+    CHECKF(st == VH5_OK, "open: %s", last());
     st = vh5_dataset_open(f, "/tas", &d);
-    CHECK(st == VH5_OK, "dataset: %s", last());
+    CHECKF(st == VH5_OK, "dataset: %s", last());
     st = vh5_write_many_slices(d, &vs, 2, s, dd, c, sst, dst_, 0);
-    CHECK(st == VH5_ERR_INVALID_ARGUMENT, "read-only: %d", (int)st);
-    CHECK(strstr(last(), "no write intent") && strstr(msg, "VH5_FILE_READ_WRITE"), "%s", msg);
+    CHECKF(st == VH5_ERR_INVALID_ARGUMENT, "read-only: %d", (int)st);
+    CHECKF(strstr(last(), "no write intent") && strstr(msg, "VH5_FILE_READ_WRITE"), "%s", msg);
     vh5_close(d);
     vh5_close(f);
 
-    CHECK(copy_file(orig, path) == 0, "copy %s", path);
+    CHECKF(copy_file(orig, path) == 0, "copy %s", path);
     st = vh5_file_open(path, VH5_FILE_READ_WRITE, &f);
-    CHECK(st == VH5_OK, "open rw: %s", last());
+    CHECKF(st == VH5_OK, "open rw: %s", last());
     st = vh5_dataset_open(f, "/tas", &d);
-    CHECK(st == VH5_OK, "dataset: %s", last());
+    CHECKF(st == VH5_OK, "dataset: %s", last());
     /* before: read the 2x1x6 block tas[3:8:4, 10, 100:106] */
     double before[12], after[12];
     uint64_t bshape[3] = {2, 1, 6}, z[3] = {0, 0, 0}, rs[3] = {3, 10, 100}, rc[3] = {2, 1, 6}, rst[3] = {4, 1, 1};
     vh5_array vb = arr(before, sizeof before, 3, bshape, NULL), va = arr(after, sizeof after, 3, bshape, NULL);
-    CHECK(vh5_read_many_slices(d, &vb, 1, rs, z, rc, rst, NULL, 0) == VH5_OK, "%s", last());
+    CHECKF(vh5_read_many_slices(d, &vb, 1, rs, z, rc, rst, NULL, 0) == VH5_OK, "%s", last());
     /* a bad row (out of bounds) writes nothing */
     uint64_t bad[6] = {3, 10, 100, 7, 10, 200};
     st = vh5_write_many_slices(d, &vs, 2, s, bad, c, sst, dst_, 0);
-    CHECK(st == VH5_ERR_OUT_OF_BOUNDS && strstr(last(), "row 1 axis 2"), "%s", msg);
+    CHECKF(st == VH5_ERR_OUT_OF_BOUNDS && strstr(last(), "row 1 axis 2"), "%s", msg);
     st = vh5_write_many_slices(d, &vs, 2, s, dd, c, sst, dst_, 0);
-    CHECK(st == VH5_OK, "write: %s", last());
-    CHECK(vh5_close(d) == VH5_OK && vh5_close(f) == VH5_OK, "close");
+    CHECKF(st == VH5_OK, "write: %s", last());
+    CHECKF(vh5_close(d) == VH5_OK && vh5_close(f) == VH5_OK, "close");
     /* re-open read-only and read back */
-    CHECK(vh5_file_open(path, 0, &f) == VH5_OK && vh5_dataset_open(f, "tas", &d) == VH5_OK, "%s", last());
-    CHECK(vh5_read_many_slices(d, &va, 1, rs, z, rc, rst, NULL, 0) == VH5_OK, "%s", last());
+    CHECKF(vh5_file_open(path, 0, &f) == VH5_OK && vh5_dataset_open(f, "tas", &d) == VH5_OK, "%s", last());
+    CHECKF(vh5_read_many_slices(d, &va, 1, rs, z, rc, rst, NULL, 0) == VH5_OK, "%s", last());
     {
         /* expected: row 0 puts src[i,0,k] (Fortran: src[i + 2k]) at after[i][0][2k];
            row 1 puts src[1,0,2] = src[5] at after[1][0][2]. */
@@ -165,8 +156,8 @@ int main(void) {
         for (i = 0; i < 2; i++)
             for (k = 0; k < 3; k++) want[i * 6 + 2 * k] = src[i + 2 * k];
         want[6 + 2] = src[5];
-        for (i = 0; i < 12; i++) CHECK(after[i] == want[i], "element %d: %g != %g", i, after[i], want[i]);
-        CHECK(after[1] == before[1] && after[1] != 0.0, "odd columns untouched");
+        for (i = 0; i < 12; i++) CHECKF(after[i] == want[i], "element %d: %g != %g", i, after[i], want[i]);
+        CHECKF(after[1] == before[1] && after[1] != 0.0, "odd columns untouched");
     }
     vh5_close(d);
     vh5_close(f);
