@@ -53,7 +53,10 @@ fn hostile_inputs_table() {
         (i.major, i.minor)
     };
     if linked != (1, 10) {
-        println!("SKIP: docs/ROBUSTNESS.md's hostile-input table is rendered with libhdf5 1.10 (its messages); linked {}.{}: statuses checked, table not compared", linked.0, linked.1);
+        println!(
+            "SKIP: docs/ROBUSTNESS.md's hostile-input table is rendered with libhdf5 1.10 (its messages); linked {}.{}: statuses checked, table not compared",
+            linked.0, linked.1
+        );
         return;
     }
     if current != table.trim() {
