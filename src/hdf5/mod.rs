@@ -2,12 +2,13 @@
 //! printing ([`error`]), RAII handles and names of ids ([`handle`]), datatype mapping
 //! ([`types`]), files and datasets ([`dataset`]), hyperslab reads ([`hyperslab`]) and
 //! writes ([`write`]), per-dataset cached facts ([`meta`]), raw chunk access ([`chunk`]) and
-//! the refusal of storage in other files ([`external`]).
+//! the refusal of storage in other files ([`external`]) and of filter pipelines libhdf5 cannot
+//! decode reliably ([`filter_support`]).
 //!
 //! Every libhdf5 call vh5 makes happens while holding the lock of an [`error::H5Session`].
 //!
 //! Imports run one way, from the top of this list down; no module imports one above it:
-//! `dataset` -> `meta` -> `chunk`, `external` -> `hyperslab`, `write`, `types` -> `handle` ->
+//! `dataset` -> `meta` -> `filter_support` -> `chunk`, `external` -> `hyperslab`, `write`, `types` -> `handle` ->
 //! `error` -> `lock`.
 
 pub mod chunk;
@@ -15,6 +16,7 @@ pub mod chunk_cache;
 pub mod dataset;
 pub mod error;
 pub mod external;
+pub mod filter_support;
 pub mod handle;
 pub mod hyperslab;
 pub mod links;
