@@ -20,7 +20,17 @@
 //!   `>f8`, and nbit + fletcher32 then szip on `<u8`, read uninitialised bytes (valgrind) in
 //!   libhdf5 1.10.8 and 2.2.0 alike: the values, or a fletcher32 failure, vary run to run.
 //!
-//! No libhdf5 release reads such chunks correctly (the data was lost or scrambled when
+//! - Before libhdf5 2.2.0, nbit and scaleoffset with nothing to do (nbit on a type of full
+//!   precision, client data [1] = 1; integer scaleoffset keeping every bit) hand on the
+//!   capacity of their buffer instead of its data length (fixed by HDF5 pull request 6389,
+//!   "fix nbit/scaleoffset no-op return values"; the 2.2.0 sources return the length). When
+//!   a filter after them in write order (deflate, fletcher32, ...) leaves a buffer larger than
+//!   its data, the filters before them (shuffle, fletcher32, ...) decode the wrong length:
+//!   shuffle + nbit + deflate on `<f4` and shuffle + nbit + fletcher32 read scrambled values
+//!   with libhdf5 1.10.8 and 2.0.0, correct ones with 2.2.0. Refused only when the linked
+//!   libhdf5 is older than 2.2.0 ([`passthrough_problem`]).
+//!
+//! No libhdf5 release reads the chunks of the first two kinds correctly (the data was lost or scrambled when
 //! libhdf5 wrote them), so the refusal does not depend on the linked version; it names it.
 //! [`check_pipeline`] follows the chunk's length through the pipeline in write order and
 //! refuses (`Unsupported`) at the first of these filters whose input length is not what it
@@ -107,6 +117,35 @@ pub fn pipeline_problem(filters: &[FilterSpec], chunk_bytes: u64, avail: impl Fn
     None
 }
 
+/// Whether an nbit / scaleoffset filter passes its input through unchanged (see the module docs).
+fn passes_through(f: &FilterSpec) -> bool {
+    let cd = &f.cd_values;
+    match f.id {
+        NBIT => cd.get(1) == Some(&1),
+        SCALEOFFSET => cd.len() > 4 && cd[0] == 2 && u64::from(cd[1]) == u64::from(cd[4]) * 8,
+        _ => false,
+    }
+}
+
+/// Why the pipeline `filters` (write order) decodes wrong in a libhdf5 older than 2.2.0, or
+/// `None`: a pass-through nbit / scaleoffset with a filter before it and one after it (in
+/// write order) that may leave a buffer larger than its data (anything but shuffle and szip,
+/// which size their output exactly). `avail` as for [`pipeline_problem`].
+pub fn passthrough_problem(filters: &[FilterSpec], avail: impl Fn(i32) -> bool) -> Option<String> {
+    let used: Vec<&FilterSpec> = filters.iter().filter(|f| avail(f.id)).collect();
+    let i = used.iter().position(|f| passes_through(f))?;
+    let later = used[i + 1..].iter().find(|f| !matches!(f.id, SHUFFLE | SZIP))?;
+    if i == 0 {
+        return None;
+    }
+    Some(format!(
+        "{} has nothing to do here and hands on the capacity of the buffer {} left instead of its length, so {} decodes the wrong number of bytes",
+        filter_name(used[i].id),
+        filter_name(later.id),
+        filter_name(used[i - 1].id)
+    ))
+}
+
 /// Refuse (`Unsupported`) a read or write of `dset` whose chunked pipeline (`layout`) libhdf5
 /// cannot decode reliably (see the module docs): the message names the file, the dataset,
 /// the filters, the linked libhdf5. Cheap: no chunk is touched.
@@ -124,18 +163,30 @@ pub fn check_pipeline(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout, write: b
     // SAFETY: plain query; lock held.
     let avail = |id: i32| unsafe { hdf5_sys::h5z::H5Zfilter_avail(id) } > 0;
     let problem = pipeline_problem(&layout.filters, bytes, avail);
+    let old_lib = super::version::library_info(lock).map_or(true, |v| (v.major, v.minor) < (2, 2));
+    let passthrough = if old_lib && problem.is_none() { passthrough_problem(&layout.filters, avail) } else { None };
     // H5Zfilter_avail may leave a plugin-search failure on the error stack.
     super::error::clear_stack(lock);
-    let Some(why) = problem else { return Ok(()) };
     let pipeline: Vec<String> = layout.filters.iter().map(|f| filter_name(f.id)).collect();
     let version = super::version::version_text(lock);
+    let verb = if write { "write" } else { "read" };
+    if let Some(why) = passthrough {
+        bail!(
+            Unsupported,
+            "dataset {}: filter pipeline [{}] (write order): {why}: a bug of libhdf5 before 2.2.0 (this is libhdf5 {version}; fixed by HDF5 pull request 6389), \
+             which returns scrambled values; libhdf5 2.2.0 reads it correctly: vh5 refuses to {verb} it with this libhdf5",
+            dataset_name(lock, dset),
+            pipeline.join(", ")
+        );
+    }
+    let Some(why) = problem else { return Ok(()) };
     bail!(
         Unsupported,
         "dataset {}: filter pipeline [{}] (write order): {why}. No libhdf5 release decodes such chunks reliably (libhdf5 {version}, linked here, neither; \
          2.0 and 2.2 return other values, uninitialised bytes or an error): vh5 refuses to {} it",
         dataset_name(lock, dset),
         pipeline.join(", "),
-        if write { "write" } else { "read" }
+        verb
     )
 }
 
@@ -159,6 +210,25 @@ mod tests {
         }
         // an unavailable (skipped) optional filter changes nothing
         assert_eq!(pipeline_problem(&[f(300, &[]), so], 6, |id| id != 300), None);
+    }
+
+    #[test]
+    fn passthrough_nbit_between_length_sensitive_filters() {
+        let all = |_| true;
+        let nop = f(NBIT, &[8, 1, 300, 1, 4, 0, 32, 0]);
+        let shuffle = f(SHUFFLE, &[4]);
+        for after in [f(DEFLATE, &[4]), f(FLETCHER32, &[])] {
+            let why = passthrough_problem(&[shuffle.clone(), nop.clone(), after], all).unwrap();
+            assert!(why.starts_with("nbit has nothing to do here"), "{why}");
+        }
+        assert_eq!(passthrough_problem(&[nop.clone(), f(DEFLATE, &[4])], all), None);
+        assert_eq!(passthrough_problem(&[shuffle.clone(), nop.clone()], all), None);
+        assert_eq!(passthrough_problem(&[shuffle.clone(), nop.clone(), f(SZIP, &[169, 8, 32, 32])], all), None);
+        // nbit that packs bits returns its length
+        assert_eq!(passthrough_problem(&[shuffle.clone(), f(NBIT, &[8, 0, 300, 1, 4, 0, 12, 0]), f(DEFLATE, &[4])], all), None);
+        // integer scaleoffset keeping all 32 bits passes through too
+        let so_nop = f(SCALEOFFSET, &[2, 32, 300, 0, 4, 1, 0, 0]);
+        assert!(passthrough_problem(&[shuffle, so_nop, f(FLETCHER32, &[])], all).is_some());
     }
 
     #[test]

@@ -52,7 +52,7 @@ H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS = 0x0002
 LZF_ID = 32000
 UNREG_ID = 40000  # no filter of this id exists in either libhdf5 (HDF5_PLUGIN_PATH is emptied)
 #: feature of cases whose pipeline no libhdf5 decodes reliably (see unreliable_pipeline)
-UNRELIABLE = "filter: pipeline libhdf5 cannot decode reliably (scaleoffset / nbit / szip input)"
+UNRELIABLE = "filter: pipeline libhdf5 cannot decode reliably (scaleoffset / nbit / szip)"
 
 
 def native_type(tid):
@@ -366,6 +366,13 @@ def unreliable_pipeline(path, name="d"):
             if px > 1 and (n is None or n % px):
                 return f"szip given {n} bytes, not whole {px}-byte pixels"
         n = n if fid == 2 or (fid == 5 and not packs) else (n + 4 if fid == 3 and n is not None else None)
+    # libhdf5 < 2.2.0: a pass-through nbit / scaleoffset between a filter and a later one
+    # that leaves a buffer larger than its data (vh5 refuses it with its libhdf5 1.10)
+    used = [(fid, cd) for fid, cd in filters if fid <= 6]
+    for i, (fid, cd) in enumerate(used):
+        through = (fid == 5 and len(cd) > 1 and cd[1] == 1) or (fid == 6 and len(cd) > 4 and cd[0] == 2 and cd[1] == cd[4] * 8)
+        if through and i > 0 and any(g not in (2, 4) for g, _ in used[i + 1:]):
+            return f"pass-through filter {fid} between filters (libhdf5 < 2.2.0)"
     return None
 
 

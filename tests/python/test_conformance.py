@@ -107,7 +107,9 @@ KNOWN_DIVERGENCES = {
 ALLOWED_REFUSALS = {
     "filter: lzf": ("h5py's own plugin filter: vh5's libhdf5 has no lzf", r"filter 'lzf' is not registered|lzf|32000"),
     C.UNRELIABLE: ("scaleoffset / nbit after a filter that changed the chunk's length, szip given partial pixels: libhdf5 (1.10.8, 2.0, 2.2) "
-                   "reads such chunks as other values, uninitialised memory or an error", r"No libhdf5 release decodes such chunks reliably"),
+                   "reads such chunks as other values, uninitialised memory or an error; a pass-through nbit / scaleoffset between filters: "
+                   "libhdf5 < 2.2.0 (1.10.8, 2.0.0) reads scrambled values",
+                   r"No libhdf5 release decodes such chunks reliably|a bug of libhdf5 before 2\.2\.0"),
     "layout: external storage (H5Pset_external)": ("files pointing at other files: refused by default (security)", r"(?i)external"),
     "layout: virtual (source in the same file)": ("files pointing at other files: refused by default (security)", r"(?i)virtual"),
 }
