@@ -57,6 +57,7 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
     expect_kind(l, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
     let meta = dataset_meta(l, dset)?;
     crate::hdf5::external::check_allowed(l, dset, meta.elsewhere.as_deref())?;
+    crate::hdf5::filter_support::check_pipeline(l, dset, &meta.layout, false)?;
     let (ftype, finfo) = (&meta.ftype, &meta.finfo);
     let mem = memory_type(l, Direction::Read, ftype.id(), finfo, dst.dtype, dst.layout.itemsize, fl)?;
     let itemsize = dst.layout.itemsize;

@@ -67,6 +67,7 @@ pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags:
         );
     }
     crate::hdf5::external::check_dataset(l, dset)?;
+    crate::hdf5::filter_support::check_pipeline(l, dset, &crate::hdf5::chunk::chunk_layout(l, dset)?, true)?;
     // SAFETY: dset is an open dataset (checked); lock held.
     let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
     let finfo = classify(l, ftype.id())?;

@@ -51,6 +51,8 @@ def h5lib():
 H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS = 0x0002
 LZF_ID = 32000
 UNREG_ID = 40000  # no filter of this id exists in either libhdf5 (HDF5_PLUGIN_PATH is emptied)
+#: feature of cases whose pipeline no libhdf5 decodes reliably (see unreliable_pipeline)
+UNRELIABLE = "filter: pipeline libhdf5 cannot decode reliably (scaleoffset / nbit / szip)"
 
 
 def native_type(tid):
@@ -336,6 +338,42 @@ def features(spec):
         f.append("fill value: user")
     f.append("written: " + spec["written"])
     return f
+
+
+def unreliable_pipeline(path, name="d"):
+    """Why libhdf5 cannot decode the chunks of dataset `name` reliably, or None: the rule of
+    vh5's ``src/hdf5/filter_support.rs`` (scaleoffset or compressing nbit after a filter that
+    changed the chunk's length; szip given something other than whole pixels), from the
+    pipeline libhdf5 stored. Filters other than libhdf5's own (ids > 6: lzf, the unregistered
+    one) count as skipped, as in vh5's libhdf5, which has none of them."""
+    with h5py.File(path, "r") as f:
+        ds = f[name].id
+        dcpl = ds.get_create_plist()
+        if dcpl.get_layout() != h5py.h5d.CHUNKED:
+            return None
+        chunk_bytes = int(np.prod(dcpl.get_chunk())) * ds.get_type().get_size()
+        filters = [dcpl.get_filter(i)[:3:2] for i in range(dcpl.get_nfilters())]
+    n = chunk_bytes
+    for fid, cd in filters:
+        if fid > 6:
+            continue
+        packs = fid == 5 and (len(cd) < 2 or cd[1] != 1)
+        if (fid == 6 or packs) and n != chunk_bytes:
+            return f"filter {fid} after a filter that changed the chunk's length"
+        if fid == 4:
+            bpp = cd[2] if len(cd) > 2 else 64
+            px = 1 if bpp <= 8 else 2 if bpp <= 16 else 4 if bpp <= 32 else 8
+            if px > 1 and (n is None or n % px):
+                return f"szip given {n} bytes, not whole {px}-byte pixels"
+        n = n if fid == 2 or (fid == 5 and not packs) else (n + 4 if fid == 3 and n is not None else None)
+    # libhdf5 < 2.2.0: a pass-through nbit / scaleoffset between a filter and a later one
+    # that leaves a buffer larger than its data (vh5 refuses it with its libhdf5 1.10)
+    used = [(fid, cd) for fid, cd in filters if fid <= 6]
+    for i, (fid, cd) in enumerate(used):
+        through = (fid == 5 and len(cd) > 1 and cd[1] == 1) or (fid == 6 and len(cd) > 4 and cd[0] == 2 and cd[1] == cd[4] * 8)
+        if through and i > 0 and any(g not in (2, 4) for g, _ in used[i + 1:]):
+            return f"pass-through filter {fid} between filters (libhdf5 < 2.2.0)"
+    return None
 
 
 # --------------------------------------------------------------------------------------

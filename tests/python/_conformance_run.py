@@ -152,6 +152,7 @@ def build_one(k, spec, workdir, reads_per_spec=3):
     shape = tuple(spec["resize"] or spec["shape"])
     m = C.native_mask(spec["type"])
     mask = None if m is None else m.tobytes()
+    bad = [C.UNRELIABLE] if spec["layout"] == "chunked" and C.unreliable_pipeline(path) else []
     out = []
     if 0 in shape:
         return out
@@ -170,7 +171,7 @@ def build_one(k, spec, workdir, reads_per_spec=3):
                 expected, row_err = exp.tobytes(), None
             except Exception as e:  # noqa: BLE001
                 row_err = str(e)
-        out.append(("read", [f"dst: {layout}"], {
+        out.append(("read", bad + [f"dst: {layout}"], {
             "kind": "read", "path": path, "name": "d", "rows": rows, "dst_shape": dst_shape,
             "dst_layout": layout, "native_size": size, "expected": expected, "oracle_error": row_err, "mask": mask}))
     if spec["layout"] == "external":
@@ -196,7 +197,7 @@ def build_one(k, spec, workdir, reads_per_spec=3):
             apply_rows(m, srcarr, rows)
             model = m.tobytes()
     src_layout = LAYOUTS[int(rng.integers(0, len(LAYOUTS)))]
-    out.append(("write", extra + [f"src: {src_layout}"], {
+    out.append(("write", bad + extra + [f"src: {src_layout}"], {
         "kind": "write", "path": path, "name": "d", "rows": rows, "src": src, "src_shape": src_shape, "src_layout": src_layout,
         "native_size": size, "expected": expected, "oracle_error": werr, "mask": mask, "model": model}))
     return out

@@ -84,8 +84,12 @@ def do_read(vh5, t):
         finally:
             ds.close()
     got = np.ascontiguousarray(dst).tobytes()
+    # padding bytes are not compared, nor part of the digest (compared with the rows
+    # planner's where libhdf5 2.0 fails): H5Dread leaves them as they were, vh5's chunk
+    # planner may copy a chunk's
+    got, want = masked(got, t["expected"] if t["expected"] is not None else got, t)
     if t["expected"] is not None:
-        got, t["expected"] = masked(got, t["expected"], t)
+        t["expected"] = want
     digest = hashlib.sha1(got).hexdigest()
     if t["expected"] is None:
         return {"outcome": "ok-but-oracle-failed", "digest": digest}

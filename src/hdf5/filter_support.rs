@@ -1,0 +1,252 @@
+//! Filter pipelines libhdf5 itself cannot decode reliably, refused before any chunk reaches
+//! its filters (reads and writes).
+//!
+//! libhdf5's scaleoffset, nbit and szip filters assume what arrives at them, in write order,
+//! is something they were not necessarily given:
+//!
+//! - scaleoffset and (compressing) nbit take their input as exactly the chunk's elements (their
+//!   client data hold the element count): after a filter that changes the chunk's length
+//!   (deflate, szip, fletcher32's checksum, another scaleoffset / nbit, a plugin) they encode
+//!   part of the bytes, or read past them, and decode back to the element count, not to what
+//!   the earlier filter produced. Observed with files written by libhdf5 2.0 (h5py): szip then
+//!   scaleoffset on `u1` reads back other values in every h5py run (2.0.0), zeros from 1.10.8,
+//!   an error from 2.2.0; deflate then scaleoffset makes 1.10.8 and 2.2.0 alike read
+//!   uninitialised memory (valgrind).
+//! - szip (libaec's SZ interface) drops the bytes past the last whole pixel of its input
+//!   (pixels of 1, 2, 4 or 8 bytes from its bits-per-pixel parameter) and on decode reports the
+//!   declared length: the lost tail is uninitialised memory. A chunk's own elements are
+//!   whole pixels, but what scaleoffset, deflate, nbit, a plugin or fletcher32 (4 bytes more:
+//!   not whole 8-byte pixels) hand on in general is not. Observed: scaleoffset then szip on
+//!   `>f8`, and nbit + fletcher32 then szip on `<u8`, read uninitialised bytes (valgrind) in
+//!   libhdf5 1.10.8 and 2.2.0 alike: the values, or a fletcher32 failure, vary run to run.
+//!
+//! - Before libhdf5 2.2.0, nbit and scaleoffset with nothing to do (nbit on a type of full
+//!   precision, client data [1] = 1; integer scaleoffset keeping every bit) hand on the
+//!   capacity of their buffer instead of its data length (fixed by HDF5 pull request 6389,
+//!   "fix nbit/scaleoffset no-op return values"; the 2.2.0 sources return the length). When
+//!   a filter after them in write order (deflate, fletcher32, ...) leaves a buffer larger than
+//!   its data, the filters before them (shuffle, fletcher32, ...) decode the wrong length:
+//!   shuffle + nbit + deflate on `<f4` and shuffle + nbit + fletcher32 read scrambled values
+//!   with libhdf5 1.10.8 and 2.0.0, correct ones with 2.2.0. Refused only when the linked
+//!   libhdf5 is older than 2.2.0 ([`passthrough_problem`]).
+//!
+//! No libhdf5 release reads the chunks of the first two kinds correctly (the data was lost or scrambled when
+//! libhdf5 wrote them), so the refusal does not depend on the linked version; it names it.
+//! [`check_pipeline`] follows the chunk's length through the pipeline in write order and
+//! refuses (`Unsupported`) at the first of these filters whose input length is not what it
+//! needs. Filters the linked libhdf5 does not have (`H5Zfilter_avail`) count as skipped (an
+//! optional filter unavailable when the chunk was written left it as it was; a chunk that
+//! needs one fails to read with libhdf5's own error).
+
+use hdf5_sys::h5i::hid_t;
+
+use super::chunk::{ChunkLayout, FilterSpec};
+use super::handle::dataset_name;
+use super::lock::H5Lock;
+use crate::error::Result;
+
+const DEFLATE: i32 = 1;
+const SHUFFLE: i32 = 2;
+const FLETCHER32: i32 = 3;
+const SZIP: i32 = 4;
+const NBIT: i32 = 5;
+const SCALEOFFSET: i32 = 6;
+
+/// Name of a filter id for messages.
+fn filter_name(id: i32) -> String {
+    match id {
+        DEFLATE => "deflate".into(),
+        SHUFFLE => "shuffle".into(),
+        FLETCHER32 => "fletcher32".into(),
+        SZIP => "szip".into(),
+        NBIT => "nbit".into(),
+        SCALEOFFSET => "scaleoffset".into(),
+        _ => format!("filter {id}"),
+    }
+}
+
+/// Bytes per szip pixel for a bits-per-pixel parameter (libaec's SZ interface: 32 and 64
+/// bits are coded as interleaved bytes of 4 and 8 bytes per pixel; up to 8, 16 and 32 bits
+/// take 1, 2 and 4 bytes).
+fn szip_pixel_bytes(bpp: u32) -> u64 {
+    match bpp {
+        0..=8 => 1,
+        9..=16 => 2,
+        17..=32 => 4,
+        _ => 8,
+    }
+}
+
+/// Why the pipeline `filters` (write order) cannot be decoded reliably, or `None`.
+/// `chunk_bytes` is the length of a chunk's elements in the file type; `avail(id)` tells
+/// whether the linked libhdf5 has filter `id`.
+pub fn pipeline_problem(filters: &[FilterSpec], chunk_bytes: u64, avail: impl Fn(i32) -> bool) -> Option<String> {
+    // The chunk's length as the next filter receives it: `None` once it depends on the data.
+    let mut len = Some(chunk_bytes);
+    let mut before: Vec<String> = Vec::new();
+    for f in filters {
+        let name = filter_name(f.id);
+        let compressing_nbit = f.id == NBIT && f.cd_values.get(1).copied() != Some(1);
+        if !avail(f.id) {
+            before.push(format!("{name} (not in this libhdf5: counted as skipped)"));
+            continue;
+        }
+        if f.id == SCALEOFFSET || compressing_nbit {
+            if len != Some(chunk_bytes) {
+                return Some(format!(
+                    "{name} comes after {} in the pipeline: it encodes its input as the chunk's {chunk_bytes} bytes of elements, which they changed",
+                    before.join(", ")
+                ));
+            }
+        } else if f.id == SZIP {
+            let px = szip_pixel_bytes(f.cd_values.get(2).copied().unwrap_or(64));
+            if px > 1 && len.is_none_or(|l| l % px != 0) {
+                let got = len.map_or_else(|| "a data-dependent number of bytes".to_string(), |l| format!("{l} bytes"));
+                let after = if before.is_empty() { String::new() } else { format!(" after {}", before.join(", ")) };
+                return Some(format!("szip{after} receives {got}, not whole {px}-byte pixels: libaec drops the rest and libhdf5 decodes it as uninitialised memory"));
+            }
+        }
+        len = match f.id {
+            SHUFFLE => len,
+            FLETCHER32 => len.map(|l| l + 4),
+            NBIT if !compressing_nbit => len,
+            _ => None,
+        };
+        before.push(name);
+    }
+    None
+}
+
+/// Whether an nbit / scaleoffset filter passes its input through unchanged (see the module docs).
+fn passes_through(f: &FilterSpec) -> bool {
+    let cd = &f.cd_values;
+    match f.id {
+        NBIT => cd.get(1) == Some(&1),
+        SCALEOFFSET => cd.len() > 4 && cd[0] == 2 && u64::from(cd[1]) == u64::from(cd[4]) * 8,
+        _ => false,
+    }
+}
+
+/// Why the pipeline `filters` (write order) decodes wrong in a libhdf5 older than 2.2.0, or
+/// `None`: a pass-through nbit / scaleoffset with a filter before it and one after it (in
+/// write order) that may leave a buffer larger than its data (anything but shuffle and szip,
+/// which size their output exactly). `avail` as for [`pipeline_problem`].
+pub fn passthrough_problem(filters: &[FilterSpec], avail: impl Fn(i32) -> bool) -> Option<String> {
+    let used: Vec<&FilterSpec> = filters.iter().filter(|f| avail(f.id)).collect();
+    let i = used.iter().position(|f| passes_through(f))?;
+    let later = used[i + 1..].iter().find(|f| !matches!(f.id, SHUFFLE | SZIP))?;
+    if i == 0 {
+        return None;
+    }
+    Some(format!(
+        "{} has nothing to do here and hands on the capacity of the buffer {} left instead of its length, so {} decodes the wrong number of bytes",
+        filter_name(used[i].id),
+        filter_name(later.id),
+        filter_name(used[i - 1].id)
+    ))
+}
+
+/// Refuse (`Unsupported`) a read or write of `dset` whose chunked pipeline (`layout`) libhdf5
+/// cannot decode reliably (see the module docs): the message names the file, the dataset,
+/// the filters, the linked libhdf5. Cheap: no chunk is touched.
+pub fn check_pipeline(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout, write: bool) -> Result<()> {
+    let Some(chunk) = &layout.chunk else { return Ok(()) };
+    if !layout.filters.iter().any(|f| matches!(f.id, SZIP | NBIT | SCALEOFFSET)) {
+        return Ok(());
+    }
+    // SAFETY: valid dataset id (checked by the caller); lock held.
+    let size = unsafe {
+        let t = super::handle::Handle::new(lock, hdf5_sys::h5d::H5Dget_type(dset), "H5Dget_type")?;
+        hdf5_sys::h5t::H5Tget_size(t.id()) as u64
+    };
+    let bytes = chunk.iter().fold(size, |a, &c| a.saturating_mul(c));
+    // SAFETY: plain query; lock held.
+    let avail = |id: i32| unsafe { hdf5_sys::h5z::H5Zfilter_avail(id) } > 0;
+    let problem = pipeline_problem(&layout.filters, bytes, avail);
+    let old_lib = super::version::library_info(lock).map_or(true, |v| (v.major, v.minor) < (2, 2));
+    let passthrough = if old_lib && problem.is_none() { passthrough_problem(&layout.filters, avail) } else { None };
+    // H5Zfilter_avail may leave a plugin-search failure on the error stack.
+    super::error::clear_stack(lock);
+    let pipeline: Vec<String> = layout.filters.iter().map(|f| filter_name(f.id)).collect();
+    let version = super::version::version_text(lock);
+    let verb = if write { "write" } else { "read" };
+    if let Some(why) = passthrough {
+        bail!(
+            Unsupported,
+            "dataset {}: filter pipeline [{}] (write order): {why}: a bug of libhdf5 before 2.2.0 (this is libhdf5 {version}; fixed by HDF5 pull request 6389), \
+             which returns scrambled values; libhdf5 2.2.0 reads it correctly: vh5 refuses to {verb} it with this libhdf5",
+            dataset_name(lock, dset),
+            pipeline.join(", ")
+        );
+    }
+    let Some(why) = problem else { return Ok(()) };
+    bail!(
+        Unsupported,
+        "dataset {}: filter pipeline [{}] (write order): {why}. No libhdf5 release decodes such chunks reliably (libhdf5 {version}, linked here, neither; \
+         2.0 and 2.2 return other values, uninitialised bytes or an error): vh5 refuses to {} it",
+        dataset_name(lock, dset),
+        pipeline.join(", "),
+        verb
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(id: i32, cd: &[u32]) -> FilterSpec {
+        FilterSpec { id, flags: 0, cd_values: cd.to_vec() }
+    }
+
+    #[test]
+    fn scaleoffset_after_a_length_changing_filter() {
+        let all = |_| true;
+        let so = f(SCALEOFFSET, &[2, 0, 6, 0, 1, 0, 0, 0]);
+        assert_eq!(pipeline_problem(&[so.clone(), f(DEFLATE, &[4])], 6, all), None);
+        assert_eq!(pipeline_problem(&[f(SHUFFLE, &[1]), so.clone()], 6, all), None);
+        for first in [f(SZIP, &[169, 2, 8, 6]), f(DEFLATE, &[4]), f(FLETCHER32, &[])] {
+            let why = pipeline_problem(&[first, so.clone()], 6, all).unwrap();
+            assert!(why.starts_with("scaleoffset comes after"), "{why}");
+        }
+        // an unavailable (skipped) optional filter changes nothing
+        assert_eq!(pipeline_problem(&[f(300, &[]), so], 6, |id| id != 300), None);
+    }
+
+    #[test]
+    fn passthrough_nbit_between_length_sensitive_filters() {
+        let all = |_| true;
+        let nop = f(NBIT, &[8, 1, 300, 1, 4, 0, 32, 0]);
+        let shuffle = f(SHUFFLE, &[4]);
+        for after in [f(DEFLATE, &[4]), f(FLETCHER32, &[])] {
+            let why = passthrough_problem(&[shuffle.clone(), nop.clone(), after], all).unwrap();
+            assert!(why.starts_with("nbit has nothing to do here"), "{why}");
+        }
+        assert_eq!(passthrough_problem(&[nop.clone(), f(DEFLATE, &[4])], all), None);
+        assert_eq!(passthrough_problem(&[shuffle.clone(), nop.clone()], all), None);
+        assert_eq!(passthrough_problem(&[shuffle.clone(), nop.clone(), f(SZIP, &[169, 8, 32, 32])], all), None);
+        // nbit that packs bits returns its length
+        assert_eq!(passthrough_problem(&[shuffle.clone(), f(NBIT, &[8, 0, 300, 1, 4, 0, 12, 0]), f(DEFLATE, &[4])], all), None);
+        // integer scaleoffset keeping all 32 bits passes through too
+        let so_nop = f(SCALEOFFSET, &[2, 32, 300, 0, 4, 1, 0, 0]);
+        assert!(passthrough_problem(&[shuffle, so_nop, f(FLETCHER32, &[])], all).is_some());
+    }
+
+    #[test]
+    fn szip_needs_whole_pixels() {
+        let all = |_| true;
+        let sz64 = f(SZIP, &[169, 8, 64, 64]);
+        let sz32 = f(SZIP, &[169, 8, 32, 64]);
+        let sz8 = f(SZIP, &[169, 8, 8, 64]);
+        assert_eq!(pipeline_problem(&[sz64.clone()], 512, all), None);
+        assert_eq!(pipeline_problem(&[f(SHUFFLE, &[8]), sz64.clone()], 512, all), None);
+        assert_eq!(pipeline_problem(&[f(FLETCHER32, &[]), sz32.clone()], 256, all), None);
+        assert!(pipeline_problem(&[f(FLETCHER32, &[]), sz64.clone()], 512, all).unwrap().contains("516 bytes, not whole 8-byte pixels"));
+        assert!(pipeline_problem(&[f(SCALEOFFSET, &[0, 3, 64, 1, 8, 0, 0, 0]), sz64.clone()], 512, all).unwrap().contains("data-dependent"));
+        assert!(pipeline_problem(&[f(DEFLATE, &[4]), sz32], 256, all).is_some());
+        // 1-byte pixels: any length is whole pixels
+        assert_eq!(pipeline_problem(&[f(SCALEOFFSET, &[2, 0, 64, 0, 1, 0, 0, 0]), sz8], 64, all), None);
+        // nbit with nothing to pack (cd[1] = 1) leaves the length as it is
+        assert_eq!(pipeline_problem(&[f(NBIT, &[8, 1, 64, 1, 8, 0, 64, 0]), f(FLETCHER32, &[]), f(SZIP, &[169, 8, 32, 64])], 256, all), None);
+        assert!(pipeline_problem(&[f(NBIT, &[8, 0, 64, 1, 8, 0, 12, 0]), sz64], 512, all).is_some());
+    }
+}

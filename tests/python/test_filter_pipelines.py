@@ -1,0 +1,131 @@
+"""Filter pipelines libhdf5 itself cannot decode reliably (src/hdf5/filter_support.rs), in
+files written by h5py (libhdf5 2.0): vh5 refuses to read or write them with
+VH5_ERR_UNSUPPORTED naming the file, the dataset, the filters and the linked libhdf5, and
+reads the well-formed neighbours of each pipeline exactly as h5py does.
+
+- scaleoffset after a filter that changed the chunk's length (szip then scaleoffset: h5py
+  2.0.0 reads other values after every write, libhdf5 2.2.0 errors, 1.10.8 reads zeros);
+- szip given bytes that are not whole pixels (scaleoffset or fletcher32 before szip on 8-byte
+  types: libaec drops the tail, libhdf5 1.10.8 and 2.2.0 read uninitialised memory);
+- with a libhdf5 older than 2.2.0 only: a pass-through nbit between shuffle and deflate /
+  fletcher32 (libhdf5 1.10.8 and 2.0.0 hand on the wrong length: scrambled values)."""
+
+import numpy as np
+import pytest
+import vh5
+
+h5py = pytest.importorskip("h5py")
+h5z = h5py.h5z
+
+LIBVER = ("earliest", "v110")  # vh5 links libhdf5 1.10
+N = 64
+
+
+def _dataset(f, name, dtype, filters, data):
+    """h5py.h5d.create of a 1-d dataset of N elements in one chunk, with `filters` in this
+    write order (h5py's keywords always put scaleoffset first), written whole."""
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_chunk((N,))
+    for fl in filters:
+        if fl == "deflate":
+            dcpl.set_deflate(4)
+        elif fl == "shuffle":
+            dcpl.set_shuffle()
+        elif fl == "fletcher32":
+            dcpl.set_fletcher32()
+        elif fl == "nbit":
+            dcpl.set_filter(h5z.FILTER_NBIT, h5z.FLAG_OPTIONAL, ())
+        elif fl == "szip":
+            dcpl.set_szip(h5z.SZIP_NN_OPTION_MASK, 8)
+        elif fl == "scaleoffset":
+            if np.dtype(dtype).kind == "f":
+                dcpl.set_scaleoffset(h5z.SO_FLOAT_DSCALE, 3)
+            else:
+                dcpl.set_scaleoffset(h5z.SO_INT, h5z.SO_INT_MINBITS_DEFAULT)
+    ds = h5py.h5d.create(f.id, name.encode(), h5py.h5t.py_create(np.dtype(dtype)), h5py.h5s.create_simple((N,)), dcpl=dcpl)
+    ds.write(h5py.h5s.ALL, h5py.h5s.ALL, np.ascontiguousarray(data, dtype=dtype))
+
+
+def _values(dtype):
+    if np.dtype(dtype).kind == "f":
+        return np.linspace(-7, 9, N).astype(dtype)
+    return (np.arange(N) * 37 % 101).astype(dtype)
+
+
+def _file(tmp_path, pipelines):
+    p = tmp_path / "pipelines.h5"
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        for name, (dtype, filters) in pipelines.items():
+            _dataset(f, name, dtype, filters, _values(dtype))
+    return p
+
+
+def _read(p, name):
+    with vh5.File(p) as f:
+        ds = f[name]
+        dst = np.zeros(N, ds.dtype.newbyteorder("="))
+        vh5.read_many_slices(ds, dst, [[0]], [[0]], [[N]])
+    return dst
+
+
+def _write(p, name, dtype):
+    with vh5.File(p, "r+") as f:
+        src = _values(np.dtype(dtype).newbyteorder("="))
+        vh5.write_many_slices(src, f[name], [[0]], [[0]], [[N]])
+
+
+def _refused(p, name, dtype, *words):
+    for op in (lambda: _read(p, name), lambda: _write(p, name, dtype)):
+        with pytest.raises(vh5.UnsupportedError) as e:
+            op()
+        msg = str(e.value)
+        for w in (f"`/{name}`", p.name, "libhdf5 " + ".".join(map(str, vh5.hdf5_version().version)), *words):
+            assert w in msg, (w, msg)
+
+
+@pytest.mark.parametrize("dtype", ["u1", "<i4"])
+def test_scaleoffset_after_szip_or_deflate_refused(tmp_path, dtype):
+    p = _file(tmp_path, {"szip_so": (dtype, ["szip", "scaleoffset"]), "deflate_so": (dtype, ["deflate", "scaleoffset"])})
+    _refused(p, "szip_so", dtype, "[szip, scaleoffset]", "scaleoffset comes after szip", "No libhdf5 release decodes such chunks reliably")
+    _refused(p, "deflate_so", dtype, "[deflate, scaleoffset]", "scaleoffset comes after deflate")
+
+
+def test_szip_after_scaleoffset_or_fletcher32_on_8_byte_type_refused(tmp_path):
+    p = _file(tmp_path, {"so_szip": (">f8", ["scaleoffset", "szip"]), "f32_szip": ("<u8", ["fletcher32", "szip"])})
+    _refused(p, "so_szip", ">f8", "[scaleoffset, szip]", "not whole 8-byte pixels")
+    _refused(p, "f32_szip", "<u8", "[fletcher32, szip]", f"receives {N * 8 + 4} bytes, not whole 8-byte pixels")
+
+
+def test_szip_and_scaleoffset_pipelines_libhdf5_decodes_read_as_h5py(tmp_path):
+    """The neighbours: scaleoffset first (h5py's order), szip on whole pixels (its own
+    elements, after shuffle, after fletcher32 on 4-byte types, any input on 1-byte types)."""
+    pipes = {
+        "so_deflate": ("<i4", ["scaleoffset", "deflate"]),
+        "so_f8_deflate": ("<f8", ["scaleoffset", "shuffle", "deflate"]),
+        "shuffle_szip": ("<f8", ["shuffle", "szip"]),
+        "f32_szip_i4": ("<i4", ["fletcher32", "szip"]),
+        "so_szip_u1": ("u1", ["scaleoffset", "szip"]),
+        "szip_f32": ("<f8", ["szip", "fletcher32"]),
+    }
+    p = _file(tmp_path, pipes)
+    with h5py.File(p) as f:
+        ref = {name: f[name][...] for name in pipes}
+    for name in pipes:
+        assert (_read(p, name) == ref[name]).all(), name
+
+
+def test_passthrough_nbit_between_shuffle_and_deflate_refused_before_libhdf5_2_2(tmp_path):
+    """nbit on a full-precision type does nothing; libhdf5 before 2.2.0 then hands on the
+    buffer's capacity instead of its length, and shuffle decodes the wrong length."""
+    pipes = {"sh_nbit_deflate": ("<f4", ["shuffle", "nbit", "deflate"]), "sh_nbit_f32": ("<i2", ["shuffle", "nbit", "fletcher32"])}
+    p = _file(tmp_path, pipes)
+    if vh5.hdf5_version().version >= (2, 2, 0):
+        for name, (dtype, _) in pipes.items():
+            assert (_read(p, name) == _values(dtype)).all(), name
+        return
+    _refused(p, "sh_nbit_deflate", "<f4", "[shuffle, nbit, deflate]", "a bug of libhdf5 before 2.2.0", "libhdf5 2.2.0 reads it correctly")
+    _refused(p, "sh_nbit_f32", "<i2", "[shuffle, nbit, fletcher32]", "a bug of libhdf5 before 2.2.0")
+    # without a filter after nbit there is nothing to get wrong
+    p2 = _file(tmp_path, {"sh_nbit": ("<f4", ["shuffle", "nbit"]), "nbit_deflate": ("<f4", ["nbit", "deflate"])})
+    for name in ("sh_nbit", "nbit_deflate"):
+        assert (_read(p2, name) == _values("<f4")).all(), name
