@@ -106,6 +106,7 @@ pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
     } else if let Some(what) = super::external::storage_elsewhere(lock, h.id())? {
         return Err(super::external::refusal(&dataset_name(lock, h.id()), &what));
     }
+    super::handle::mark_opened_by_vh5(h.id());
     Ok(h)
 }
 

@@ -1,0 +1,136 @@
+/* C99 test of vh5_dataset_from_hdf5_id: a C program's own dataset id (H5Dopen2 of the libhdf5
+ * libvh5 calls, looked up with dlsym so this program needs no -lhdf5) used as a vh5 dataset:
+ * vh5 takes its own reference (vh5_close leaves the caller's id open, and the other way
+ * round), reads equal what was written, and ids of other kinds or closed ids are refused with
+ * VH5_ERR_INVALID_HANDLE. Skipped for a static build that exports no HDF5 symbols. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vh5.h"
+
+static int failures = 0;
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fprintf(stderr, "\n");                                          \
+            failures++;                                                     \
+        }                                                                   \
+    } while (0)
+
+typedef int64_t hid;
+typedef unsigned long long hsize;
+
+/* libhdf5's functions, from the process's global scope (libvh5 loaded it). */
+static struct {
+    int (*open)(void);
+    hid (*fcreate)(const char *, unsigned, hid, hid);
+    hid (*fopen)(const char *, unsigned, hid);
+    int (*fclose)(hid);
+    hid (*screate_simple)(int, const hsize *, const hsize *);
+    int (*sclose)(hid);
+    hid (*dcreate2)(hid, const char *, hid, hid, hid, hid, hid);
+    hid (*dopen2)(hid, const char *, hid);
+    int (*dwrite)(hid, hid, hid, hid, hid, const void *);
+    int (*dclose)(hid);
+    int (*iis_valid)(hid);
+    hid *native_double;
+} h5;
+
+static int load(void) {
+#define SYM(field, name) *(void **)(&h5.field) = dlsym(RTLD_DEFAULT, name)
+    SYM(open, "H5open");
+    SYM(fcreate, "H5Fcreate");
+    SYM(fopen, "H5Fopen");
+    SYM(fclose, "H5Fclose");
+    SYM(screate_simple, "H5Screate_simple");
+    SYM(sclose, "H5Sclose");
+    SYM(dcreate2, "H5Dcreate2");
+    SYM(dopen2, "H5Dopen2");
+    SYM(dwrite, "H5Dwrite");
+    SYM(dclose, "H5Dclose");
+    SYM(iis_valid, "H5Iis_valid");
+    SYM(native_double, "H5T_NATIVE_DOUBLE_g");
+#undef SYM
+    return h5.open && h5.fcreate && h5.fopen && h5.fclose && h5.screate_simple && h5.sclose && h5.dcreate2 && h5.dopen2 &&
+           h5.dwrite && h5.dclose && h5.iis_valid && h5.native_double;
+}
+
+int main(void) {
+    uint32_t major = 0;
+    vh5_hdf5_version(&major, NULL, NULL, NULL); /* loads and initialises libhdf5 */
+    if (!load()) {
+        printf("SKIP test_from_hdf5_id: libhdf5 symbols not visible (static build)\n");
+        return 0;
+    }
+    h5.open();
+    const char *tmp = getenv("VH5_TEST_TMP");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/from_hdf5_id.h5", tmp ? tmp : "/tmp");
+
+    /* write a 4x5 dataset through libhdf5 directly */
+    double data[20];
+    for (int i = 0; i < 20; i++) data[i] = i * 1.5;
+    hsize dims[2] = {4, 5};
+    hid f = h5.fcreate(path, 2u /* H5F_ACC_TRUNC */, 0, 0);
+    CHECK(f >= 0, "H5Fcreate %s", path);
+    hid s = h5.screate_simple(2, dims, NULL);
+    hid d = h5.dcreate2(f, "x", *h5.native_double, s, 0, 0, 0);
+    CHECK(d >= 0 && h5.dwrite(d, *h5.native_double, 0, 0, 0, data) >= 0, "write");
+    h5.sclose(s);
+
+    /* the caller's id, open for writing, used by vh5 */
+    int64_t v = -7;
+    vh5_status st = vh5_dataset_from_hdf5_id(d, &v);
+    CHECK(st == VH5_OK && v == d, "vh5_dataset_from_hdf5_id: %s (%lld)", vh5_status_name(st), (long long)v);
+    double out[6] = {0};
+    uint64_t shape[2] = {2, 3};
+    vh5_array dst;
+    memset(&dst, 0, sizeof dst);
+    dst.base = out;
+    dst.base_len = sizeof out;
+    dst.dtype = VH5_DTYPE_FLOAT64;
+    dst.itemsize = 8;
+    dst.ndim = 2;
+    dst.shape = shape;
+    uint64_t src_start[2] = {1, 2}, dst_start[2] = {0, 0}, count[2] = {2, 3};
+    st = vh5_read_many_slices(v, &dst, 1, src_start, dst_start, count, NULL, NULL, 0);
+    CHECK(st == VH5_OK, "read: %s", vh5_status_name(st));
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++) CHECK(out[i * 3 + j] == data[(1 + i) * 5 + 2 + j], "out[%d][%d] = %g", i, j, out[i * 3 + j]);
+
+    /* vh5_close gives back vh5's reference only */
+    CHECK(vh5_close(v) == VH5_OK, "vh5_close");
+    CHECK(h5.iis_valid(d) > 0, "the caller's id was closed by vh5_close");
+    /* the caller closing first leaves vh5's reference valid */
+    st = vh5_dataset_from_hdf5_id(d, &v);
+    CHECK(st == VH5_OK, "second adoption: %s", vh5_status_name(st));
+    CHECK(h5.dclose(d) >= 0, "H5Dclose");
+    vh5_dataset_info info;
+    st = vh5_dataset_get_info(v, &info);
+    CHECK(st == VH5_OK && info.ndim == 2 && info.shape[0] == 4 && info.shape[1] == 5, "info after the caller's close: %s", vh5_status_name(st));
+    CHECK(vh5_close(v) == VH5_OK, "vh5_close");
+
+    /* refused: a file id (naming its type), a closed id, NULL out */
+    st = vh5_dataset_from_hdf5_id(f, &v);
+    char msg[512];
+    vh5_last_error_message(msg, sizeof msg);
+    CHECK(st == VH5_ERR_INVALID_HANDLE && v == -1 && strstr(msg, "not a dataset"), "file id: %s %s", vh5_status_name(st), msg);
+    st = vh5_dataset_from_hdf5_id(d, &v);
+    CHECK(st == VH5_ERR_INVALID_HANDLE && v == -1, "closed id: %s", vh5_status_name(st));
+    CHECK(vh5_dataset_from_hdf5_id(f, NULL) == VH5_ERR_NULL_ARGUMENT, "NULL out");
+    h5.fclose(f);
+    remove(path);
+
+    if (failures) {
+        fprintf(stderr, "test_from_hdf5_id: %d failures\n", failures);
+        return 1;
+    }
+    printf("test_from_hdf5_id: ok\n");
+    return 0;
+}
