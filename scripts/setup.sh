@@ -9,6 +9,8 @@ if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
 
 # clang + libclang-rt-14-dev (ASan/UBSan runtime) and valgrind: c_tests/sanitize.sh.
 APT_PKGS="libhdf5-dev pkg-config cmake binutils gcc g++ python3-venv clang libclang-rt-14-dev valgrind"
+# patchelf: scripts/build_h5py_lib.sh (the h5py-bound library and tool of the wheel).
+APT_PKGS="$APT_PKGS patchelf"
 missing=""
 for p in $APT_PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
