@@ -901,6 +901,39 @@ vh5_status vh5_file_open(const char *path, uint32_t flags, int64_t *file_out);
 vh5_status vh5_dataset_open(int64_t file, const char *name, int64_t *dset_out);
 
 /**
+ * Use a dataset id the caller opened itself, through the same libhdf5 this library calls,
+ * as a vh5 dataset id: typically h5py's `Dataset.id.id` when libvh5 is the h5py-bound build
+ * (`vh5_hdf5_origin` = `"h5py"`: its libhdf5 symbols resolve against h5py's library), or a
+ * C program's own `H5Dopen2` id. Nothing is reopened by path: in-memory (core driver) files,
+ * files the caller holds open for writing and data it has not flushed are seen exactly as
+ * the caller's libhdf5 sees them.
+ *
+ * vh5 takes one reference of its own to `dataset_id` (`H5Iinc_ref`) and stores the same id
+ * number in `*out`; `vh5_close(*out)` gives back only that reference, the caller's stays
+ * valid (and closing the caller's reference leaves vh5's valid). A caller that closes the
+ * id by force (h5py's `File.close()` closes every object of its file) makes later vh5 calls
+ * on it fail with `VH5_ERR_INVALID_HANDLE`, never undefined behaviour. Datasets used this way
+ * never get vh5's decoded-chunk cache (their file may be written behind vh5's back); their
+ * storage in other files (external raw data, virtual datasets) is refused as for any id not
+ * opened through a file with `VH5_FILE_ALLOW_EXTERNAL`.
+ *
+ * Valid ONLY when the caller's libhdf5 is the one vh5 calls: an id of another libhdf5
+ * instance (h5py's, with a libvh5 linked to the system's libhdf5) names nothing or another
+ * object here; it is refused when it is not an open dataset id of vh5's libhdf5.
+ *
+ * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`out` NULL); `VH5_ERR_INVALID_HANDLE`
+ * (`dataset_id` is not an open dataset id of this libhdf5: closed, never opened, another
+ * libhdf5's, or a file / group / datatype id — the message names its type); `VH5_ERR_HDF5`
+ * (libhdf5 refused the reference). `*out` is set to -1 on failure. Thread-safe (the caller
+ * must also hold its own libhdf5 lock when that library is shared with other code: h5py's
+ * `phil`, which the Python package takes).
+ *
+ * # Safety
+ * `out` must be NULL or valid for one write.
+ */
+vh5_status vh5_dataset_from_hdf5_id(int64_t dataset_id, int64_t *out);
+
+/**
  * Describe the dataset `dset` into `*out` (see `vh5_dataset_info`; fully written on success,
  * zeroed on failure).
  *
@@ -1314,10 +1347,27 @@ vh5_status vh5_hdf5_version(uint32_t *major,
                             uint8_t *threadsafe);
 
 /**
+ * The version of the HDF5 headers this library was compiled against (`H5_VERS_*` at build
+ * time; e.g. 2, 2, 0). A shared build calls whatever libhdf5 the dynamic loader gives it at
+ * run time (`vh5_hdf5_version`); a loader binding libvh5 to another program's libhdf5 (the
+ * Python package and h5py's) checks that the major versions agree before any other call.
+ *
+ * `major`, `minor`, `release`: out, may each be NULL (not written). Always succeeds (no
+ * libhdf5 call); thread-safe.
+ *
+ * # Safety
+ * Each non-NULL pointer must be valid for one write of a `uint32_t`.
+ */
+void vh5_hdf5_build_version(uint32_t *major, uint32_t *minor, uint32_t *release);
+
+/**
  * Where the libhdf5 of `vh5_hdf5_version` comes from, as a static NUL-terminated string:
  * `"system"` (a shared libhdf5 of the system, found when vh5 was built; the dynamic loader
- * picks the file at run time) or `"vendored"` (HDF5 built from source by the `static-hdf5`
- * cargo feature and linked statically into libvh5). Never NULL; never free it. Thread-safe.
+ * picks the file at run time), `"vendored"` (HDF5 built from source by the `static-hdf5`
+ * cargo feature and linked statically into libvh5) or `"h5py"` (the h5py-bound build, whose
+ * libhdf5 symbols resolved against the libhdf5 of an h5py wheel already loaded in the
+ * process: the shared object providing them lies in h5py's package directory). Never NULL;
+ * never free it. Thread-safe.
  */
 const char *vh5_hdf5_origin(void);
 

@@ -91,7 +91,8 @@ inline std::string version() { return vh5_version_string(); }
 struct Hdf5Info {
   uint32_t major = 0, minor = 0, release = 0;
   bool threadsafe = false;  ///< libhdf5 built thread-safe (vh5 serialises its calls anyway)
-  std::string origin;       ///< "system" (shared library of the system) or "vendored" (static-hdf5)
+  std::string origin;       ///< "system" (shared library of the system), "vendored" (static-hdf5) or "h5py" (h5py-bound build)
+  uint32_t build_major = 0, build_minor = 0, build_release = 0;  ///< HDF5 headers vh5 was compiled against
 };
 
 /// Version, origin and thread-safety of the libhdf5 vh5 uses. Throws vh5::Error
@@ -102,6 +103,7 @@ inline Hdf5Info hdf5_version() {
   detail::check(vh5_hdf5_version(&i.major, &i.minor, &i.release, &ts));
   i.threadsafe = ts != 0;
   i.origin = vh5_hdf5_origin();
+  vh5_hdf5_build_version(&i.build_major, &i.build_minor, &i.build_release);
   return i;
 }
 
@@ -187,6 +189,15 @@ class File {
 class Dataset {
  public:
   explicit Dataset(int64_t id) noexcept : h_(id) {}
+  /// A Dataset on the caller's own open dataset id `hdf5_id` (e.g. from H5Dopen2) of the SAME
+  /// libhdf5 vh5 calls: vh5 takes its own reference (vh5_dataset_from_hdf5_id), so destroying
+  /// this object leaves the caller's id open. Throws vh5::Error (VH5_ERR_INVALID_HANDLE when
+  /// it is not an open dataset id of vh5's libhdf5).
+  static Dataset from_hdf5_id(int64_t hdf5_id) {
+    int64_t id = -1;
+    detail::check(vh5_dataset_from_hdf5_id(hdf5_id, &id));
+    return Dataset(id);
+  }
   int64_t id() const noexcept { return h_.id(); }
   void close() { h_.close(); }
   /// Shape, chunk shape, dtype, byte order and filters of the dataset.

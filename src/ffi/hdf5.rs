@@ -212,6 +212,47 @@ pub unsafe extern "C" fn vh5_dataset_open(file: i64, name: *const c_char, dset_o
     })
 }
 
+/// Use a dataset id the caller opened itself, through the same libhdf5 this library calls,
+/// as a vh5 dataset id: typically h5py's `Dataset.id.id` when libvh5 is the h5py-bound build
+/// (`vh5_hdf5_origin` = `"h5py"`: its libhdf5 symbols resolve against h5py's library), or a
+/// C program's own `H5Dopen2` id. Nothing is reopened by path: in-memory (core driver) files,
+/// files the caller holds open for writing and data it has not flushed are seen exactly as
+/// the caller's libhdf5 sees them.
+///
+/// vh5 takes one reference of its own to `dataset_id` (`H5Iinc_ref`) and stores the same id
+/// number in `*out`; `vh5_close(*out)` gives back only that reference, the caller's stays
+/// valid (and closing the caller's reference leaves vh5's valid). A caller that closes the
+/// id by force (h5py's `File.close()` closes every object of its file) makes later vh5 calls
+/// on it fail with `VH5_ERR_INVALID_HANDLE`, never undefined behaviour. Datasets used this way
+/// never get vh5's decoded-chunk cache (their file may be written behind vh5's back); their
+/// storage in other files (external raw data, virtual datasets) is refused as for any id not
+/// opened through a file with `VH5_FILE_ALLOW_EXTERNAL`.
+///
+/// Valid ONLY when the caller's libhdf5 is the one vh5 calls: an id of another libhdf5
+/// instance (h5py's, with a libvh5 linked to the system's libhdf5) names nothing or another
+/// object here; it is refused when it is not an open dataset id of vh5's libhdf5.
+///
+/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`out` NULL); `VH5_ERR_INVALID_HANDLE`
+/// (`dataset_id` is not an open dataset id of this libhdf5: closed, never opened, another
+/// libhdf5's, or a file / group / datatype id — the message names its type); `VH5_ERR_HDF5`
+/// (libhdf5 refused the reference). `*out` is set to -1 on failure. Thread-safe (the caller
+/// must also hold its own libhdf5 lock when that library is shared with other code: h5py's
+/// `phil`, which the Python package takes).
+///
+/// # Safety
+/// `out` must be NULL or valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_dataset_from_hdf5_id(dataset_id: i64, out: *mut i64) -> vh5_status {
+    guard(|| {
+        // SAFETY: `out` is NULL or valid for one write (the caller's contract).
+        unsafe { write_out(out, "out", -1) }?;
+        let s = h5::session();
+        let d = h5::Handle::adopt_dataset(s.lock(), dataset_id)?;
+        // SAFETY: as above.
+        unsafe { write_out(out, "out", d.into_raw()) }
+    })
+}
+
 /// Describe the dataset `dset` into `*out` (see `vh5_dataset_info`; fully written on success,
 /// zeroed on failure).
 ///

@@ -3,7 +3,7 @@
 use std::ffi::c_char;
 
 use super::{guard, vh5_status};
-use crate::hdf5::version::{library_info, Origin, ORIGIN};
+use crate::hdf5::version::{header_version, library_info, origin, Origin};
 
 /// The version of the libhdf5 this library calls (`H5get_libversion`, e.g. 1, 10, 8) and
 /// whether that libhdf5 was built thread-safe (`H5is_library_threadsafe`; 1 or 0 — vh5
@@ -40,15 +40,40 @@ pub unsafe extern "C" fn vh5_hdf5_version(major: *mut u32, minor: *mut u32, rele
     st
 }
 
+/// The version of the HDF5 headers this library was compiled against (`H5_VERS_*` at build
+/// time; e.g. 2, 2, 0). A shared build calls whatever libhdf5 the dynamic loader gives it at
+/// run time (`vh5_hdf5_version`); a loader binding libvh5 to another program's libhdf5 (the
+/// Python package and h5py's) checks that the major versions agree before any other call.
+///
+/// `major`, `minor`, `release`: out, may each be NULL (not written). Always succeeds (no
+/// libhdf5 call); thread-safe.
+///
+/// # Safety
+/// Each non-NULL pointer must be valid for one write of a `uint32_t`.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_hdf5_build_version(major: *mut u32, minor: *mut u32, release: *mut u32) {
+    let v = header_version();
+    for (p, x) in [(major, v.0), (minor, v.1), (release, v.2)] {
+        if !p.is_null() {
+            // SAFETY: the caller passes a valid pointer or NULL.
+            unsafe { *p = x };
+        }
+    }
+}
+
 /// Where the libhdf5 of `vh5_hdf5_version` comes from, as a static NUL-terminated string:
 /// `"system"` (a shared libhdf5 of the system, found when vh5 was built; the dynamic loader
-/// picks the file at run time) or `"vendored"` (HDF5 built from source by the `static-hdf5`
-/// cargo feature and linked statically into libvh5). Never NULL; never free it. Thread-safe.
+/// picks the file at run time), `"vendored"` (HDF5 built from source by the `static-hdf5`
+/// cargo feature and linked statically into libvh5) or `"h5py"` (the h5py-bound build, whose
+/// libhdf5 symbols resolved against the libhdf5 of an h5py wheel already loaded in the
+/// process: the shared object providing them lies in h5py's package directory). Never NULL;
+/// never free it. Thread-safe.
 #[no_mangle]
 pub extern "C" fn vh5_hdf5_origin() -> *const c_char {
-    match ORIGIN {
+    match origin() {
         Origin::System => c"system".as_ptr(),
         Origin::Vendored => c"vendored".as_ptr(),
+        Origin::H5py => c"h5py".as_ptr(),
     }
 }
 
@@ -73,5 +98,12 @@ mod tests {
         // SAFETY: vh5_hdf5_origin returns a static NUL-terminated string.
         let o = unsafe { CStr::from_ptr(vh5_hdf5_origin()) }.to_str().unwrap();
         assert_eq!(o, if cfg!(feature = "static-hdf5") { "vendored" } else { "system" });
+        // The headers' version is the linked library's in a test binary (hdf5-sys checks it).
+        let (mut x, mut y, mut z) = (0u32, 0u32, 0u32);
+        // SAFETY: valid out-pointers.
+        unsafe { vh5_hdf5_build_version(&mut x, &mut y, &mut z) };
+        assert_eq!((x, y), (a, b));
+        // SAFETY: NULL pointers are allowed.
+        unsafe { vh5_hdf5_build_version(std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut()) };
     }
 }

@@ -2,12 +2,18 @@
 //!
 //! A [`Handle`] owns one reference to a libhdf5 object id and closes it when dropped, taking
 //! the process-wide lock to do so. [`Handle::into_raw`] gives the id away (to a C caller who
-//! closes it with `vh5_close`). [`dataset_name`] names a dataset id in messages.
+//! closes it with `vh5_close`). [`Handle::adopt_dataset`] takes one more reference to a
+//! dataset id the caller opened (h5py's, in the same libhdf5). [`dataset_name`] names a
+//! dataset id in messages. [`opened_by_vh5`] tells the dataset ids vh5 opened itself (by
+//! path) from ids handed in by a caller: only the former may use vh5's decoded-chunk cache.
 
 use hdf5_sys::h5d::H5Dclose;
 use hdf5_sys::h5f::H5Fclose;
 use hdf5_sys::h5g::H5Gclose;
-use hdf5_sys::h5i::{hid_t, H5I_type_t, H5Idec_ref, H5Iget_type};
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use hdf5_sys::h5i::{hid_t, H5I_type_t, H5Idec_ref, H5Iget_type, H5Iinc_ref};
 use hdf5_sys::h5p::H5Pclose;
 use hdf5_sys::h5s::H5Sclose;
 use hdf5_sys::h5t::H5Tclose;
@@ -27,6 +33,26 @@ impl Handle {
     /// [`crate::error::ErrorKind::Hdf5`] error naming `what` with the libhdf5 error stack.
     pub fn new(lock: &H5Lock, id: hid_t, what: impl std::fmt::Display) -> Result<Handle> {
         check(lock, id, what).map(|id| Handle { id })
+    }
+
+    /// Take one more reference (`H5Iinc_ref`) to `id`, an open dataset id of the libhdf5 vh5
+    /// calls that the caller owns (e.g. h5py's `Dataset.id.id` when vh5 runs inside h5py's
+    /// libhdf5): dropping the handle (or `vh5_close` of [`Handle::into_raw`]'s id, which is
+    /// the same number) gives back only that reference, the caller's stays valid. Errors:
+    /// `InvalidHandle` when `id` is not an open libhdf5 id, or is one of another type (the
+    /// message names the type); `Hdf5` when libhdf5 refuses the reference.
+    pub fn adopt_dataset(lock: &H5Lock, id: hid_t) -> Result<Handle> {
+        match id_type(lock, id) {
+            Some(H5I_type_t::H5I_DATASET) => {}
+            Some(t) => bail!(InvalidHandle, "dataset_id {id} is a libhdf5 id of type {t:?}, not a dataset"),
+            None => bail!(
+                InvalidHandle,
+                "dataset_id {id} is not an open dataset id of the libhdf5 vh5 calls (closed, never opened, or from another libhdf5 instance: an h5py id is valid only when vh5 is bound to h5py's libhdf5)"
+            ),
+        }
+        // SAFETY: `id` is an open dataset id (checked above); lock held.
+        check(lock, unsafe { H5Iinc_ref(id) }, format_args!("taking a reference to dataset id {id}"))?;
+        Ok(Handle { id })
     }
 
     /// The raw id (still owned by this handle).
@@ -58,9 +84,30 @@ pub fn id_type(lock: &H5Lock, id: hid_t) -> Option<H5I_type_t> {
     }
 }
 
+/// Dataset ids vh5 opened itself ([`mark_opened_by_vh5`]), until closed through [`close_id`].
+static OPENED: Mutex<Option<HashSet<hid_t>>> = Mutex::new(None);
+
+/// Record that vh5 opened the dataset `id` itself (by path, `vh5_dataset_open`): nobody but
+/// vh5's caller holds it, so vh5 may keep decoded chunks of it (when its file cannot change).
+pub fn mark_opened_by_vh5(id: hid_t) {
+    OPENED.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(HashSet::new).insert(id);
+}
+
+/// Whether vh5 opened the dataset `id` itself ([`mark_opened_by_vh5`]) and has not closed it.
+/// `false` for ids handed in by a caller (h5py's `Dataset.id`, `vh5_dataset_from_hdf5_id`),
+/// whose file another part of the process may be writing through the same libhdf5.
+pub fn opened_by_vh5(id: hid_t) -> bool {
+    OPENED.lock().unwrap_or_else(|p| p.into_inner()).as_ref().is_some_and(|s| s.contains(&id))
+}
+
 /// Close `id` with the close function of its type. Returns a libhdf5 error when the close fails.
 pub fn close_id(lock: &H5Lock, id: hid_t) -> Result<()> {
     let t = id_type(lock, id);
+    if t == Some(H5I_type_t::H5I_DATASET) {
+        if let Some(s) = OPENED.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            s.remove(&id);
+        }
+    }
     // SAFETY: we hold the lock; each close matches the id's type.
     let r = unsafe {
         match t {

@@ -43,7 +43,10 @@ pub struct DatasetMeta {
     fixed_extent: bool,
     /// Dataspaces kept across calls (when `fixed_extent`), lent to one reader at a time.
     spaces: Mutex<Option<SpaceCache>>,
-    /// Chunks vh5 decoded, kept for later calls (when `fixed_extent`; created by the first
+    /// vh5 opened the dataset id itself ([`super::handle::opened_by_vh5`]); ids handed in by
+    /// a caller (h5py's) never get a decoded-chunk cache.
+    own: bool,
+    /// Chunks vh5 decoded, kept for later calls (when `fixed_extent` and `own`; created by the first
     /// read that uses it, see [`DatasetMeta::chunk_cache`]).
     chunks: OnceLock<ChunkCache>,
 }
@@ -57,14 +60,20 @@ impl DatasetMeta {
     }
 
     /// The dataset's decoded-chunk cache ([`ChunkCache`], created with `cap()` bytes on first
-    /// use), or `None` when the file may change in this process (opened read-write or SWMR).
+    /// use), or `None` when the file may change in this process (its shared open intent,
+    /// whoever opened it — vh5 or h5py in the same libhdf5 — is read-write or SWMR) or the
+    /// dataset id was not opened by vh5 (an h5py dataset's id: its file may be written
+    /// through the same libhdf5 behind vh5's back).
     pub fn chunk_cache(&self, cap: impl FnOnce() -> u64) -> Option<&ChunkCache> {
-        self.fixed_extent.then(|| self.chunks.get_or_init(|| ChunkCache::new(cap())))
+        (self.fixed_extent && self.own).then(|| self.chunks.get_or_init(|| ChunkCache::new(cap())))
     }
 }
 
 /// Whether the file holding `dset` is open read-only without SWMR (its datasets' extents
-/// cannot change while open). Any failure answers `false` (no caching).
+/// cannot change while open). `H5Fget_intent` reports the intent of the *shared* file: a file
+/// vh5 opened read-only that another opener in the same libhdf5 (h5py, when vh5 is bound to
+/// its library) holds open for writing answers read-write. Any failure answers `false` (no
+/// caching).
 fn extent_is_fixed(lock: &H5Lock, dset: hid_t) -> bool {
     use hdf5_sys::h5f::{H5Fget_intent, H5F_ACC_RDWR, H5F_ACC_SWMR_READ, H5F_ACC_SWMR_WRITE};
     // SAFETY: valid dataset id (checked by the caller); lock held; `intent` is a local.
@@ -99,7 +108,8 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
     }
     let fixed_extent = extent_is_fixed(lock, dset);
     let elsewhere = super::external::storage_elsewhere(lock, dset)?;
-    let m = Arc::new(DatasetMeta { ftype, finfo, layout, elsewhere, fixed_extent, spaces: Mutex::new(None), chunks: OnceLock::new() });
+    let own = super::handle::opened_by_vh5(dset);
+    let m = Arc::new(DatasetMeta { ftype, finfo, layout, elsewhere, fixed_extent, own, spaces: Mutex::new(None), chunks: OnceLock::new() });
     let old = {
         let mut g = CACHE.lock().unwrap_or_else(|p| p.into_inner());
         let c = g.get_or_insert_with(HashMap::new);

@@ -78,7 +78,28 @@ class Dataset(Handle):
             check(st, {fid: f"file {file.filename!r}"})
         except Error as e:
             raise in_file(e, file.filename) from None
-        super().__init__(out.value)
+        self._adopt(out.value)
+        children = getattr(file, "_children", None)
+        if children is not None:
+            children.add(self)
+
+    @classmethod
+    def _from_hdf5_id(cls, file, name: str, hid: int) -> Dataset:
+        """A Dataset on the caller's open dataset id ``hid`` of the libhdf5 vh5 calls
+        (``vh5_dataset_from_hdf5_id``: vh5 takes its own reference; closing this Dataset gives
+        back only that one). ``file`` is any object with a ``filename`` (for messages)."""
+        self = cls.__new__(cls)
+        self.file = file
+        self.name = name
+        self._by_file = False
+        out = ctypes.c_int64(0)
+        check(lib().vh5_dataset_from_hdf5_id(int(hid), ctypes.byref(out)), {int(hid): f"dataset {name!r} of {file.filename!r}"})
+        self._adopt(out.value)
+        return self
+
+    def _adopt(self, ident: int) -> None:
+        """Own the vh5 id ``ident`` and fill the attributes from ``vh5_dataset_get_info``."""
+        Handle.__init__(self, ident)
         info = DatasetInfo()
         try:
             check(lib().vh5_dataset_get_info(self._id, ctypes.byref(info)), self._ids())
@@ -86,9 +107,6 @@ class Dataset(Handle):
             self.close()
             raise
         self._describe(info)
-        children = getattr(file, "_children", None)
-        if children is not None:
-            children.add(self)
 
     def _describe(self, info) -> None:
         nd = int(info.ndim)

@@ -1,4 +1,13 @@
-"""Reading ``h5py.Dataset`` sources: vh5 re-opens h5py's file by path through its own libhdf5.
+"""Reading ``h5py.Dataset`` sources.
+
+**h5py-bound build** (``libvh5_h5py``, see :mod:`vh5._h5pybind`): vh5 runs on h5py's own
+libhdf5, so an ``h5py.Dataset`` is used directly by its id (``dset.id.id``, through
+``vh5_dataset_from_hdf5_id``): nothing is reopened, and in-memory (``driver='core'``) files,
+files h5py holds open for writing and data h5py has not flushed are read exactly as h5py
+sees them (:func:`adopt_h5py`).
+
+**Linked build** (the rest of this docstring): vh5 re-opens h5py's file by path through its
+own libhdf5.
 
 vh5 links the system libhdf5, which is a *different* library instance from the one inside
 h5py wheels: HDF5 ids never cross between them. vh5 therefore opens files by path; an
@@ -25,8 +34,9 @@ import os
 from ._datasets import Dataset
 from ._errors import error
 from ._files import File
+from ._lib import lib
 
-__all__ = ["is_h5py_dataset", "open_h5py", "resolve_source", "REOPENABLE_DRIVERS"]
+__all__ = ["is_h5py_dataset", "open_h5py", "adopt_h5py", "resolve_source", "REOPENABLE_DRIVERS"]
 
 
 def is_h5py_dataset(obj) -> bool:
@@ -161,11 +171,59 @@ def _same_file_path(h5file, driver, filename, name):
     )
 
 
+class H5pyFileName:
+    """What a :class:`vh5.Dataset` made from an h5py dataset knows of its file: the name, for
+    messages (``filename``, asked of h5py on first use)."""
+
+    __slots__ = ("_src", "_name")
+
+    def __init__(self, src):
+        self._src = src
+        self._name = None
+
+    @property
+    def filename(self) -> str:
+        if self._name is None:
+            try:
+                self._name = str(self._src.file.filename)
+            except Exception:  # noqa: BLE001 - a closed h5py file: still name something
+                self._name = "<closed h5py file>"
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<h5py file {self.filename!r}>"
+
+
+def adopt_h5py(src) -> Dataset:
+    """A :class:`vh5.Dataset` on the h5py dataset ``src``'s own id (h5py-bound build only:
+    ``vh5_dataset_from_hdf5_id``). vh5 holds its own reference until the Dataset is closed;
+    the h5py dataset stays usable. Raises vh5.InvalidHandleError when the h5py dataset is
+    closed."""
+    if not lib().h5py_bound:
+        raise error(
+            "VH5_ERR_INVALID_HANDLE",
+            f"h5py dataset {getattr(src, 'name', '?')!r}: its id belongs to h5py's libhdf5, and the loaded "
+            f"libvh5 ({lib().path}) links its own; only the h5py-bound build (libvh5_h5py) uses h5py ids",
+        )
+    try:
+        hid = src.id.id
+        valid = bool(src.id.valid)
+    except Exception:  # noqa: BLE001 - h5py raises for closed ids in various ways
+        hid, valid = -1, False
+    name = src.name if getattr(src, "name", None) else "(anonymous dataset)"
+    if not valid:
+        raise error("VH5_ERR_INVALID_HANDLE", f"h5py dataset {name!r} is closed (its file was closed?)")
+    return Dataset._from_hdf5_id(H5pyFileName(src), name, hid)
+
+
 def resolve_source(src):
     """(vh5 Dataset, list of handles to close after the call) for a supported source."""
     if isinstance(src, Dataset):
         return src, []
     if is_h5py_dataset(src):
+        if lib().h5py_bound:
+            d = adopt_h5py(src)
+            return d, [d]
         d, f = open_h5py(src)
         return d, [d, f]
     raise TypeError(

@@ -4,11 +4,17 @@ The shared library is found, in order:
 
 1. the path in the environment variable ``VH5_LIBRARY`` (e.g. ``target/release/libvh5.so``
    of a cargo build; used by the project's test command);
-2. the copy installed inside this package by ``pip install`` (``vh5/libvh5.so``, or
+2. the copy installed inside this package by ``pip install``: the h5py-bound build
+   ``vh5/libvh5_h5py.so`` when present and h5py is importable, else ``vh5/libvh5.so`` (or
    ``libvh5.dylib`` / ``vh5.dll``).
 
+A library whose file name starts with ``libvh5_h5py`` is the *h5py-bound* build: it runs on
+the libhdf5 h5py loaded (one libhdf5 per process), every call that touches libhdf5 holds
+h5py's global lock, and h5py datasets are used by id (see :mod:`vh5._h5pybind` and
+docs/ARCHITECTURE.md). Any other library is loaded as is and never given h5py's libhdf5.
+
 It is loaded once, lazily, on first use, so ``import vh5`` never fails for want of it and
-never imports h5py. Every call goes through ``ctypes.CDLL``, which **releases the GIL for
+never imports h5py (only loading the h5py-bound build does). Every call goes through ``ctypes.CDLL``, which **releases the GIL for
 the duration of each foreign call**: other Python threads run while vh5 decodes or reads.
 
 Struct layouts here must match the header field for field; ``tests/python/test_py_abi.py``
@@ -127,6 +133,7 @@ _SIGNATURES = {
     "vh5_version_string": (c_char_p, []),
     "vh5_hdf5_version": (c_int32, [POINTER(c_uint32), POINTER(c_uint32), POINTER(c_uint32), POINTER(c_uint8)]),
     "vh5_hdf5_origin": (c_char_p, []),
+    "vh5_hdf5_build_version": (None, [POINTER(c_uint32), POINTER(c_uint32), POINTER(c_uint32)]),
     "vh5_dtype_name": (c_char_p, [c_uint32]),
     "payload_decode_view": (c_int32, [c_void_p, c_size_t, c_uint32, POINTER(PayloadView)]),
     "payload_decode_count": (
@@ -143,6 +150,7 @@ _SIGNATURES = {
     ),
     "vh5_file_open": (c_int32, [c_char_p, c_uint32, POINTER(c_int64)]),
     "vh5_dataset_open": (c_int32, [c_int64, c_char_p, POINTER(c_int64)]),
+    "vh5_dataset_from_hdf5_id": (c_int32, [c_int64, POINTER(c_int64)]),
     "vh5_dataset_get_info": (c_int32, [c_int64, POINTER(DatasetInfo)]),
     "vh5_close": (c_int32, [c_int64]),
     "vh5_group_members": (c_int32, [c_int64, c_char_p, c_uint32, c_void_p, c_size_t, POINTER(c_size_t)]),
@@ -182,6 +190,16 @@ def _default_library_names():
     return ["libvh5.so"]
 
 
+#: File name of the h5py-bound build when packaged beside this module.
+_BOUND_NAME = "libvh5_h5py.so"
+
+
+def _h5py_importable() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("h5py") is not None
+
+
 def library_path() -> str:
     """The path of the shared library vh5 loads (or would load).
 
@@ -196,6 +214,9 @@ def library_path() -> str:
             raise ImportError(f"VH5_LIBRARY={env!r} does not exist")
         return env
     here = Path(__file__).resolve().parent
+    bound = here / _BOUND_NAME
+    if bound.exists() and _h5py_importable():
+        return str(bound)
     for name in _default_library_names():
         p = here / name
         if p.exists():
@@ -218,9 +239,21 @@ class _Missing:
 
 
 class _Lib:
+    """The loaded library: one attribute per C function of ``_SIGNATURES``.
+
+    ``h5py_bound``: True for the h5py-bound build (then the functions that call libhdf5 hold
+    h5py's ``phil`` for each call); ``phil``: that lock, or None."""
+
     def __init__(self, path: str):
+        from . import _h5pybind
+
         self.path = path
-        self.cdll = ctypes.CDLL(path)
+        self.h5py_bound = _h5pybind.is_h5py_bound(path)
+        self.phil = None
+        if self.h5py_bound:
+            self.cdll, self.phil = _h5pybind.load(path)
+        else:
+            self.cdll = ctypes.CDLL(path)
         for name, (restype, argtypes) in _SIGNATURES.items():
             try:
                 fn = getattr(self.cdll, name)
@@ -229,6 +262,8 @@ class _Lib:
                 continue
             fn.restype = restype
             fn.argtypes = argtypes
+            if self.phil is not None and name in _h5pybind.PHIL_FUNCTIONS:
+                fn = _h5pybind.with_phil(fn, self.phil)
             setattr(self, name, fn)
 
 
