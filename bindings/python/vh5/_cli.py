@@ -10,7 +10,7 @@ Two builds of the tool can be packaged:
   the system; run as it is.
 - ``vh5/vh5_h5py`` (the wheel of ``scripts/build_wheel.sh``): *h5py-bound*, it has no libhdf5
   of its own (no ``DT_NEEDED`` entry for it). It is run with ``LD_PRELOAD`` set to the libhdf5
-  that h5py loads (found by importing h5py and reading ``/proc/self/maps``), so its HDF5
+  that h5py loads (found by importing h5py: :func:`vh5._h5pybind.h5py_libhdf5_path`), so its HDF5
   symbols resolve against that library. h5py must be importable, and its libhdf5 must have
   the major version the tool was compiled against (``vh5/libvh5_h5py.hdf5_version``); either
   failing is a clear message and exit status 127. ``LD_PRELOAD`` is inherited by whatever
@@ -30,7 +30,9 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-__all__ = ["binary_path", "h5py_bound", "h5py_libhdf5_path", "launch_env", "main"]
+from . import _h5pybind
+
+__all__ = ["binary_path", "h5py_bound", "launch_env", "main"]
 
 _EXE = "vh5.exe" if sys.platform == "win32" else "vh5"
 #: File-name prefix of the h5py-bound tool (and, with ``lib``, of the h5py-bound library).
@@ -73,32 +75,6 @@ def h5py_bound(exe: str) -> bool:
     return Path(exe).name.startswith(H5PY_EXE)
 
 
-def h5py_libhdf5_path() -> str:
-    """The file of the libhdf5 that h5py loaded into this process (imports h5py).
-
-    Raises:
-        ImportError: h5py is not importable.
-        RuntimeError: no libhdf5 is mapped after importing h5py (no ``/proc/self/maps``, or an
-            h5py linked statically).
-    """
-    import h5py  # noqa: F401  (loads its libhdf5)
-
-    found = []
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            parts = line.split(None, 5)
-            if len(parts) < 6:
-                continue
-            path = parts[5].strip()
-            base = os.path.basename(path)
-            if base.startswith("libhdf5") and "_hl" not in base and ".so" in base and path not in found:
-                found.append(path)
-    if len(found) != 1:
-        what = "no libhdf5" if not found else "several libhdf5 files (" + ", ".join(found) + ")"
-        raise RuntimeError(f"h5py {h5py.__version__} ({h5py.__file__}) is imported, but /proc/self/maps shows {what}")
-    return found[0]
-
-
 def _build_hdf5_version(exe: str) -> str | None:
     """The HDF5 version the h5py-bound ``exe`` was compiled against (None when not recorded)."""
     d = Path(exe).resolve().parent
@@ -114,21 +90,23 @@ def launch_env(exe: str) -> dict[str, str]:
     ``LD_PRELOAD`` = h5py's libhdf5 (put first when ``LD_PRELOAD`` is already set).
 
     Raises:
-        RuntimeError: the tool is h5py-bound and h5py is missing, has no libhdf5 mapped, or
-            has a libhdf5 of another major version than the tool was compiled against.
+        RuntimeError: the tool is h5py-bound and h5py is missing, its libhdf5 is not found,
+            or it has another major version than the one the tool was compiled against.
     """
     env = dict(os.environ)
     if not h5py_bound(exe):
         return env
     try:
-        hdf5 = h5py_libhdf5_path()
+        import h5py
     except ImportError as e:
         raise RuntimeError(
             f"{exe} runs inside h5py's libhdf5 (this vh5 install has no libhdf5 of its own), "
             f"but h5py cannot be imported ({e}); install it: python -m pip install 'h5py>=3.16'"
         ) from None
-    import h5py
-
+    try:
+        hdf5 = _h5pybind.h5py_libhdf5_path(h5py)
+    except ImportError as e:
+        raise RuntimeError(str(e)) from None
     built = _build_hdf5_version(exe)
     have = h5py.version.hdf5_version
     if built is not None and built.split(".")[0] != have.split(".")[0]:
