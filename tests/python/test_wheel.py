@@ -205,3 +205,33 @@ def test_python_suite_against_the_installed_wheel(venv, tmp_path):
     print(f"\nfresh venv, installed wheel: {' '.join(SUITE)}: {tail}")
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
     assert " passed" in tail and "failed" not in tail, tail
+
+
+# The launcher's decisions, on stand-in files (no build needed).
+
+
+def test_launcher_preloads_h5py_libhdf5_for_the_h5py_bound_tool_only(tmp_path, monkeypatch):
+    from vh5 import _cli
+
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    plain = tmp_path / "vh5"
+    plain.write_bytes(b"")
+    assert "LD_PRELOAD" not in _cli.launch_env(str(plain))
+    bound = tmp_path / "vh5_h5py"
+    bound.write_bytes(b"")
+    (tmp_path / "hdf5_version").write_text(h5py.version.hdf5_version + "\n")
+    pre = _cli.launch_env(str(bound))["LD_PRELOAD"]
+    assert os.path.basename(pre).startswith("libhdf5") and "_hl" not in os.path.basename(pre) and os.path.isfile(pre), pre
+    monkeypatch.setenv("LD_PRELOAD", "/other.so")
+    assert _cli.launch_env(str(bound))["LD_PRELOAD"] == pre + " /other.so"
+
+
+def test_launcher_refuses_an_h5py_of_another_hdf5_major_version(tmp_path):
+    from vh5 import _cli
+
+    bound = tmp_path / "vh5_h5py"
+    bound.write_bytes(b"")
+    other = "1.14.6" if h5py.version.hdf5_version_tuple[0] >= 2 else "2.2.0"
+    (tmp_path / "hdf5_version").write_text(other)
+    with pytest.raises(RuntimeError, match=rf"compiled against HDF5 {re.escape(other)}, but h5py .* uses HDF5 {re.escape(h5py.version.hdf5_version)}"):
+        _cli.launch_env(str(bound))
