@@ -19,12 +19,13 @@
 #   $VH5_HDF5_DIR                                    a prefix (include/, lib/libhdf5.so)
 #   ${VH5_HDF5_CACHE:-$HOME/.cache/vh5}/hdf5-2.*     what scripts/build_hdf5.sh installs (the
 #                                                    newest 2.x there)
-# Cargo builds in ${VH5_H5PY_TARGET_DIR:-target/hdf5-2} (kept apart from target/release, which
-# links the system libhdf5). Needs cargo, patchelf and readelf/nm (binutils).
+# Cargo builds in ${VH5_H5PY_TARGET_DIR:-target/hdf5-<version>}: kept apart from target/release
+# (which links the system libhdf5), and the very build of `VH5_HDF5_DIR=<prefix> bash
+# scripts/test.sh` (same target dir, same HDF5_DIR), so the test command against HDF5 2.x
+# compiles vh5 once. Needs cargo, patchelf and readelf/nm (binutils).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-target/h5py}
-TARGET_DIR=${VH5_H5PY_TARGET_DIR:-target/hdf5-2}
 
 die() { echo "build_h5py_lib: $*" >&2; exit 1; }
 
@@ -55,6 +56,8 @@ command -v patchelf >/dev/null || die "patchelf not found (apt-get install patch
 command -v readelf >/dev/null && command -v nm >/dev/null || die "readelf/nm not found (apt-get install binutils)"
 
 PREFIX=$(find_prefix)
+[ -d "$PREFIX" ] || die "$PREFIX is not a directory"
+PREFIX=$(cd "$PREFIX" && pwd)   # as scripts/test.sh spells it: HDF5_DIR is part of cargo's build key
 VERSION=$(hdf5_version_of "$PREFIX")
 [ -n "$VERSION" ] || die "$PREFIX/include/H5public.h not found or unreadable: not an HDF5 installation"
 case "$VERSION" in
@@ -62,6 +65,7 @@ case "$VERSION" in
   *) die "$PREFIX holds HDF5 $VERSION; the h5py-bound build is made against HDF5 2.x (the libhdf5 h5py's wheels bundle)" ;;
 esac
 
+TARGET_DIR=${VH5_H5PY_TARGET_DIR:-$PWD/target/hdf5-$VERSION}
 echo "[h5py-lib] cargo build --release --locked against HDF5 $VERSION at $PREFIX (target dir $TARGET_DIR)"
 HDF5_DIR=$PREFIX cargo build --release --locked --target-dir "$TARGET_DIR" --lib --bin vh5
 

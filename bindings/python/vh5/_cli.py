@@ -11,9 +11,10 @@ Two builds of the tool can be packaged:
 - ``vh5/vh5_h5py`` (the wheel of ``scripts/build_wheel.sh``): *h5py-bound*, it has no libhdf5
   of its own (no ``DT_NEEDED`` entry for it). It is run with ``LD_PRELOAD`` set to the libhdf5
   that h5py loads (found by importing h5py: :func:`vh5._h5pybind.h5py_libhdf5_path`), so its HDF5
-  symbols resolve against that library. h5py must be importable, and its libhdf5 must have
-  the major version the tool was compiled against (``vh5/libvh5_h5py.hdf5_version``); either
-  failing is a clear message and exit status 127. ``LD_PRELOAD`` is inherited by whatever
+  symbols resolve against that library. h5py must be importable, its libhdf5 path free of
+  spaces and colons (LD_PRELOAD cannot name it otherwise), and that libhdf5 must have
+  the major version the tool was compiled against (``vh5/libvh5_h5py.hdf5_version``); any of
+  these failing is a clear message and exit status 127. ``LD_PRELOAD`` is inherited by whatever
   the tool starts (it starts nothing).
 
 The tool is found, in order: env ``VH5_CLI`` (a path; h5py-bound when its file name starts
@@ -113,6 +114,12 @@ def launch_env(exe: str) -> dict[str, str]:
         raise RuntimeError(
             f"{exe} was compiled against HDF5 {built}, but h5py {h5py.__version__} uses HDF5 {have} "
             f"({hdf5}); install an h5py whose libhdf5 has major version {built.split('.')[0]}"
+        )
+    if any(c in hdf5 for c in " \t\n:"):
+        # LD_PRELOAD is a list separated by spaces and colons: such a path cannot be named in it.
+        raise RuntimeError(
+            f"h5py's libhdf5 {hdf5!r} has a space or colon in its path, which LD_PRELOAD cannot name; "
+            "install h5py in an environment whose path has neither"
         )
     env["LD_PRELOAD"] = hdf5 + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     return env
