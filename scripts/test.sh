@@ -52,3 +52,22 @@ echo "== Python tests"
 export VH5_LIBRARY="$PWD/target/release/libvh5.so"
 export VH5_CLI="$PWD/target/release/vh5"
 python3 -m pytest -q -rs tests/python   # -rs: print every skip reason
+
+# ==== h5py-bound build (Python on h5py's libhdf5: one libhdf5 per process) ======================
+# libvh5_h5py.so is compiled against HDF5 2.x headers and has no libhdf5 of its own (see
+# docs/ARCHITECTURE.md); built by scripts/build_h5py_lib.sh when an HDF5 2.x prefix is known:
+# VH5_HDF5_DIR, or the newest ${VH5_HDF5_CACHE:-~/.cache/vh5}/hdf5-2.* (scripts/build_hdf5.sh).
+# Runs the tests that exercise h5py interplay (the rest of the suite is the linked build's).
+h5py_prefix=${VH5_HDF5_DIR:-}
+if [ -z "$h5py_prefix" ]; then
+  for d in "${VH5_HDF5_CACHE:-$HOME/.cache/vh5}"/hdf5-2.*; do [ -f "$d/include/H5public.h" ] && h5py_prefix=$d; done
+fi
+if [ -n "$h5py_prefix" ] && grep -Eq '^#define H5_VERS_MAJOR[[:space:]]+2\b' "$h5py_prefix/include/H5public.h" 2>/dev/null; then
+  echo "== Python tests on the h5py-bound build (HDF5 2.x headers of $h5py_prefix, run on h5py's libhdf5)"
+  VH5_HDF5_DIR="$h5py_prefix" bash scripts/build_h5py_lib.sh target/h5py
+  VH5_LIBRARY="$PWD/target/h5py/libvh5_h5py.so" python3 -m pytest -q -rs \
+    tests/python/test_py_h5py_bound.py tests/python/test_versioned_hdf5_suite.py tests/python/test_py_compat_versioned.py \
+    tests/python/test_py_h5py_api.py tests/python/test_read_h5py.py tests/python/test_py_newer_format.py tests/python/test_py_edge.py
+else
+  echo "== h5py-bound build: SKIP (no HDF5 2.x prefix: set VH5_HDF5_DIR=<prefix> or run scripts/build_hdf5.sh)"
+fi

@@ -27,8 +27,9 @@ def _file(tmp_path, libver, **kw):
 def test_hdf5_version_reports_version_origin_threadsafety():
     v = vh5.hdf5_version()
     assert v.version >= (1, 10, 0) and len(v.version) == 3, v
-    assert v.origin in ("system", "vendored") and isinstance(v.threadsafe, bool), v
-    assert re.fullmatch(r"libhdf5 \d+\.\d+\.\d+ \((system|vendored), (not )?thread-safe\)", str(v)), str(v)
+    assert v.origin in ("system", "vendored", "h5py") and isinstance(v.threadsafe, bool), v
+    assert (v.origin == "h5py") == vh5._lib.lib().h5py_bound, v
+    assert re.fullmatch(r"libhdf5 \d+\.\d+\.\d+ \((system|vendored|h5py), (not )?thread-safe\)", str(v)), str(v)
 
 
 @pytest.mark.parametrize("libver", ["v112", "v114", "latest"])

@@ -93,7 +93,8 @@ class Dataset(Handle):
         self.name = name
         self._by_file = False
         out = ctypes.c_int64(0)
-        check(lib().vh5_dataset_from_hdf5_id(int(hid), ctypes.byref(out)), {int(hid): f"dataset {name!r} of {file.filename!r}"})
+        st = lib().vh5_dataset_from_hdf5_id(int(hid), ctypes.byref(out))
+        check(st, {int(hid): f"dataset {name!r} of {file.filename!r}"})
         self._adopt(out.value)
         return self
 

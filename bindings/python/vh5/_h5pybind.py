@@ -66,7 +66,8 @@ def is_h5py_bound(path: str) -> bool:
 
 
 def _is_libhdf5(name: str) -> bool:
-    return name.startswith("libhdf5") and not name.startswith("libhdf5_hl") and (".so" in name or name.endswith(".dylib"))
+    lib = ".so" in name or name.endswith(".dylib")
+    return lib and name.startswith("libhdf5") and not name.startswith("libhdf5_hl")
 
 
 def h5py_libhdf5_path(h5py_module) -> str:
@@ -180,4 +181,3 @@ def with_phil(fn, phil):
     call.__name__ = getattr(fn, "__name__", "vh5_call")
     call.fn = fn
     return call
-

@@ -14,8 +14,9 @@ h5py's global lock, and h5py datasets are used by id (see :mod:`vh5._h5pybind` a
 docs/ARCHITECTURE.md). Any other library is loaded as is and never given h5py's libhdf5.
 
 It is loaded once, lazily, on first use, so ``import vh5`` never fails for want of it and
-never imports h5py (only loading the h5py-bound build does). Every call goes through ``ctypes.CDLL``, which **releases the GIL for
-the duration of each foreign call**: other Python threads run while vh5 decodes or reads.
+never imports h5py (only loading the h5py-bound build does). Every call goes through
+``ctypes.CDLL``, which **releases the GIL for the duration of each foreign call**: other
+Python threads run while vh5 decodes or reads.
 
 Struct layouts here must match the header field for field; ``tests/python/test_py_abi.py``
 compiles a C program against ``include/vh5.h`` and compares every ``offsetof``/``sizeof``.

@@ -7,12 +7,12 @@ all three directions it supports (checked by experiment against versioned-hdf5 2
 - numpy array -> numpy array: ``vh5_copy_many_slices`` (rows whose source and destination
   memory overlap behave as numpy's ``dst[...] = src[...]``, i.e. as if copied to a
   temporary first, which is what the original does);
-- numpy array -> HDF5 dataset: a :class:`vh5.Dataset` of a file opened with
-  ``vh5.File(path, "r+")`` is written by ``vh5_write_many_slices`` (chunk-aware). An
-  ``h5py.Dataset`` destination is written through *h5py's* libhdf5, because vh5's libhdf5
-  must not write a file that h5py holds open (two metadata caches corrupt the file): the
-  call is delegated to versioned-hdf5 when it is importable, else done by a per-row h5py
-  loop here (:func:`write_h5py`).
+- numpy array -> HDF5 dataset: ``vh5_write_many_slices`` (chunk-aware) into a
+  :class:`vh5.Dataset` of a file opened with ``vh5.File(path, "r+")``, or into an
+  ``h5py.Dataset`` when vh5 runs on h5py's libhdf5 (the h5py-bound build, ``libvh5_h5py``:
+  the dataset is used by its id). With a linked build an ``h5py.Dataset`` destination is
+  written by a per-row h5py loop here (:func:`write_h5py`), because a second libhdf5 must not
+  write a file that h5py holds open (two metadata caches corrupt the file).
 
 ==============================================  ===========================================
 input                                           behaviour
@@ -36,35 +36,155 @@ HDF5 failure                                    RuntimeError (a :class:`vh5.HDF5
 ``fast`` is accepted and ignored: vh5 handles every layout (Fortran order, negative and inner
 steps) in the library, where versioned-hdf5 falls back to Python.
 
-Other combinations (e.g. a non-numpy array-like) are delegated to versioned-hdf5's own
-function when it is importable, and otherwise raise ``NotImplementedError``. When vh5
-cannot re-open the dataset that h5py holds for a read (h5py opened the file for writing and
-``HDF5_USE_FILE_LOCKING`` is not ``FALSE``, an in-memory file, ...), the call is likewise
-delegated to versioned-hdf5 when available (with a ``RuntimeWarning``), else vh5's error is
-raised.
+**Fallbacks.** A numeric or other fixed-size element type is never handed back to
+versioned-hdf5. The only calls that are (:data:`FALLBACK_REASONS`), each counted in
+:data:`fallback_count` and :data:`fallbacks` (per reason):
+
+- ``"object"``: object arrays (``dtype('O')``: h5py's variable-length strings, vlen);
+- ``"stringdtype"``: numpy ``StringDType`` arrays (``dtype.kind == 'T'``);
+- ``"container"``: a destination that is neither a numpy array nor an HDF5 dataset, or a
+  source that is neither an HDF5 dataset nor a numpy array nor a numpy array-like with a
+  ``dtype`` and ``__array__`` (which is converted with ``numpy.asarray``): a list, a
+  memoryview...;
+- ``"reopen"``: linked build only (vh5 has its own libhdf5): an ``h5py.Dataset`` source vh5
+  cannot reopen by path (h5py holds the file open for writing and file locking is on, an
+  in-memory file...; a ``RuntimeWarning`` says why). The h5py-bound build uses h5py's
+  datasets by id and never falls back for them.
+
+:func:`install` routes versioned-hdf5's own calls (its staging and commit code) to this shim.
+With versioned-hdf5 not importable a fallback raises ``NotImplementedError``; with the
+environment variable ``VH5_COMPAT_STRICT=1`` every fallback raises :class:`FallbackError`
+instead (tests use it to prove vh5 did all the work).
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
 
 from .. import _errors
 from .._datasets import Dataset
+from .._h5py import adopt_h5py, resolve_source
 from .._h5py import is_h5py_dataset as _is_h5py_dataset
-from .._h5py import resolve_source
+from .._lib import lib
 from .._slices import copy_many_slices, read_tables, write_many_slices
 
-__all__ = ["read_many_slices", "write_h5py"]
+__all__ = [
+    "read_many_slices",
+    "write_h5py",
+    "fallback_count",
+    "fallbacks",
+    "FALLBACK_REASONS",
+    "FallbackError",
+    "reset_fallbacks",
+    "install",
+    "call_count",
+]
+
+#: Why a call may be handed back to versioned-hdf5 (see the module docs).
+FALLBACK_REASONS = ("object", "stringdtype", "container", "reopen")
+
+#: Calls handed back to versioned-hdf5's own ``read_many_slices`` since import (or
+#: :func:`reset_fallbacks`).
+fallback_count = 0
+#: The same, per reason of :data:`FALLBACK_REASONS`.
+fallbacks = dict.fromkeys(FALLBACK_REASONS, 0)
+
+
+class FallbackError(RuntimeError):
+    """A call would be handed back to versioned-hdf5 while ``VH5_COMPAT_STRICT=1``."""
+
+
+def reset_fallbacks() -> None:
+    """Set :data:`call_count`, :data:`fallback_count` and every :data:`fallbacks` entry to 0."""
+    global fallback_count, call_count
+    fallback_count = 0
+    call_count = 0
+    for k in fallbacks:
+        fallbacks[k] = 0
+
+
+#: Calls of :func:`read_many_slices` since import (or :func:`reset_fallbacks`).
+call_count = 0
+#: versioned-hdf5's own function, remembered by :func:`install`.
+_ORIG = None
 
 
 def _original():
+    if _ORIG is not None:
+        return _ORIG
     try:
         from versioned_hdf5.slicetools import read_many_slices as orig
     except ImportError:
         return None
     return orig
+
+
+def install() -> int:
+    """Route versioned-hdf5's ``read_many_slices`` to this shim: in ``versioned_hdf5.slicetools``
+    and in every imported ``versioned_hdf5`` module that imported it by name (e.g.
+    ``versioned_hdf5.staged_changes``; all its submodules are imported first), so that
+    versioned-hdf5's own staging and commit code and later ``from versioned_hdf5.slicetools
+    import read_many_slices`` get the shim. Fallbacks still reach the original. Idempotent;
+    returns the number of module attributes replaced. Raises ImportError without
+    versioned-hdf5."""
+    global _ORIG
+    import importlib
+    import pkgutil
+    import sys
+
+    import versioned_hdf5
+    import versioned_hdf5.slicetools as st
+
+    if _ORIG is None:
+        _ORIG = st.read_many_slices
+    for m in pkgutil.iter_modules(versioned_hdf5.__path__):
+        if m.name != "tests":
+            try:
+                importlib.import_module(f"versioned_hdf5.{m.name}")
+            except ImportError:  # pragma: no cover - optional parts of versioned-hdf5
+                pass
+    n = 0
+    for name, mod in list(sys.modules.items()):
+        if (name == "versioned_hdf5" or name.startswith("versioned_hdf5.")) and getattr(
+            mod, "read_many_slices", None
+        ) is _ORIG:
+            mod.read_many_slices = read_many_slices
+            n += 1
+    return n
+
+
+def _fallback(reason: str, what: str, args):
+    """Hand the call ``args`` to versioned-hdf5 (counted), or raise (strict mode, or
+    versioned-hdf5 missing)."""
+    global fallback_count
+    if os.environ.get("VH5_COMPAT_STRICT", "") not in ("", "0"):
+        raise FallbackError(
+            f"vh5.compat.versioned_hdf5.read_many_slices would hand {what} back to versioned-hdf5 "
+            f"(reason {reason!r}); VH5_COMPAT_STRICT is set"
+        )
+    orig = _original()
+    if orig is None:
+        raise NotImplementedError(
+            f"vh5.compat.versioned_hdf5.read_many_slices does not move {what}; "
+            "install versioned-hdf5 to have it delegated"
+        )
+    fallback_count += 1
+    fallbacks[reason] += 1
+    return orig(*args)
+
+
+def _fallback_reason(*arrays):
+    """The fallback reason for element types vh5 does not move, or None."""
+    for a in arrays:
+        kind = getattr(getattr(a, "dtype", None), "kind", None)
+        if kind == "O":
+            return "object"
+        if kind == "T":
+            return "stringdtype"
+    return None
 
 
 def _as_uint64(a) -> np.ndarray:
@@ -105,19 +225,24 @@ def read_many_slices(
         ValueError, OverflowError, RuntimeError: as listed in the module docs.
         NotImplementedError: a direction vh5 does not support and versioned-hdf5 is not installed.
     """
+    global call_count
+    call_count += 1
+    args = (src, dst, src_start, dst_start, count, src_stride, dst_stride, fast)
     hdf5_src = isinstance(src, Dataset) or _is_h5py_dataset(src)
+    if not hdf5_src and not isinstance(src, np.ndarray) and hasattr(src, "__array__") and hasattr(src, "dtype"):
+        src = np.asarray(src)  # a numpy array-like source (the ArrayProtocol): read, never written
     np_src = isinstance(src, np.ndarray)
     np_dst = isinstance(dst, np.ndarray)
     h5_dst = isinstance(dst, Dataset) or _is_h5py_dataset(dst)
     if not ((hdf5_src and np_dst) or (np_src and (np_dst or h5_dst))):
-        orig = _original()
-        if orig is None:
-            raise NotImplementedError(
-                "vh5.compat.versioned_hdf5.read_many_slices supports HDF5 dataset -> numpy, "
-                "numpy -> numpy and numpy -> HDF5 dataset; install versioned-hdf5 to have other "
-                f"combinations ({type(src).__name__} -> {type(dst).__name__}) delegated"
-            )
-        return orig(src, dst, src_start, dst_start, count, src_stride, dst_stride, fast)
+        what = (
+            f"{type(src).__name__} -> {type(dst).__name__} "
+            "(supported: HDF5 dataset -> numpy, numpy -> numpy, numpy -> HDF5 dataset)"
+        )
+        return _fallback("container", what, args)
+    reason = _fallback_reason(src, dst)
+    if reason is not None:
+        return _fallback(reason, f"{reason} arrays ({src.dtype} -> {dst.dtype})", args)
 
     if dst.ndim == 0:
         raise ValueError("must operate on at least one dimension")
@@ -142,11 +267,12 @@ def read_many_slices(
             except _errors.Error as e:
                 _reraise(e)
             return
+        to_close = []
         if _is_h5py_dataset(dst):
-            orig = _original()
-            if orig is not None:
-                return orig(src, dst, src_start, dst_start, count, src_stride, dst_stride, fast)
-            return write_h5py(src, dst, tables)
+            if not lib().h5py_bound:
+                return write_h5py(src, dst, tables)
+            dst = adopt_h5py(dst)
+            to_close.append(dst)
         source = src
         if not src.dtype.isnative and src.dtype.itemsize > 1:
             source = src.astype(src.dtype.newbyteorder("="))  # libhdf5 converts back to the file order
@@ -154,22 +280,24 @@ def read_many_slices(
             write_many_slices(source, dst, *tables, clip=True)
         except _errors.Error as e:
             _reraise(e)
+        finally:
+            for h in to_close:
+                h.close()
         return
 
     try:
         dset, to_close = resolve_source(src)
     except _errors.Error as e:
-        orig = _original()
-        if orig is None:
-            raise
+        if isinstance(e, _errors.InvalidHandleError) or lib().h5py_bound:
+            raise  # a closed h5py dataset; or vh5 runs on h5py's libhdf5: nothing to reopen
         warnings.warn(
             f"vh5 could not open {getattr(src.file, 'filename', '?')!r} ({e.message}); "
-            "delegating to versioned_hdf5 (set HDF5_USE_FILE_LOCKING=FALSE if h5py holds it "
-            "open for writing)",
+            "delegating to versioned_hdf5 (use the h5py-bound build of libvh5, or set "
+            "HDF5_USE_FILE_LOCKING=FALSE if h5py holds it open for writing)",
             RuntimeWarning,
             stacklevel=2,
         )
-        return orig(src, dst, src_start, dst_start, count, src_stride, dst_stride, fast)
+        return _fallback("reopen", f"{src.name!r}, which vh5's own libhdf5 cannot open ({e.message})", args)
     try:
         read_tables(dset, dst, *tables, clip=True)  # a dst in either byte order is read in place
     except _errors.Error as e:
