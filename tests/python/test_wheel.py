@@ -145,11 +145,15 @@ def test_vh5_command_and_python_m_vh5_run_inside_h5py_libhdf5(venv, sample, tmp_
         assert r.returncode == 0 and "1.5" in r.stdout, (cmd, r.stdout, r.stderr)
 
 
-def test_vh5_command_without_h5py_says_so(venv, tmp_path):
+def test_vh5_command_and_library_without_h5py_say_so(venv, tmp_path):
     code = "import sys; sys.modules['h5py'] = None; from vh5._cli import main; main(['info', '--version'])"
     r = _run([venv / "bin" / "python", "-c", code], env=_env(), cwd=tmp_path)
     assert r.returncode == 127, (r.stdout, r.stderr)
     assert "h5py" in r.stderr and "pip install" in r.stderr and "libhdf5 of its own" in r.stderr, r.stderr
+    code = "import sys; sys.modules['h5py'] = None; import vh5; vh5.hdf5_version()"
+    r = _run([venv / "bin" / "python", "-c", code], env=_env(), cwd=tmp_path)
+    assert r.returncode == 1 and "ImportError" in r.stderr, (r.stdout, r.stderr)
+    assert "h5py-bound build" in r.stderr and "h5py cannot be imported" in r.stderr, r.stderr
 
 
 READS = r"""
