@@ -48,7 +48,6 @@ SUITE = [
     "test_py_external.py",
     "test_storage_features.py",
     "test_py_h5py_bound.py",
-    "test_py_compat_versioned.py",
 ]
 VENV_PACKAGES = ["numpy", "h5py>=3.16", "pytest", "hypothesis", "cbor2", "msgpack"]
 
