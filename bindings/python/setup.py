@@ -13,9 +13,16 @@ Environment:
 - ``VH5_FEATURES`` (comma separated, e.g. ``static-hdf5``): cargo features, the same variable
   as ``scripts/install.sh``. ``VH5_CARGO_FEATURES``, its old name, is still accepted with a
   deprecation message.
-- ``VH5_PREBUILT_DIR``: a directory holding an already built ``libvh5.so`` and ``vh5``
-  (e.g. ``target/release`` after ``cargo build --release --locked``): they are packaged as
-  they are and cargo is not run (used by the tests to install quickly).
+- ``VH5_PREBUILT_DIR``: a directory holding an already built library and tool, packaged as
+  they are (cargo is not run):
+
+  * ``libvh5.so`` and ``vh5`` (e.g. ``target/release`` after ``cargo build --release --locked``;
+    used by the tests to install quickly): linked to a libhdf5 of the system, as a source build;
+  * or the *h5py-bound* pair ``libvh5_h5py.so`` and ``vh5_h5py`` with ``hdf5_version``
+    (``target/h5py``, written by ``scripts/build_h5py_lib.sh``; ``scripts/build_wheel.sh``):
+    no libhdf5 of their own; their HDF5 symbols resolve against the libhdf5 that h5py loaded,
+    so the wheel requires h5py with that HDF5 major version (``HDF5_H5PY`` below). The HDF5
+    version they were compiled against is packaged as ``vh5/libvh5_h5py.hdf5_version``.
 """
 
 import os
@@ -67,6 +74,31 @@ def cargo_features():
 
 EXE_NAME = "vh5.exe" if sys.platform == "win32" else "vh5"
 PREBUILT = os.environ.get("VH5_PREBUILT_DIR")
+# The h5py-bound build: the Python loader and the vh5 launcher recognise it by these names.
+H5PY_LIB, H5PY_EXE, H5PY_VERSION = "libvh5_h5py.so", "vh5_h5py", "hdf5_version"
+# HDF5 major version -> the h5py whose PyPI wheels bundle a libhdf5 of that major version.
+HDF5_H5PY = {2: "h5py>=3.16"}
+BASE_REQUIRES = ["numpy>=1.22"]
+
+
+def prebuilt_files():
+    """(files to package as {source: name in the package}, install_requires) of VH5_PREBUILT_DIR."""
+    if os.path.isfile(os.path.join(PREBUILT, H5PY_LIB)):
+        files = {H5PY_LIB: H5PY_LIB, H5PY_EXE: H5PY_EXE, H5PY_VERSION: "libvh5_h5py.hdf5_version"}
+        missing = [n for n in files if not os.path.isfile(os.path.join(PREBUILT, n))]
+        if missing:
+            sys.exit(f"vh5: VH5_PREBUILT_DIR={PREBUILT} holds {H5PY_LIB} but not {', '.join(missing)} (bash scripts/build_h5py_lib.sh writes all three)")
+        with open(os.path.join(PREBUILT, H5PY_VERSION)) as f:
+            version = f.read().strip()
+        major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else None
+        if major not in HDF5_H5PY:
+            sys.exit(f"vh5: {PREBUILT}/{H5PY_LIB} was built against HDF5 {version!r}; no h5py release bundles that major version")
+        return files, BASE_REQUIRES + [HDF5_H5PY[major]]
+    files = {LIB_NAME: LIB_NAME, EXE_NAME: EXE_NAME}
+    for name in files:
+        if not os.path.isfile(os.path.join(PREBUILT, name)):
+            sys.exit(f"vh5: VH5_PREBUILT_DIR={PREBUILT}: {name} not found (cargo build --release --locked first)")
+    return files, BASE_REQUIRES
 
 
 class build_py_with_prebuilt(build_py):
@@ -74,13 +106,10 @@ class build_py_with_prebuilt(build_py):
 
     def run(self):
         super().run()
-        for name in (LIB_NAME, EXE_NAME):
-            src = os.path.join(PREBUILT, name)
-            if not os.path.isfile(src):
-                sys.exit(f"vh5: VH5_PREBUILT_DIR={PREBUILT}: {src} not found (cargo build --release --locked first)")
+        for src, name in prebuilt_files()[0].items():
             dst = os.path.join(self.build_lib, "vh5", name)
-            self.copy_file(src, dst)
-            if name == EXE_NAME:
+            self.copy_file(os.path.join(PREBUILT, src), dst)
+            if name in (EXE_NAME, H5PY_EXE):
                 os.chmod(dst, 0o755)
 
 
@@ -92,7 +121,11 @@ class binary_distribution(Distribution):
 
 
 if PREBUILT:
-    setup(distclass=binary_distribution, cmdclass={"build_py": build_py_with_prebuilt, "bdist_wheel": bdist_wheel_any_python})
+    setup(
+        distclass=binary_distribution,
+        install_requires=prebuilt_files()[1],
+        cmdclass={"build_py": build_py_with_prebuilt, "bdist_wheel": bdist_wheel_any_python},
+    )
 else:
     from setuptools_rust import Binding, RustExtension
     from setuptools_rust.build import build_rust
@@ -106,6 +139,7 @@ else:
 
     features = cargo_features()
     setup(
+        install_requires=BASE_REQUIRES,
         rust_extensions=[
             RustExtension(
                 "vh5.libvh5",

@@ -222,6 +222,8 @@ def library_path() -> str:
         p = here / name
         if p.exists():
             return str(p)
+    if bound.exists():  # only the h5py-bound build is installed (the wheel): its loader says h5py is missing
+        return str(bound)
     raise ImportError(
         f"libvh5 not found in {here} and VH5_LIBRARY is not set: install the package with "
         "`pip install ./bindings/python` (builds the Rust library) or run "
