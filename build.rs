@@ -1,4 +1,7 @@
-//! Build script: generates the C header with cbindgen and sets the shared library's soname.
+//! Build script: generates the C header with cbindgen, sets the shared library's soname,
+//! turns the libhdf5 version hdf5-sys found into cfgs (see `src/hdf5/compat.rs`) and, for a
+//! libhdf5 outside the system's library directories (`HDF5_DIR`), records its directory as
+//! the run-time search path of every binary, so they run without `LD_LIBRARY_PATH`.
 //!
 //! The header is written to `$OUT_DIR/vh5.h`; `tests/header.rs` fails when the committed
 //! `include/vh5.h` differs from it. Regenerate the committed copy with
@@ -16,6 +19,9 @@ fn main() {
     if env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libvh5.so.{major}");
     }
+
+    hdf5_cfgs();
+    hdf5_rpath();
 
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
@@ -37,5 +43,35 @@ fn main() {
     bindings.write_to_file(&generated);
     if env::var_os("VH5_UPDATE_HEADER").is_some() {
         bindings.write_to_file(crate_dir.join("include").join("vh5.h"));
+    }
+}
+
+/// `hdf5_1_12`, `hdf5_1_14`, `hdf5_2`: set when the libhdf5 hdf5-sys builds against is at
+/// least 1.12.0, 1.14.0, 2.0.0 (hdf5-sys exports `DEP_HDF5_VERSION_<maj>_<min>_<mic>=1` for
+/// every release it knows up to the one found).
+fn hdf5_cfgs() {
+    for (cfg, var) in [("hdf5_1_12", "DEP_HDF5_VERSION_1_12_0"), ("hdf5_1_14", "DEP_HDF5_VERSION_1_14_0"), ("hdf5_2", "DEP_HDF5_VERSION_2_0_0")] {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+        if env::var_os(var).is_some() {
+            println!("cargo::rustc-cfg={cfg}");
+        }
+    }
+}
+
+/// With `HDF5_DIR` (a libhdf5 installed under a prefix of its own; hdf5-sys links
+/// `$HDF5_DIR/lib`) and a shared libhdf5 (not the `static-hdf5` feature), every binary built
+/// here (libvh5.so, the vh5 CLI, tests) gets `$HDF5_DIR/lib` as its run-time search path
+/// (DT_RUNPATH): libvh5.so then finds that libhdf5 for its C, C++ and Python callers too.
+fn hdf5_rpath() {
+    println!("cargo:rerun-if-env-changed=HDF5_DIR");
+    if env::var_os("CARGO_FEATURE_STATIC_HDF5").is_some() || env::var("CARGO_CFG_TARGET_FAMILY").as_deref() != Ok("unix") {
+        return;
+    }
+    let Some(dir) = env::var_os("HDF5_DIR") else { return };
+    for lib in ["lib", "lib64"] {
+        let d = PathBuf::from(&dir).join(lib);
+        if d.is_dir() {
+            println!("cargo::rustc-link-arg=-Wl,-rpath,{}", d.display());
+        }
     }
 }

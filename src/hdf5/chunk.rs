@@ -325,13 +325,16 @@ pub fn read_raw_chunk(lock: &H5Lock, dset: hid_t, origin: &[u64], size: u64, buf
     let mut mask: c_uint = 0;
     // SAFETY: valid dataset id; `origin` has the dataset's rank; `buf` has capacity for the
     // `size` bytes libhdf5 reports for this chunk, which is what H5Dread_chunk writes.
-    let r = unsafe { H5Dread_chunk(dset, H5P_DEFAULT, origin.as_ptr(), &mut mask, buf.as_mut_ptr() as *mut _) };
+    let (r, stored) = unsafe { super::compat::read_chunk(dset, origin.as_ptr(), &mut mask, buf.as_mut_ptr(), size) };
     if r < 0 {
         let stack = super::error::take_stack(lock);
         if stack.contains(NO_ADDRESS) {
             return Ok(None);
         }
         return Err(err!(Hdf5, "H5Dread_chunk of the chunk at {origin:?}; libhdf5 error stack:{stack}"));
+    }
+    if stored != size {
+        return Err(err!(Hdf5, "H5Dread_chunk of the chunk at {origin:?}: libhdf5 reports {stored} stored bytes, its chunk index said {size}"));
     }
     // SAFETY: H5Dread_chunk wrote the chunk's `size` stored bytes.
     unsafe { buf.set_len(size) };

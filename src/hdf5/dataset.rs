@@ -350,14 +350,14 @@ pub struct Listed {
 /// libhdf5 reads). Errors: `InvalidHandle` when `file` is not an open file or group; `Hdf5`
 /// (or `Unsupported`, newer format) when the links cannot be walked.
 pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
-    use hdf5_sys::h5::{H5_index_t, H5_iter_order_t};
-    use hdf5_sys::h5l::{H5L_info1_t, H5L_type_t, H5Lvisit1};
-    unsafe extern "C" fn cb(_g: hid_t, name: *const c_char, info: *const H5L_info1_t, data: *mut std::ffi::c_void) -> hdf5_sys::h5::herr_t {
+    use super::compat::{link_type, LinkInfo};
+    use hdf5_sys::h5l::H5L_type_t;
+    unsafe extern "C" fn cb(_g: hid_t, name: *const c_char, info: *const LinkInfo, data: *mut std::ffi::c_void) -> hdf5_sys::h5::herr_t {
         // SAFETY: libhdf5 passes a valid link info and NUL-terminated name for the callback;
-        // `data` is the `Vec<String>` given to H5Lvisit1 below, alive during it.
+        // `data` is the `Vec<String>` given to H5Lvisit below, alive during it.
         unsafe {
             let out = &mut *(data as *mut Vec<String>);
-            if (*info).type_ == H5L_type_t::H5L_TYPE_HARD {
+            if link_type(info) == H5L_type_t::H5L_TYPE_HARD {
                 out.push(CStr::from_ptr(name).to_string_lossy().into_owned());
             }
         }
@@ -371,7 +371,7 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
     unsafe {
         check(
             lock,
-            H5Lvisit1(file, H5_index_t::H5_INDEX_NAME, H5_iter_order_t::H5_ITER_INC, Some(cb), &mut names as *mut _ as *mut _),
+            super::compat::visit(file, cb, &mut names as *mut _ as *mut _),
             format_args!("listing the objects of `{fname}`"),
         )?;
     }

@@ -7,12 +7,13 @@
 
 use std::ffi::{c_char, c_void, CStr, CString};
 
-use hdf5_sys::h5::{herr_t, hsize_t, H5_index_t, H5_iter_order_t};
+use hdf5_sys::h5::{herr_t, hsize_t};
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
-use hdf5_sys::h5l::{H5L_info1_t, H5L_type_t, H5Literate_by_name1, H5Lvisit_by_name1};
+use hdf5_sys::h5l::H5L_type_t;
 use hdf5_sys::h5o::H5Oopen;
 use hdf5_sys::h5p::H5P_DEFAULT;
 
+use super::compat::{self, link_type, LinkInfo};
 use super::dataset::expect_kind;
 use super::error::{check, clear_stack, hdf5_error};
 use super::handle::{id_type, Handle};
@@ -146,11 +147,11 @@ struct LinkList {
     names: Vec<(H5L_type_t, String)>,
 }
 
-unsafe extern "C" fn link_cb(_g: hid_t, name: *const c_char, info: *const H5L_info1_t, data: *mut c_void) -> herr_t {
+unsafe extern "C" fn link_cb(_g: hid_t, name: *const c_char, info: *const LinkInfo, data: *mut c_void) -> herr_t {
     // SAFETY: libhdf5 passes a valid name and info; data is the LinkList given below.
     unsafe {
         let out = &mut *(data as *mut LinkList);
-        out.names.push(((*info).type_, CStr::from_ptr(name).to_string_lossy().into_owned()));
+        out.names.push((link_type(info), CStr::from_ptr(name).to_string_lossy().into_owned()));
     }
     0
 }
@@ -162,7 +163,7 @@ fn links(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8
     unsafe {
         check(
             lock,
-            H5Literate_by_name1(loc, group.as_ptr(), H5_index_t::H5_INDEX_NAME, H5_iter_order_t::H5_ITER_INC, &mut idx, Some(link_cb), &mut list as *mut _ as *mut c_void, lapl),
+            compat::iterate_by_name(loc, group.as_ptr(), &mut idx, link_cb, &mut list as *mut _ as *mut c_void, lapl),
             "H5Literate_by_name",
         )?;
     }
@@ -192,12 +193,12 @@ struct Visit<'l> {
     out: Vec<(u8, String)>,
 }
 
-unsafe extern "C" fn visit_cb(_g: hid_t, name: *const c_char, info: *const H5L_info1_t, data: *mut c_void) -> herr_t {
+unsafe extern "C" fn visit_cb(_g: hid_t, name: *const c_char, info: *const LinkInfo, data: *mut c_void) -> herr_t {
     // SAFETY: libhdf5 passes a valid name and info; data is the Visit given below; the lock
     // is held by the caller of H5Lvisit_by_name for the whole walk.
     unsafe {
         let v = &mut *(data as *mut Visit);
-        if (*info).type_ != H5L_type_t::H5L_TYPE_HARD {
+        if link_type(info) != H5L_type_t::H5L_TYPE_HARD {
             return 0;
         }
         let c = CStr::from_ptr(name);
@@ -223,7 +224,7 @@ fn visit(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8
     unsafe {
         check(
             lock,
-            H5Lvisit_by_name1(g.id(), c".".as_ptr(), H5_index_t::H5_INDEX_NAME, H5_iter_order_t::H5_ITER_INC, Some(visit_cb), &mut v as *mut _ as *mut c_void, H5P_DEFAULT),
+            compat::visit_by_name(g.id(), c".".as_ptr(), visit_cb, &mut v as *mut _ as *mut c_void, H5P_DEFAULT),
             "H5Lvisit_by_name",
         )?;
     }

@@ -2,16 +2,18 @@
 //! printing ([`error`]), RAII handles and names of ids ([`handle`]), datatype mapping
 //! ([`types`]), files and datasets ([`dataset`]), hyperslab reads ([`hyperslab`]) and
 //! writes ([`write`]), per-dataset cached facts ([`meta`]), raw chunk access ([`chunk`]) and
-//! the refusal of storage in other files ([`external`]).
+//! the refusal of storage in other files ([`external`]). Differences between libhdf5
+//! versions (1.10 .. 2.x) live in [`compat`] only.
 //!
 //! Every libhdf5 call vh5 makes happens while holding the lock of an [`error::H5Session`].
 //!
 //! Imports run one way, from the top of this list down; no module imports one above it:
 //! `dataset` -> `meta` -> `chunk`, `external` -> `hyperslab`, `write`, `types` -> `handle` ->
-//! `error` -> `lock`.
+//! `error` -> `lock`; any of them may import `compat`, which imports none.
 
 pub mod chunk;
 pub mod chunk_cache;
+pub mod compat;
 pub mod dataset;
 pub mod error;
 pub mod external;

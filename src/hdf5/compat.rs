@@ -1,0 +1,114 @@
+//! Every difference between the libhdf5 versions vh5 builds against (1.10.3 .. 2.x), behind
+//! version-free functions, so no other module names a versioned libhdf5 symbol.
+//!
+//! `build.rs` turns the version hdf5-sys detected (its `DEP_HDF5_VERSION_<maj>_<min>_<mic>`
+//! metadata) into the cfgs `hdf5_1_12` (libhdf5 >= 1.12.0), `hdf5_1_14` (>= 1.14.0) and
+//! `hdf5_2` (>= 2.0.0). On >= 1.12 the non-deprecated API is used (`H5Literate_by_name2`,
+//! `H5Lvisit2`, `H5Lvisit_by_name2` with `H5L_info2_t`), so vh5 also links against a
+//! libhdf5 built without its deprecated symbols; on 2.x raw chunks are read with
+//! `H5Dread_chunk2`, which is told the buffer's size and reports the chunk's.
+//!
+//! Every function here is a plain libhdf5 call: the caller holds the libhdf5 lock
+//! ([`super::lock`]) and checks the returned status (negative: failure, error stack set).
+
+use std::ffi::{c_char, c_void};
+
+use hdf5_sys::h5::{herr_t, hsize_t, H5_index_t, H5_iter_order_t};
+use hdf5_sys::h5i::hid_t;
+use hdf5_sys::h5l::H5L_type_t;
+
+/// The link information libhdf5 hands a link-iteration callback (`H5L_info1_t` on 1.10,
+/// `H5L_info2_t` on >= 1.12). Read it only through [`link_type`].
+#[cfg(not(hdf5_1_12))]
+pub type LinkInfo = hdf5_sys::h5l::H5L_info1_t;
+/// The link information libhdf5 hands a link-iteration callback (`H5L_info1_t` on 1.10,
+/// `H5L_info2_t` on >= 1.12). Read it only through [`link_type`].
+#[cfg(hdf5_1_12)]
+pub type LinkInfo = hdf5_sys::h5l::H5L_info2_t;
+
+/// A link-iteration callback: `(group id, link name (NUL-terminated, valid during the call),
+/// link info, the caller's data)`; returns 0 to continue, > 0 to stop, < 0 to fail.
+pub type LinkCallback = unsafe extern "C" fn(hid_t, *const c_char, *const LinkInfo, *mut c_void) -> herr_t;
+
+/// The type of the link described by `info` (hard, soft, external, user-defined).
+///
+/// # Safety
+/// `info` is the valid pointer libhdf5 passed to a [`LinkCallback`], used during that call.
+pub unsafe fn link_type(info: *const LinkInfo) -> H5L_type_t {
+    // SAFETY: guaranteed by the caller.
+    unsafe { (*info).type_ }
+}
+
+/// The links of the group `group` (a name relative to `loc`), in name order, from index
+/// `*idx` on (`H5Literate_by_name`); `*idx` is left after the last link visited.
+///
+/// # Safety
+/// Valid ids, NUL-terminated `group`, `data` what `cb` expects; libhdf5 lock held.
+pub unsafe fn iterate_by_name(loc: hid_t, group: *const c_char, idx: &mut hsize_t, cb: LinkCallback, data: *mut c_void, lapl: hid_t) -> herr_t {
+    let (by, order) = (H5_index_t::H5_INDEX_NAME, H5_iter_order_t::H5_ITER_INC);
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        #[cfg(not(hdf5_1_12))]
+        return hdf5_sys::h5l::H5Literate_by_name1(loc, group, by, order, idx, Some(cb), data, lapl);
+        #[cfg(hdf5_1_12)]
+        return hdf5_sys::h5l::H5Literate_by_name2(loc, group, by, order, idx, Some(cb), data, lapl);
+    }
+}
+
+/// Every link reachable from the group or file `grp`, recursively, in name order
+/// (`H5Lvisit`); names passed to `cb` are relative to `grp`.
+///
+/// # Safety
+/// Valid id, `data` what `cb` expects; libhdf5 lock held.
+pub unsafe fn visit(grp: hid_t, cb: LinkCallback, data: *mut c_void) -> herr_t {
+    let (by, order) = (H5_index_t::H5_INDEX_NAME, H5_iter_order_t::H5_ITER_INC);
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        #[cfg(not(hdf5_1_12))]
+        return hdf5_sys::h5l::H5Lvisit1(grp, by, order, Some(cb), data);
+        #[cfg(hdf5_1_12)]
+        return hdf5_sys::h5l::H5Lvisit2(grp, by, order, Some(cb), data);
+    }
+}
+
+/// Like [`visit`], starting at the group `name` relative to `loc` (`H5Lvisit_by_name`);
+/// names passed to `cb` are relative to that group.
+///
+/// # Safety
+/// Valid ids, NUL-terminated `name`, `data` what `cb` expects; libhdf5 lock held.
+pub unsafe fn visit_by_name(loc: hid_t, name: *const c_char, cb: LinkCallback, data: *mut c_void, lapl: hid_t) -> herr_t {
+    let (by, order) = (H5_index_t::H5_INDEX_NAME, H5_iter_order_t::H5_ITER_INC);
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        #[cfg(not(hdf5_1_12))]
+        return hdf5_sys::h5l::H5Lvisit_by_name1(loc, name, by, order, Some(cb), data, lapl);
+        #[cfg(hdf5_1_12)]
+        return hdf5_sys::h5l::H5Lvisit_by_name2(loc, name, by, order, Some(cb), data, lapl);
+    }
+}
+
+/// Reads the stored (still filtered) bytes of the chunk of `dset` whose first element is at
+/// `offset` into `buf`, which has room for `cap` bytes, and its filter mask into `*filters`
+/// (`H5Dread_chunk`). Returns libhdf5's status and the chunk's stored size in bytes as
+/// libhdf5 knows it at the read: on 2.x `H5Dread_chunk2` reports it (and reads nothing when it
+/// exceeds `cap`); 1.x cannot tell, so there it is `cap`, the size the caller took from the
+/// chunk index (`H5Dget_chunk_storage_size`), which is what 1.x writes. The caller must
+/// treat a size other than `cap` as a failure (nothing, or not that many bytes, was read).
+///
+/// # Safety
+/// Valid dataset id; `offset` has the dataset's rank; `buf` is writable for `cap` bytes and
+/// `cap` is at least the chunk's stored size (1.x writes that many bytes unchecked); libhdf5
+/// lock held.
+pub unsafe fn read_chunk(dset: hid_t, offset: *const hsize_t, filters: &mut u32, buf: *mut u8, cap: usize) -> (herr_t, usize) {
+    let dxpl = hdf5_sys::h5p::H5P_DEFAULT;
+    // SAFETY: guaranteed by the caller.
+    #[cfg(not(hdf5_2))]
+    let (r, size) = (unsafe { hdf5_sys::h5d::H5Dread_chunk1(dset, dxpl, offset, filters, buf as *mut c_void) }, cap);
+    #[cfg(hdf5_2)]
+    let (r, size) = {
+        let mut size = cap;
+        // SAFETY: guaranteed by the caller; libhdf5 writes at most `size` bytes.
+        (unsafe { hdf5_sys::h5d::H5Dread_chunk2(dset, dxpl, offset, filters, buf as *mut c_void, &mut size) }, size)
+    };
+    (r, size)
+}
