@@ -23,6 +23,8 @@ const LAYOUT: u16 = 0x0008;
 const CONTINUATION: u16 = 0x0010;
 
 type R<T> = std::result::Result<T, String>;
+/// What [`Reader::btree`] calls per chunk: (offsets incl. the element offset, stored size, filter mask, address).
+pub(super) type ChunkVisitor<'f> = dyn FnMut(&[u64], u32, u32, u64) -> R<()> + 'f;
 
 /// Positioned reads of one file whose addresses are relative to `base`.
 pub(super) struct Reader<'a> {
@@ -161,7 +163,7 @@ impl Reader<'_> {
     /// Walk the version-1 B-tree of raw data chunks at `root` (keys of `dimensionality`
     /// offsets), calling `f(offsets, stored size, filter mask, chunk address)` for every
     /// chunk; more than `limit` chunks is an error.
-    pub fn btree(&self, root: u64, dimensionality: usize, limit: u64, f: &mut dyn FnMut(&[u64], u32, u32, u64) -> R<()>) -> R<()> {
+    pub fn btree(&self, root: u64, dimensionality: usize, limit: u64, f: &mut ChunkVisitor<'_>) -> R<()> {
         let sa = self.sa;
         let ks = 8 + 8 * dimensionality;
         let hdr = 8 + 2 * sa;
