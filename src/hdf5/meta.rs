@@ -17,6 +17,7 @@ use hdf5_sys::h5i::hid_t;
 
 use super::chunk::{chunk_layout, ChunkLayout};
 use super::chunk_cache::ChunkCache;
+use super::chunk_index::IndexSlot;
 use super::handle::{dataset_name, Handle};
 use super::hyperslab::{space_dims, SpaceCache};
 use super::lock::H5Lock;
@@ -49,6 +50,8 @@ pub struct DatasetMeta {
     /// Chunks vh5 decoded, kept for later calls (when `fixed_extent` and `own`; created by the first
     /// read that uses it, see [`DatasetMeta::chunk_cache`]).
     chunks: OnceLock<ChunkCache>,
+    /// The dataset's chunk index (when `fixed_extent`; built by the first read that wants it).
+    index: IndexSlot,
 }
 
 impl DatasetMeta {
@@ -66,6 +69,13 @@ impl DatasetMeta {
     /// through the same libhdf5 behind vh5's back).
     pub fn chunk_cache(&self, cap: impl FnOnce() -> u64) -> Option<&ChunkCache> {
         (self.fixed_extent && self.own).then(|| self.chunks.get_or_init(|| ChunkCache::new(cap())))
+    }
+
+    /// The slot of the dataset's chunk index ([`IndexSlot`]), or `None` when the file may
+    /// change in this process (opened read-write or SWMR) or the dataset id was not opened by
+    /// vh5 (an h5py dataset's id): then every raw chunk goes through libhdf5 (`H5Dread_chunk`).
+    pub fn chunk_index(&self) -> Option<&IndexSlot> {
+        (self.fixed_extent && self.own).then_some(&self.index)
     }
 }
 
@@ -109,7 +119,7 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
     let fixed_extent = extent_is_fixed(lock, dset);
     let elsewhere = super::external::storage_elsewhere(lock, dset)?;
     let own = super::handle::opened_by_vh5(dset);
-    let m = Arc::new(DatasetMeta { ftype, finfo, layout, elsewhere, fixed_extent, own, spaces: Mutex::new(None), chunks: OnceLock::new() });
+    let m = Arc::new(DatasetMeta { ftype, finfo, layout, elsewhere, fixed_extent, own, spaces: Mutex::new(None), chunks: OnceLock::new(), index: IndexSlot::default() });
     let old = {
         let mut g = CACHE.lock().unwrap_or_else(|p| p.into_inner());
         let c = g.get_or_insert_with(HashMap::new);
@@ -152,11 +162,14 @@ fn check_chunk_dims(lock: &H5Lock, dset: hid_t, chunk: &[u64]) -> Result<()> {
     Ok(())
 }
 
-/// Drop the decoded chunks cached for dataset `dset` (vh5 wrote to it).
+/// Drop the decoded chunks and the chunk index cached for dataset `dset` (vh5 wrote to it).
 pub fn clear_chunk_cache(dset: hid_t) {
     let m = CACHE.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|c| c.get(&dset).cloned());
     if let Some(c) = m.as_ref().and_then(|m| m.chunks.get()) {
         c.clear();
+    }
+    if let Some(m) = &m {
+        m.index.clear();
     }
 }
 

@@ -13,7 +13,9 @@
 //! `error` -> `lock`; any of them may import `compat`, which imports none.
 
 pub mod chunk;
+pub mod chunk_btree;
 pub mod chunk_cache;
+pub mod chunk_index;
 pub mod compat;
 pub mod dataset;
 pub mod error;

@@ -15,6 +15,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::geometry::{axis_step, Row, SliceTable, MAX_RANK};
 use crate::hdf5::chunk::{chunk_state, read_raw_chunk, ChunkState};
 use crate::hdf5::chunk_cache::{CacheKey, ChunkCache};
+use crate::hdf5::chunk_index::{ChunkIndex, Entry};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{lock, H5Lock};
 use crate::plan::{ChunkGrid, PieceKey, Plan};
@@ -30,6 +31,9 @@ pub(super) struct Job {
     pub(super) hit: Option<Arc<Vec<u8>>>,
     /// Where the decoded bytes go once decoded (a cache miss to fill).
     pub(super) key: Option<CacheKey>,
+    /// Stored bytes still to read from the file (positioned read, no lock) before decoding:
+    /// the chunk's entry in the dataset's chunk index (`raw_mask` is its filter mask).
+    pub(super) at: Option<Entry>,
 }
 
 /// Everything a worker needs, shared read-only.
@@ -50,6 +54,8 @@ pub(super) struct Shared<'a> {
     /// The dataset's decoded-chunk cache, when this call keeps what it decodes there (raw
     /// fetches in the memory form, see `chunked::read_chunked`).
     pub(super) cache: Option<&'a ChunkCache>,
+    /// The dataset's chunk index (stored bytes read with positioned reads), when it has one.
+    pub(super) index: Option<&'a ChunkIndex>,
 }
 
 /// A libhdf5 type conversion applied to decoded chunks (file type -> memory type).
@@ -79,6 +85,9 @@ impl Shared<'_> {
         let (coord, origin, extent) = self.origin_extent(job.group);
         if let Some(hit) = &job.hit {
             return self.scatter(job.group, hit, &origin[..n], self.grid.chunk());
+        }
+        if let (Some(e), Some(ix)) = (job.at.take(), self.index) {
+            ix.read(&e, &mut job.buf).map_err(|x| Error::new(x.kind, format!("chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], x.message)))?;
         }
         let dims: &[u64] = if let Some(mask) = job.raw_mask {
             let stored = job.buf.len();
@@ -113,6 +122,31 @@ impl Shared<'_> {
             drop(c.insert(k, std::mem::take(&mut job.buf)));
         }
         Ok(())
+    }
+
+    /// Read the stored bytes of a batch's indexed chunks, coalescing neighbours in the file
+    /// into one positioned read ([`ChunkIndex::read_many`]; chunks it leaves are read by
+    /// [`Shared::process`] one by one). No lock needed.
+    pub(super) fn prefetch(&self, jobs: &mut [Job]) {
+        let Some(ix) = self.index else { return };
+        if jobs.iter().filter(|j| j.at.is_some()).count() < 2 {
+            return;
+        }
+        let mut items: Vec<(Entry, &mut Vec<u8>)> = Vec::with_capacity(jobs.len());
+        let mut which = Vec::with_capacity(jobs.len());
+        for (k, j) in jobs.iter_mut().enumerate() {
+            if let Some(e) = j.at {
+                items.push((e, &mut j.buf));
+                which.push(k);
+            }
+        }
+        let done = ix.read_many(&mut items, &mut Vec::new());
+        drop(items);
+        for (k, d) in which.into_iter().zip(done) {
+            if d {
+                jobs[k].at = None;
+            }
+        }
     }
 
     /// Scatter every piece of chunk group `group` from `buf` (dense C order over `dims`, the
@@ -162,8 +196,16 @@ impl Fetcher<'_> {
     pub(super) fn fetch(&self, l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, g: usize, buf: Vec<u8>) -> Result<Job> {
         let n = sh.grid.ndim();
         let (coord, origin, extent) = sh.origin_extent(g);
-        let mut job = Job { group: g, buf, raw_mask: None, hit: None, key: None };
-        let state = if self.raw_ok { chunk_state(l, self.dset, &origin[..n]) } else { ChunkState::Unknown };
+        let mut job = Job { group: g, buf, raw_mask: None, hit: None, key: None, at: None };
+        // With the dataset's chunk index (only given for raw fetches): a chunk missing from it
+        // is unallocated (the index was checked complete against libhdf5's count).
+        let entry = sh.index.map(|ix| ix.get(sh.plan.groups[g].0));
+        let state = match entry {
+            Some(Some(e)) => ChunkState::Stored { size: e.size },
+            Some(None) => ChunkState::Unallocated,
+            None if self.raw_ok => chunk_state(l, self.dset, &origin[..n]),
+            None => ChunkState::Unknown,
+        };
         if let (Some(c), ChunkState::Stored { size }) = (self.cache, state) {
             let key = CacheKey { chunk: sh.plan.groups[g].0, stored: size, form: self.form.0, unit: self.form.1 };
             if let Some(hit) = c.get(&key) {
@@ -183,6 +225,12 @@ impl Fetcher<'_> {
                     &origin[..n],
                     self.fsize
                 )
+            }
+            ChunkState::Stored { .. } if matches!(entry, Some(Some(_))) => {
+                // Read by whoever decodes it (`Shared::process`), outside the lock.
+                let e = entry.flatten().expect("indexed chunk");
+                job.at = Some(e);
+                job.raw_mask = Some(e.mask);
             }
             ChunkState::Stored { size, .. } => {
                 // None: no file address after all (a never-written chunk only libhdf5's chunk

@@ -59,6 +59,7 @@ use crate::error::{Error, Result};
 use crate::geometry::{row, SliceTable};
 use crate::hdf5::chunk::{file_size, flush_dataset, opened_read_write, FilterSpec};
 use crate::hdf5::chunk_cache::ChunkCache;
+use crate::hdf5::chunk_index::IndexSlot;
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{bump, lock, released, H5Lock};
 use crate::plan::decide;
@@ -111,6 +112,7 @@ pub(crate) fn read_chunked(
     convert: Option<Convert>,
     mode: PlannerMode,
     cache: Option<&ChunkCache>,
+    index: Option<&IndexSlot>,
     stats: &mut ReadStats,
 ) -> Result<Option<ReadStats>> {
     let grid = ChunkGrid::new(ctx.src_shape, chunk)?;
@@ -135,6 +137,13 @@ pub(crate) fn read_chunked(
     // Stored chunk sizes come from the file's chunk index: never trust one past the file.
     let fsize = if raw_ok || d.checked { file_size(l, dset)? } else { u64::MAX };
     let filters = d.filters.clone().unwrap_or_default();
+    // The dataset's chunk index (files open read-only: see `hdf5::chunk_index`), for calls
+    // reading enough chunks whole to repay building it: stored bytes are then read with
+    // positioned reads by whoever decodes the chunk, outside the libhdf5 lock.
+    let index = match index {
+        Some(slot) if raw_ok && d.nwhole >= INDEX_MIN_CHUNKS => slot.get(l, dset, &grid)?,
+        _ => None,
+    };
     // The decoded-chunk cache: only for bytes in the memory form (no libhdf5 conversion);
     // chunks are kept only when all the call's whole chunks fit (a larger read would evict
     // everything for nothing: a scan is not cached).
@@ -144,7 +153,7 @@ pub(crate) fn read_chunked(
         Some(RawKind::Swap(u)) => (1u8, u),
         _ => (0u8, ctx.itemsize),
     };
-    let shared = Shared { plan: &rp.plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert, dont_filter_partial, cache: cache.filter(|_| keep) };
+    let shared = Shared { plan: &rp.plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert, dont_filter_partial, cache: cache.filter(|_| keep), index: index.as_deref() };
     let fetcher = Fetcher {
         dset,
         raw_ok,
@@ -334,6 +343,10 @@ fn step_cost_ns(plan: &Plan, table: &SliceTable, p: &crate::plan::PieceKey, item
     (elems / inner).saturating_mul(STEP_RUN_NS).saturating_add(elems.saturating_mul(itemsize as u64).saturating_mul(STEP_BYTE_NS))
 }
 
+/// Calls reading fewer chunks whole than this never build the dataset's chunk index (a small
+/// call on a large dataset would pay for walking its whole index).
+const INDEX_MIN_CHUNKS: usize = 16;
+
 /// Calls with at most this many chunks, all read whole, run on the calling thread alone.
 const SMALL_CALL_CHUNKS: usize = 4;
 
@@ -423,7 +436,8 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
         }
         recycle(job.buf);
     };
-    let handle_all = |jobs: Vec<Job>, dec: &mut Decoder| {
+    let handle_all = |mut jobs: Vec<Job>, dec: &mut Decoder| {
+        shared.prefetch(&mut jobs);
         for job in jobs {
             handle(job, dec);
         }

@@ -117,6 +117,7 @@ pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, fla
                 Some(convert),
                 mode,
                 meta.chunk_cache(options::chunk_cache_bytes),
+                meta.chunk_index(),
                 &mut stats,
             )? {
                 return Ok(st);

@@ -1,0 +1,212 @@
+//! Reading the chunk index of a chunked dataset straight from its file (HDF5 file format
+//! specification 3.0, "Data Object Headers" IV.A, "Data Layout Message" IV.A.2.i, "Version 1
+//! B-trees" III.A.1): the dataset's object header (version 1 or 2, continuation blocks
+//! followed), its layout message (version 3, chunked: the B-tree's address and the chunk
+//! dimensions) and the version-1 B-tree of raw data chunks (node type 1) it points to. Only
+//! what [`super::chunk_index`] needs, every length and address bounded by the file; anything
+//! else (layout version 4's other indexes, a node that is not what it should be) is an
+//! `Err(reason)`: the caller then leaves the reading to libhdf5. Pure Rust over positioned
+//! reads of the file; no libhdf5 call, no lock needed.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// Largest object header block or B-tree node read, bytes.
+const MAX_BLOCK: u64 = 16 << 20;
+/// Object header blocks (the first and its continuations) followed at most.
+const MAX_OH_BLOCKS: usize = 256;
+/// B-tree depth accepted.
+const MAX_LEVEL: u8 = 64;
+/// Layout message type.
+const LAYOUT: u16 = 0x0008;
+/// Object header continuation message type.
+const CONTINUATION: u16 = 0x0010;
+
+type R<T> = std::result::Result<T, String>;
+/// What [`Reader::btree`] calls per chunk: (offsets incl. the element offset, stored size, filter mask, address).
+pub(super) type ChunkVisitor<'f> = dyn FnMut(&[u64], u32, u32, u64) -> R<()> + 'f;
+
+/// Positioned reads of one file whose addresses are relative to `base`.
+pub(super) struct Reader<'a> {
+    pub file: &'a File,
+    pub file_len: u64,
+    pub base: u64,
+    /// Size of addresses / lengths in the file (2, 4 or 8 bytes).
+    pub sa: usize,
+    pub ss: usize,
+}
+
+/// Little-endian unsigned integer of `w` bytes at `buf[at..]` (`None` past the end).
+fn le(buf: &[u8], at: usize, w: usize) -> Option<u64> {
+    let b = buf.get(at..at.checked_add(w)?)?;
+    Some(b.iter().rev().fold(0u64, |a, &x| (a << 8) | u64::from(x)))
+}
+
+impl Reader<'_> {
+    /// `len` bytes at address `addr` (relative to the base).
+    fn read(&self, addr: u64, len: u64, what: &str) -> R<Vec<u8>> {
+        let abs = self.base.checked_add(addr);
+        let ok = abs.and_then(|a| a.checked_add(len)).is_some_and(|end| end <= self.file_len) && len <= MAX_BLOCK;
+        if !ok {
+            return Err(format!("{what}: {len} bytes at address {addr} are outside the file ({} bytes)", self.file_len));
+        }
+        let mut buf = vec![0u8; len as usize];
+        self.file.read_exact_at(&mut buf, abs.unwrap_or(0)).map_err(|e| format!("{what}: reading {len} bytes at address {addr}: {e}"))?;
+        Ok(buf)
+    }
+
+    fn undefined(&self, addr: u64) -> bool {
+        self.sa == 8 && addr == u64::MAX || self.sa < 8 && addr == (1u64 << (8 * self.sa)) - 1
+    }
+
+    /// The layout message of the object header at `oh`: (B-tree root address,
+    /// dimensionality = rank + 1, chunk dimensions including the element size).
+    pub fn layout(&self, oh: u64) -> R<(u64, usize, Vec<u64>)> {
+        let mut found = None;
+        self.messages(oh, &mut |ty, data| {
+            if ty == LAYOUT && found.is_none() {
+                found = Some(self.parse_layout(data));
+            }
+        })?;
+        found.unwrap_or_else(|| Err("no layout message in the object header".into()))
+    }
+
+    fn parse_layout(&self, d: &[u8]) -> R<(u64, usize, Vec<u64>)> {
+        let bad = || "layout message truncated".to_string();
+        let version = *d.first().ok_or_else(bad)?;
+        if version != 3 {
+            return Err(format!("layout message version {version}: only version 3 (a version-1 B-tree) is read by vh5"));
+        }
+        if *d.get(1).ok_or_else(bad)? != 2 {
+            return Err("layout message: not chunked".into());
+        }
+        let dimensionality = usize::from(*d.get(2).ok_or_else(bad)?);
+        if !(2..=crate::geometry::MAX_RANK + 1).contains(&dimensionality) {
+            return Err(format!("layout message: dimensionality {dimensionality}"));
+        }
+        let root = le(d, 3, self.sa).ok_or_else(bad)?;
+        let dims = (0..dimensionality).map(|j| le(d, 3 + self.sa + 4 * j, 4).ok_or_else(bad)).collect::<R<Vec<u64>>>()?;
+        if self.undefined(root) {
+            return Err("layout message: no B-tree (no chunk written)".into());
+        }
+        Ok((root, dimensionality, dims))
+    }
+
+    /// Call `f(type, data)` for every message of the object header at `oh` (both header
+    /// versions, continuation blocks followed).
+    fn messages(&self, oh: u64, f: &mut dyn FnMut(u16, &[u8])) -> R<()> {
+        let head = self.read(oh, 16.min(self.file_len.saturating_sub(self.base.saturating_add(oh))), "object header")?;
+        // (start address, length) of each block of messages.
+        let mut blocks: Vec<(u64, u64)> = Vec::new();
+        let (v2, crt_order);
+        if head.starts_with(b"OHDR") {
+            if head.get(4) != Some(&2) {
+                return Err(format!("object header version {:?}", head.get(4)));
+            }
+            let flags = head[5];
+            crt_order = flags & 0x04 != 0;
+            let mut p = 6u64;
+            if flags & 0x20 != 0 {
+                p += 16;
+            }
+            if flags & 0x10 != 0 {
+                p += 4;
+            }
+            let w = 1usize << (flags & 3);
+            let sz = le(&self.read(oh + p, w as u64, "object header")?, 0, w).unwrap_or(0);
+            blocks.push((oh + p + w as u64, sz));
+            v2 = true;
+        } else {
+            if head.first() != Some(&1) {
+                return Err(format!("object header version {:?}", head.first()));
+            }
+            let sz = le(&head, 8, 4).ok_or("object header truncated")?;
+            blocks.push((oh + 16, sz));
+            (v2, crt_order) = (false, false);
+        }
+        let mut i = 0;
+        while i < blocks.len() {
+            if i >= MAX_OH_BLOCKS {
+                return Err("object header: too many continuation blocks".into());
+            }
+            let (start, len) = blocks[i];
+            let mut b = self.read(start, len, "object header block")?;
+            if v2 && i > 0 {
+                if !b.starts_with(b"OCHK") || b.len() < 8 {
+                    return Err("object header continuation block without its signature".into());
+                }
+                b.truncate(b.len() - 4); // checksum
+                b.drain(..4);
+            }
+            let hdr = if v2 { 4 + 2 * usize::from(crt_order) } else { 8 };
+            let mut p = 0usize;
+            while p + hdr <= b.len() {
+                let (ty, size, flags) = if v2 { (u16::from(b[p]), le(&b, p + 1, 2).unwrap_or(0) as usize, b[p + 3]) } else { (le(&b, p, 2).unwrap_or(0) as u16, le(&b, p + 2, 2).unwrap_or(0) as usize, b[p + 4]) };
+                let data = b.get(p + hdr..p + hdr + size).ok_or("object header message runs past its block")?;
+                if flags & 0x02 != 0 && ty == LAYOUT {
+                    return Err("shared layout message".into());
+                }
+                if ty == CONTINUATION {
+                    let off = le(data, 0, self.sa).ok_or("continuation message truncated")?;
+                    let l = le(data, self.sa, self.ss).ok_or("continuation message truncated")?;
+                    blocks.push((off, l));
+                } else {
+                    f(ty, data);
+                }
+                p += hdr + size;
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// Walk the version-1 B-tree of raw data chunks at `root` (keys of `dimensionality`
+    /// offsets), calling `f(offsets, stored size, filter mask, chunk address)` for every
+    /// chunk; more than `limit` chunks is an error.
+    pub fn btree(&self, root: u64, dimensionality: usize, limit: u64, f: &mut ChunkVisitor<'_>) -> R<()> {
+        let sa = self.sa;
+        let ks = 8 + 8 * dimensionality;
+        let hdr = 8 + 2 * sa;
+        let mut stack: Vec<(u64, Option<u8>)> = vec![(root, None)];
+        let (mut leaves, mut nodes) = (0u64, 0u64);
+        let mut coords = vec![0u64; dimensionality];
+        while let Some((addr, want_level)) = stack.pop() {
+            nodes += 1;
+            if nodes > limit.saturating_mul(2).saturating_add(64) {
+                return Err("B-tree: more nodes than chunks".into());
+            }
+            let h = self.read(addr, hdr as u64, "B-tree node")?;
+            if &h[..4] != b"TREE" || h[4] != 1 {
+                return Err(format!("B-tree node at address {addr}: not a raw-data-chunk node (signature {:?}, type {})", &h[..4], h[4]));
+            }
+            let level = h[5];
+            if want_level.is_some_and(|w| w != level) || level > MAX_LEVEL {
+                return Err(format!("B-tree node at address {addr}: level {level}, expected {want_level:?}"));
+            }
+            let entries = le(&h, 6, 2).unwrap_or(0) as usize;
+            let body = self.read(addr + hdr as u64, (entries * (ks + sa) + ks) as u64, "B-tree node")?;
+            for e in 0..entries {
+                let k = e * (ks + sa);
+                let child = le(&body, k + ks, sa).ok_or("B-tree node truncated")?;
+                if self.undefined(child) {
+                    return Err(format!("B-tree node at address {addr}: entry {e} has no address"));
+                }
+                if level > 0 {
+                    stack.push((child, Some(level - 1)));
+                    continue;
+                }
+                leaves += 1;
+                if leaves > limit {
+                    return Err(format!("B-tree: more than the {limit} chunks libhdf5 counts"));
+                }
+                let size = le(&body, k, 4).ok_or("B-tree node truncated")? as u32;
+                let mask = le(&body, k + 4, 4).ok_or("B-tree node truncated")? as u32;
+                for (j, c) in coords.iter_mut().enumerate() {
+                    *c = le(&body, k + 8 + 8 * j, 8).ok_or("B-tree node truncated")?;
+                }
+                f(&coords, size, mask, child)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,382 @@
+//! Per-open-dataset chunk index: chunk -> (file offset, stored size, filter mask), built once
+//! in one pass over the file's chunk index, so that the read planner can read the stored bytes
+//! of a chunk with a positioned read (`pread`) on a worker thread, outside the libhdf5 lock,
+//! instead of two libhdf5 index lookups and a read under it (`H5Dget_chunk_storage_size` +
+//! `H5Dread_chunk`, which serialised every fetch of a many-chunk read).
+//!
+//! **Where it is used** (else the planner keeps libhdf5's `H5Dread_chunk`): the file is open
+//! read-only in this process (`H5Fget_intent`: neither `H5F_ACC_RDWR` nor SWMR; libhdf5 shares
+//! one file object between opens in a process, so a read-write open elsewhere in the process
+//! shows here too), through the default sec2 driver (`H5Pget_driver`: file offsets are then
+//! plain offsets of one file), and its chunk index is one vh5 reads ([`build`]).
+//!
+//! **How it is built** (under the libhdf5 lock): libhdf5 1.10 has no chunk iteration that is
+//! not a scan of the index per call (`H5Dget_chunk_info(i)` walks the index up to `i`: 0.6 ms
+//! for the last of 16,384 chunks, 16 ms for the last of 65,536, so quadratic), so vh5 walks
+//! the version-1 B-tree that indexes chunked datasets of layout message version 3 (what
+//! libhdf5 writes unless the file's lower library bound is 1.10 or later) itself: the
+//! dataset's object header (address from `H5Oget_info`, versions 1 and 2, continuation
+//! blocks followed) gives the layout message and the B-tree's root; every node is read with
+//! `pread` from the file descriptor libhdf5 reads through (`H5Fget_vfd_handle`, duplicated),
+//! so it is the very file libhdf5 has open. Layout version 4 (extensible / fixed arrays,
+//! version-2 B-trees, single chunks) is not walked: no index, libhdf5 reads those. Addresses
+//! are relative to the superblock (the user block, `H5Pget_userblock`, is skipped; libhdf5
+//! makes the superblock's address the base address).
+//!
+//! **Checked against libhdf5 before use**: every node's signature, type and level; every
+//! entry's coordinates on the chunk grid inside the extent, unique, its bytes inside the file;
+//! the number of entries equal to `H5Dget_num_chunks`; and the stored bytes and filter mask of
+//! up to [`SAMPLES`] chunks spread over the index (first and last included) equal to what
+//! `H5Dread_chunk` returns. Any difference: no index (libhdf5 reads the dataset, as before).
+//! A chunk missing from a checked index is unallocated (it reads as the fill value).
+//!
+//! **Memory**: 32 bytes per allocated chunk, held while the dataset is open (dropped with
+//! the dataset's cached facts, `super::meta::forget`) plus one duplicated file descriptor.
+//! **Reads**: [`ChunkIndex::read`] bounds every read by the file's length (a damaged index
+//! entry gives `Hdf5` naming the chunk, never a read past the end nor an allocation larger
+//! than the file). What another process writing the file meanwhile leaves stale is the same
+//! as for the decoded-chunk cache (docs/ARCHITECTURE.md): files open read-only are assumed not
+//! to change under vh5.
+//!
+//! `VH5_CHUNK_INDEX` = `1` (default) / `0` (never build one: every raw fetch through
+//! `H5Dread_chunk`) / `require` (tests: a dataset that qualifies by file intent but gets no
+//! index is an `Hdf5` error giving the reason).
+
+use std::ffi::{c_int, c_void};
+use std::fs::File;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use hdf5_sys::h5i::hid_t;
+
+use super::handle::Handle;
+use super::lock::H5Lock;
+use crate::error::Result;
+use crate::plan::grid::ChunkGrid;
+
+/// Chunks whose bytes are compared with libhdf5's `H5Dread_chunk` before an index is used.
+pub const SAMPLES: usize = 8;
+
+/// Where a stored chunk's bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// Absolute offset in the file, bytes.
+    pub offset: u64,
+    /// Stored (filtered) size, bytes.
+    pub size: u64,
+    /// Filter mask (bit i set: filter i skipped).
+    pub mask: u32,
+}
+
+/// The checked index of one open dataset (see the module docs).
+#[derive(Debug)]
+pub struct ChunkIndex {
+    /// (C-order linear index of the chunk on the grid, entry), sorted by linear index.
+    entries: Vec<(u64, Entry)>,
+    file: File,
+    file_len: u64,
+}
+
+/// `VH5_CHUNK_INDEX` (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexMode {
+    Off,
+    On,
+    Require,
+}
+
+/// The `VH5_CHUNK_INDEX` setting (read once per process; unknown values: `On`).
+pub fn index_mode() -> IndexMode {
+    static M: OnceLock<IndexMode> = OnceLock::new();
+    *M.get_or_init(|| match std::env::var("VH5_CHUNK_INDEX").as_deref() {
+        Ok("0") | Ok("off") => IndexMode::Off,
+        Ok("require") => IndexMode::Require,
+        _ => IndexMode::On,
+    })
+}
+
+impl ChunkIndex {
+    /// The entry of the chunk with C-order linear index `linear`, `None` when it is not
+    /// allocated.
+    pub fn get(&self, linear: u64) -> Option<Entry> {
+        self.entries.binary_search_by_key(&linear, |e| e.0).ok().map(|i| self.entries[i].1)
+    }
+
+    /// Allocated chunks.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no chunk is allocated.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Read the stored bytes of `e` into `buf` (replaced) with one positioned read; no lock
+    /// needed. `Hdf5` when the entry reaches past the end of the file or the read fails
+    /// (the caller names the chunk); `NoMemory` when the buffer cannot be allocated.
+    pub fn read(&self, e: &Entry, buf: &mut Vec<u8>) -> Result<()> {
+        let end = e.offset.checked_add(e.size);
+        if end.is_none_or(|end| end > self.file_len) {
+            bail!(Hdf5, "its index entry ({} bytes at file offset {}) reaches past the end of the file ({} bytes): the chunk index is corrupted", e.size, e.offset, self.file_len);
+        }
+        buf.clear();
+        crate::mem::resize_zeroed(buf, e.size as usize, || format!("stored bytes of a chunk ({} bytes at file offset {})", e.size, e.offset))?;
+        self.file.read_exact_at(buf, e.offset).map_err(|err| err!(Hdf5, "reading its {} stored bytes at file offset {}: {err}", e.size, e.offset))
+    }
+}
+
+/// The index of one open dataset, built on first use ([`IndexSlot::get`]) and kept until the
+/// dataset is closed or [`IndexSlot::clear`]ed (vh5 wrote to it).
+#[derive(Debug, Default)]
+pub struct IndexSlot(Mutex<Option<std::result::Result<Arc<ChunkIndex>, String>>>);
+
+impl IndexSlot {
+    /// The dataset's index, built now when this is the first use (see [`build`]); `None`
+    /// when it has none (or `VH5_CHUNK_INDEX=0`). With `VH5_CHUNK_INDEX=require`, no index is
+    /// an `Hdf5` error giving the reason. Lock held.
+    pub fn get(&self, lock: &H5Lock, dset: hid_t, grid: &ChunkGrid) -> Result<Option<Arc<ChunkIndex>>> {
+        let mode = index_mode();
+        if mode == IndexMode::Off {
+            return Ok(None);
+        }
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let r = g.get_or_insert_with(|| build(lock, dset, grid).map(Arc::new));
+        match r {
+            Ok(ix) => Ok(Some(Arc::clone(ix))),
+            Err(why) if mode == IndexMode::Require => bail!(Hdf5, "dataset {}: no chunk index (VH5_CHUNK_INDEX=require): {why}", super::handle::dataset_name(lock, dset)),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Forget the index (it is built again on next use).
+    pub fn clear(&self) {
+        let old = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(old);
+    }
+}
+
+/// Gaps between two chunks' bytes [`ChunkIndex::read_many`] reads through (bytes).
+const MAX_GAP: u64 = 4096;
+/// Largest span [`ChunkIndex::read_many`] reads at once (bytes).
+const MAX_SPAN: u64 = 4 << 20;
+
+impl ChunkIndex {
+    /// Read the stored bytes of several chunks, `(entry, buffer)` pairs (each buffer
+    /// replaced), coalescing chunks whose bytes lie close together in the file into one
+    /// positioned read (gaps up to [`MAX_GAP`] bytes, spans up to [`MAX_SPAN`]): small chunks
+    /// are usually stored one after the other, and one `pread` of a few hundred chunks costs
+    /// what one of a single chunk does. Returns, per pair, whether its bytes were read (a
+    /// pair whose span could not be read is left for [`ChunkIndex::read`], which reports its
+    /// own error).
+    pub fn read_many(&self, items: &mut [(Entry, &mut Vec<u8>)], span: &mut Vec<u8>) -> Vec<bool> {
+        let mut done = vec![false; items.len()];
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_unstable_by_key(|&i| items[i].0.offset);
+        let mut a = 0;
+        while a < order.len() {
+            let first = items[order[a]].0;
+            let (start, mut end) = (first.offset, first.offset.saturating_add(first.size));
+            let mut b = a + 1;
+            while b < order.len() {
+                let e = items[order[b]].0;
+                let e_end = e.offset.saturating_add(e.size);
+                if e.offset < end || e.offset - end > MAX_GAP || e_end - start > MAX_SPAN {
+                    break;
+                }
+                end = e_end;
+                b += 1;
+            }
+            if b - a >= 2 && end <= self.file_len {
+                span.clear();
+                let ok = crate::mem::resize_zeroed(span, (end - start) as usize, String::new).is_ok() && self.file.read_exact_at(span, start).is_ok();
+                if ok {
+                    for &i in &order[a..b] {
+                        let (e, buf) = &mut items[i];
+                        let lo = (e.offset - start) as usize;
+                        buf.clear();
+                        if crate::mem::reserve_total(buf, e.size as usize, String::new).is_ok() {
+                            buf.extend_from_slice(&span[lo..lo + e.size as usize]);
+                            done[i] = true;
+                        }
+                    }
+                }
+            }
+            a = b;
+        }
+        done
+    }
+}
+
+extern "C" {
+    // libhdf5 (H5FDsec2.h): the sec2 driver's id, registering it on first use.
+    fn H5FD_sec2_init() -> hid_t;
+}
+
+/// Build and check the index of the chunked dataset `dset` of grid `grid` (see the module
+/// docs); `Err(reason)` when it cannot be used (the caller then reads through libhdf5).
+/// The caller holds the lock and checked the file is open read-only without SWMR.
+pub fn build(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid) -> std::result::Result<ChunkIndex, String> {
+    let (file, file_len, base) = open_file(lock, dset)?;
+    let entries = walk(lock, dset, grid, &file, file_len, base)?;
+    let idx = ChunkIndex { entries, file, file_len };
+    verify(lock, dset, grid, &idx)?;
+    Ok(idx)
+}
+
+/// The file descriptor libhdf5 reads `dset`'s file through (duplicated), its length, and
+/// the base address (the superblock's offset). Refuses other drivers than sec2.
+fn open_file(lock: &H5Lock, dset: hid_t) -> std::result::Result<(File, u64, u64), String> {
+    use hdf5_sys::h5f::{H5Fget_access_plist, H5Fget_create_plist, H5Fget_vfd_handle};
+    use hdf5_sys::h5p::{H5Pget_driver, H5Pget_userblock};
+    let e = |what: &str| format!("{what} failed");
+    // SAFETY: valid dataset id; lock held; out-pointers are locals.
+    unsafe {
+        let f = Handle::new(lock, hdf5_sys::h5i::H5Iget_file_id(dset), "H5Iget_file_id").map_err(|x| x.message)?;
+        let fapl = Handle::new(lock, H5Fget_access_plist(f.id()), "H5Fget_access_plist").map_err(|x| x.message)?;
+        if H5Pget_driver(fapl.id()) != H5FD_sec2_init() {
+            super::error::clear_stack(lock);
+            return Err("the file is not open through the default sec2 driver".into());
+        }
+        let mut handle: *mut c_void = std::ptr::null_mut();
+        if H5Fget_vfd_handle(f.id(), fapl.id(), &mut handle) < 0 || handle.is_null() {
+            super::error::clear_stack(lock);
+            return Err(e("H5Fget_vfd_handle"));
+        }
+        let fd = *(handle as *const c_int);
+        let dup = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0);
+        if dup < 0 {
+            return Err(format!("duplicating libhdf5's file descriptor: {}", std::io::Error::last_os_error()));
+        }
+        let file = File::from(OwnedFd::from_raw_fd(dup));
+        let len = file.metadata().map_err(|x| format!("fstat: {x}"))?.len();
+        let fcpl = Handle::new(lock, H5Fget_create_plist(f.id()), "H5Fget_create_plist").map_err(|x| x.message)?;
+        let mut ub: u64 = 0;
+        if H5Pget_userblock(fcpl.id(), &mut ub) < 0 {
+            super::error::clear_stack(lock);
+            return Err(e("H5Pget_userblock"));
+        }
+        let mut sig = [0u8; 8];
+        if ub.checked_add(8).is_none_or(|x| x > len) || file.read_exact_at(&mut sig, ub).is_err() || &sig != b"\x89HDF\r\n\x1a\n" {
+            return Err(format!("no superblock signature at the user block's end (offset {ub})"));
+        }
+        Ok((file, len, ub))
+    }
+}
+
+/// The sizes of file addresses and lengths (`H5Pget_sizes`), each 2, 4 or 8 bytes.
+fn sizes(lock: &H5Lock, dset: hid_t) -> std::result::Result<(usize, usize), String> {
+    // SAFETY: valid dataset id; lock held; out-pointers are locals.
+    unsafe {
+        let f = Handle::new(lock, hdf5_sys::h5i::H5Iget_file_id(dset), "H5Iget_file_id").map_err(|x| x.message)?;
+        let fcpl = Handle::new(lock, hdf5_sys::h5f::H5Fget_create_plist(f.id()), "H5Fget_create_plist").map_err(|x| x.message)?;
+        let (mut sa, mut ss) = (0usize, 0usize);
+        if hdf5_sys::h5p::H5Pget_sizes(fcpl.id(), &mut sa, &mut ss) < 0 {
+            super::error::clear_stack(lock);
+            return Err("H5Pget_sizes failed".into());
+        }
+        if !matches!(sa, 2 | 4 | 8) || !matches!(ss, 2 | 4 | 8) {
+            return Err(format!("address size {sa} / length size {ss} bytes"));
+        }
+        Ok((sa, ss))
+    }
+}
+
+/// The entries of `dset`'s chunk index, sorted by linear index.
+fn walk(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, file: &File, file_len: u64, base: u64) -> std::result::Result<Vec<(u64, Entry)>, String> {
+    let (sa, ss) = sizes(lock, dset)?;
+    let oh = object_header_address(lock, dset)?;
+    let r = super::chunk_btree::Reader { file, file_len, base, sa, ss };
+    let (root, dimensionality, chunk_dims) = r.layout(oh)?;
+    let n = grid.ndim();
+    if dimensionality != n + 1 || chunk_dims.len() < n || chunk_dims[..n] != *grid.chunk() {
+        return Err(format!("layout message: {dimensionality} dimensions, chunk {chunk_dims:?}; the dataset has {n} axes, chunk {:?}", grid.chunk()));
+    }
+    let limit = expected_chunks(lock, dset)?;
+    let mut out = Vec::with_capacity(limit as usize);
+    r.btree(root, dimensionality, limit, &mut |coord: &[u64], size: u32, mask: u32, addr: u64| {
+        let mut q = [0u64; crate::geometry::MAX_RANK];
+        for j in 0..n {
+            let c = grid.chunk()[j];
+            if coord[j] % c != 0 || coord[j] >= grid.shape()[j] {
+                return Err(format!("B-tree entry at dataset offset {:?}: not a chunk origin inside the extent {:?}", &coord[..n], grid.shape()));
+            }
+            q[j] = coord[j] / c;
+        }
+        if coord[n] != 0 {
+            return Err(format!("B-tree entry at dataset offset {:?}: element offset {} (0 expected)", &coord[..n], coord[n]));
+        }
+        let offset = base.checked_add(addr).filter(|&o| o.checked_add(u64::from(size)).is_some_and(|end| end <= file_len) && size > 0);
+        let Some(offset) = offset else {
+            return Err(format!("B-tree entry at dataset offset {:?}: {size} bytes at address {addr} (file: {file_len} bytes)", &coord[..n]));
+        };
+        out.push((grid.linear_index(&q[..n]), Entry { offset, size: u64::from(size), mask }));
+        Ok(())
+    })?;
+    out.sort_unstable_by_key(|e| e.0);
+    if out.windows(2).any(|w| w[0].0 == w[1].0) {
+        return Err("two B-tree entries for one chunk".into());
+    }
+    if out.len() as u64 != limit {
+        return Err(format!("{} B-tree entries, libhdf5 counts {limit} chunks", out.len()));
+    }
+    Ok(out)
+}
+
+/// The address of `dset`'s object header (relative to the base address).
+#[cfg(not(hdf5_1_12))]
+fn object_header_address(lock: &H5Lock, dset: hid_t) -> std::result::Result<u64, String> {
+    let mut info = std::mem::MaybeUninit::<hdf5_sys::h5o::H5O_info1_t>::zeroed();
+    // SAFETY: valid dataset id; lock held; `info` is a local of the struct libhdf5 1.10 fills.
+    if unsafe { hdf5_sys::h5o::H5Oget_info2(dset, info.as_mut_ptr(), hdf5_sys::h5o::H5O_INFO_BASIC) } < 0 {
+        super::error::clear_stack(lock);
+        return Err("H5Oget_info failed".into());
+    }
+    // SAFETY: filled by libhdf5 above (zeroed before).
+    Ok(unsafe { info.assume_init() }.addr)
+}
+
+/// On libhdf5 >= 1.12 object addresses are tokens: no walk of the file's own index.
+#[cfg(hdf5_1_12)]
+fn object_header_address(_lock: &H5Lock, _dset: hid_t) -> std::result::Result<u64, String> {
+    Err("libhdf5 >= 1.12: vh5 reads no object header address".into())
+}
+
+/// `H5Dget_num_chunks` over the whole dataset.
+fn expected_chunks(lock: &H5Lock, dset: hid_t) -> std::result::Result<u64, String> {
+    // SAFETY: valid dataset id; lock held; out-pointer is a local.
+    unsafe {
+        let space = Handle::new(lock, hdf5_sys::h5d::H5Dget_space(dset), "H5Dget_space").map_err(|x| x.message)?;
+        let mut n: u64 = 0;
+        if hdf5_sys::h5d::H5Dget_num_chunks(dset, space.id(), &mut n) < 0 {
+            super::error::clear_stack(lock);
+            return Err("H5Dget_num_chunks failed".into());
+        }
+        Ok(n)
+    }
+}
+
+/// Compare [`SAMPLES`] entries spread over the index with libhdf5's `H5Dread_chunk`.
+fn verify(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, idx: &ChunkIndex) -> std::result::Result<(), String> {
+    let n = idx.entries.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let k = SAMPLES.min(n);
+    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    for s in 0..k {
+        let i = if k == 1 { 0 } else { s * (n - 1) / (k - 1) };
+        let (linear, e) = idx.entries[i];
+        let (mut coord, mut origin) = ([0u64; crate::geometry::MAX_RANK], [0u64; crate::geometry::MAX_RANK]);
+        let nd = grid.ndim();
+        grid.chunk_coord(linear, &mut coord[..nd]);
+        grid.chunk_origin(&coord[..nd], &mut origin[..nd]);
+        idx.read(&e, &mut mine).map_err(|x| x.message)?;
+        let mask = super::chunk::read_raw_chunk(lock, dset, &origin[..nd], e.size, &mut theirs).map_err(|x| x.message)?;
+        if mask != Some(e.mask) || mine != theirs {
+            return Err(format!("chunk at dataset offset {:?}: the B-tree's entry differs from libhdf5's H5Dread_chunk", &origin[..nd]));
+        }
+    }
+    Ok(())
+}

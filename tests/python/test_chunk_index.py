@@ -1,0 +1,137 @@
+"""The per-dataset chunk index (src/hdf5/chunk_index.rs): stored chunk bytes read with
+positioned reads at the addresses of the file's own version-1 B-tree, checked against h5py's
+libhdf5 (2.0) on real files. Each read runs in a child process with VH5_CHUNK_INDEX set
+(`require`: a dataset of a read-only file that gets no index is an error giving the reason;
+`0`: never an index, every raw chunk through H5Dread_chunk)."""
+
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import vh5
+
+h5py = pytest.importorskip("h5py")
+
+LIBVER = ("earliest", "v110")  # vh5 links libhdf5 1.10
+
+CODE = """
+import sys, numpy as np, vh5
+path, name, dtype, out, mode = sys.argv[1:6]
+if mode == 'write':
+    # grow: write ones into the last rows (chunks never written before), then read back
+    with vh5.File(path, 'r+') as f:
+        d = f[name]
+        src = np.ones((2,) + tuple(d.shape[1:]), dtype)
+        vh5.write_many_slices(src, d, [[0] * src.ndim], [[d.shape[0] - 2] + [0] * (src.ndim - 1)], [list(src.shape)])
+        dst = np.zeros(d.shape, dtype)
+        vh5.read_many_slices(d, dst, [[0] * dst.ndim], [[0] * dst.ndim], [list(dst.shape)])
+else:
+    d = vh5.File(path)[name]
+    dst = np.zeros(d.shape, dtype)
+    for _ in range(2):  # the second call uses the index the first one built
+        vh5.read_many_slices(d, dst, [[0] * dst.ndim], [[0] * dst.ndim], [list(dst.shape)])
+np.save(out, dst)
+print('VH5_OK')
+"""
+
+
+def _read(path, name, dtype="f8", index="require", planner="auto", mode="read"):
+    out = f"{path}.{index}.{planner}.npy"
+    pkg = os.path.dirname(os.path.dirname(vh5.__file__))
+    env = dict(os.environ, VH5_CHUNK_INDEX=index, VH5_PLANNER=planner, PYTHONPATH=os.pathsep.join(filter(None, [pkg, os.environ.get("PYTHONPATH")])))
+    r = subprocess.run([sys.executable, "-c", CODE, str(path), name, dtype, out, mode], env=env, capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stderr, out
+
+
+def _make(path, userblock=0, **kw):
+    rng = np.random.default_rng(7)
+    data = np.round(rng.standard_normal((203, 61)), 2)
+    with h5py.File(path, "w", libver=LIBVER, userblock_size=userblock) as f:
+        f.create_dataset("gz", data=data, chunks=(8, 8), compression="gzip", shuffle=True)
+        f.create_dataset("raw", data=data, chunks=(8, 8))
+        f.create_dataset("f32", data=data.astype(">f4"), chunks=(16, 4), compression="gzip")
+        # some chunks never written: they read as the fill value
+        d = f.create_dataset("sparse", shape=(203, 61), chunks=(8, 8), dtype="f8", fillvalue=-7.5, compression="gzip")
+        d[40:90, 10:30] = data[40:90, 10:30]
+    return data
+
+
+@pytest.mark.parametrize("userblock", [0, 512, 4096])
+def test_chunk_index_userblock_reads_like_h5py(tmp_path, userblock):
+    """A user block moves every address by its size (libhdf5 makes the superblock's offset the
+    base address): the index reads the same values as h5py with 0, 512 and 4096 bytes."""
+    p = tmp_path / f"ub{userblock}.h5"
+    _make(p, userblock)
+    with h5py.File(p, "r") as f:
+        assert f.userblock_size == userblock
+        refs = {k: f[k][...] for k in ("gz", "raw", "f32", "sparse")}
+    for name, ref in refs.items():
+        for planner in ("auto", "chunks"):
+            rc, se, out = _read(p, name, "f4" if name == "f32" else "f8", planner=planner)
+            assert rc == 0, (name, planner, se[-600:])
+            got = np.load(out)
+            assert np.array_equal(got, ref.astype(got.dtype)), (name, planner)
+
+
+def test_chunk_index_extensible_array_unlimited_axis_not_first_not_indexed(tmp_path):
+    """Layout version 4 (an extensible-array index whose unlimited axis is not axis 0, where
+    H5Dget_chunk_info_by_coord answers for another chunk): no index (`require` says why), and
+    the default read, through libhdf5, equals h5py's."""
+    p = tmp_path / "earray.h5"
+    rng = np.random.default_rng(1)
+    with h5py.File(p, "w", libver=("v110", "v110")) as f:
+        d = f.create_dataset("d", shape=(4, 1200), maxshape=(4, None), chunks=(1, 50), dtype="<f8", compression="gzip")
+        d[...] = rng.standard_normal((4, 1200))
+    ref = h5py.File(p)["d"][...]
+    rc, se, _ = _read(p, "d", index="require")
+    assert rc != 0 and "layout message version 4" in se, se[-600:]
+    rc, se, out = _read(p, "d", index="1")
+    assert rc == 0, se[-600:]
+    assert np.array_equal(np.load(out), ref)
+
+
+def test_chunk_index_file_grown_by_vh5_write_after_index_built(tmp_path):
+    """A read-only open builds the index; the file is then grown by vh5's own write (new chunks
+    allocated, read-write open: no index used there) and opened read-only again: the new index
+    sees the new chunks, and every read equals h5py's."""
+    p = tmp_path / "grow.h5"
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        d = f.create_dataset("d", shape=(64, 40), chunks=(4, 8), dtype="f8", compression="gzip", fillvalue=3.0)
+        d[:32] = np.arange(32 * 40).reshape(32, 40)
+    rc, se, out = _read(p, "d")
+    assert rc == 0, se[-600:]
+    assert np.array_equal(np.load(out), h5py.File(p)["d"][...])
+    rc, se, out = _read(p, "d", mode="write")  # read-write: reads back without an index
+    assert rc == 0, se[-600:]
+    with h5py.File(p, "r") as f:
+        ref = f["d"][...]
+    assert (ref[-2:] == 1).all() and (ref[32:-2] == 3).all()
+    assert np.array_equal(np.load(out), ref)
+    rc, se, out = _read(p, "d")
+    assert rc == 0, se[-600:]
+    assert np.array_equal(np.load(out), ref)
+
+
+def test_chunk_index_damaged_chunk_address_refused(tmp_path):
+    """A B-tree entry whose chunk address points past the end of the file: no index (`require`
+    names the entry), and the default read fails with a clear status naming the chunk; never a
+    read past the end of the file or an allocation of its claimed size."""
+    p = tmp_path / "dmg.h5"
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        f.create_dataset("d", data=np.arange(64 * 64, dtype="f8").reshape(64, 64), chunks=(8, 8), compression="gzip")
+    with h5py.File(p, "r") as f:
+        info = f["d"].id.get_chunk_info_by_coord((24, 16))
+    b = bytearray(p.read_bytes())
+    key = struct.pack("<Q", info.byte_offset)
+    assert b.count(key) == 1
+    b[b.index(key) : b.index(key) + 8] = struct.pack("<Q", len(b) * 16)
+    p.write_bytes(bytes(b))
+    rc, se, _ = _read(p, "d", index="require")
+    assert rc != 0 and "B-tree entry at dataset offset [24, 16]" in se, se[-600:]
+    for index in ("1", "0"):
+        rc, se, _ = _read(p, "d", index=index)
+        assert rc != 0 and "VH5_OK" not in se and "Traceback" in se, (index, se[-600:])
+        assert "[3, 2]" in se or "[24, 16]" in se, (index, se[-600:])
