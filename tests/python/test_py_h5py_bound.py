@@ -335,3 +335,26 @@ def test_h5py_and_vh5_threads_share_the_library(tmp_path):
             )
         t.join()
     assert not errors, errors
+
+
+# ------------------------------------------------------------------ the versioned-hdf5 shim's fallbacks
+
+
+def test_shim_fallbacks_are_counted_by_reason_and_strict_mode_refuses_them(monkeypatch):
+    pytest.importorskip("versioned_hdf5")
+    from vh5.compat import versioned_hdf5 as shim
+
+    monkeypatch.delenv("VH5_COMPAT_STRICT", raising=False)
+    src = np.array(["a", "bb", "ccc", "d"], dtype=object)
+    dst = np.empty(4, dtype=object)
+    before, obj = shim.fallback_count, shim.fallbacks["object"]
+    shim.read_many_slices(src, dst, [[1]], [[0]], [[2]])
+    assert list(dst[:2]) == ["bb", "ccc"]
+    assert shim.fallback_count == before + 1 and shim.fallbacks["object"] == obj + 1
+    n = shim.fallback_count
+    shim.read_many_slices(np.arange(4.0), np.zeros(4), [[1]], [[0]], [[2]])  # numeric: vh5 itself
+    assert shim.fallback_count == n
+    monkeypatch.setenv("VH5_COMPAT_STRICT", "1")
+    with pytest.raises(shim.FallbackError, match="object"):
+        shim.read_many_slices(src, dst, [[1]], [[0]], [[2]])
+    assert shim.fallback_count == n
