@@ -57,9 +57,13 @@ relocatable() {  # nothing installed may remember the original prefix
   if grep -rl -- "$ORIG" "$P/lib/cmake" "$P/lib/pkgconfig" "$P/include"; then
     echo "files above contain the install prefix $ORIG: the tree is not relocatable"; return 1
   fi
-  ! readelf -d "$P/lib/libvh5.so.$VERSION" | grep -E "RPATH|RUNPATH" || { echo "libvh5.so has an rpath"; return 1; }
+  # The only run-time path allowed: that of a libhdf5 from HDF5_DIR (build.rs), never the prefix.
+  local rp want=""
+  rp=$(readelf -d "$P/lib/libvh5.so.$VERSION" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p')
+  [ -n "${HDF5_DIR:-}" ] && want="$HDF5_DIR/lib"
+  [ "$rp" = "$want" ] || { echo "libvh5.so has the run-time path '$rp' (expected '$want')"; return 1; }
 }
-check "relocatable: no absolute install paths in cmake/pkgconfig/header/library" relocatable
+check "relocatable: no absolute install paths in cmake/pkgconfig/header/library (rpath: HDF5_DIR's only)" relocatable
 
 soname() {
   local s

@@ -87,6 +87,16 @@ HEADER=$(echo "$BUILD_INFO" | sed -n 2p)
 [ -f "$HEADER" ] || { echo "install: generated header not found (build-script out_dir: '$HEADER')" >&2; exit 1; }
 PC_LIBS=""
 for d in ${LINK_DIRS//;/ }; do PC_LIBS="$PC_LIBS -L$d"; done
+# A shared libhdf5 from HDF5_DIR (not the system's, e.g. scripts/build_hdf5.sh's HDF5 2.x):
+# libvh5.so and bin/vh5 find it through their run-time path (build.rs); a program linking
+# libvh5.a gets the same path (-Wl,-rpath) from pkg-config and CMake.
+LINK_OPTIONS=""
+case " ${FEATURES[*]} " in *static-hdf5*) ;; *)
+  for d in ${LINK_DIRS//;/ }; do
+    case "$d" in "${HDF5_DIR:-/nonexistent}"/lib|"${HDF5_DIR:-/nonexistent}"/lib64) LINK_OPTIONS="$LINK_OPTIONS;-Wl,-rpath,$d"; PC_LIBS="$PC_LIBS -Wl,-rpath,$d" ;; esac
+  done ;;
+esac
+LINK_OPTIONS=${LINK_OPTIONS#;}
 PC_LIBS="${PC_LIBS# } $NATIVE_LIBS"
 CMAKE_LIBS=""
 for l in $NATIVE_LIBS; do
@@ -111,7 +121,7 @@ install -m 644 bindings/cpp/vh5.hpp "$DEST/include/vh5.hpp"
 subst() {  # subst TEMPLATE OUTPUT: fill @VAR@ placeholders
   sed -e "s|@VH5_VERSION@|$VERSION|g" -e "s|@VH5_MAJOR@|$MAJOR|g" \
       -e "s|@VH5_STATIC_LINK_DIRS@|$LINK_DIRS|g" -e "s|@VH5_STATIC_LINK_LIBS@|$CMAKE_LIBS|g" \
-      -e "s|@VH5_STATIC_LIBS_PC@|$PC_LIBS|g" "$1" >"$2"
+      -e "s|@VH5_STATIC_LINK_OPTIONS@|$LINK_OPTIONS|g" -e "s|@VH5_STATIC_LIBS_PC@|$PC_LIBS|g" "$1" >"$2"
   chmod 644 "$2"
 }
 subst cmake/vh5.pc.in "$DEST/lib/pkgconfig/vh5.pc"

@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
 
-# clang + libclang-rt-14-dev (ASan/UBSan runtime) and valgrind: c_tests/sanitize.sh.
-APT_PKGS="libhdf5-dev pkg-config cmake binutils gcc g++ python3-venv clang libclang-rt-14-dev valgrind"
+# clang + libclang-rt-14-dev (ASan/UBSan runtime) and valgrind: c_tests/sanitize.sh; zlib1g-dev
+# and libaec-dev (szip): scripts/build_hdf5.sh (HDF5 2.x from source).
+APT_PKGS="libhdf5-dev pkg-config cmake binutils gcc g++ python3-venv clang libclang-rt-14-dev valgrind zlib1g-dev libaec-dev"
 # patchelf: scripts/build_h5py_lib.sh (the h5py-bound library and tool of the wheel).
 APT_PKGS="$APT_PKGS patchelf"
 missing=""

@@ -1,9 +1,24 @@
 #!/usr/bin/env bash
 # Run every vh5 test: Rust unit/integration/property tests, header freshness, C and C++
 # programs against the built library, and the Python tests. This is the README's test command.
+#
+# Which libhdf5: the system's (pkg-config / default paths; target dir target/), or with
+# VH5_HDF5_DIR=<prefix> the libhdf5 installed under <prefix> (e.g. HDF5 2.x built by
+# scripts/build_hdf5.sh), built in the target dir target/hdf5-<its major version> unless
+# CARGO_TARGET_DIR is set. Binaries then find that libhdf5 through their run-time path (build.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+
+if [ -n "${VH5_HDF5_DIR:-}" ]; then
+  HDF5_DIR=$(cd "$VH5_HDF5_DIR" && pwd)
+  h5ver=$(for m in MAJOR MINOR RELEASE; do sed -n "s/^#define H5_VERS_$m *\([0-9]*\).*/\1/p" "$HDF5_DIR/include/H5public.h"; done | paste -sd.)
+  [ -n "$h5ver" ] || { echo "VH5_HDF5_DIR=$VH5_HDF5_DIR: no include/H5public.h with the HDF5 version there" >&2; exit 2; }
+  export HDF5_DIR
+  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target/hdf5-${h5ver%%.*}}"
+  echo "== against the libhdf5 $h5ver in $HDF5_DIR (target dir $CARGO_TARGET_DIR)"
+fi
+TD=$(cargo metadata --format-version 1 --no-deps --locked | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 
 echo "== cargo build (release library, CLI)"
 cargo build --release --locked 2>&1 | tail -n 2
@@ -39,8 +54,8 @@ grep -E "^test result|FAILED" "$log" || true
 if [ "$status" != 0 ]; then echo "debug unit tests failed (exit $status); full log:"; cat "$log"; exit 1; fi
 
 echo "== C and C++ tests"
-bash c_tests/run.sh target/release
-bash c_tests/sanitize.sh target/release   # ASan+UBSan+LSan and valgrind on the C programs
+bash c_tests/run.sh "$TD/release"
+bash c_tests/sanitize.sh "$TD/release"   # ASan+UBSan+LSan and valgrind on the C programs
 bash c_tests/install_check.sh
 
 if [ "${VH5_FUZZ_SMOKE:-0}" = 1 ]; then
@@ -49,8 +64,8 @@ if [ "${VH5_FUZZ_SMOKE:-0}" = 1 ]; then
 fi
 
 echo "== Python tests"
-export VH5_LIBRARY="$PWD/target/release/libvh5.so"
-export VH5_CLI="$PWD/target/release/vh5"
+export VH5_LIBRARY="$TD/release/libvh5.so"
+export VH5_CLI="$TD/release/vh5"
 python3 -m pytest -q -rs tests/python   # -rs: print every skip reason
 
 # ==== h5py-bound build (Python on h5py's libhdf5: one libhdf5 per process) ======================

@@ -215,7 +215,9 @@ fn gzip_shuffle_converted_reads_match_libhdf5() {
 fn make_dims(path: &std::path::Path, chunk: [u64; 2], maxdims: Option<[u64; 2]>) {
     let _s = vh5::hdf5::session();
     unsafe {
-        let f = H5Fcreate(cs(path.to_str().unwrap()).as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        let fapl = fapl_v110_format(); // the layout message is patched by the caller
+        let f = H5Fcreate(cs(path.to_str().unwrap()).as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+        H5Pclose(fapl);
         let sp = H5Screate_simple(2, [10u64, 10].as_ptr(), maxdims.as_ref().map_or(std::ptr::null(), |m| m.as_ptr()));
         let dcpl = H5Pcreate(*H5P_CLS_DATASET_CREATE);
         assert!(H5Pset_chunk(dcpl, 2, chunk.as_ptr()) >= 0);
@@ -283,7 +285,9 @@ fn make_bad_shuffle(path: &std::path::Path, cd0: Option<u32>) {
     {
         let _s = vh5::hdf5::session();
         unsafe {
-            let f = H5Fcreate(cs(path.to_str().unwrap()).as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+            let fapl = fapl_v110_format(); // the filter pipeline message is patched below
+            let f = H5Fcreate(cs(path.to_str().unwrap()).as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+            H5Pclose(fapl);
             let sp = H5Screate_simple(2, [16u64, 16].as_ptr(), std::ptr::null());
             let dcpl = H5Pcreate(*H5P_CLS_DATASET_CREATE);
             assert!(H5Pset_chunk(dcpl, 2, [8u64, 8].as_ptr()) >= 0);

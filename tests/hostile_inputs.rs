@@ -8,7 +8,9 @@
 //! docs/ROBUSTNESS.md between `<!-- hostile-table:begin -->` and `<!-- hostile-table:end -->`.
 //! Regenerate with `VH5_UPDATE_DOCS=1 cargo test --release --test hostile_inputs`.
 //! Cases that need the shared real data run as extra assertions only, so the table is the
-//! same with and without it.
+//! same with and without it. The table is rendered with the libhdf5 CI's first configuration
+//! links (1.10: its error messages are in the table); against another libhdf5 (2.x) every
+//! case's status is still asserted, but the table is not compared (a SKIP line says so).
 
 mod common;
 mod hostile;
@@ -45,6 +47,18 @@ fn hostile_inputs_table() {
     let doc = std::fs::read_to_string(path).unwrap();
     let (Some(b), Some(e)) = (doc.find(BEGIN), doc.find(END)) else { panic!("docs/ROBUSTNESS.md lacks the {BEGIN} / {END} markers") };
     let current = doc[b + BEGIN.len()..e].trim();
+    let linked = {
+        let s = vh5::hdf5::session();
+        let i = vh5::hdf5::version::library_info(s.lock()).unwrap();
+        (i.major, i.minor)
+    };
+    if linked != (1, 10) {
+        println!(
+            "SKIP: docs/ROBUSTNESS.md's hostile-input table is rendered with libhdf5 1.10 (its messages); linked {}.{}: statuses checked, table not compared",
+            linked.0, linked.1
+        );
+        return;
+    }
     if current != table.trim() {
         if std::env::var_os("VH5_UPDATE_DOCS").is_some() {
             let new = format!("{}{BEGIN}\n{}\n{}", &doc[..b], table.trim(), &doc[e..]);

@@ -112,3 +112,47 @@ pub unsafe fn read_chunk(dset: hid_t, offset: *const hsize_t, filters: &mut u32,
     };
     (r, size)
 }
+
+/// File address and total size in bytes of the object header of the object `name` (relative
+/// to `loc`), or `None` when libhdf5 fails (error stack set). 1.10: `H5Oget_info_by_name2`
+/// (`H5O_info1_t`: address and header info); >= 1.12: the object's token
+/// (`H5Oget_info_by_name3`) turned into an address (`H5VLnative_token_to_addr`) and the header
+/// info of `H5Oget_native_info_by_name`.
+///
+/// # Safety
+/// Valid id, NUL-terminated `name`; libhdf5 lock held.
+pub unsafe fn object_header(loc: hid_t, name: *const c_char, lapl: hid_t) -> Option<(u64, u64)> {
+    #[cfg(not(hdf5_1_12))]
+    {
+        use hdf5_sys::h5o::{H5O_info1_t, H5Oget_info_by_name2, H5O_INFO_BASIC, H5O_INFO_HDR};
+        let mut info = H5O_info1_t::default();
+        // SAFETY: guaranteed by the caller; `info` is writable.
+        let r = unsafe { H5Oget_info_by_name2(loc, name, &mut info, H5O_INFO_BASIC | H5O_INFO_HDR, lapl) };
+        (r >= 0).then_some((info.addr, info.hdr.space.total))
+    }
+    #[cfg(hdf5_1_12)]
+    {
+        use hdf5_sys::h5::{haddr_t, H5_ih_info_t};
+        use hdf5_sys::h5o::{H5O_hdr_info_t, H5O_info2_t, H5O_token_t, H5Oget_info_by_name3, H5O_INFO_BASIC, H5O_NATIVE_INFO_HDR};
+        /// `H5O_native_info_t` (hdf5-sys's has private fields).
+        #[repr(C)]
+        struct NativeInfo {
+            hdr: H5O_hdr_info_t,
+            meta_size: [H5_ih_info_t; 2],
+        }
+        unsafe extern "C" {
+            fn H5Oget_native_info_by_name(loc_id: hid_t, name: *const c_char, oinfo: *mut NativeInfo, fields: std::ffi::c_uint, lapl_id: hid_t) -> herr_t;
+            fn H5VLnative_token_to_addr(loc_id: hid_t, token: H5O_token_t, addr: *mut haddr_t) -> herr_t;
+        }
+        // SAFETY: guaranteed by the caller; the out-structs are plain data, zeroed, writable.
+        unsafe {
+            let mut info: H5O_info2_t = std::mem::zeroed();
+            let mut native: NativeInfo = std::mem::zeroed();
+            let mut addr: haddr_t = 0;
+            let ok = H5Oget_info_by_name3(loc, name, &mut info, H5O_INFO_BASIC, lapl) >= 0
+                && H5VLnative_token_to_addr(loc, info.token, &mut addr) >= 0
+                && H5Oget_native_info_by_name(loc, name, &mut native, H5O_NATIVE_INFO_HDR, lapl) >= 0;
+            ok.then_some((addr, native.hdr.space.total))
+        }
+    }
+}

@@ -370,11 +370,7 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
     let mut names: Vec<String> = Vec::new();
     // SAFETY: callback only pushes into `names`; lock held.
     unsafe {
-        check(
-            lock,
-            super::compat::visit(file, cb, &mut names as *mut _ as *mut _),
-            format_args!("listing the objects of `{fname}`"),
-        )?;
+        check(lock, super::compat::visit(file, cb, &mut names as *mut _ as *mut _), format_args!("listing the objects of `{fname}`"))?;
     }
     let mut out = Vec::new();
     for n in names {

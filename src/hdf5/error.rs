@@ -163,13 +163,17 @@ pub const NEWER_FORMAT: &str = "written with a newer HDF5 format than the linked
 /// (libhdf5: {feature}); ...which build reads it`.
 pub fn newer_format_error(lock: &H5Lock, context: impl std::fmt::Display, feature: &str) -> Error {
     let v = super::version::version_text(lock);
+    // Which build reads it: on 1.10, one against HDF5 >= 1.12 (h5py's libver 'v112' and up);
+    // on a newer libhdf5 only one against the (newer still) HDF5 that wrote the file.
+    let which = if super::version::library_info(lock).is_ok_and(|i| (i.major, i.minor) < (1, 12)) {
+        "a vh5 built against HDF5 1.12 or newer reads it (e.g. HDF5 2.x built from source with the `static-hdf5` cargo feature), or write \
+         the file with h5py's libver=('earliest', 'v110')"
+    } else {
+        "a vh5 built against the HDF5 release that wrote it reads it, or write the file with an older format (h5py's libver)"
+    };
     Error::new(
         ErrorKind::Unsupported,
-        format!(
-            "{context}: written with a newer HDF5 format than the linked libhdf5 {v} reads (libhdf5: {feature}); a vh5 built against \
-             HDF5 1.12 or newer reads it (e.g. HDF5 2.x built from source with the `static-hdf5` cargo feature), or write the file \
-             with h5py's libver=('earliest', 'v110'). If no newer HDF5 wrote the file, it is damaged"
-        ),
+        format!("{context}: written with a newer HDF5 format than the linked libhdf5 {v} reads (libhdf5: {feature}); {which}. If no newer HDF5 wrote the file, it is damaged"),
     )
 }
 
@@ -212,8 +216,12 @@ mod tests {
         let s = session();
         let e = newer_format_error(s.lock(), "file `a.h5`, dataset `/x`", "bad version number for layout message");
         assert_eq!(e.kind, ErrorKind::Unsupported);
-        assert!(e.message.starts_with("file `a.h5`, dataset `/x`: written with a newer HDF5 format than the linked libhdf5 1."), "{}", e.message);
-        assert!(e.message.contains("(libhdf5: bad version number for layout message)") && e.message.contains("static-hdf5"), "{}", e.message);
+        let v = super::super::version::library_info(s.lock()).unwrap();
+        let want = format!("file `a.h5`, dataset `/x`: written with a newer HDF5 format than the linked libhdf5 {}.{}.{} reads", v.major, v.minor, v.release);
+        assert!(e.message.starts_with(&want), "{}", e.message);
+        assert!(e.message.contains("(libhdf5: bad version number for layout message)"), "{}", e.message);
+        // the build that reads it: on 1.10 one against HDF5 >= 1.12 (static-hdf5 builds 2.x)
+        assert_eq!(e.message.contains("static-hdf5"), (v.major, v.minor) < (1, 12), "{}", e.message);
     }
 
     #[test]

@@ -161,11 +161,7 @@ fn links(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8
     let mut idx: hsize_t = 0;
     // SAFETY: the callback only pushes into `list`, alive for the call; lock held.
     unsafe {
-        check(
-            lock,
-            compat::iterate_by_name(loc, group.as_ptr(), &mut idx, link_cb, &mut list as *mut _ as *mut c_void, lapl),
-            "H5Literate_by_name",
-        )?;
+        check(lock, compat::iterate_by_name(loc, group.as_ptr(), &mut idx, link_cb, &mut list as *mut _ as *mut c_void, lapl), "H5Literate_by_name")?;
     }
     let gname = group.to_string_lossy();
     let mut out = Vec::with_capacity(list.names.len());
@@ -222,11 +218,7 @@ fn visit(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8
     let mut v = Visit { lock, group: g.id(), out: Vec::new() };
     // SAFETY: the callback only reads ids of `g` and pushes into `v`, alive for the call.
     unsafe {
-        check(
-            lock,
-            compat::visit_by_name(g.id(), c".".as_ptr(), visit_cb, &mut v as *mut _ as *mut c_void, H5P_DEFAULT),
-            "H5Lvisit_by_name",
-        )?;
+        check(lock, compat::visit_by_name(g.id(), c".".as_ptr(), visit_cb, &mut v as *mut _ as *mut c_void, H5P_DEFAULT), "H5Lvisit_by_name")?;
     }
     Ok(v.out)
 }

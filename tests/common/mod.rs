@@ -139,6 +139,19 @@ impl<'a> DsSpec<'a> {
     }
 }
 
+/// A new file access property list (close it with `H5Pclose`) whose files get the format
+/// libhdf5 1.10 writes by default — superblock 0, v1 object headers without checksums, v1
+/// B-tree chunk indexes, symbol-table groups with a local heap — on every libhdf5 (2.x
+/// writes newer structures by default). For tests that find and patch those structures.
+pub fn fapl_v110_format() -> hid_t {
+    // SAFETY: plain property-list calls; the caller holds a vh5 session (the libhdf5 lock).
+    unsafe {
+        let fapl = H5Pcreate(*H5P_CLS_FILE_ACCESS);
+        assert!(fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_libver_t::H5F_LIBVER_EARLIEST, H5F_libver_t::H5F_LIBVER_V110) >= 0);
+        fapl
+    }
+}
+
 /// Create (truncate) `path` holding the given datasets. Names may contain groups ("g/x").
 pub fn create_file(path: &Path, specs: &[DsSpec]) {
     let s = vh5::hdf5::session();

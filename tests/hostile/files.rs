@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use hdf5_sys::h5d::*;
 use hdf5_sys::h5f::*;
-use hdf5_sys::h5o::*;
 use hdf5_sys::h5p::*;
 use hdf5_sys::h5s::*;
 use hdf5_sys::h5t::*;
@@ -34,11 +33,14 @@ pub fn x_value(i: u64, j: u64) -> f64 {
 
 /// Write the sample file: "x" float64 40x30, chunks 10x10, shuffle + gzip (+ fletcher32);
 /// "b" float64 64x64 in one 32 KiB chunk of incompressible values, gzip; "c" int32[50]
-/// contiguous. libhdf5 defaults: superblock 0, v1 object headers, v1 B-tree chunk index.
+/// contiguous. libhdf5 1.10's default format on any libhdf5 (`fapl_v110_format`): superblock 0,
+/// v1 object headers, v1 B-tree chunk index, a local heap (the bit flips look for them).
 pub fn make_sample(path: &Path, fletcher: bool) {
     let _s = vh5::hdf5::session();
     unsafe {
-        let f = H5Fcreate(cs(path.to_str().unwrap()).as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        let fapl = crate::common::fapl_v110_format();
+        let f = H5Fcreate(cs(path.to_str().unwrap()).as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+        H5Pclose(fapl);
         assert!(f >= 0);
         let mk = |name: &str, shape: &[u64], chunk: Option<&[u64]>, gzip: bool, mtype: i64, data: *const std::ffi::c_void| {
             let space = H5Screate_simple(shape.len() as i32, shape.as_ptr(), std::ptr::null());
@@ -90,10 +92,9 @@ pub fn header_addr(path: &Path, name: &str) -> (u64, u64) {
     let _s = vh5::hdf5::session();
     unsafe {
         let f = H5Fopen(cs(path.to_str().unwrap()).as_ptr(), H5F_ACC_RDONLY, H5P_DEFAULT);
-        let mut info: H5O_info1_t = std::mem::zeroed();
-        assert!(H5Oget_info_by_name2(f, cs(name).as_ptr(), &mut info, H5O_INFO_BASIC | H5O_INFO_HDR, H5P_DEFAULT) >= 0);
+        let header = vh5::hdf5::compat::object_header(f, cs(name).as_ptr(), H5P_DEFAULT);
         H5Fclose(f);
-        (info.addr, info.hdr.space.total)
+        header.expect("object header info")
     }
 }
 

@@ -352,8 +352,13 @@ def test_robustness_table(suite):
     table = render_table(suite)
     if CASES != DEFAULT_CASES or ALL or os.environ.get("VH5_CONFORMANCE_SEED") is not None:
         pytest.skip("the ROBUSTNESS.md table is the default run's (VH5_CONFORMANCE_CASES, _ALL, _SEED unset)")
-    if os.path.basename(os.environ.get("VH5_LIBRARY", "")).startswith("libvh5_h5py"):
-        pytest.skip("the ROBUSTNESS.md table is the linked build's (system libhdf5), not the h5py-bound build's")
+    import vh5
+
+    linked = vh5.hdf5_version().version
+    if linked[:2] != (1, 10):
+        # Every case is still checked (test_conformance fails on any divergence); the table's
+        # labels ("as libhdf5 1.10", 1.10's known items) belong to CI's first run (system 1.10).
+        pytest.skip(f"the ROBUSTNESS.md table is rendered with libhdf5 1.10; linked {'.'.join(map(str, linked))}")
     doc_path = REPO / "docs" / "ROBUSTNESS.md"
     doc = doc_path.read_text()
     b, e = doc.find(BEGIN), doc.find(END)

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Build the HDF5 2.x source that cargo's `static-hdf5` feature compiles (vendored in the
+# hdf5-metno-src crate of Cargo.lock) as a SHARED library into a cache directory, so vh5 can
+# be built and tested against it:
+#
+#   prefix=$(bash scripts/build_hdf5.sh | tail -n 1)
+#   VH5_HDF5_DIR=$prefix bash scripts/test.sh
+#
+# Prints the install prefix on the last line of stdout (progress goes to stderr). Idempotent:
+# when the prefix already holds a build of the same source with the same options, nothing is
+# built. The build (about 3 minutes on 2 idle cores) logs to <cache>/hdf5-<version>.log.
+#
+# Usage: scripts/build_hdf5.sh             build (or reuse) the shared HDF5, print its prefix
+#        scripts/build_hdf5.sh --cmake-dir print a directory holding a cmake >= 3.26 (the
+#                                          version HDF5 2.x needs; also what
+#                                          `cargo build --features static-hdf5` needs on PATH)
+# Env:   VH5_HDF5_CACHE  cache directory (default $HOME/.cache/vh5); the prefix is
+#                        $VH5_HDF5_CACHE/hdf5-<version>
+#        VH5_HDF5_JOBS   parallel compile jobs (default: the number of CPUs)
+# Needs: cargo, a C compiler, zlib and libaec (szip) development files (scripts/setup.sh
+# installs them), python3 with venv when the system's cmake is older than 3.26 (Debian 12 has
+# 3.25): cmake is then pip-installed into <cache>/cmake-venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CACHE=${VH5_HDF5_CACHE:-$HOME/.cache/vh5}
+mkdir -p "$CACHE"
+CACHE=$(cd "$CACHE" && pwd)
+log() { echo "[build_hdf5] $*" >&2; }
+
+# cmake_ok CMAKE: whether CMAKE runs and is >= 3.26.
+cmake_ok() {
+  local v
+  v=$("$1" --version 2>/dev/null | sed -n 's/^cmake version \([0-9]*\)\.\([0-9]*\).*/\1 \2/p') || return 1
+  [ -n "$v" ] || return 1
+  set -- $v
+  [ "$1" -gt 3 ] || { [ "$1" = 3 ] && [ "$2" -ge 26 ]; }
+}
+
+# cmake_dir: the directory of a cmake >= 3.26 (the system's, else one pip-installed into a
+# venv in the cache).
+cmake_dir() {
+  local c
+  c=$(command -v cmake || true)
+  if [ -n "$c" ] && cmake_ok "$c"; then dirname "$c"; return; fi
+  local venv="$CACHE/cmake-venv"
+  if ! cmake_ok "$venv/bin/cmake"; then
+    log "cmake >= 3.26 not found (system: $(${c:-false} --version 2>/dev/null | head -n 1 || echo none)): pip install cmake into $venv"
+    python3 -m venv "$venv" >&2
+    "$venv/bin/python" -m pip install -q 'cmake>=3.26' >&2
+    cmake_ok "$venv/bin/cmake" || { log "pip-installed cmake is not >= 3.26"; exit 1; }
+  fi
+  echo "$venv/bin"
+}
+
+if [ "${1:-}" = "--cmake-dir" ]; then cmake_dir; exit 0; fi
+[ $# = 0 ] || { echo "usage: $0 [--cmake-dir]" >&2; exit 2; }
+
+# The vendored source: hdf5-metno-src, as locked (cargo fetch downloads every locked crate).
+cargo fetch --locked >&2
+SRC_CRATE=$(cargo metadata --format-version 1 --locked --offline --features static-hdf5 |
+  python3 -c 'import json, sys, os
+m = json.load(sys.stdin)
+print(next(os.path.dirname(p["manifest_path"]) for p in m["packages"] if p["name"] == "hdf5-metno-src"))')
+SRC="$SRC_CRATE/ext/hdf5"
+[ -f "$SRC/CMakeLists.txt" ] || { log "no HDF5 source at $SRC"; exit 1; }
+ver() { sed -n "s/^#define H5_VERS_$1 *\([0-9]*\).*/\1/p" "$SRC/src/H5public.h" | head -n 1; }
+VERSION="$(ver MAJOR).$(ver MINOR).$(ver RELEASE)"
+PREFIX="$CACHE/hdf5-$VERSION"
+
+OPTIONS=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_LIBDIR=lib
+  -DBUILD_SHARED_LIBS=ON -DBUILD_STATIC_LIBS=OFF -DBUILD_TESTING=OFF -DHDF5_BUILD_TOOLS=OFF
+  -DHDF5_BUILD_EXAMPLES=OFF -DHDF5_BUILD_HL_LIB=OFF -DHDF5_BUILD_CPP_LIB=OFF -DHDF5_BUILD_FORTRAN=OFF
+  -DHDF5_BUILD_JAVA=OFF -DHDF5_ENABLE_ZLIB_SUPPORT=ON -DHDF5_ENABLE_SZIP_SUPPORT=ON
+  -DHDF5_ENABLE_DEPRECATED_SYMBOLS=ON -DHDF5_NO_PACKAGES=ON)
+# What the prefix was built from; a different source or option list rebuilds it.
+STAMP="source $(basename "$SRC_CRATE"); options ${OPTIONS[*]}"
+if [ -f "$PREFIX/.vh5-build" ] && [ "$(cat "$PREFIX/.vh5-build")" = "$STAMP" ] && [ -e "$PREFIX/lib/libhdf5.so" ]; then
+  log "HDF5 $VERSION already built in $PREFIX"
+  echo "$PREFIX"; exit 0
+fi
+
+CMAKE="$(cmake_dir)/cmake"
+BUILD=$(mktemp -d "$CACHE/build-$VERSION.XXXXXX")
+LOG="$CACHE/hdf5-$VERSION.log"
+trap 'rm -rf "$BUILD"' EXIT
+log "building HDF5 $VERSION from $SRC into $PREFIX with $("$CMAKE" --version | head -n 1) (log: $LOG)"
+start=$(date +%s)
+rm -rf "$PREFIX"
+if ! { "$CMAKE" -S "$SRC" -B "$BUILD" "${OPTIONS[@]}" &&
+       "$CMAKE" --build "$BUILD" -j "${VH5_HDF5_JOBS:-$(nproc)}" &&
+       "$CMAKE" --install "$BUILD"; } >"$LOG" 2>&1; then
+  tail -n 40 "$LOG" >&2; log "HDF5 build failed (full log: $LOG)"; rm -rf "$PREFIX"; exit 1
+fi
+echo "$STAMP" >"$PREFIX/.vh5-build"
+log "HDF5 $VERSION built in $(( $(date +%s) - start )) s"
+echo "$PREFIX"
