@@ -54,8 +54,9 @@ versioned-hdf5. The only calls that are (:data:`FALLBACK_REASONS`), each counted
   here with ``dst[...] = src[...]``): a list, a memoryview...;
 - ``"reopen"``: linked build only (vh5 has its own libhdf5): an ``h5py.Dataset`` source vh5
   cannot reopen by path (h5py holds the file open for writing and file locking is on, an
-  in-memory file...; a ``RuntimeWarning`` says why). The h5py-bound build uses h5py's
-  datasets by id and never falls back for them.
+  in-memory file...; counted, no warning: versioned-hdf5's own test configuration turns
+  warnings into errors). The h5py-bound build uses h5py's datasets by id and never falls
+  back for them.
 
 :func:`install` routes versioned-hdf5's own calls (its staging and commit code) to this shim.
 With versioned-hdf5 not importable a fallback raises ``NotImplementedError``; with the
@@ -66,7 +67,6 @@ instead (tests use it to prove vh5 did all the work).
 from __future__ import annotations
 
 import os
-import warnings
 
 import numpy as np
 
@@ -310,13 +310,6 @@ def read_many_slices(
     except _errors.Error as e:
         if isinstance(e, _errors.InvalidHandleError) or lib().h5py_bound:
             raise  # a closed h5py dataset; or vh5 runs on h5py's libhdf5: nothing to reopen
-        warnings.warn(
-            f"vh5 could not open {getattr(src.file, 'filename', '?')!r} ({e.message}); "
-            "delegating to versioned_hdf5 (use the h5py-bound build of libvh5, or set "
-            "HDF5_USE_FILE_LOCKING=FALSE if h5py holds it open for writing)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
         return _fallback("reopen", f"{src.name!r}, which vh5's own libhdf5 cannot open ({e.message})", args)
     try:
         read_tables(dset, dst, *tables, clip=True)  # a dst in either byte order is read in place
