@@ -124,9 +124,7 @@ def test_major_version_mismatch_is_refused_naming_both():
         )
     msg = str(e.value)
     assert "2.2.0" in msg and "1.14.6" in msg and "libhdf5.so" in msg
-    _h5pybind.check_versions(
-        _FakeLib((2, 2, 0), (2, 0, 0)), "libvh5_h5py.so", "/h5py.libs/libhdf5.so", h5py
-    )
+    _h5pybind.check_versions(_FakeLib((2, 2, 0), (2, 0, 0)), "libvh5_h5py.so", "/h5py.libs/libhdf5.so", h5py)
 
 
 @bound
@@ -134,17 +132,8 @@ def test_h5py_libhdf5_is_found_and_not_loaded_twice():
     path = _h5pybind.h5py_libhdf5_path(h5py)
     assert "h5py" in path and os.path.basename(path).startswith("libhdf5")
     with open("/proc/self/maps") as f:
-        mapped = {
-            line.split(None, 5)[5].strip()
-            for line in f
-            if len(line.split(None, 5)) == 6
-        }
-    hdf5s = {
-        p
-        for p in mapped
-        if os.path.basename(p).startswith("libhdf5")
-        and "_hl" not in os.path.basename(p)
-    }
+        mapped = {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
+    hdf5s = {p for p in mapped if os.path.basename(p).startswith("libhdf5") and "_hl" not in os.path.basename(p)}
     assert hdf5s == {path}, f"more than one libhdf5 mapped: {hdf5s}"
 
 
@@ -191,9 +180,7 @@ def test_dataset_from_hdf5_id_with_vh5s_own_ids(tmp_path):
         assert lib().vh5_dataset_from_hdf5_id(d.id, ctypes.byref(out)) == 0
         assert out.value == d.id
         assert lib().vh5_close(out.value) == 0
-        np.testing.assert_array_equal(
-            d[...], np.arange(10.0)
-        )  # the first reference is intact
+        np.testing.assert_array_equal(d[...], np.arange(10.0))  # the first reference is intact
 
 
 # ------------------------------------------------------------------ every libver h5py writes
@@ -227,9 +214,7 @@ def test_libver_files_read_and_written_through_vh5(tmp_path, libver):
             np.testing.assert_array_equal(got2, want)
     src = rng.normal(size=(10, 10))
     with vh5.File(p, "r+") as g, g["g/chunked"] as d:
-        vh5.write_many_slices(
-            src, d, [[0, 0], [5, 5]], [[3, 2], [30, 20]], [[5, 5], [5, 5]]
-        )
+        vh5.write_many_slices(src, d, [[0, 0], [5, 5]], [[3, 2], [30, 20]], [[5, 5], [5, 5]])
     want = a.copy()
     want[3:8, 2:7] = src[:5, :5]
     want[30:35, 20:25] = src[5:, 5:]
@@ -245,9 +230,7 @@ def test_unflushed_h5py_writes_read_through_vh5(tmp_path):
     p = str(tmp_path / "unflushed.h5")
     f = h5py.File(p, "w")
     try:
-        d = f.create_dataset(
-            "x", shape=(64, 64), dtype="f8", chunks=(16, 16), compression="gzip"
-        )
+        d = f.create_dataset("x", shape=(64, 64), dtype="f8", chunks=(16, 16), compression="gzip")
         d[...] = np.arange(64 * 64.0).reshape(64, 64)
         e = f.create_dataset("new_unflushed", data=np.arange(7, dtype="i8"))
         d[10:20, 10:20] = -5.0  # no flush: only in h5py's libhdf5 caches
@@ -269,9 +252,7 @@ def test_core_driver_file_read_and_written(tmp_path):
         data = np.arange(200.0).reshape(20, 10)
         d = f.create_dataset("x", data=data, chunks=(5, 5), compression="gzip")
         np.testing.assert_array_equal(_read(d, (20, 10)), data)
-        np.testing.assert_array_equal(
-            _read(d, (20, 10), start=(3, 4), count=(5, 2)), data[3:8, 4:6]
-        )
+        np.testing.assert_array_equal(_read(d, (20, 10), start=(3, 4), count=(5, 2)), data[3:8, 4:6])
         from vh5.compat import versioned_hdf5 as shim
 
         shim.read_many_slices(np.full((2, 2), -1.0), d, [0, 0], [1, 1], [2, 2])
@@ -286,15 +267,11 @@ def test_file_open_for_writing_in_h5py_read_without_fallback(tmp_path, monkeypat
     from vh5.compat import versioned_hdf5 as shim
 
     monkeypatch.setenv("VH5_COMPAT_STRICT", "1")
-    monkeypatch.delenv(
-        "HDF5_USE_FILE_LOCKING", raising=False
-    )  # file locking at its default
+    monkeypatch.delenv("HDF5_USE_FILE_LOCKING", raising=False)  # file locking at its default
     p = str(tmp_path / "locked.h5")
     before = shim.fallback_count
     with h5py.File(p, "a") as f:
-        d = f.create_dataset(
-            "x", data=np.arange(100, dtype="i8").reshape(10, 10), chunks=(4, 4)
-        )
+        d = f.create_dataset("x", data=np.arange(100, dtype="i8").reshape(10, 10), chunks=(4, 4))
         dst = np.zeros((3, 3), dtype="i8")
         shim.read_many_slices(d, dst, [2, 3], [0, 0], [3, 3])
         np.testing.assert_array_equal(dst, d[2:5, 3:6])
@@ -309,16 +286,12 @@ def test_chunk_cache_never_stale_on_a_file_h5py_writes(tmp_path):
     decoded-chunk cache must be off, so every read sees h5py's latest writes."""
     p = str(tmp_path / "shared.h5")
     with h5py.File(p, "a") as f:
-        d = f.create_dataset(
-            "x", data=np.zeros((32, 32)), chunks=(8, 8), compression="gzip"
-        )
+        d = f.create_dataset("x", data=np.zeros((32, 32)), chunks=(8, 8), compression="gzip")
         f.flush()
         with vh5.File(p) as g, g["x"] as v:
             for k in range(1, 4):
                 d[0:16, 0:16] = float(k)
-                np.testing.assert_array_equal(
-                    v[0:16, 0:16], np.full((16, 16), float(k))
-                )
+                np.testing.assert_array_equal(v[0:16, 0:16], np.full((16, 16), float(k)))
                 np.testing.assert_array_equal(_read(d, (32, 32)), d[...])
 
 
@@ -349,9 +322,7 @@ def test_h5py_and_vh5_threads_share_the_library(tmp_path):
         def h5py_reads():
             try:
                 for i in range(150):
-                    np.testing.assert_array_equal(
-                        d[i % 56 : i % 56 + 8, :], data[i % 56 : i % 56 + 8, :]
-                    )
+                    np.testing.assert_array_equal(d[i % 56 : i % 56 + 8, :], data[i % 56 : i % 56 + 8, :])
             except Exception as e:  # noqa: BLE001
                 errors.append(e)
 
@@ -364,3 +335,26 @@ def test_h5py_and_vh5_threads_share_the_library(tmp_path):
             )
         t.join()
     assert not errors, errors
+
+
+# ------------------------------------------------------------------ the versioned-hdf5 shim's fallbacks
+
+
+def test_shim_fallbacks_are_counted_by_reason_and_strict_mode_refuses_them(monkeypatch):
+    pytest.importorskip("versioned_hdf5")
+    from vh5.compat import versioned_hdf5 as shim
+
+    monkeypatch.delenv("VH5_COMPAT_STRICT", raising=False)
+    src = np.array(["a", "bb", "ccc", "d"], dtype=object)
+    dst = np.empty(4, dtype=object)
+    before, obj = shim.fallback_count, shim.fallbacks["object"]
+    shim.read_many_slices(src, dst, [[1]], [[0]], [[2]])
+    assert list(dst[:2]) == ["bb", "ccc"]
+    assert shim.fallback_count == before + 1 and shim.fallbacks["object"] == obj + 1
+    n = shim.fallback_count
+    shim.read_many_slices(np.arange(4.0), np.zeros(4), [[1]], [[0]], [[2]])  # numeric: vh5 itself
+    assert shim.fallback_count == n
+    monkeypatch.setenv("VH5_COMPAT_STRICT", "1")
+    with pytest.raises(shim.FallbackError, match="object"):
+        shim.read_many_slices(src, dst, [[1]], [[0]], [[2]])
+    assert shim.fallback_count == n

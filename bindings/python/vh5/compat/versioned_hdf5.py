@@ -33,8 +33,13 @@ write to a file opened read-only                RuntimeError
 HDF5 failure                                    RuntimeError (a :class:`vh5.HDF5Error`)
 ==============================================  ===========================================
 
-``fast`` is accepted and ignored: vh5 handles every layout (Fortran order, negative and inner
-steps) in the library, where versioned-hdf5 falls back to Python.
+``fast``: vh5 handles every layout (Fortran order, negative and inner steps) in the library,
+where versioned-hdf5 falls back to Python; ``fast=True`` still raises ValueError "fast
+transfer is not possible" wherever the original does (no ``h5py.Dataset`` with
+``_fast_read_ok`` on one side, or a numpy side no simple dataspace describes), and is
+accepted with a :class:`vh5.Dataset`. A versioned-hdf5 ``RawDataView`` destination (a view
+onto ``raw_data[offset:]``) is written into ``raw_data`` at that offset, as the original
+does.
 
 **Fallbacks.** A numeric or other fixed-size element type is never handed back to
 versioned-hdf5. The only calls that are (:data:`FALLBACK_REASONS`), each counted in
@@ -42,14 +47,16 @@ versioned-hdf5. The only calls that are (:data:`FALLBACK_REASONS`), each counted
 
 - ``"object"``: object arrays (``dtype('O')``: h5py's variable-length strings, vlen);
 - ``"stringdtype"``: numpy ``StringDType`` arrays (``dtype.kind == 'T'``);
-- ``"container"``: a destination that is neither a numpy array nor an HDF5 dataset, or a
-  source that is neither an HDF5 dataset nor a numpy array nor a numpy array-like with a
-  ``dtype`` and ``__array__`` (which is converted with ``numpy.asarray``): a list, a
-  memoryview...;
+- ``"container"``: a source that is neither an HDF5 dataset nor a numpy array nor a numpy
+  array-like with a ``dtype`` and ``__array__`` (which is converted with ``numpy.asarray``),
+  or a destination that is neither a numpy array, an HDF5 dataset, nor (for a numpy source)
+  an array-like with ``__setitem__``, ``shape``, ``dtype`` and ``ndim`` (written row by row
+  here with ``dst[...] = src[...]``): a list, a memoryview...;
 - ``"reopen"``: linked build only (vh5 has its own libhdf5): an ``h5py.Dataset`` source vh5
   cannot reopen by path (h5py holds the file open for writing and file locking is on, an
-  in-memory file...; a ``RuntimeWarning`` says why). The h5py-bound build uses h5py's
-  datasets by id and never falls back for them.
+  in-memory file...; counted, no warning: versioned-hdf5's own test configuration turns
+  warnings into errors). The h5py-bound build uses h5py's datasets by id and never falls
+  back for them.
 
 :func:`install` routes versioned-hdf5's own calls (its staging and commit code) to this shim.
 With versioned-hdf5 not importable a fallback raises ``NotImplementedError``; with the
@@ -60,7 +67,6 @@ instead (tests use it to prove vh5 did all the work).
 from __future__ import annotations
 
 import os
-import warnings
 
 import numpy as np
 
@@ -233,8 +239,12 @@ def read_many_slices(
         src = np.asarray(src)  # a numpy array-like source (the ArrayProtocol): read, never written
     np_src = isinstance(src, np.ndarray)
     np_dst = isinstance(dst, np.ndarray)
-    h5_dst = isinstance(dst, Dataset) or _is_h5py_dataset(dst)
-    if not ((hdf5_src and np_dst) or (np_src and (np_dst or h5_dst))):
+    raw_view = _is_raw_data_view(dst)
+    h5_dst = isinstance(dst, Dataset) or _is_h5py_dataset(dst) or raw_view
+    # A writable array-like destination (versioned-hdf5's MinimalMutableArray): per-row
+    # ``dst[...] = src[...]`` by this module, as the original's generic path does.
+    other_dst = not (np_dst or h5_dst) and all(hasattr(dst, a) for a in ("__setitem__", "shape", "dtype", "ndim"))
+    if not ((hdf5_src and np_dst) or (np_src and (np_dst or h5_dst or other_dst))):
         what = (
             f"{type(src).__name__} -> {type(dst).__name__} "
             "(supported: HDF5 dataset -> numpy, numpy -> numpy, numpy -> HDF5 dataset)"
@@ -254,11 +264,19 @@ def read_many_slices(
         raise ValueError("dst must be writeable")
     if int(np.prod(src.shape, dtype=np.int64)) == 0 or int(np.prod(dst.shape, dtype=np.int64)) == 0:
         return
+    offset0 = 0
+    if raw_view:  # versioned-hdf5's writeable view onto raw_data[offset:]
+        offset0, dst = int(dst.offset), dst.raw_data
+    if fast is True and not _fast_possible(src, dst):
+        raise ValueError("fast transfer is not possible with given src/dst arrays")
 
     parsed = _tables(dst.ndim, src_start, dst_start, count, src_stride, dst_stride)
     if parsed is None:
         return
     tables, nslices = parsed
+    if offset0:
+        tables[1] = tables[1].copy()
+        tables[1][:, 0] += np.uint64(offset0)
 
     if np_src:
         if np_dst:
@@ -267,6 +285,8 @@ def read_many_slices(
             except _errors.Error as e:
                 _reraise(e)
             return
+        if other_dst:
+            return write_h5py(src, dst, tables)
         to_close = []
         if _is_h5py_dataset(dst):
             if not lib().h5py_bound:
@@ -290,13 +310,6 @@ def read_many_slices(
     except _errors.Error as e:
         if isinstance(e, _errors.InvalidHandleError) or lib().h5py_bound:
             raise  # a closed h5py dataset; or vh5 runs on h5py's libhdf5: nothing to reopen
-        warnings.warn(
-            f"vh5 could not open {getattr(src.file, 'filename', '?')!r} ({e.message}); "
-            "delegating to versioned_hdf5 (use the h5py-bound build of libvh5, or set "
-            "HDF5_USE_FILE_LOCKING=FALSE if h5py holds it open for writing)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
         return _fallback("reopen", f"{src.name!r}, which vh5's own libhdf5 cannot open ({e.message})", args)
     try:
         read_tables(dset, dst, *tables, clip=True)  # a dst in either byte order is read in place
@@ -307,6 +320,52 @@ def read_many_slices(
     finally:
         for h in to_close:
             h.close()
+
+
+def _is_raw_data_view(obj) -> bool:
+    """versioned-hdf5's ``RawDataView`` (a writeable view onto ``raw_data[offset:]``)."""
+    return type(obj).__name__ == "RawDataView" and hasattr(obj, "raw_data") and hasattr(obj, "offset")
+
+
+def _fast_possible(src, dst) -> bool:
+    """versioned-hdf5's condition for ``fast=True`` (else it raises ValueError): an
+    ``h5py.Dataset`` with ``_fast_read_ok`` on one side, and on the other a numpy array whose
+    memory a simple dataspace can describe (positive strides, innermost axis contiguous, no
+    overlap: C order, slices, steps on outer axes). vh5 moves every layout; the check only
+    keeps the original's refusal. A :class:`vh5.Dataset` side is always accepted."""
+    if isinstance(src, Dataset) or isinstance(dst, Dataset):
+        return True
+    if _is_h5py_dataset(src) and isinstance(dst, np.ndarray):
+        h5, arr = src, dst
+    elif _is_h5py_dataset(dst) and isinstance(src, np.ndarray):
+        h5, arr = dst, src
+    else:
+        return False
+    return bool(getattr(h5, "_fast_read_ok", False)) and _hyperslab_layout(arr)
+
+
+def _hyperslab_layout(arr: np.ndarray) -> bool:
+    """versioned-hdf5's ``_np_hyperslab_dims`` test: can a row-major dataspace be laid over
+    ``arr``'s buffer so that its element strides are ``arr``'s?"""
+    shape, itemsize = arr.shape, arr.itemsize
+    el = []
+    for j, (n, st) in enumerate(zip(shape, arr.strides)):
+        if n > 1:
+            if st <= 0 or st % itemsize:
+                return False
+            el.append(st // itemsize)
+        else:
+            el.append(el[j - 1] if j else 0)
+    if shape[-1] > 1 and el[-1] != 1:
+        return False
+    inner, reach = 1, shape[-1]
+    for j in range(len(shape) - 2, -1, -1):
+        least = inner * reach
+        sj = el[j] or least
+        if sj < least or sj % inner:
+            return False
+        inner, reach = sj, shape[j]
+    return True
 
 
 def _reraise(e):
@@ -348,9 +407,9 @@ def _tables(ndim, src_start, dst_start, count, src_stride, dst_stride):
 
 
 def write_h5py(src: np.ndarray, dst, tables) -> None:
-    """numpy -> ``h5py.Dataset`` through h5py's own libhdf5, one ``dst[...] = src[...]`` per
-    row after clipping every count to both extents (versioned-hdf5's semantics). Used when
-    versioned-hdf5 is not importable; ``tables`` as returned by :func:`_tables`."""
+    """numpy -> ``h5py.Dataset`` (through h5py, with a linked build of libvh5) or any writable
+    array-like, one ``dst[...] = src[...]`` per row after clipping every count to both
+    extents (versioned-hdf5's semantics); ``tables`` as returned by :func:`_tables`."""
     s, d, c = (t.astype(np.int64) for t in tables[:3])
     ss = np.ones_like(s) if tables[3] is None else tables[3].astype(np.int64)
     ds = np.ones_like(d) if tables[4] is None else tables[4].astype(np.int64)
