@@ -25,7 +25,8 @@
 //!
 //! **Checked against libhdf5 before use**: every node's signature, type and level; every
 //! entry's coordinates on the chunk grid inside the extent, unique, its bytes inside the file;
-//! the number of entries equal to `H5Dget_num_chunks`; and the stored bytes and filter mask of
+//! the number of entries equal to `H5Dget_num_chunks`; every entry's stored size equal to
+//! libhdf5's lookup (`H5Dget_chunk_storage_size`); and the stored bytes and filter mask of
 //! up to [`SAMPLES`] chunks spread over the index (first and last included) equal to what
 //! `H5Dread_chunk` returns. Any difference: no index (libhdf5 reads the dataset, as before).
 //! A chunk missing from a checked index is unallocated (it reads as the fill value).
@@ -38,9 +39,11 @@
 //! as for the decoded-chunk cache (docs/ARCHITECTURE.md): files open read-only are assumed not
 //! to change under vh5.
 //!
-//! `VH5_CHUNK_INDEX` = `1` (default) / `0` (never build one: every raw fetch through
-//! `H5Dread_chunk`) / `require` (tests: a dataset that qualifies by file intent but gets no
-//! index is an `Hdf5` error giving the reason).
+//! `VH5_CHUNK_INDEX` = `0` (default: never build one, every raw fetch through
+//! `H5Dread_chunk`) / `1` (build and use it where it qualifies) / `require` (tests: a dataset
+//! that qualifies by file intent but gets no index is an `Hdf5` error giving the reason).
+//! **Opt-in** for now: new code reading the file format itself; it passed the conformance
+//! suite only where reads touch >= 16 chunks whole (see docs/BENCHMARKS.md).
 
 use std::ffi::{c_int, c_void};
 use std::fs::File;
@@ -86,13 +89,13 @@ pub enum IndexMode {
     Require,
 }
 
-/// The `VH5_CHUNK_INDEX` setting (read once per process; unknown values: `On`).
+/// The `VH5_CHUNK_INDEX` setting (read once per process; unset or unknown values: `Off`).
 pub fn index_mode() -> IndexMode {
     static M: OnceLock<IndexMode> = OnceLock::new();
     *M.get_or_init(|| match std::env::var("VH5_CHUNK_INDEX").as_deref() {
-        Ok("0") | Ok("off") => IndexMode::Off,
+        Ok("1") | Ok("on") => IndexMode::On,
         Ok("require") => IndexMode::Require,
-        _ => IndexMode::On,
+        _ => IndexMode::Off,
     })
 }
 
@@ -154,58 +157,6 @@ impl IndexSlot {
     pub fn clear(&self) {
         let old = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
         drop(old);
-    }
-}
-
-/// Gaps between two chunks' bytes [`ChunkIndex::read_many`] reads through (bytes).
-const MAX_GAP: u64 = 4096;
-/// Largest span [`ChunkIndex::read_many`] reads at once (bytes).
-const MAX_SPAN: u64 = 4 << 20;
-
-impl ChunkIndex {
-    /// Read the stored bytes of several chunks, `(entry, buffer)` pairs (each buffer
-    /// replaced), coalescing chunks whose bytes lie close together in the file into one
-    /// positioned read (gaps up to [`MAX_GAP`] bytes, spans up to [`MAX_SPAN`]): small chunks
-    /// are usually stored one after the other, and one `pread` of a few hundred chunks costs
-    /// what one of a single chunk does. Returns, per pair, whether its bytes were read (a
-    /// pair whose span could not be read is left for [`ChunkIndex::read`], which reports its
-    /// own error).
-    pub fn read_many(&self, items: &mut [(Entry, &mut Vec<u8>)], span: &mut Vec<u8>) -> Vec<bool> {
-        let mut done = vec![false; items.len()];
-        let mut order: Vec<usize> = (0..items.len()).collect();
-        order.sort_unstable_by_key(|&i| items[i].0.offset);
-        let mut a = 0;
-        while a < order.len() {
-            let first = items[order[a]].0;
-            let (start, mut end) = (first.offset, first.offset.saturating_add(first.size));
-            let mut b = a + 1;
-            while b < order.len() {
-                let e = items[order[b]].0;
-                let e_end = e.offset.saturating_add(e.size);
-                if e.offset < end || e.offset - end > MAX_GAP || e_end - start > MAX_SPAN {
-                    break;
-                }
-                end = e_end;
-                b += 1;
-            }
-            if b - a >= 2 && end <= self.file_len {
-                span.clear();
-                let ok = crate::mem::resize_zeroed(span, (end - start) as usize, String::new).is_ok() && self.file.read_exact_at(span, start).is_ok();
-                if ok {
-                    for &i in &order[a..b] {
-                        let (e, buf) = &mut items[i];
-                        let lo = (e.offset - start) as usize;
-                        buf.clear();
-                        if crate::mem::reserve_total(buf, e.size as usize, String::new).is_ok() {
-                            buf.extend_from_slice(&span[lo..lo + e.size as usize]);
-                            done[i] = true;
-                        }
-                    }
-                }
-            }
-            a = b;
-        }
-        done
     }
 }
 
@@ -357,22 +308,34 @@ fn expected_chunks(lock: &H5Lock, dset: hid_t) -> std::result::Result<u64, Strin
     }
 }
 
-/// Compare [`SAMPLES`] entries spread over the index with libhdf5's `H5Dread_chunk`.
+/// Check every entry's stored size against libhdf5's own index lookup
+/// (`H5Dget_chunk_storage_size`, ~2 us a chunk, once per open dataset), then compare the
+/// bytes and filter mask of [`SAMPLES`] entries spread over the index (first and last
+/// included) with libhdf5's `H5Dread_chunk`, whose buffer is sized from libhdf5's answer,
+/// never from the B-tree's.
 fn verify(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, idx: &ChunkIndex) -> std::result::Result<(), String> {
     let n = idx.entries.len();
-    if n == 0 {
-        return Ok(());
+    let nd = grid.ndim();
+    let origin_of = |linear: u64| {
+        let (mut coord, mut origin) = ([0u64; crate::geometry::MAX_RANK], [0u64; crate::geometry::MAX_RANK]);
+        grid.chunk_coord(linear, &mut coord[..nd]);
+        grid.chunk_origin(&coord[..nd], &mut origin[..nd]);
+        origin
+    };
+    for &(linear, e) in &idx.entries {
+        let origin = origin_of(linear);
+        if super::chunk::chunk_state(lock, dset, &origin[..nd]) != (super::chunk::ChunkState::Stored { size: e.size }) {
+            return Err(format!("chunk at dataset offset {:?}: the B-tree's stored size {} differs from libhdf5's", &origin[..nd], e.size));
+        }
     }
     let k = SAMPLES.min(n);
     let (mut mine, mut theirs) = (Vec::new(), Vec::new());
     for s in 0..k {
         let i = if k == 1 { 0 } else { s * (n - 1) / (k - 1) };
         let (linear, e) = idx.entries[i];
-        let (mut coord, mut origin) = ([0u64; crate::geometry::MAX_RANK], [0u64; crate::geometry::MAX_RANK]);
-        let nd = grid.ndim();
-        grid.chunk_coord(linear, &mut coord[..nd]);
-        grid.chunk_origin(&coord[..nd], &mut origin[..nd]);
+        let origin = origin_of(linear);
         idx.read(&e, &mut mine).map_err(|x| x.message)?;
+        // (The size was just checked equal to libhdf5's.)
         let mask = super::chunk::read_raw_chunk(lock, dset, &origin[..nd], e.size, &mut theirs).map_err(|x| x.message)?;
         if mask != Some(e.mask) || mine != theirs {
             return Err(format!("chunk at dataset offset {:?}: the B-tree's entry differs from libhdf5's H5Dread_chunk", &origin[..nd]));

@@ -124,31 +124,6 @@ impl Shared<'_> {
         Ok(())
     }
 
-    /// Read the stored bytes of a batch's indexed chunks, coalescing neighbours in the file
-    /// into one positioned read ([`ChunkIndex::read_many`]; chunks it leaves are read by
-    /// [`Shared::process`] one by one). No lock needed.
-    pub(super) fn prefetch(&self, jobs: &mut [Job]) {
-        let Some(ix) = self.index else { return };
-        if jobs.iter().filter(|j| j.at.is_some()).count() < 2 {
-            return;
-        }
-        let mut items: Vec<(Entry, &mut Vec<u8>)> = Vec::with_capacity(jobs.len());
-        let mut which = Vec::with_capacity(jobs.len());
-        for (k, j) in jobs.iter_mut().enumerate() {
-            if let Some(e) = j.at {
-                items.push((e, &mut j.buf));
-                which.push(k);
-            }
-        }
-        let done = ix.read_many(&mut items, &mut Vec::new());
-        drop(items);
-        for (k, d) in which.into_iter().zip(done) {
-            if d {
-                jobs[k].at = None;
-            }
-        }
-    }
-
     /// Scatter every piece of chunk group `group` from `buf` (dense C order over `dims`, the
     /// chunk's first element at dataset coordinates `origin`).
     pub(super) fn scatter(&self, group: usize, buf: &[u8], origin: &[u64], dims: &[u64]) -> Result<()> {

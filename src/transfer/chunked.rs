@@ -436,8 +436,7 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
         }
         recycle(job.buf);
     };
-    let handle_all = |mut jobs: Vec<Job>, dec: &mut Decoder| {
-        shared.prefetch(&mut jobs);
+    let handle_all = |jobs: Vec<Job>, dec: &mut Decoder| {
         for job in jobs {
             handle(job, dec);
         }
