@@ -156,11 +156,15 @@ def classify(case, res, rows_res, oracle_failed, corrupt=False):
         return "OK (libhdf5 2.0 fails; = its read before the write + the rows)", None
     if out == "error":
         st = res.get("status")
+        allowed = [f for f in sorted(feats) if f in ALLOWED_REFUSALS]
+        if allowed and not corrupt and re.search(ALLOWED_REFUSALS[allowed[0]][1], res.get("msg") or ""):
+            # vh5's documented refusal, whatever libhdf5 2.0 did: some of these pipelines
+            # make libhdf5 fail or not from run to run (uninitialised memory), the label must not.
+            return f"refused {st} ({allowed[0].split(': ')[1]})", None
         if oracle_failed:
             return f"refused {st} (libhdf5 too)", None
         if corrupt:
             return f"refused {st} (damaged file)", None
-        allowed = [f for f in sorted(feats) if f in ALLOWED_REFUSALS]
         if allowed:
             if not re.search(ALLOWED_REFUSALS[allowed[0]][1], res.get("msg") or ""):
                 return "FAIL", f"vh5 refused {allowed[0]} without naming it: {st}: {res.get('msg')}"
@@ -333,6 +337,11 @@ def render_table(suite):
     for (cid, col), labels in suite.labels.items():
         case = by_id[cid]
         feats = case.features
+        if C.UNRELIABLE in feats:
+            # Refused by vh5 in every setting (tests/python/test_filter_pipelines.py); left out
+            # of the table because h5py's own libaec sometimes crashes writing such files
+            # (heap corruption in SZ_BufftoBuffCompress), so whether the case exists varies.
+            continue
         if case.op == "corrupt":  # own rows: damaged files, by damage and layout / chunk index
             kind = next(f for f in feats if f.startswith("corrupt: "))
             lay = [f for f in feats if f.startswith(("layout: ", "index: "))]
