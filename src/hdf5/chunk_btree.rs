@@ -141,7 +141,11 @@ impl Reader<'_> {
             let hdr = if v2 { 4 + 2 * usize::from(crt_order) } else { 8 };
             let mut p = 0usize;
             while p + hdr <= b.len() {
-                let (ty, size, flags) = if v2 { (u16::from(b[p]), le(&b, p + 1, 2).unwrap_or(0) as usize, b[p + 3]) } else { (le(&b, p, 2).unwrap_or(0) as u16, le(&b, p + 2, 2).unwrap_or(0) as usize, b[p + 4]) };
+                let (ty, size, flags) = if v2 {
+                    (u16::from(b[p]), le(&b, p + 1, 2).unwrap_or(0) as usize, b[p + 3])
+                } else {
+                    (le(&b, p, 2).unwrap_or(0) as u16, le(&b, p + 2, 2).unwrap_or(0) as usize, b[p + 4])
+                };
                 let data = b.get(p + hdr..p + hdr + size).ok_or("object header message runs past its block")?;
                 if flags & 0x02 != 0 && ty == LAYOUT {
                     return Err("shared layout message".into());

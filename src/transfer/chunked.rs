@@ -153,7 +153,19 @@ pub(crate) fn read_chunked(
         Some(RawKind::Swap(u)) => (1u8, u),
         _ => (0u8, ctx.itemsize),
     };
-    let shared = Shared { plan: &rp.plan, grid: &grid, table, ctx, filters: &filters, raw, stored_bytes, convert, dont_filter_partial, cache: cache.filter(|_| keep), index: index.as_deref() };
+    let shared = Shared {
+        plan: &rp.plan,
+        grid: &grid,
+        table,
+        ctx,
+        filters: &filters,
+        raw,
+        stored_bytes,
+        convert,
+        dont_filter_partial,
+        cache: cache.filter(|_| keep),
+        index: index.as_deref(),
+    };
     let fetcher = Fetcher {
         dset,
         raw_ok,
