@@ -237,7 +237,7 @@ mod tests {
         let sz64 = f(SZIP, &[169, 8, 64, 64]);
         let sz32 = f(SZIP, &[169, 8, 32, 64]);
         let sz8 = f(SZIP, &[169, 8, 8, 64]);
-        assert_eq!(pipeline_problem(&[sz64.clone()], 512, all), None);
+        assert_eq!(pipeline_problem(std::slice::from_ref(&sz64), 512, all), None);
         assert_eq!(pipeline_problem(&[f(SHUFFLE, &[8]), sz64.clone()], 512, all), None);
         assert_eq!(pipeline_problem(&[f(FLETCHER32, &[]), sz32.clone()], 256, all), None);
         assert!(pipeline_problem(&[f(FLETCHER32, &[]), sz64.clone()], 512, all).unwrap().contains("516 bytes, not whole 8-byte pixels"));
