@@ -160,11 +160,6 @@ impl IndexSlot {
     }
 }
 
-extern "C" {
-    // libhdf5 (H5FDsec2.h): the sec2 driver's id, registering it on first use.
-    fn H5FD_sec2_init() -> hid_t;
-}
-
 /// Build and check the index of the chunked dataset `dset` of grid `grid` (see the module
 /// docs); `Err(reason)` when it cannot be used (the caller then reads through libhdf5).
 /// The caller holds the lock and checked the file is open read-only without SWMR.
@@ -186,7 +181,7 @@ fn open_file(lock: &H5Lock, dset: hid_t) -> std::result::Result<(File, u64, u64)
     unsafe {
         let f = Handle::new(lock, hdf5_sys::h5i::H5Iget_file_id(dset), "H5Iget_file_id").map_err(|x| x.message)?;
         let fapl = Handle::new(lock, H5Fget_access_plist(f.id()), "H5Fget_access_plist").map_err(|x| x.message)?;
-        if H5Pget_driver(fapl.id()) != H5FD_sec2_init() {
+        if H5Pget_driver(fapl.id()) != super::compat::sec2_driver_id() {
             super::error::clear_stack(lock);
             return Err("the file is not open through the default sec2 driver".into());
         }

@@ -156,3 +156,34 @@ pub unsafe fn object_header(loc: hid_t, name: *const c_char, lapl: hid_t) -> Opt
         }
     }
 }
+
+/// The id of libhdf5's default file driver, sec2 (C's `H5FD_SEC2`): `H5FD_sec2_init()`
+/// (registers the driver on first use) before 1.14; the global `H5FD_SEC2_id_g`, set when the
+/// library initialises, from 1.14 on (the init function is no longer exported).
+///
+/// # Safety
+/// libhdf5 is initialised (an id of it is open) and the caller holds the libhdf5 lock.
+#[cfg(not(hdf5_1_14))]
+pub unsafe fn sec2_driver_id() -> hid_t {
+    extern "C" {
+        fn H5FD_sec2_init() -> hid_t;
+    }
+    // SAFETY: guaranteed by the caller; a plain libhdf5 call without arguments.
+    unsafe { H5FD_sec2_init() }
+}
+
+/// The id of libhdf5's default file driver, sec2 (C's `H5FD_SEC2`): `H5FD_sec2_init()`
+/// (registers the driver on first use) before 1.14; the global `H5FD_SEC2_id_g`, set when the
+/// library initialises, from 1.14 on (the init function is no longer exported).
+///
+/// # Safety
+/// libhdf5 is initialised (an id of it is open) and the caller holds the libhdf5 lock.
+#[cfg(hdf5_1_14)]
+pub unsafe fn sec2_driver_id() -> hid_t {
+    extern "C" {
+        static H5FD_SEC2_id_g: hid_t;
+    }
+    // SAFETY: guaranteed by the caller: the library is initialised, so the global is set and
+    // no longer written; reading a plain integer.
+    unsafe { H5FD_SEC2_id_g }
+}
