@@ -101,7 +101,7 @@ fn make_datasets(tmp: &TempDir) -> Vec<Ds> {
         }
         let mt = h5type(dtype, false, true);
         let (sh, whole) = read_whole(&path, name, mt, size_of(dtype));
-        unsafe { hdf5_sys::h5t::H5Tclose(mt) };
+        close_type(mt);
         assert_eq!(sh, shape);
         out.push(Ds { path, name: name.into(), dtype, shape: shape.to_vec(), whole });
     };
@@ -266,7 +266,7 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
         if p.exists() {
             let mt = h5type(Dtype::Float64, false, true);
             let (shape, whole) = read_whole(&p, "tas", mt, 8);
-            unsafe { hdf5_sys::h5t::H5Tclose(mt) };
+            close_type(mt);
             datasets.push(Ds { path: p, name: "tas".into(), dtype: Dtype::Float64, shape, whole });
         }
     } else {
@@ -506,7 +506,7 @@ fn libhdf5_lock_is_free_while_reads_and_writes_wait_on_their_workers() {
     ffi_close(&[d, f]);
     let mt = h5type(Dtype::Float64, false, true);
     let (_, back) = read_whole(&p, "x", mt, 8);
-    unsafe { hdf5_sys::h5t::H5Tclose(mt) };
+    close_type(mt);
     assert!(back == src, "the file holds what was written");
 }
 

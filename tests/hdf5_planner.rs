@@ -165,7 +165,7 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
     create(&path, &sp, &fill, &data, &written);
     let mt = h5type(c.dtype, false, true);
     let (_, src) = read_whole(&path, "x", mt, size);
-    unsafe { H5Tclose(mt) };
+    close_type(mt);
     let dst_shape: Vec<u64> = vec![24; n];
     let strides = ArrayLayout::c_strides(&dst_shape, size).unwrap();
     let buf_len = dst_shape.iter().product::<u64>() as usize * size;

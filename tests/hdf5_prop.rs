@@ -111,7 +111,7 @@ fn run_case(mut c: Case) -> Result<(), TestCaseError> {
     }
     let mt = h5type(c.dtype, false, true);
     let (shape, src) = read_whole(&path, "grp/x", mt, size);
-    unsafe { hdf5_sys::h5t::H5Tclose(mt) };
+    close_type(mt);
     prop_assert_eq!(&shape, &c.src_shape);
 
     // Destination layout inside a padded buffer.

@@ -56,7 +56,7 @@ fn check_dataset(file: &str, name: &str, dtype: Dtype, spot: &[(Vec<u64>, f64)])
     let size = dtype.itemsize().unwrap();
     let mt = h5type(dtype, false, true);
     let (shape, src) = read_whole(&path, name, mt, size);
-    unsafe { hdf5_sys::h5t::H5Tclose(mt) };
+    close_type(mt);
     let (f, d) = ffi_open(&path, name);
     let mut info: vh5_dataset_info = unsafe { std::mem::zeroed() };
     assert_eq!(unsafe { vh5_dataset_get_info(d, &mut info) }, VH5_OK);

@@ -124,7 +124,7 @@ fn non_ieee_float_and_odd_integer_reads_match_libhdf5() {
                 let _s = vh5::hdf5::session();
                 let ft = mk();
                 create(&p, ft, layout, mtype, Some(&data));
-                unsafe { H5Tclose(ft) };
+                close_type(ft);
             }
             // libhdf5's conversion of the whole dataset is the oracle.
             let (_, whole) = read_whole(&p, "x", mtype, size);
@@ -166,7 +166,7 @@ fn non_ieee_float_and_odd_integer_writes_match_libhdf5() {
                 let ft = mk();
                 create(&pa, ft, layout, mtype, None);
                 create(&pb, ft, layout, mtype, Some(&src));
-                unsafe { H5Tclose(ft) };
+                close_type(ft);
             }
             let (f, d) = open_rw(&pa, "x", true);
             let lay = SrcLay::c(&SHAPE, size);
@@ -185,7 +185,7 @@ fn non_ieee_float_and_odd_integer_writes_match_libhdf5() {
             let (_, a) = read_whole(&pa, "x", ft, fsize);
             let (_, b) = read_whole(&pb, "x", ft, fsize);
             let _s = vh5::hdf5::session();
-            unsafe { H5Tclose(ft) };
+            close_type(ft);
             assert!(a == b, "{name} layout {layout}: vh5's stored bytes differ from libhdf5's");
         }
     }
@@ -202,7 +202,7 @@ fn non_ieee_float_is_reported_as_converted() {
         unsafe { H5Tset_norm(t, H5T_norm_t::H5T_NORM_NONE) };
         create(&p, t, 2, *H5T_NATIVE_FLOAT, Some(&v));
         let info = vh5::hdf5::types::classify(_s.lock(), t).unwrap();
-        unsafe { H5Tclose(t) };
+        close_type(t);
         assert_eq!(info.dtype, Some(Dtype::Float32));
         assert!(!info.plain && info.byte_order.is_none(), "{info:?}");
         assert!(info.description.contains("non-IEEE"), "{}", info.description);

@@ -105,7 +105,7 @@ proptest! {
                 prop_assert_eq!(got, init, "nothing written");
             }
         }
-        unsafe { hdf5_sys::h5t::H5Tclose(mtype) };
+        close_type(mtype);
     }
 }
 

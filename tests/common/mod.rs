@@ -57,6 +57,14 @@ pub fn size_of(d: Dtype) -> usize {
 /// (`big`) or the native memory type (`native`). Bool = h5py's enum over int8; complex =
 /// h5py's compound {r, i}; float16 = IEEE half; opaque = compound {a: int32 @0, b: uint32 @4}
 /// (naturally aligned, so its native memory type has the same 8-byte layout).
+/// Close a datatype id made by [`h5type`], holding the libhdf5 lock (a libhdf5 built without
+/// thread safety, as HDF5 2.x from source is, must never see two threads at once).
+pub fn close_type(t: hid_t) {
+    let _s = vh5::hdf5::session();
+    // SAFETY: `t` is a datatype id the caller owns; the lock is held.
+    unsafe { hdf5_sys::h5t::H5Tclose(t) };
+}
+
 pub fn h5type(d: Dtype, big: bool, native: bool) -> hid_t {
     // The session makes sure H5open ran (it initialises the H5T_* globals) and serialises.
     let _s = vh5::hdf5::session();
