@@ -15,6 +15,10 @@ import vh5
 
 h5py = pytest.importorskip("h5py")
 
+# The index reads version-1 B-trees through object header addresses, which vh5 has only with
+# libhdf5 1.10 (>= 1.12 names objects by token): there every read goes through libhdf5.
+pytestmark = pytest.mark.skipif(vh5.hdf5_version().version[:2] != (1, 10), reason="the chunk index is built only with libhdf5 1.10 (>= 1.12: no object header address)")
+
 LIBVER = ("earliest", "v110")  # vh5 links libhdf5 1.10
 
 CODE = """

@@ -389,6 +389,7 @@ def test_robustness_table(suite):
                         "VH5_UPDATE_DOCS=1 python3 -m pytest -q tests/python/test_conformance.py\nfresh table:\n" + table)
 
 
+@pytest.mark.skipif(__import__("vh5").hdf5_version().version[:2] != (1, 10), reason="libhdf5 1.10's reading of this damaged B-tree (>= 2.0 reports 'bad coordinate offset', which vh5 passes on)")
 def test_btree1_damaged_chunk_key_padded_compound_same_bytes_in_every_planner(tmp_path):
     """Seed 1's damaged v1 B-tree (metadata byte 1586 of this spec): libhdf5 1.10.8 no longer
     finds a chunk whose key was damaged and reads it as the fill value (H5Dread and
