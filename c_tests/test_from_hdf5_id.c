@@ -10,18 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "vh5.h"
 
-static int failures = 0;
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                   \
-            fprintf(stderr, "\n");                                          \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
 
 typedef int64_t hid;
 typedef unsigned long long hsize;
@@ -78,16 +69,16 @@ int main(void) {
     for (int i = 0; i < 20; i++) data[i] = i * 1.5;
     hsize dims[2] = {4, 5};
     hid f = h5.fcreate(path, 2u /* H5F_ACC_TRUNC */, 0, 0);
-    CHECK(f >= 0, "H5Fcreate %s", path);
+    CHECKF(f >= 0, "H5Fcreate %s", path);
     hid s = h5.screate_simple(2, dims, NULL);
     hid d = h5.dcreate2(f, "x", *h5.native_double, s, 0, 0, 0);
-    CHECK(d >= 0 && h5.dwrite(d, *h5.native_double, 0, 0, 0, data) >= 0, "write");
+    CHECKF(d >= 0 && h5.dwrite(d, *h5.native_double, 0, 0, 0, data) >= 0, "write");
     h5.sclose(s);
 
     /* the caller's id, open for writing, used by vh5 */
     int64_t v = -7;
     vh5_status st = vh5_dataset_from_hdf5_id(d, &v);
-    CHECK(st == VH5_OK && v == d, "vh5_dataset_from_hdf5_id: %s (%lld)", vh5_status_name(st), (long long)v);
+    CHECKF(st == VH5_OK && v == d, "vh5_dataset_from_hdf5_id: %s (%lld)", vh5_status_name(st), (long long)v);
     double out[6] = {0};
     uint64_t shape[2] = {2, 3};
     vh5_array dst;
@@ -100,37 +91,31 @@ int main(void) {
     dst.shape = shape;
     uint64_t src_start[2] = {1, 2}, dst_start[2] = {0, 0}, count[2] = {2, 3};
     st = vh5_read_many_slices(v, &dst, 1, src_start, dst_start, count, NULL, NULL, 0);
-    CHECK(st == VH5_OK, "read: %s", vh5_status_name(st));
+    CHECKF(st == VH5_OK, "read: %s", vh5_status_name(st));
     for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 3; j++) CHECK(out[i * 3 + j] == data[(1 + i) * 5 + 2 + j], "out[%d][%d] = %g", i, j, out[i * 3 + j]);
+        for (int j = 0; j < 3; j++) CHECKF(out[i * 3 + j] == data[(1 + i) * 5 + 2 + j], "out[%d][%d] = %g", i, j, out[i * 3 + j]);
 
     /* vh5_close gives back vh5's reference only */
-    CHECK(vh5_close(v) == VH5_OK, "vh5_close");
-    CHECK(h5.iis_valid(d) > 0, "the caller's id was closed by vh5_close");
+    CHECKF(vh5_close(v) == VH5_OK, "vh5_close");
+    CHECKF(h5.iis_valid(d) > 0, "the caller's id was closed by vh5_close");
     /* the caller closing first leaves vh5's reference valid */
     st = vh5_dataset_from_hdf5_id(d, &v);
-    CHECK(st == VH5_OK, "second adoption: %s", vh5_status_name(st));
-    CHECK(h5.dclose(d) >= 0, "H5Dclose");
+    CHECKF(st == VH5_OK, "second adoption: %s", vh5_status_name(st));
+    CHECKF(h5.dclose(d) >= 0, "H5Dclose");
     vh5_dataset_info info;
     st = vh5_dataset_get_info(v, &info);
-    CHECK(st == VH5_OK && info.ndim == 2 && info.shape[0] == 4 && info.shape[1] == 5, "info after the caller's close: %s", vh5_status_name(st));
-    CHECK(vh5_close(v) == VH5_OK, "vh5_close");
+    CHECKF(st == VH5_OK && info.ndim == 2 && info.shape[0] == 4 && info.shape[1] == 5, "info after the caller's close: %s", vh5_status_name(st));
+    CHECKF(vh5_close(v) == VH5_OK, "vh5_close");
 
     /* refused: a file id (naming its type), a closed id, NULL out */
     st = vh5_dataset_from_hdf5_id(f, &v);
-    char msg[512];
-    vh5_last_error_message(msg, sizeof msg);
-    CHECK(st == VH5_ERR_INVALID_HANDLE && v == -1 && strstr(msg, "not a dataset"), "file id: %s %s", vh5_status_name(st), msg);
+    const char *msg = last_msg();
+    CHECKF(st == VH5_ERR_INVALID_HANDLE && v == -1 && strstr(msg, "not a dataset"), "file id: %s %s", vh5_status_name(st), msg);
     st = vh5_dataset_from_hdf5_id(d, &v);
-    CHECK(st == VH5_ERR_INVALID_HANDLE && v == -1, "closed id: %s", vh5_status_name(st));
-    CHECK(vh5_dataset_from_hdf5_id(f, NULL) == VH5_ERR_NULL_ARGUMENT, "NULL out");
+    CHECKF(st == VH5_ERR_INVALID_HANDLE && v == -1, "closed id: %s", vh5_status_name(st));
+    CHECKF(vh5_dataset_from_hdf5_id(f, NULL) == VH5_ERR_NULL_ARGUMENT, "NULL out");
     h5.fclose(f);
     remove(path);
 
-    if (failures) {
-        fprintf(stderr, "test_from_hdf5_id: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_from_hdf5_id: ok\n");
-    return 0;
+    return finish("test_from_hdf5_id");
 }

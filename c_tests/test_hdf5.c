@@ -126,10 +126,5 @@ int main(void) {
     st = vh5_dataset_get_info(d, &info);
     CHECKF(st == VH5_ERR_INVALID_HANDLE && info.ndim == 0, "info on closed: %d", st);
 
-    if (failures) {
-        fprintf(stderr, "test_hdf5: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_hdf5: ok\n");
-    return 0;
+    return finish("test_hdf5");
 }

@@ -162,10 +162,5 @@ int main(void) {
     vh5_close(d);
     vh5_close(f);
     remove(path);
-    if (failures) {
-        fprintf(stderr, "test_write: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_write: ok\n");
-    return 0;
+    return finish("test_write");
 }
