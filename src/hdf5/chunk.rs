@@ -13,6 +13,7 @@ use hdf5_sys::h5f::{H5Fget_intent, H5F_ACC_RDWR};
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5p::*;
 use hdf5_sys::h5t::H5Tequal;
+use hdf5_sys::h5z::H5Z_FILTER_SCALEOFFSET;
 
 use super::error::{check, clear_stack};
 use super::handle::{dataset_name, Handle};
@@ -152,9 +153,6 @@ pub fn chunk_layout(lock: &H5Lock, dset: hid_t) -> Result<ChunkLayout> {
         Ok(ChunkLayout { chunk: Some(c[..n].to_vec()), filters, dont_filter_partial, fill_never })
     }
 }
-
-/// The scaleoffset filter's id (`H5Z_FILTER_SCALEOFFSET`).
-const H5Z_FILTER_SCALEOFFSET: i32 = 6;
 
 /// The scaleoffset filter's parameters as libhdf5 stores them (`H5Zscaleoffset.c`,
 /// `H5Z__set_local_scaleoffset`): [0] scale type (0 float D-scale, 1 float E-scale, 2 int),

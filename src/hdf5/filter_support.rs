@@ -45,12 +45,10 @@ use super::handle::dataset_name;
 use super::lock::H5Lock;
 use crate::error::Result;
 
-const DEFLATE: i32 = 1;
-const SHUFFLE: i32 = 2;
-const FLETCHER32: i32 = 3;
-const SZIP: i32 = 4;
-const NBIT: i32 = 5;
-const SCALEOFFSET: i32 = 6;
+use hdf5_sys::h5z::{
+    H5Z_FILTER_DEFLATE as DEFLATE, H5Z_FILTER_FLETCHER32 as FLETCHER32, H5Z_FILTER_NBIT as NBIT, H5Z_FILTER_SCALEOFFSET as SCALEOFFSET, H5Z_FILTER_SHUFFLE as SHUFFLE,
+    H5Z_FILTER_SZIP as SZIP,
+};
 
 /// Name of a filter id for messages.
 fn filter_name(id: i32) -> String {
