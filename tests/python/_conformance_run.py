@@ -106,6 +106,23 @@ def apply_rows(dst, src, rows, swap=False):
         dst[_sl(a[i], cnt[i], b[i])] = src[_sl(c[i], cnt[i], e[i])]
 
 
+def undefined_after_write(spec, shape, rows, src_shape):
+    """Per-element bool bytes (C order) of the elements whose value HDF5 leaves undefined after
+    the write `rows`, or None: with fill time "never" on a chunked dataset nothing was written
+    to before, the elements of the chunks the write touches that it does not cover (HDF5 writes
+    no fill value there: libhdf5 1.10.8 and 2.2 leave zeros, 2.0 the fill value)."""
+    if spec["fill_time"] != "never" or spec["written"] != "none" or spec["layout"] != "chunked" or not shape:
+        return None
+    covered = np.zeros(shape, bool)
+    apply_rows(covered, np.ones(src_shape, bool), rows)
+    chunks = spec["chunks"]
+    touched = np.zeros(shape, bool)
+    for idx in {tuple(int(i) // c for i, c in zip(ix, chunks)) for ix in zip(*np.nonzero(covered))}:
+        touched[tuple(slice(i * c, (i + 1) * c) for i, c in zip(idx, chunks))] = True
+    undefined = touched & ~covered
+    return undefined.tobytes() if undefined.any() else None
+
+
 # --------------------------------------------------------------------------------------
 # cases
 
@@ -199,7 +216,8 @@ def build_one(k, spec, workdir, reads_per_spec=3):
     src_layout = LAYOUTS[int(rng.integers(0, len(LAYOUTS)))]
     out.append(("write", bad + extra + [f"src: {src_layout}"], {
         "kind": "write", "path": path, "name": "d", "rows": rows, "src": src, "src_shape": src_shape, "src_layout": src_layout,
-        "native_size": size, "expected": expected, "oracle_error": werr, "mask": mask, "model": model}))
+        "native_size": size, "expected": expected, "oracle_error": werr, "mask": mask, "model": model,
+        "undefined": undefined_after_write(spec, shape, rows, src_shape)}))
     return out
 
 

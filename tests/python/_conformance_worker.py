@@ -59,13 +59,24 @@ def err(e):
 
 
 def masked(got, want, t):
-    """(got, want) with compound padding bytes (t["mask"], per element) zeroed."""
-    m = t.get("mask")
-    if m is None or not len(got):
+    """(got, want) with compound padding bytes (t["mask"], per element) and the elements HDF5
+    leaves undefined (t["undefined"], per-element bools: see
+    _conformance_run.undefined_after_write) zeroed."""
+    m, u = t.get("mask"), t.get("undefined")
+    if (m is None and u is None) or not len(got) or len(got) != len(want):
         return got, want
-    full = np.tile(np.frombuffer(m, np.uint8), len(got) // len(m))
-    a = np.frombuffer(got, np.uint8) * full
-    b = np.frombuffer(want, np.uint8) * full
+    a = np.frombuffer(got, np.uint8).copy()
+    b = np.frombuffer(want, np.uint8).copy()
+    if m is not None:
+        full = np.tile(np.frombuffer(m, np.uint8), len(got) // len(m))
+        a *= full
+        b *= full
+    if u is not None:
+        undefined = np.frombuffer(u, bool)
+        if len(got) % len(undefined) == 0:
+            keep = np.repeat(~undefined, len(got) // len(undefined))
+            a *= keep
+            b *= keep
     return a.tobytes(), b.tobytes()
 
 
