@@ -171,6 +171,11 @@ with h5py.File(p, "w") as hf:
     except vh5.Error as e:
         msg = str(e)
         assert "unable to lock" in msg and "HDF5_USE_FILE_LOCKING=FALSE" in msg, msg
+    try:  # the same through h5py's dataset object (vh5 reopens the file by path)
+        vh5.read_many_slices(hf["x"], np.zeros(3), [0], [0], [3])
+        raise SystemExit("read a file h5py holds for writing")
+    except vh5.Error as e:
+        assert "HDF5_USE_FILE_LOCKING=FALSE" in str(e), str(e)
 with vh5.File(p) as f:  # released: opens
     assert f["x"].shape == (3,)
 try:

@@ -211,19 +211,6 @@ def test_h5py_dataset_as_source_and_attributes():
         ds.close()  # idempotent
 
 
-def test_h5py_file_open_for_writing_is_flushed():
-    path = new_path("w")
-    with h5py.File(path, "w") as hf:
-        hf.create_dataset("x", data=np.arange(12.0).reshape(3, 4))
-        dst = np.zeros((3, 4))
-        if os.environ.get("HDF5_USE_FILE_LOCKING", "").upper() != "FALSE":
-            with pytest.raises(vh5.Error, match="HDF5_USE_FILE_LOCKING=FALSE"):
-                vh5.read_many_slices(hf["x"], dst, [0, 0], [0, 0], [3, 4])
-            return
-        vh5.read_many_slices(hf["x"], dst, [0, 0], [0, 0], [3, 4])  # flushed first
-        np.testing.assert_array_equal(dst, np.arange(12.0).reshape(3, 4))
-
-
 def test_h5py_writer_with_file_locking_disabled(tmp_path):
     """With HDF5_USE_FILE_LOCKING=FALSE, vh5 reads a file h5py holds open for writing, and
     sees what h5py wrote (vh5 flushes the h5py file first)."""
