@@ -1,32 +1,42 @@
 //! Deflate (`H5Z_FILTER_DEFLATE`, id 1, client data `[level]` 0-9): the chunk is one zlib
-//! stream (RFC 1950/1951; HDF5 1.10 `src/H5Zdeflate.c`), inflated and deflated with
-//! `flate2`'s zlib-rs backend. Both directions side by side.
+//! stream (RFC 1950/1951; HDF5 1.10 `src/H5Zdeflate.c`), inflated whole by libdeflate
+//! (`libdeflater`: the decoded size of a chunk is known, no streaming needed) and deflated
+//! with `flate2`'s zlib-rs backend. Both directions side by side.
 
-use flate2::{Compress, Decompress, FlushCompress, FlushDecompress, Status};
+use flate2::{Compress, FlushCompress, Status};
+use libdeflater::{DecompressionError, Decompressor};
 
-/// Inflate the zlib stream `input` into `out` (cleared first), producing at most `limit`
-/// bytes: a stream that would produce more is `Malformed` (it cannot be this chunk's data).
-/// The output buffer is reserved fallibly (`NoMemory`), growing from `limit` at most.
-pub(super) fn inflate(z: &mut Decompress, input: &[u8], out: &mut Vec<u8>, limit: usize) -> crate::error::Result<()> {
+/// Inflate the zlib stream `input` into `out` (replaced), producing at most `limit` bytes, in
+/// one call of libdeflate (`libdeflate_zlib_decompress`: the whole output buffer at once,
+/// Adler-32 checked, bytes after the stream's end ignored as zlib's `inflate` does). A stream
+/// that would produce more than `limit` bytes is `Hdf5` (it cannot be this chunk's data: a
+/// corrupt chunk or a decompression bomb); a stream libdeflate rejects (corrupt, truncated,
+/// checksum mismatch) is `Malformed`. The output buffer is `limit` bytes, reserved fallibly
+/// (`NoMemory`), then truncated to what the stream produced.
+///
+/// libdeflate rather than zlib-rs's streaming inflate: HDF5 chunks are small independent
+/// streams whose decoded size is known, and libdeflate builds its Huffman tables and decodes
+/// faster (a whole read of 15,625 16x16 float64 gzip+shuffle chunks: see docs/BENCHMARKS.md).
+pub(super) fn inflate(z: &mut Decompressor, input: &[u8], out: &mut Vec<u8>, limit: usize) -> crate::error::Result<()> {
+    let cap = limit.max(64);
     out.clear();
-    crate::mem::reserve_total(out, limit.max(64), || "inflate buffer".to_string())?;
-    loop {
-        let before_in = z.total_in() as usize;
-        let before_out = out.len();
-        let st = z.decompress_vec(&input[before_in.min(input.len())..], out, FlushDecompress::Finish).map_err(|e| err!(Malformed, "inflate failed: {e}"))?;
-        match st {
-            Status::StreamEnd => return Ok(()),
-            Status::Ok | Status::BufError => {
-                let progressed = z.total_in() as usize != before_in || out.len() != before_out;
-                if out.len() >= limit.max(64) {
-                    bail!(Hdf5, "inflate: the zlib stream produces more than {limit} bytes after {} bytes of input (the chunk holds {limit} at most): refused", z.total_in());
-                } else if out.len() == out.capacity() {
-                    let grow = out.capacity().max(4096).min(limit.max(64) - out.len());
-                    crate::mem::reserve_total(out, out.len() + grow, || "inflate buffer".to_string())?;
-                } else if !progressed || z.total_in() as usize >= input.len() {
-                    bail!(Malformed, "inflate failed: zlib stream truncated after {} bytes of input", z.total_in());
-                }
-            }
+    crate::mem::resize_zeroed(out, cap, || "inflate buffer".to_string())?;
+    match z.zlib_decompress(input, out) {
+        Ok(n) => {
+            out.truncate(n);
+            Ok(())
+        }
+        Err(DecompressionError::InsufficientSpace) => {
+            out.clear();
+            bail!(Hdf5, "inflate: the zlib stream produces more than {limit} bytes (the chunk holds {limit} at most): refused")
+        }
+        Err(DecompressionError::BadData) => {
+            out.clear();
+            bail!(
+                Malformed,
+                "inflate failed: not a valid zlib stream of at most {limit} bytes (invalid or truncated deflate data, or an Adler-32 mismatch; {} bytes of input)",
+                input.len()
+            )
         }
     }
 }

@@ -11,7 +11,7 @@
 //! Scale-offset, n-bit, szip and plugins are not implemented here: such pipelines go through
 //! libhdf5.
 
-use flate2::{Compress, Compression, Decompress};
+use flate2::{Compress, Compression};
 
 pub mod deflate;
 pub mod fletcher32;
@@ -49,13 +49,13 @@ pub fn parse_pipeline(specs: &[(i32, &[u32])]) -> Option<Vec<Filter>> {
 
 /// Reusable decoding state of one worker (an inflater and a spare buffer).
 pub struct Decoder {
-    inflate: Decompress,
+    inflate: libdeflater::Decompressor,
     spare: Vec<u8>,
 }
 
 impl Default for Decoder {
     fn default() -> Self {
-        Decoder { inflate: Decompress::new(true), spare: Vec::new() }
+        Decoder { inflate: libdeflater::Decompressor::new(), spare: Vec::new() }
     }
 }
 
@@ -86,7 +86,6 @@ impl Decoder {
             }
             match *f {
                 Filter::Deflate(_) => {
-                    self.inflate.reset(true);
                     deflate::inflate(&mut self.inflate, buf, &mut self.spare, limit)?;
                     std::mem::swap(buf, &mut self.spare);
                 }
