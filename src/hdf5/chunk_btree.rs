@@ -37,14 +37,14 @@ pub(super) struct Reader<'a> {
 }
 
 /// Little-endian unsigned integer of `w` bytes at `buf[at..]` (`None` past the end).
-fn le(buf: &[u8], at: usize, w: usize) -> Option<u64> {
+pub(super) fn le(buf: &[u8], at: usize, w: usize) -> Option<u64> {
     let b = buf.get(at..at.checked_add(w)?)?;
     Some(b.iter().rev().fold(0u64, |a, &x| (a << 8) | u64::from(x)))
 }
 
 impl Reader<'_> {
-    /// `len` bytes at address `addr` (relative to the base).
-    fn read(&self, addr: u64, len: u64, what: &str) -> R<Vec<u8>> {
+    /// `len` bytes at address `addr` (relative to the base), at most 16 MiB, inside the file.
+    pub fn read(&self, addr: u64, len: u64, what: &str) -> R<Vec<u8>> {
         let abs = self.base.checked_add(addr);
         let ok = abs.and_then(|a| a.checked_add(len)).is_some_and(|end| end <= self.file_len) && len <= MAX_BLOCK;
         if !ok {
@@ -69,6 +69,18 @@ impl Reader<'_> {
             }
         })?;
         found.unwrap_or_else(|| Err("no layout message in the object header".into()))
+    }
+
+    /// The bytes of the layout message of the object header at `oh`, read without decoding the
+    /// rest of the header; `Ok(None)` when it has none (not a dataset).
+    pub fn layout_message(&self, oh: u64) -> R<Option<Vec<u8>>> {
+        let mut found = None;
+        self.messages(oh, &mut |ty, data| {
+            if ty == LAYOUT && found.is_none() {
+                found = Some(data.to_vec());
+            }
+        })?;
+        Ok(found)
     }
 
     fn parse_layout(&self, d: &[u8]) -> R<(u64, usize, Vec<u64>)> {

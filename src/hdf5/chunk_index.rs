@@ -171,9 +171,10 @@ pub fn build(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid) -> std::result::Resul
     Ok(idx)
 }
 
-/// The file descriptor libhdf5 reads `dset`'s file through (duplicated), its length, and
+/// The file descriptor libhdf5 reads the file of `dset` (any id in the file) through
+/// (duplicated), its length, and
 /// the base address (the superblock's offset). Refuses other drivers than sec2.
-fn open_file(lock: &H5Lock, dset: hid_t) -> std::result::Result<(File, u64, u64), String> {
+pub(super) fn open_file(lock: &H5Lock, dset: hid_t) -> std::result::Result<(File, u64, u64), String> {
     use hdf5_sys::h5f::{H5Fget_access_plist, H5Fget_create_plist, H5Fget_vfd_handle};
     use hdf5_sys::h5p::{H5Pget_driver, H5Pget_userblock};
     let e = |what: &str| format!("{what} failed");
@@ -212,7 +213,7 @@ fn open_file(lock: &H5Lock, dset: hid_t) -> std::result::Result<(File, u64, u64)
 }
 
 /// The sizes of file addresses and lengths (`H5Pget_sizes`), each 2, 4 or 8 bytes.
-fn sizes(lock: &H5Lock, dset: hid_t) -> std::result::Result<(usize, usize), String> {
+pub(super) fn sizes(lock: &H5Lock, dset: hid_t) -> std::result::Result<(usize, usize), String> {
     // SAFETY: valid dataset id; lock held; out-pointers are locals.
     unsafe {
         let f = Handle::new(lock, hdf5_sys::h5i::H5Iget_file_id(dset), "H5Iget_file_id").map_err(|x| x.message)?;

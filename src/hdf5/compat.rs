@@ -157,6 +157,33 @@ pub unsafe fn object_header(loc: hid_t, name: *const c_char, lapl: hid_t) -> Opt
     }
 }
 
+/// The type of the object `name` (relative to `loc`, links followed) from its object header
+/// (`H5Oget_info_by_name`, basic fields: no message of the header is decoded, unlike
+/// `H5Oopen`, which decodes a dataset's layout), or `None` when libhdf5 fails (error stack
+/// set). 1.10: `H5Oget_info_by_name2` (`H5O_info1_t`); >= 1.12: `H5Oget_info_by_name3`.
+///
+/// # Safety
+/// Valid id, NUL-terminated `name`; libhdf5 lock held.
+pub unsafe fn object_type(loc: hid_t, name: *const c_char, lapl: hid_t) -> Option<hdf5_sys::h5o::H5O_type_t> {
+    #[cfg(not(hdf5_1_12))]
+    {
+        use hdf5_sys::h5o::{H5O_info1_t, H5Oget_info_by_name2, H5O_INFO_BASIC};
+        let mut info = H5O_info1_t::default();
+        // SAFETY: guaranteed by the caller; `info` is writable.
+        let r = unsafe { H5Oget_info_by_name2(loc, name, &mut info, H5O_INFO_BASIC, lapl) };
+        (r >= 0).then_some(info.type_)
+    }
+    #[cfg(hdf5_1_12)]
+    {
+        use hdf5_sys::h5o::{H5O_info2_t, H5Oget_info_by_name3, H5O_INFO_BASIC};
+        // SAFETY: guaranteed by the caller; the out-struct is plain data, zeroed, writable.
+        unsafe {
+            let mut info: H5O_info2_t = std::mem::zeroed();
+            (H5Oget_info_by_name3(loc, name, &mut info, H5O_INFO_BASIC, lapl) >= 0).then_some(info.type_)
+        }
+    }
+}
+
 /// The id of libhdf5's default file driver, sec2 (C's `H5FD_SEC2`): `H5FD_sec2_init()`
 /// (registers the driver on first use) before 1.14; the global `H5FD_SEC2_id_g`, set when the
 /// library initialises, from 1.14 on (the init function is no longer exported).

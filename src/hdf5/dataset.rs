@@ -170,6 +170,9 @@ fn open_dataset_with(lock: &H5Lock, loc: hid_t, name: &str, lapl: hid_t, allow_e
         }
     }
     let c = CString::new(name).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
+    if let Some(mapping) = (!allow_ext).then(|| super::layout_peek::virtual_mapping(lock, loc, &c, lapl)).flatten() {
+        return Err(super::layout_peek::refusal(lock, loc, name, &mapping));
+    }
     // SAFETY: valid C string; lock held.
     let obj = Handle::new(lock, unsafe { H5Oopen(loc, c.as_ptr(), lapl) }, format_args!("opening `{name}`")).map_err(|mut e| {
         if e.kind == ErrorKind::Unsupported {
@@ -367,6 +370,7 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
     expect_kind(lock, file, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_GROUP], "file")?;
     // Named before any failure: every libhdf5 API call clears the error stack.
     let fname = file_name(lock, file);
+    let allow_ext = super::external::allowed(file);
     let mut names: Vec<String> = Vec::new();
     // SAFETY: callback only pushes into `names`; lock held.
     unsafe {
@@ -376,6 +380,10 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
     for n in names {
         let path = format!("/{n}");
         let c = CString::new(n.as_str()).unwrap_or_default();
+        if !allow_ext && super::layout_peek::virtual_mapping(lock, file, &c, H5P_DEFAULT).is_some() {
+            out.push(Listed { path, error: None }); // a dataset, refused when opened
+            continue;
+        }
         // SAFETY: valid C string; lock held.
         let o = unsafe { H5Oopen(file, c.as_ptr(), H5P_DEFAULT) };
         if o < 0 {

@@ -10,13 +10,13 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use hdf5_sys::h5::{herr_t, hsize_t};
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 use hdf5_sys::h5l::H5L_type_t;
-use hdf5_sys::h5o::H5Oopen;
+use hdf5_sys::h5o::H5O_type_t;
 use hdf5_sys::h5p::H5P_DEFAULT;
 
 use super::compat::{self, link_type, LinkInfo};
 use super::dataset::expect_kind;
 use super::error::{check, clear_stack, hdf5_error};
-use super::handle::{id_type, Handle};
+use super::handle::Handle;
 use super::lock::H5Lock;
 use crate::error::{ErrorKind, Result};
 
@@ -33,11 +33,11 @@ pub const KIND_DANGLING: u8 = b's';
 /// Kind byte: anything else (user-defined link, unknown object type).
 pub const KIND_OTHER: u8 = b'?';
 
-fn kind_of_id(t: Option<H5I_type_t>) -> u8 {
+fn kind_of_type(t: H5O_type_t) -> u8 {
     match t {
-        Some(H5I_type_t::H5I_GROUP) => KIND_GROUP,
-        Some(H5I_type_t::H5I_DATASET) => KIND_DATASET,
-        Some(H5I_type_t::H5I_DATATYPE) => KIND_DATATYPE,
+        H5O_type_t::H5O_TYPE_GROUP => KIND_GROUP,
+        H5O_type_t::H5O_TYPE_DATASET => KIND_DATASET,
+        H5O_type_t::H5O_TYPE_NAMED_DATATYPE => KIND_DATATYPE,
         _ => KIND_OTHER,
     }
 }
@@ -130,17 +130,19 @@ fn kind_word(k: Option<u8>) -> &'static str {
     }
 }
 
-/// Kind of the object at `c` (following soft links), None when libhdf5 cannot open it
-/// (a dangling soft link, a refused external link).
+/// Kind of the object at `c` (following soft links) from its object header, without opening
+/// it ([`compat::object_type`]: a damaged virtual dataset's layout crashes libhdf5 1.10's
+/// `H5Oopen`, see [`super::layout_peek`]); None when libhdf5 cannot read it (a dangling soft
+/// link, a refused external link, a damaged header).
 fn info_kind(lock: &H5Lock, loc: hid_t, c: &CStr, lapl: hid_t) -> Result<Option<u8>> {
     // SAFETY: valid ids and C string; lock held.
-    let id = unsafe { H5Oopen(loc, c.as_ptr(), lapl) };
-    if id < 0 {
-        clear_stack(lock);
-        return Ok(None);
+    match unsafe { compat::object_type(loc, c.as_ptr(), lapl) } {
+        Some(t) => Ok(Some(kind_of_type(t))),
+        None => {
+            clear_stack(lock);
+            Ok(None)
+        }
     }
-    let obj = Handle::new(lock, id, "H5Oopen")?;
-    Ok(Some(kind_of_id(id_type(lock, obj.id()))))
 }
 
 struct LinkList {
@@ -198,14 +200,12 @@ unsafe extern "C" fn visit_cb(_g: hid_t, name: *const c_char, info: *const LinkI
             return 0;
         }
         let c = CStr::from_ptr(name);
-        let id = H5Oopen(v.group, c.as_ptr(), H5P_DEFAULT);
-        let kind = if id < 0 {
-            clear_stack(v.lock);
-            KIND_OTHER
-        } else {
-            let k = kind_of_id(id_type(v.lock, id));
-            hdf5_sys::h5o::H5Oclose(id);
-            k
+        let kind = match compat::object_type(v.group, c.as_ptr(), H5P_DEFAULT) {
+            Some(t) => kind_of_type(t),
+            None => {
+                clear_stack(v.lock);
+                KIND_OTHER
+            }
         };
         v.out.push((kind, c.to_string_lossy().into_owned()));
     }

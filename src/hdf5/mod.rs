@@ -23,6 +23,7 @@ pub mod external;
 pub mod filter_support;
 pub mod handle;
 pub mod hyperslab;
+pub mod layout_peek;
 pub mod links;
 pub mod lock;
 pub mod meta;

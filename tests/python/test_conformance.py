@@ -437,3 +437,43 @@ def test_fill_time_never_unwritten_elements_of_new_chunks_are_undefined():
     assert (u == want).all(), u
     for other in ({"fill_time": "alloc"}, {"written": "part"}):
         assert R.undefined_after_write(dict(spec, **other), (4, 6), rows, (1, 2)) is None
+
+
+def test_virtual_dataset_damaged_selection_refused_before_libhdf5_opens_it(tmp_path):
+    """Seed 3 at 8000 cases, case 8031: one flipped byte (metadata byte 2117) in the source
+    selection of a small virtual dataset made libhdf5 1.10.8's H5Oopen crash (SIGSEGV in
+    H5S_select_deserialize) or loop forever, in vh5's group listing and dataset open. vh5 now
+    reads the layout class from the object header itself and refuses the virtual dataset
+    without letting libhdf5 open it; listings take an object's type from H5Oget_info_by_name.
+    Child processes (a crash must not take pytest down), three times each (it crashed in
+    about 8 runs of 10)."""
+    import subprocess
+    import sys
+
+    spec = {"alloc": "default", "chunks": None, "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc", "fillvalue": False,
+            "filters": [], "layout": "virtual", "libver": "v110", "maxshape": [278], "resize": None, "seed": 608990844, "shape": [278],
+            "type": "<u1", "written": "all"}
+    path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
+    C.build(spec, path)
+    X.apply(path, bad, ("metadata flip", 2117, 233, "metadata byte 2117"))
+    code = f"""
+import sys
+if {os.environ.get("VH5_TEST_INSTALLED") != "1"!r}:
+    sys.path.insert(0, {str(REPO / 'bindings' / 'python')!r})
+import numpy as np, vh5
+with vh5.File({bad!r}) as f:
+    assert "d" in list(f.keys()), list(f.keys())
+    try:
+        f["d"]
+        raise SystemExit("opened")
+    except vh5.UnsupportedError as e:
+        assert "virtual dataset" in e.message and "bad.h5" in e.message, e.message
+print("ok")
+"""
+    for _ in range(3):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout + r.stderr)
+    cli = os.environ.get("VH5_CLI", str(REPO / "target" / "release" / "vh5"))
+    if os.path.exists(cli):
+        r = subprocess.run([cli, "info", bad], capture_output=True, text=True, timeout=60)
+        assert r.returncode in (0, 1) and "virtual" in (r.stdout + r.stderr), (r.returncode, r.stdout + r.stderr)

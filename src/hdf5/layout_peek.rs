@@ -1,0 +1,196 @@
+//! Refusing a virtual dataset before libhdf5 opens it. Opening a dataset (`H5Oopen`,
+//! `H5Dopen2`) makes libhdf5 decode its layout message; for a virtual dataset that includes
+//! the source selections stored in the global heap, and libhdf5 1.10.8 decodes a damaged
+//! selection without bounds checks: a segmentation fault or an endless loop inside `H5Oopen`
+//! (`H5S_select_deserialize` under `H5D__layout_oh_read`; the conformance suite's seed 3 at
+//! 8000 cases, "metadata byte 2117" of a small virtual dataset; the mapping's checksum is
+//! verified only after the decode). vh5 refuses virtual datasets by default anyway
+//! ([`super::external`]), so it reads the layout message from the object header itself first
+//! and refuses without letting libhdf5 open the dataset. Listings find an object's type with
+//! `H5Oget_info_by_name`, which decodes no message (see [`super::compat::object_type`]).
+//!
+//! Formats read (HDF5 file format specification 3.0): the layout message (IV.A.2.i: version 4,
+//! class 3 = virtual, then the global heap ID of the mapping: collection address and object
+//! index), the global heap collection it points at (III.E: "GCOL", version 1, collection size,
+//! then objects of index (2 bytes), reference count (2), reserved (4), size (length), data
+//! padded to 8 bytes; index 0 is free space), and of the mapping (libhdf5's
+//! `H5D__virtual_load_layout`) only its encoding version, entry count and the first entry's
+//! source file and dataset names, to name them in the refusal.
+//!
+//! The object header address comes from libhdf5 (`H5Oget_info_by_name`), the bytes from the
+//! file descriptor libhdf5 uses (sec2 driver only, user block honoured; every read bounded by
+//! the file and by 16 MiB, see [`super::chunk_btree::Reader`]). When the header cannot be
+//! read (another file driver, a header vh5's reader rejects, a shared layout message) the
+//! peek says nothing and libhdf5 opens the dataset as before. Files opened with
+//! `VH5_FILE_ALLOW_EXTERNAL` are not peeked: their virtual datasets are opened by libhdf5.
+
+use std::ffi::CStr;
+
+use hdf5_sys::h5i::hid_t;
+
+use super::chunk_btree::{le, Reader};
+use super::error::clear_stack;
+use super::lock::H5Lock;
+
+/// Layout class of a virtual dataset in the layout message.
+const CLASS_VIRTUAL: u8 = 3;
+/// Mapping entry flag (encoding version 1): the source is the virtual dataset's own file.
+const SOURCE_SAME_FILE: u8 = 0x01;
+
+/// When the object `name` (relative to `loc`, through the link access list `lapl`) is a
+/// dataset whose layout message says virtual, a description of its mapping for the refusal
+/// (source count and first source, or why vh5 could not read them); `None` when it is not
+/// virtual or vh5 cannot read its header (see the module docs). The caller holds the lock.
+pub fn virtual_mapping(lock: &H5Lock, loc: hid_t, name: &CStr, lapl: hid_t) -> Option<String> {
+    // SAFETY: valid id and C string; lock held.
+    let Some((oh, _)) = (unsafe { super::compat::object_header(loc, name.as_ptr(), lapl) }) else {
+        clear_stack(lock);
+        return None;
+    };
+    let (file, file_len, base) = super::chunk_index::open_file(lock, loc).ok()?;
+    let (sa, ss) = super::chunk_index::sizes(lock, loc).ok()?;
+    let r = Reader { file: &file, file_len, base, sa, ss };
+    let msg = r.layout_message(oh).ok()??;
+    if msg.first().is_none_or(|&v| v < 4) || msg.get(1) != Some(&CLASS_VIRTUAL) {
+        return None;
+    }
+    Some(match describe(&r, &msg) {
+        Ok(d) => d,
+        Err(why) => format!("whose mapping vh5 could not read ({why}: damaged?)"),
+    })
+}
+
+/// "mapping N source dataset(s), the first `d` in file `f`" from the layout message `msg`.
+fn describe(r: &Reader<'_>, msg: &[u8]) -> Result<String, String> {
+    let heap = le(msg, 2, r.sa).ok_or("layout message truncated")?;
+    let index = le(msg, 2 + r.sa, 4).ok_or("layout message truncated")?;
+    let blob = heap_object(r, heap, index)?;
+    let version = *blob.first().ok_or("empty mapping")?;
+    if version > 1 {
+        return Err(format!("mapping encoding version {version}"));
+    }
+    let count = le(&blob, 1, r.ss).ok_or("mapping truncated")?;
+    let mut p = 1 + r.ss;
+    let mut flags = 0;
+    if version >= 1 {
+        flags = *blob.get(p).ok_or("mapping truncated")?;
+        p += 1;
+    }
+    let string = |p: &mut usize| -> Result<String, String> {
+        let rest = blob.get(*p..).ok_or("mapping truncated")?;
+        let n = rest.iter().position(|&b| b == 0).ok_or("unterminated name in the mapping")?;
+        *p += n + 1;
+        Ok(String::from_utf8_lossy(&rest[..n]).into_owned())
+    };
+    let file = if flags & SOURCE_SAME_FILE != 0 { ".".to_string() } else { string(&mut p)? };
+    let dset = string(&mut p)?;
+    Ok(format!("mapping {count} source dataset(s), the first `{dset}` in file `{file}` (`.` = its own file)"))
+}
+
+/// The data of object `index` of the global heap collection at `addr`.
+fn heap_object(r: &Reader<'_>, addr: u64, index: u64) -> Result<Vec<u8>, String> {
+    let head = r.read(addr, 8 + r.ss as u64, "global heap collection")?;
+    if !head.starts_with(b"GCOL") || head[4] != 1 {
+        return Err(format!("no global heap collection at address {addr}"));
+    }
+    let size = le(&head, 8, r.ss).ok_or("global heap collection truncated")?;
+    let col = r.read(addr, size, "global heap collection")?;
+    let mut p = 8 + r.ss;
+    while p + 8 + r.ss <= col.len() {
+        let idx = le(&col, p, 2).unwrap_or(0);
+        let n = le(&col, p + 8, r.ss).unwrap_or(0);
+        if idx == 0 {
+            break; // free space: the rest of the collection
+        }
+        let start = p + 8 + r.ss;
+        let data = usize::try_from(n).ok().and_then(|n| col.get(start..start.checked_add(n)?)).ok_or("global heap object runs past its collection")?;
+        if idx == index {
+            return Ok(data.to_vec());
+        }
+        p = start + data.len().div_ceil(8) * 8;
+    }
+    Err(format!("no object {index} in the global heap collection at address {addr}"))
+}
+
+/// [`super::external::refusal`] of the virtual dataset `name` (relative to `loc`) whose
+/// mapping [`virtual_mapping`] described, naming the file too.
+pub fn refusal(lock: &H5Lock, loc: hid_t, name: &str, mapping: &str) -> crate::error::Error {
+    super::external::refusal(
+        &format!("`{name}` in `{}`", super::dataset::file_name(lock, loc)),
+        &format!("it is a virtual dataset {mapping} (H5D_VIRTUAL; read from its layout message by vh5, libhdf5 did not open it)"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A global heap collection at address 0 holding `objects` (index, data), 8-byte sizes.
+    fn collection(objects: &[(u16, &[u8])]) -> Vec<u8> {
+        let mut body = Vec::new();
+        for (idx, data) in objects {
+            body.extend_from_slice(&idx.to_le_bytes());
+            body.extend_from_slice(&[1, 0, 0, 0, 0, 0]);
+            body.extend_from_slice(&(data.len() as u64).to_le_bytes());
+            body.extend_from_slice(data);
+            body.resize(body.len().div_ceil(8) * 8, 0);
+        }
+        let mut c = b"GCOL\x01\0\0\0".to_vec();
+        c.extend_from_slice(&((16 + body.len()) as u64).to_le_bytes());
+        c.extend(body);
+        c
+    }
+
+    fn with_file(bytes: &[u8], f: impl FnOnce(&Reader<'_>)) {
+        let mut t = tempfile();
+        t.write_all(bytes).unwrap();
+        let file_len = bytes.len() as u64;
+        f(&Reader { file: &t, file_len, base: 0, sa: 8, ss: 8 });
+    }
+
+    fn tempfile() -> std::fs::File {
+        let p = std::env::temp_dir().join(format!("vh5-layout-peek-{}-{:?}", std::process::id(), std::thread::current().id()));
+        let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
+        let _ = std::fs::remove_file(&p);
+        f
+    }
+
+    fn layout(heap: u64, index: u32) -> Vec<u8> {
+        let mut m = vec![4, CLASS_VIRTUAL];
+        m.extend_from_slice(&heap.to_le_bytes());
+        m.extend_from_slice(&index.to_le_bytes());
+        m
+    }
+
+    #[test]
+    fn virtual_mapping_names_the_first_source_in_both_encodings() {
+        let mut v0 = vec![0u8];
+        v0.extend_from_slice(&2u64.to_le_bytes());
+        v0.extend_from_slice(b"src.h5\0/a\0");
+        let mut v1 = vec![1u8];
+        v1.extend_from_slice(&1u64.to_le_bytes());
+        v1.extend_from_slice(&[SOURCE_SAME_FILE]);
+        v1.extend_from_slice(b"/b\0");
+        with_file(&collection(&[(1, &v0), (2, &v1)]), |r| {
+            assert_eq!(describe(r, &layout(0, 1)).unwrap(), "mapping 2 source dataset(s), the first `/a` in file `src.h5` (`.` = its own file)");
+            assert_eq!(describe(r, &layout(0, 2)).unwrap(), "mapping 1 source dataset(s), the first `/b` in file `.` (`.` = its own file)");
+        });
+    }
+
+    #[test]
+    fn virtual_mapping_damage_is_an_error_not_a_read_past_the_end() {
+        let mut v0 = vec![0u8];
+        v0.extend_from_slice(&1u64.to_le_bytes());
+        v0.extend_from_slice(b"src.h5"); // unterminated
+        with_file(&collection(&[(1, &v0)]), |r| {
+            assert!(describe(r, &layout(0, 1)).unwrap_err().contains("unterminated"));
+            assert!(describe(r, &layout(0, 7)).unwrap_err().contains("no object 7"));
+            assert!(describe(r, &layout(1 << 40, 1)).unwrap_err().contains("outside the file"));
+            assert!(describe(r, &layout(0, 1)[..5]).unwrap_err().contains("truncated"));
+        });
+        let mut c = collection(&[(1, b"\0")]);
+        c[16 + 8..16 + 16].copy_from_slice(&u64::MAX.to_le_bytes()); // object size past the collection
+        with_file(&c, |r| assert!(describe(r, &layout(0, 1)).unwrap_err().contains("runs past")));
+    }
+}
