@@ -247,10 +247,13 @@ def run_corruption(suite, specs, workdir, first_id):
         except Exception as e:  # noqa: BLE001
             suite.build_errors.append((spec, f"regions: {e}"))
             continue
+        # left out of the table like the spec's read and write cases (render_table)
+        unreliable = [C.UNRELIABLE] if spec["layout"] == "chunked" and C.unreliable_pipeline(path) else []
         for j, m in enumerate(muts):
             bad = os.path.join(workdir, f"s{k}-m{j}.h5")
             X.apply(path, bad, m)
-            case = R.Case(first_id + len(cases), spec, "read", ["corrupt: " + m[0], "op: read"] + (["filtered"] if spec["filters"] else []))
+            feats = ["corrupt: " + m[0], "op: read"] + (["filtered"] if spec["filters"] else []) + unreliable
+            case = R.Case(first_id + len(cases), spec, "read", feats)
             case.op = "corrupt"
             case.mutation = m[3]
             cases.append(case)
