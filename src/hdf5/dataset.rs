@@ -171,7 +171,7 @@ fn open_dataset_with(lock: &H5Lock, loc: hid_t, name: &str, lapl: hid_t, allow_e
     }
     let c = CString::new(name).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
     if let Some(mapping) = (!allow_ext).then(|| super::layout_peek::virtual_mapping(lock, loc, &c, lapl)).flatten() {
-        return Err(super::layout_peek::refusal(lock, loc, name, &mapping));
+        return Err(super::layout_peek::refusal(&file_name(lock, loc), name, &mapping));
     }
     // SAFETY: valid C string; lock held.
     let obj = Handle::new(lock, unsafe { H5Oopen(loc, c.as_ptr(), lapl) }, format_args!("opening `{name}`")).map_err(|mut e| {

@@ -112,11 +112,11 @@ fn heap_object(r: &Reader<'_>, addr: u64, index: u64) -> Result<Vec<u8>, String>
     Err(format!("no object {index} in the global heap collection at address {addr}"))
 }
 
-/// [`super::external::refusal`] of the virtual dataset `name` (relative to `loc`) whose
-/// mapping [`virtual_mapping`] described, naming the file too.
-pub fn refusal(lock: &H5Lock, loc: hid_t, name: &str, mapping: &str) -> crate::error::Error {
+/// [`super::external::refusal`] of the virtual dataset `name` in the file `file` whose
+/// mapping [`virtual_mapping`] described.
+pub fn refusal(file: &str, name: &str, mapping: &str) -> crate::error::Error {
     super::external::refusal(
-        &format!("`{name}` in `{}`", super::dataset::file_name(lock, loc)),
+        &format!("`{name}` in `{file}`"),
         &format!("it is a virtual dataset {mapping} (H5D_VIRTUAL; read from its layout message by vh5, libhdf5 did not open it)"),
     )
 }
