@@ -164,77 +164,87 @@ impl IndexSlot {
 /// docs); `Err(reason)` when it cannot be used (the caller then reads through libhdf5).
 /// The caller holds the lock and checked the file is open read-only without SWMR.
 pub fn build(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid) -> std::result::Result<ChunkIndex, String> {
-    let (file, file_len, base) = open_file(lock, dset)?;
-    let entries = walk(lock, dset, grid, &file, file_len, base)?;
-    let idx = ChunkIndex { entries, file, file_len };
+    let view = FileView::open(lock, dset)?;
+    let entries = walk(lock, dset, grid, &view)?;
+    let idx = ChunkIndex { entries, file: view.file, file_len: view.len };
     verify(lock, dset, grid, &idx)?;
     Ok(idx)
 }
 
-/// The file descriptor libhdf5 reads the file of `dset` (any id in the file) through
-/// (duplicated), its length, and
-/// the base address (the superblock's offset). Refuses other drivers than sec2.
-pub(super) fn open_file(lock: &H5Lock, dset: hid_t) -> std::result::Result<(File, u64, u64), String> {
-    use hdf5_sys::h5f::{H5Fget_access_plist, H5Fget_create_plist, H5Fget_vfd_handle};
-    use hdf5_sys::h5p::{H5Pget_driver, H5Pget_userblock};
-    let e = |what: &str| format!("{what} failed");
-    // SAFETY: valid dataset id; lock held; out-pointers are locals.
-    unsafe {
-        let f = Handle::new(lock, hdf5_sys::h5i::H5Iget_file_id(dset), "H5Iget_file_id").map_err(|x| x.message)?;
-        let fapl = Handle::new(lock, H5Fget_access_plist(f.id()), "H5Fget_access_plist").map_err(|x| x.message)?;
-        if H5Pget_driver(fapl.id()) != super::compat::sec2_driver_id() {
-            super::error::clear_stack(lock);
-            return Err("the file is not open through the default sec2 driver".into());
-        }
-        let mut handle: *mut c_void = std::ptr::null_mut();
-        if H5Fget_vfd_handle(f.id(), fapl.id(), &mut handle) < 0 || handle.is_null() {
-            super::error::clear_stack(lock);
-            return Err(e("H5Fget_vfd_handle"));
-        }
-        let fd = *(handle as *const c_int);
-        let dup = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0);
-        if dup < 0 {
-            return Err(format!("duplicating libhdf5's file descriptor: {}", std::io::Error::last_os_error()));
-        }
-        let file = File::from(OwnedFd::from_raw_fd(dup));
-        let len = file.metadata().map_err(|x| format!("fstat: {x}"))?.len();
-        let fcpl = Handle::new(lock, H5Fget_create_plist(f.id()), "H5Fget_create_plist").map_err(|x| x.message)?;
-        let mut ub: u64 = 0;
-        if H5Pget_userblock(fcpl.id(), &mut ub) < 0 {
-            super::error::clear_stack(lock);
-            return Err(e("H5Pget_userblock"));
-        }
-        let mut sig = [0u8; 8];
-        if ub.checked_add(8).is_none_or(|x| x > len) || file.read_exact_at(&mut sig, ub).is_err() || &sig != b"\x89HDF\r\n\x1a\n" {
-            return Err(format!("no superblock signature at the user block's end (offset {ub})"));
-        }
-        Ok((file, len, ub))
-    }
+/// What vh5 needs to read an open file's bytes itself, gathered once per use from libhdf5:
+/// the file descriptor libhdf5 reads through (duplicated: it stays valid after the lock is
+/// released), the file's length, the base address (the superblock's offset, i.e. the user
+/// block's size) and the sizes of addresses and lengths. Only for the default sec2 driver.
+pub(super) struct FileView {
+    pub file: File,
+    pub len: u64,
+    pub base: u64,
+    /// Size of file addresses / lengths (`H5Pget_sizes`): 2, 4 or 8 bytes.
+    pub sa: usize,
+    pub ss: usize,
 }
 
-/// The sizes of file addresses and lengths (`H5Pget_sizes`), each 2, 4 or 8 bytes.
-pub(super) fn sizes(lock: &H5Lock, dset: hid_t) -> std::result::Result<(usize, usize), String> {
-    // SAFETY: valid dataset id; lock held; out-pointers are locals.
-    unsafe {
-        let f = Handle::new(lock, hdf5_sys::h5i::H5Iget_file_id(dset), "H5Iget_file_id").map_err(|x| x.message)?;
-        let fcpl = Handle::new(lock, hdf5_sys::h5f::H5Fget_create_plist(f.id()), "H5Fget_create_plist").map_err(|x| x.message)?;
-        let (mut sa, mut ss) = (0usize, 0usize);
-        if hdf5_sys::h5p::H5Pget_sizes(fcpl.id(), &mut sa, &mut ss) < 0 {
+impl FileView {
+    /// The view of the file holding `id` (any id in the file). One `H5Iget_file_id`, one
+    /// access and one creation property list: `Err(reason)` for other drivers than sec2, a
+    /// failing call (its error stack cleared) or no superblock signature at the user block's
+    /// end. The caller holds the lock.
+    pub fn open(lock: &H5Lock, id: hid_t) -> std::result::Result<FileView, String> {
+        use hdf5_sys::h5f::{H5Fget_access_plist, H5Fget_create_plist, H5Fget_vfd_handle};
+        use hdf5_sys::h5p::{H5Pget_driver, H5Pget_sizes, H5Pget_userblock};
+        let failed = |what: &str| {
             super::error::clear_stack(lock);
-            return Err("H5Pget_sizes failed".into());
+            format!("{what} failed")
+        };
+        // SAFETY: valid id; lock held; out-pointers are locals.
+        unsafe {
+            let f = Handle::new(lock, hdf5_sys::h5i::H5Iget_file_id(id), "H5Iget_file_id").map_err(|x| x.message)?;
+            let fapl = Handle::new(lock, H5Fget_access_plist(f.id()), "H5Fget_access_plist").map_err(|x| x.message)?;
+            if H5Pget_driver(fapl.id()) != super::compat::sec2_driver_id() {
+                super::error::clear_stack(lock);
+                return Err("the file is not open through the default sec2 driver".into());
+            }
+            let mut handle: *mut c_void = std::ptr::null_mut();
+            if H5Fget_vfd_handle(f.id(), fapl.id(), &mut handle) < 0 || handle.is_null() {
+                return Err(failed("H5Fget_vfd_handle"));
+            }
+            let fcpl = Handle::new(lock, H5Fget_create_plist(f.id()), "H5Fget_create_plist").map_err(|x| x.message)?;
+            let (mut base, mut sa, mut ss) = (0u64, 0usize, 0usize);
+            if H5Pget_userblock(fcpl.id(), &mut base) < 0 {
+                return Err(failed("H5Pget_userblock"));
+            }
+            if H5Pget_sizes(fcpl.id(), &mut sa, &mut ss) < 0 {
+                return Err(failed("H5Pget_sizes"));
+            }
+            if !matches!(sa, 2 | 4 | 8) || !matches!(ss, 2 | 4 | 8) {
+                return Err(format!("address size {sa} / length size {ss} bytes"));
+            }
+            let fd = *(handle as *const c_int);
+            let dup = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0);
+            if dup < 0 {
+                return Err(format!("duplicating libhdf5's file descriptor: {}", std::io::Error::last_os_error()));
+            }
+            let file = File::from(OwnedFd::from_raw_fd(dup));
+            let len = file.metadata().map_err(|x| format!("fstat: {x}"))?.len();
+            let mut sig = [0u8; 8];
+            if base.checked_add(8).is_none_or(|x| x > len) || file.read_exact_at(&mut sig, base).is_err() || &sig != b"\x89HDF\r\n\x1a\n" {
+                return Err(format!("no superblock signature at the user block's end (offset {base})"));
+            }
+            Ok(FileView { file, len, base, sa, ss })
         }
-        if !matches!(sa, 2 | 4 | 8) || !matches!(ss, 2 | 4 | 8) {
-            return Err(format!("address size {sa} / length size {ss} bytes"));
-        }
-        Ok((sa, ss))
+    }
+
+    /// Positioned reads of this file (addresses relative to the base address).
+    pub fn reader(&self) -> super::chunk_btree::Reader<'_> {
+        super::chunk_btree::Reader { file: &self.file, file_len: self.len, base: self.base, sa: self.sa, ss: self.ss }
     }
 }
 
 /// The entries of `dset`'s chunk index, sorted by linear index.
-fn walk(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, file: &File, file_len: u64, base: u64) -> std::result::Result<Vec<(u64, Entry)>, String> {
-    let (sa, ss) = sizes(lock, dset)?;
+fn walk(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, view: &FileView) -> std::result::Result<Vec<(u64, Entry)>, String> {
     let oh = object_header_address(lock, dset)?;
-    let r = super::chunk_btree::Reader { file, file_len, base, sa, ss };
+    let r = view.reader();
+    let (base, file_len) = (view.base, view.len);
     let (root, dimensionality, chunk_dims) = r.layout(oh)?;
     let n = grid.ndim();
     if dimensionality != n + 1 || chunk_dims.len() < n || chunk_dims[..n] != *grid.chunk() {

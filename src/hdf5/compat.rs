@@ -199,12 +199,10 @@ pub unsafe fn sec2_driver_id() -> hid_t {
     unsafe { H5FD_sec2_init() }
 }
 
-/// The id of libhdf5's default file driver, sec2 (C's `H5FD_SEC2`): `H5FD_sec2_init()`
-/// (registers the driver on first use) before 1.14; the global `H5FD_SEC2_id_g`, set when the
-/// library initialises, from 1.14 on (the init function is no longer exported).
+/// [`sec2_driver_id`] from libhdf5 1.14 on: the global `H5FD_SEC2_id_g`.
 ///
 /// # Safety
-/// libhdf5 is initialised (an id of it is open) and the caller holds the libhdf5 lock.
+/// As above.
 #[cfg(hdf5_1_14)]
 pub unsafe fn sec2_driver_id() -> hid_t {
     extern "C" {

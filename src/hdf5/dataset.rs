@@ -170,7 +170,8 @@ fn open_dataset_with(lock: &H5Lock, loc: hid_t, name: &str, lapl: hid_t, allow_e
         }
     }
     let c = CString::new(name).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
-    if let Some(mapping) = (!allow_ext).then(|| super::layout_peek::virtual_mapping(lock, loc, &c, lapl)).flatten() {
+    let peek = || super::layout_peek::virtual_mapping(lock, &super::chunk_index::FileView::open(lock, loc).ok()?, loc, &c, lapl);
+    if let Some(mapping) = (!allow_ext).then(peek).flatten() {
         return Err(super::layout_peek::refusal(&file_name(lock, loc), name, &mapping));
     }
     // SAFETY: valid C string; lock held.
@@ -376,11 +377,13 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
     unsafe {
         check(lock, super::compat::visit(file, cb, &mut names as *mut _ as *mut _), format_args!("listing the objects of `{fname}`"))?;
     }
+    // Read once for every object's layout peek (None: nothing is peeked, libhdf5 opens all).
+    let view = (!allow_ext).then(|| super::chunk_index::FileView::open(lock, file).ok()).flatten();
     let mut out = Vec::new();
     for n in names {
         let path = format!("/{n}");
         let c = CString::new(n.as_str()).unwrap_or_default();
-        if !allow_ext && super::layout_peek::virtual_mapping(lock, file, &c, H5P_DEFAULT).is_some() {
+        if view.as_ref().is_some_and(|v| super::layout_peek::virtual_mapping(lock, v, file, &c, H5P_DEFAULT).is_some()) {
             out.push(Listed { path, error: None }); // a dataset, refused when opened
             continue;
         }

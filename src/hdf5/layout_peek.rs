@@ -29,6 +29,7 @@ use std::ffi::CStr;
 use hdf5_sys::h5i::hid_t;
 
 use super::chunk_btree::{le, Reader};
+use super::chunk_index::FileView;
 use super::error::clear_stack;
 use super::lock::H5Lock;
 
@@ -40,16 +41,15 @@ const SOURCE_SAME_FILE: u8 = 0x01;
 /// When the object `name` (relative to `loc`, through the link access list `lapl`) is a
 /// dataset whose layout message says virtual, a description of its mapping for the refusal
 /// (source count and first source, or why vh5 could not read them); `None` when it is not
-/// virtual or vh5 cannot read its header (see the module docs). The caller holds the lock.
-pub fn virtual_mapping(lock: &H5Lock, loc: hid_t, name: &CStr, lapl: hid_t) -> Option<String> {
+/// virtual or vh5 cannot read its header (see the module docs). `view` is the file of `loc`
+/// ([`FileView::open`], once per file for a listing). The caller holds the lock.
+pub(super) fn virtual_mapping(lock: &H5Lock, view: &FileView, loc: hid_t, name: &CStr, lapl: hid_t) -> Option<String> {
     // SAFETY: valid id and C string; lock held.
     let Some((oh, _)) = (unsafe { super::compat::object_header(loc, name.as_ptr(), lapl) }) else {
         clear_stack(lock);
         return None;
     };
-    let (file, file_len, base) = super::chunk_index::open_file(lock, loc).ok()?;
-    let (sa, ss) = super::chunk_index::sizes(lock, loc).ok()?;
-    let r = Reader { file: &file, file_len, base, sa, ss };
+    let r = view.reader();
     let msg = r.layout_message(oh).ok()??;
     if msg.first().is_none_or(|&v| v < 4) || msg.get(1) != Some(&CLASS_VIRTUAL) {
         return None;
