@@ -103,6 +103,14 @@ impl ChunkIndex {
     /// The entry of the chunk with C-order linear index `linear`, `None` when it is not
     /// allocated.
     pub fn get(&self, linear: u64) -> Option<Entry> {
+        // Every chunk allocated (the common case): entry `linear` is at position `linear`
+        // (sorted, unique). Else a binary search (it was 11% of a whole read of 65,536
+        // chunks served from the decoded-chunk cache).
+        if let Some(&(k, e)) = usize::try_from(linear).ok().and_then(|i| self.entries.get(i)) {
+            if k == linear {
+                return Some(e);
+            }
+        }
         self.entries.binary_search_by_key(&linear, |e| e.0).ok().map(|i| self.entries[i].1)
     }
 
@@ -348,4 +356,27 @@ fn verify(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, idx: &ChunkIndex) -> std
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index(linears: &[u64]) -> ChunkIndex {
+        let entries = linears.iter().map(|&l| (l, Entry { offset: l * 10, size: 10, mask: 0 })).collect();
+        let file = File::open("/dev/null").expect("/dev/null");
+        ChunkIndex { entries, file, file_len: 0 }
+    }
+
+    #[test]
+    fn get_dense_and_sparse() {
+        let dense = index(&[0, 1, 2, 3]);
+        assert_eq!(dense.get(2).map(|e| e.offset), Some(20));
+        assert_eq!(dense.get(4), None);
+        // Sparse: position `linear` holds another chunk; the binary search finds the right one.
+        let sparse = index(&[1, 2, 5, 9]);
+        for (l, want) in [(0, None), (1, Some(10)), (2, Some(20)), (3, None), (5, Some(50)), (8, None), (9, Some(90)), (u64::MAX, None)] {
+            assert_eq!(sparse.get(l).map(|e| e.offset), want, "linear {l}");
+        }
+    }
 }
