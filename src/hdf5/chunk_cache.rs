@@ -9,9 +9,8 @@
 //! - **Thread-safe**: one mutex around the index; hits hand out an `Arc` of the bytes, so
 //!   scattering from a hit runs outside the mutex (and outside the libhdf5 lock), and an entry
 //!   evicted meanwhile stays alive until its last reader is done.
-//! - **Keyed** by the chunk's linear index on the grid, its stored size in the file (from the
-//!   chunk index, looked up on every fetch) and the memory form of the bytes (byte handling
-//!   and item size). The planner only gives a cache to datasets of files opened read-only
+//! - **Keyed** by the chunk's linear index on the grid and the memory form of the bytes (byte
+//!   handling and item size): a hit costs no libhdf5 call. The planner only gives a cache to datasets of files opened read-only
 //!   without SWMR (nothing in this process can change them: extent fixed, so the linear
 //!   index is stable); vh5's writes and `vh5_close` clear it anyway ([`ChunkCache::clear`]).
 //!   What another process writing the file leaves stale is in docs/ARCHITECTURE.md.
@@ -30,8 +29,6 @@ pub const DEFAULT_CACHE_BYTES: u64 = 16 << 20;
 pub struct CacheKey {
     /// C-order linear index of the chunk on the dataset's chunk grid.
     pub chunk: u64,
-    /// Stored (filtered) size in the file, bytes.
-    pub stored: u64,
     /// Memory form: 0 = the file's bytes, 1 = byte-swapped in words of `unit` bytes.
     pub form: u8,
     /// Item size (`form` 0) or swapped word size (`form` 1), bytes.
@@ -41,7 +38,7 @@ pub struct CacheKey {
 impl Hash for CacheKey {
     fn hash<H: Hasher>(&self, h: &mut H) {
         h.write_u64(self.chunk);
-        h.write_u64(self.stored ^ (u64::from(self.form) << 56) ^ (self.unit as u64).rotate_left(40));
+        h.write_u64((u64::from(self.form) << 56) ^ self.unit as u64);
     }
 }
 
@@ -168,7 +165,7 @@ mod tests {
     use super::*;
 
     fn k(chunk: u64) -> CacheKey {
-        CacheKey { chunk, stored: 100, form: 0, unit: 8 }
+        CacheKey { chunk, form: 0, unit: 8 }
     }
 
     #[test]
@@ -192,10 +189,9 @@ mod tests {
     }
 
     #[test]
-    fn key_includes_stored_size_and_form() {
+    fn key_includes_the_memory_form() {
         let c = ChunkCache::new(100);
         c.insert(k(1), vec![1; 8]);
-        assert!(c.get(&CacheKey { stored: 101, ..k(1) }).is_none());
         assert!(c.get(&CacheKey { form: 1, ..k(1) }).is_none());
         assert!(c.get(&CacheKey { unit: 4, ..k(1) }).is_none());
         // Same key replaces.

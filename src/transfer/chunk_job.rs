@@ -172,6 +172,15 @@ impl Fetcher<'_> {
         let n = sh.grid.ndim();
         let (coord, origin, extent) = sh.origin_extent(g);
         let mut job = Job { group: g, buf, raw_mask: None, hit: None, key: None, at: None };
+        // A hit needs no libhdf5 call: only chunks fetched stored and decoded by vh5 are kept.
+        let key = self.cache.map(|_| CacheKey { chunk: sh.plan.groups[g].0, form: self.form.0, unit: self.form.1 });
+        if let (Some(c), Some(k)) = (self.cache, &key) {
+            if let Some(hit) = c.get(k) {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                job.hit = Some(hit);
+                return Ok(job);
+            }
+        }
         // With the dataset's chunk index (only given for raw fetches): a chunk missing from it
         // is unallocated (the index was checked complete against libhdf5's count).
         let entry = sh.index.map(|ix| ix.get(sh.plan.groups[g].0));
@@ -181,15 +190,9 @@ impl Fetcher<'_> {
             None if self.raw_ok => chunk_state(l, self.dset, &origin[..n]),
             None => ChunkState::Unknown,
         };
-        if let (Some(c), ChunkState::Stored { size }) = (self.cache, state) {
-            let key = CacheKey { chunk: sh.plan.groups[g].0, stored: size, form: self.form.0, unit: self.form.1 };
-            if let Some(hit) = c.get(&key) {
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                job.hit = Some(hit);
-                return Ok(job);
-            }
+        if let (Some(k), ChunkState::Stored { .. }) = (key, state) {
             self.misses.fetch_add(1, Ordering::Relaxed);
-            job.key = self.keep.then_some(key);
+            job.key = self.keep.then_some(k);
         }
         match state {
             ChunkState::Stored { size, .. } if size > self.fsize => {
