@@ -82,7 +82,8 @@ if [ -n "$h5py_prefix" ] && grep -Eq '^#define H5_VERS_MAJOR[[:space:]]+2\b' "$h
   VH5_HDF5_DIR="$h5py_prefix" bash scripts/build_h5py_lib.sh target/h5py
   VH5_LIBRARY="$PWD/target/h5py/libvh5_h5py.so" python3 -m pytest -q -rs \
     tests/python/test_py_h5py_bound.py tests/python/test_versioned_hdf5_suite.py tests/python/test_py_compat_versioned.py \
-    tests/python/test_py_h5py_api.py tests/python/test_read_h5py.py tests/python/test_py_newer_format.py tests/python/test_py_edge.py
+    tests/python/test_py_h5py_api.py tests/python/test_read_h5py.py tests/python/test_py_newer_format.py tests/python/test_py_edge.py \
+    tests/python/test_dask.py
 else
   echo "== h5py-bound build: SKIP (no HDF5 2.x prefix: set VH5_HDF5_DIR=<prefix> or run scripts/build_hdf5.sh)"
 fi

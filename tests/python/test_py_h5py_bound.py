@@ -358,3 +358,42 @@ def test_shim_fallbacks_are_counted_by_reason_and_strict_mode_refuses_them(monke
     with pytest.raises(shim.FallbackError, match="object"):
         shim.read_many_slices(src, dst, [[1]], [[0]], [[2]])
     assert shim.fallback_count == n
+
+
+# ------------------------------------------------------------------ Dask on h5py's own ids
+
+
+@bound
+def test_dask_of_h5py_dataset_uses_its_id_in_process_and_reopens_by_path_when_pickled(tmp_path):
+    """vh5.dask on an h5py dataset (bound build): tasks in this process read through the
+    h5py dataset's own id — an in-memory file and unflushed writes read as h5py sees them —
+    and the graph pickles as a lazy handle that reopens the file by path (refused, naming
+    the reason, for a file that has no path)."""
+    import pickle
+
+    da = pytest.importorskip("dask.array")
+    import vh5.dask
+
+    data = np.arange(60 * 7, dtype="f8").reshape(60, 7)
+    rows = np.array([[50, 2], [3, 0], [17, 4]], dtype=np.int64)
+    # In-memory (core driver, no backing store): nothing on disk to reopen.
+    with h5py.File("mem.h5", "w", driver="core", backing_store=False) as hf:
+        d = hf.create_dataset("x", data=data, chunks=(8, 7))
+        x = vh5.dask.from_dataset(d, chunks=(16, 7))
+        np.testing.assert_array_equal(x.compute(scheduler="threads"), data)
+        g = vh5.dask.gather(d, rows, count=(3, 3))
+        want = np.stack([data[r : r + 3, c : c + 3] for r, c in rows.tolist()])
+        np.testing.assert_array_equal(g.compute(scheduler="sync"), want)
+        with pytest.raises(vh5.UnsupportedError, match="in-memory|core"):
+            pickle.dumps(x)
+    # On disk, written and not flushed: seen in process; pickled it reopens by path (the
+    # file flushed first, so the other side sees the same values).
+    path = tmp_path / "w.h5"
+    with h5py.File(path, "w") as hf:
+        d = hf.create_dataset("x", data=np.zeros_like(data), chunks=(8, 7))
+        d[...] = data
+        x = vh5.dask.from_dataset(d)
+        np.testing.assert_array_equal(x.compute(scheduler="threads"), data)
+        y = pickle.loads(pickle.dumps(x))
+        np.testing.assert_array_equal(y[5:9].compute(scheduler="sync"), data[5:9])
+    assert isinstance(da.Array, type)

@@ -190,6 +190,15 @@ class H5pyFileName:
                 self._name = "<closed h5py file>"
         return self._name
 
+    @property
+    def file_id(self) -> int:
+        """The libhdf5 id of the h5py file (-1 when closed): the same for every dataset
+        object h5py hands out of one open file."""
+        try:
+            return int(self._src.file.id.id)
+        except Exception:  # noqa: BLE001 - a closed h5py file
+            return -1
+
     def __repr__(self) -> str:
         return f"<h5py file {self.filename!r}>"
 

@@ -114,8 +114,35 @@ def reduce_file(f: File):
     return (_rebuild_file, (key, allowed))
 
 
+#: Datasets that pickle as something else: dataset -> function giving the object to pickle
+#: in its place (see :func:`pickle_as`).
+_PICKLE_AS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def pickle_as(d: Dataset, stand_in) -> None:
+    """Make ``d`` pickle as ``stand_in()`` (called when pickled; may raise to refuse): a
+    dataset on an id vh5 cannot reopen as such in another process (an h5py dataset adopted by
+    the h5py-bound build) travels as a lazy handle reopened by path."""
+    _PICKLE_AS[d] = stand_in
+
+
+def has_stand_in(d) -> bool:
+    """Whether :func:`pickle_as` was called on ``d``."""
+    try:
+        return d in _PICKLE_AS
+    except TypeError:
+        return False
+
+
+def _identity(x):
+    return x
+
+
 def reduce_dataset(d: Dataset):
     """``Dataset.__reduce__``: (rebuild function, arguments)."""
+    stand_in = _PICKLE_AS.get(d)
+    if stand_in is not None:
+        return (_identity, (stand_in(),))
     key = file_key(d.file)
     allowed = _allowed(d)
     if key[1] != "r" and not allowed:

@@ -15,7 +15,9 @@ filesystem), and the file must not change while a computation runs (a worker tha
 different shape, dtype or chunk shape refuses with :class:`vh5.InvalidHandleError`). A worker
 that cannot open the file raises vh5's error naming the path, the process and the host.
 Writable (``"r+"``) datasets are refused when the graph is sent to other processes unless
-:func:`vh5.allow_pickling` was called on them.
+:func:`vh5.allow_pickling` was called on them. With the h5py-bound build an h5py dataset is
+read through its own id by tasks in the calling process (nothing reopened) and reopened by
+path only in other processes.
 
 Arrays are delivered as :func:`vh5.read_many_slices` delivers them: native byte order (a
 big-endian ``>f4`` dataset gives a ``float32`` Dask array; h5py would give ``>f4``, the
@@ -163,9 +165,12 @@ def from_dataset(dset, chunks="auto", *, name=None, inline_array: bool = False):
     """A ``dask.array.Array`` of the whole dataset, each block read by vh5 where it runs.
 
     Args:
-        dset: a :class:`vh5.Dataset` or an ``h5py.Dataset`` (reopened by file and dataset
-            name, as :func:`vh5.read_many_slices` does). The array keeps its own lazy
-            handle: closing ``dset`` afterwards does not invalidate it.
+        dset: a :class:`vh5.Dataset` or an ``h5py.Dataset``. The array keeps its own lazy
+            handle: closing ``dset`` afterwards does not invalidate it. An h5py dataset is
+            reopened by file and dataset name with the linked build; with the h5py-bound build
+            tasks in this process read through its own id (in-memory files, unflushed
+            writes), and a graph sent to other processes reopens the file by path there
+            (pickling refuses a file with no path, such as an in-memory one).
         chunks: ``"auto"`` (default): blocks of about Dask's ``array.chunk-size`` whose
             boundaries are on the HDF5 chunk grid, so no chunk is decoded by two tasks
             (contiguous datasets: Dask's plain ``"auto"``). Or anything
