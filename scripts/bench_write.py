@@ -18,7 +18,8 @@ numpy -> numpy: 10,000 rows of 10x10 from a float64 source at random positions i
 cache) and 2000x2000 (32 MB: random reads from memory). vh5 = ``vh5.copy_many_slices``
 (Python call included).
 
-Usage: python3 scripts/bench_write.py [--repeat 5] [--nslices 10000] [--out FILE.md]
+Usage: python3 scripts/bench_write.py [--repeat 5] [--nslices 10000] [--cases all|copies|writes]
+[--out FILE.md]
 Needs target/release/libvh5.so (cargo build --release) or env VH5_LIBRARY.
 Exit status 1 if a result differs or a target is missed (writes: vh5 at least as fast;
 gzip: faster; copies: at least 10x faster).
@@ -131,11 +132,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--nslices", type=int, default=10000)
+    ap.add_argument("--cases", choices=("all", "copies", "writes"), default="all", help="run only the memory copies or only the writes")
     ap.add_argument("--out")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="vh5-bench-write-")
     try:
-        rows = bench_copies(args.repeat, args.nslices) + bench_writes(tmp, args.repeat, args.nslices)
+        rows = []
+        if args.cases != "writes":
+            rows += bench_copies(args.repeat, args.nslices)
+        if args.cases != "copies":
+            rows += bench_writes(tmp, args.repeat, args.nslices)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     lines = [
