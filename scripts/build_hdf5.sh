@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the HDF5 2.x source that cargo's `static-hdf5` feature compiles (vendored in the
-# hdf5-metno-src crate of Cargo.lock) as a SHARED library into a cache directory, so vh5 can
+# hdf5-metno-src crate of Cargo.lock), or with `--version 1.14` an HDF5 1.14.6 source, as a
+# SHARED library into a cache directory, so vh5 can
 # be built and tested against it:
 #
 #   prefix=$(bash scripts/build_hdf5.sh | tail -n 1)
@@ -11,6 +12,12 @@
 # built. The build (about 3 minutes on 2 idle cores) logs to <cache>/hdf5-<version>.log.
 #
 # Usage: scripts/build_hdf5.sh             build (or reuse) the shared HDF5, print its prefix
+#        scripts/build_hdf5.sh --version 1.14
+#                                          the same for HDF5 1.14.6 instead: the source
+#                                          vendored in the hdf5-metno-src crate 0.9.5 (pinned
+#                                          below with its sha256, fetched with cargo), the HDF5
+#                                          series h5py 3.12 .. 3.15 wheels bundle (for the
+#                                          h5py-bound build of scripts/build_h5py_lib.sh)
 #        scripts/build_hdf5.sh --cmake-dir print a directory holding a cmake >= 3.26 (the
 #                                          version HDF5 2.x needs; also what
 #                                          `cargo build --features static-hdf5` needs on PATH)
@@ -53,18 +60,53 @@ cmake_dir() {
 }
 
 if [ "${1:-}" = "--cmake-dir" ]; then cmake_dir; exit 0; fi
-[ $# = 0 ] || { echo "usage: $0 [--cmake-dir]" >&2; exit 2; }
+SERIES=2
+if [ "${1:-}" = "--version" ] && [ $# = 2 ]; then SERIES=$2; shift 2; fi
+[ $# = 0 ] || { echo "usage: $0 [--version 2|1.14] | --cmake-dir" >&2; exit 2; }
 
-# The vendored source: hdf5-metno-src, as locked (cargo fetch downloads every locked crate).
-cargo fetch --locked >&2
-SRC_CRATE=$(cargo metadata --format-version 1 --locked --offline --features static-hdf5 |
-  python3 -c 'import json, sys, os
+# HDF5 1.14: the source vendored in an older hdf5-metno-src (0.9.5: HDF5 1.14.6), pinned by
+# version and by the sha256 of its .crate. cargo fetches it like any dependency, through a
+# throw-away manifest in the cache (and checks the registry's checksum too).
+SRC114_CRATE=hdf5-metno-src
+SRC114_VERSION=0.9.5
+SRC114_SHA256=36b0303729f84fb0f2dc510d28b64cb716fb13e6a139a17e88db329123ecff82
+
+# crate_dir MANIFEST_DIR [ARGS]: the unpacked hdf5-metno-src of that manifest's dependencies.
+crate_dir() {
+  cargo metadata --format-version 1 --offline --manifest-path "$1/Cargo.toml" "${@:2}" |
+    python3 -c 'import json, sys, os
 m = json.load(sys.stdin)
-print(next(os.path.dirname(p["manifest_path"]) for p in m["packages"] if p["name"] == "hdf5-metno-src"))')
+print(next(os.path.dirname(p["manifest_path"]) for p in m["packages"] if p["name"] == "hdf5-metno-src"))'
+}
+
+case "$SERIES" in
+  2)
+    # The vendored source: hdf5-metno-src, as locked (cargo fetch downloads every locked crate).
+    cargo fetch --locked >&2
+    SRC_CRATE=$(crate_dir . --locked --features static-hdf5)
+    ;;
+  1.14)
+    fetch="$CACHE/fetch-$SRC114_CRATE-$SRC114_VERSION"
+    mkdir -p "$fetch/src"
+    printf '[package]\nname = "vh5-hdf5-source"\nversion = "0.0.0"\nedition = "2021"\npublish = false\n\n[dependencies]\n%s = "=%s"\n' \
+      "$SRC114_CRATE" "$SRC114_VERSION" >"$fetch/Cargo.toml"
+    : >"$fetch/src/lib.rs"
+    cargo fetch --manifest-path "$fetch/Cargo.toml" >&2
+    SRC_CRATE=$(crate_dir "$fetch")
+    packed=$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/"$SRC114_CRATE-$SRC114_VERSION.crate" | head -n 1)
+    sum=$(sha256sum "$packed" | cut -d' ' -f1)
+    [ "$sum" = "$SRC114_SHA256" ] || { log "$packed: sha256 $sum, expected $SRC114_SHA256"; exit 1; }
+    ;;
+  *) echo "$0: --version takes 2 (the locked HDF5 2.x, the default) or 1.14" >&2; exit 2 ;;
+esac
 SRC="$SRC_CRATE/ext/hdf5"
 [ -f "$SRC/CMakeLists.txt" ] || { log "no HDF5 source at $SRC"; exit 1; }
 ver() { sed -n "s/^#define H5_VERS_$1 *\([0-9]*\).*/\1/p" "$SRC/src/H5public.h" | head -n 1; }
 VERSION="$(ver MAJOR).$(ver MINOR).$(ver RELEASE)"
+case "$SERIES/$VERSION" in
+  2/2.*|1.14/1.14.*) ;;
+  *) log "$SRC holds HDF5 $VERSION, not the $SERIES series asked for"; exit 1 ;;
+esac
 PREFIX="$CACHE/hdf5-$VERSION"
 
 OPTIONS=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_LIBDIR=lib
@@ -72,6 +114,13 @@ OPTIONS=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INS
   -DHDF5_BUILD_EXAMPLES=OFF -DHDF5_BUILD_HL_LIB=OFF -DHDF5_BUILD_CPP_LIB=OFF -DHDF5_BUILD_FORTRAN=OFF
   -DHDF5_BUILD_JAVA=OFF -DHDF5_ENABLE_ZLIB_SUPPORT=ON -DHDF5_ENABLE_SZIP_SUPPORT=ON
   -DHDF5_ENABLE_DEPRECATED_SYMBOLS=ON -DHDF5_NO_PACKAGES=ON)
+if [ "$SERIES" = 1.14 ]; then
+  # 1.14 spells the zlib option HDF5_ENABLE_Z_LIB_SUPPORT, would build utilities whose sources
+  # the crate leaves out, and finds libaec (szip) only through a CMake package config, which
+  # Debian's libaec-dev does not ship: libaec_DIR names a minimal one, written into the build
+  # directory (below) for the system's libsz/libaec.
+  OPTIONS+=(-DHDF5_ENABLE_Z_LIB_SUPPORT=ON -DHDF5_BUILD_UTILS=OFF -Dlibaec_DIR=@BUILD@/libaec-config)
+fi
 # What the prefix was built from; a different source or option list rebuilds it.
 STAMP="source $(basename "$SRC_CRATE"); options ${OPTIONS[*]}"
 if [ -f "$PREFIX/.vh5-build" ] && [ "$(cat "$PREFIX/.vh5-build")" = "$STAMP" ] && [ -e "$PREFIX/lib/libhdf5.so" ]; then
@@ -83,6 +132,28 @@ CMAKE="$(cmake_dir)/cmake"
 BUILD=$(mktemp -d "$CACHE/build-$VERSION.XXXXXX")
 LOG="$CACHE/hdf5-$VERSION.log"
 trap 'rm -rf "$BUILD"' EXIT
+OPTIONS=("${OPTIONS[@]//@BUILD@/$BUILD}")
+if [ "$SERIES" = 1.14 ]; then
+  # What HDF5 1.14's CMakeFilters.cmake uses of a libaec package: libaec_FOUND,
+  # SZIP_INCLUDE_DIR and the targets libaec::sz and libaec::aec.
+  sz_h=$(echo '#include <szlib.h>' | cc -E -H -x c - 2>&1 >/dev/null | sed -n 's/^\. //p' | head -n 1)
+  sz_so=$(cc -print-file-name=libsz.so)
+  aec_so=$(cc -print-file-name=libaec.so)
+  if [ -f "$sz_h" ] && [ -f "$sz_so" ] && [ -f "$aec_so" ]; then
+    mkdir -p "$BUILD/libaec-config"
+    inc=$(dirname "$sz_h")
+    cat >"$BUILD/libaec-config/libaec-config.cmake" <<CONFIG
+set(libaec_FOUND TRUE)
+set(SZIP_INCLUDE_DIR "$inc")
+add_library(libaec::aec SHARED IMPORTED)
+set_target_properties(libaec::aec PROPERTIES IMPORTED_LOCATION "$aec_so" INTERFACE_INCLUDE_DIRECTORIES "$inc")
+add_library(libaec::sz SHARED IMPORTED)
+set_target_properties(libaec::sz PROPERTIES IMPORTED_LOCATION "$sz_so" INTERFACE_INCLUDE_DIRECTORIES "$inc")
+CONFIG
+  else
+    log "libaec development files not found: HDF5 $VERSION is built without szip (scripts/setup.sh installs libaec-dev)"
+  fi
+fi
 log "building HDF5 $VERSION from $SRC into $PREFIX with $("$CMAKE" --version | head -n 1) (log: $LOG)"
 start=$(date +%s)
 rm -rf "$PREFIX"

@@ -45,6 +45,14 @@ impl Rng {
     }
 }
 
+/// Held while a child process of this binary runs, and while the soak makes the files its
+/// threads then open read-write. libhdf5 opens files without `O_CLOEXEC` and locks them
+/// (`flock`, on the open file description): a child started while such a file is open
+/// inherits the descriptor, and with it the lock, until it exits, and a later read-write open
+/// of that file then fails ("unable to lock file, errno = 11"; seen with libhdf5 1.14.6 when
+/// the tests of this binary run in parallel).
+static CHILDREN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// One dataset of the soak: where it is, what it holds (native bytes, C order).
 struct Ds {
     path: std::path::PathBuf,
@@ -312,8 +320,10 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
         .collect();
 
     // One writable gzip file per soak thread (writes of different threads go to different
-    // files; each thread checks its file against its own model after every write).
+    // files; each thread checks its file against its own model after every write). Made while
+    // no child process of this binary is started (`CHILDREN`).
     let wshape = [60u64, 80];
+    let no_children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
     let writable: Vec<(std::path::PathBuf, Vec<u8>)> = (0..nthreads)
         .map(|tid| {
             let p = tmp.path(&format!("w{tid}.h5"));
@@ -326,6 +336,7 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
             (p, data)
         })
         .collect();
+    drop(no_children);
 
     // Watchdog: a deadlock must fail the run, not hang CI.
     let done = std::sync::Arc::new(AtomicBool::new(false));
@@ -560,6 +571,7 @@ fn threads_the_system_refuses_are_not_an_error() {
         s.chunk = Some(vec![32, 64]); // 512 chunks: up to 511 workers asked for
         s.gzip = Some(1);
         s.shuffle = true;
+        let _no_files_made = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
         create_file(&p, &[s]);
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "threads_the_system_refuses_are_not_an_error", "--nocapture", "--test-threads=1"])

@@ -18,11 +18,15 @@ Environment:
 
   * ``libvh5.so`` and ``vh5`` (e.g. ``target/release`` after ``cargo build --release --locked``;
     used by the tests to install quickly): linked to a libhdf5 of the system, as a source build;
-  * or the *h5py-bound* pair ``libvh5_h5py.so`` and ``vh5_h5py`` with ``hdf5_version``
-    (``target/h5py``, written by ``scripts/build_h5py_lib.sh``; ``scripts/build_wheel.sh``):
-    no libhdf5 of their own; their HDF5 symbols resolve against the libhdf5 that h5py loaded,
-    so the wheel requires h5py with that HDF5 major version (``HDF5_H5PY`` below). The HDF5
-    version they were compiled against is packaged as ``vh5/libvh5_h5py.hdf5_version``.
+  * or the *h5py-bound* builds (``target/h5py``, written by ``scripts/build_h5py_lib.sh``;
+    ``scripts/build_wheel.sh``): for each HDF5 series built, the pair
+    ``libvh5_h5py<suffix>.so`` and ``vh5_h5py<suffix>`` with ``libvh5_h5py<suffix>.hdf5_version``
+    (suffix ``""``: HDF5 2.x, whose version file may also be called ``hdf5_version``;
+    ``"_1_14"``: HDF5 1.14). No libhdf5 of their own; their HDF5 symbols resolve against the
+    libhdf5 that h5py loaded, so the wheel requires an h5py whose wheels bundle one of those
+    HDF5 series (``HDF5_H5PY`` below); the Python loader picks the build of h5py's series.
+    The HDF5 version each was compiled against is packaged as
+    ``vh5/libvh5_h5py<suffix>.hdf5_version``.
 """
 
 import os
@@ -74,26 +78,58 @@ def cargo_features():
 
 EXE_NAME = "vh5.exe" if sys.platform == "win32" else "vh5"
 PREBUILT = os.environ.get("VH5_PREBUILT_DIR")
-# The h5py-bound build: the Python loader and the vh5 launcher recognise it by these names.
-H5PY_LIB, H5PY_EXE, H5PY_VERSION = "libvh5_h5py.so", "vh5_h5py", "hdf5_version"
-# HDF5 major version -> the h5py whose PyPI wheels bundle a libhdf5 of that major version.
-HDF5_H5PY = {2: "h5py>=3.16"}
+# The h5py-bound builds, one per HDF5 series: the Python loader and the vh5 launcher recognise
+# them by these names (file-name suffix -> series).
+H5PY_SUFFIXES = {"": "2", "_1_14": "1.14"}
+# HDF5 series -> the h5py releases whose PyPI wheels bundle a libhdf5 of that series, as
+# (first, first after); None: no upper bound. The ranges are adjacent, so any set of them
+# joins into one requirement.
+HDF5_H5PY = {"2": ((3, 16), None), "1.14": ((3, 12), (3, 16))}
 BASE_REQUIRES = ["numpy>=1.22"]
+
+
+def _series_of(version):
+    """"2" for HDF5 2.x.y, "1.14" for 1.14.x (the loader's vh5._h5pybind.hdf5_series)."""
+    parts = version.split(".")
+    if not parts[0].isdigit():
+        return None
+    return parts[0] if int(parts[0]) >= 2 else ".".join(parts[:2])
+
+
+def _h5py_requirement(series):
+    """The h5py requirement covering the h5py releases of every HDF5 series in ``series``."""
+    lo = min(HDF5_H5PY[s][0] for s in series)
+    his = [HDF5_H5PY[s][1] for s in series]
+    spec = "h5py>={}.{}".format(*lo)
+    return spec if None in his else spec + ",<{}.{}".format(*max(his))
+
+
+def prebuilt_bound_files():
+    """({source: name in the package}, [HDF5 series]) of the h5py-bound builds in VH5_PREBUILT_DIR."""
+    files, series = {}, []
+    for suffix, want in H5PY_SUFFIXES.items():
+        lib, exe = f"libvh5_h5py{suffix}.so", f"vh5_h5py{suffix}"
+        if not os.path.isfile(os.path.join(PREBUILT, lib)):
+            continue
+        vfile = f"libvh5_h5py{suffix}.hdf5_version"
+        vsrc = vfile if os.path.isfile(os.path.join(PREBUILT, vfile)) or suffix else "hdf5_version"
+        missing = [n for n in (exe, vsrc) if not os.path.isfile(os.path.join(PREBUILT, n))]
+        if missing:
+            sys.exit(f"vh5: VH5_PREBUILT_DIR={PREBUILT} holds {lib} but not {', '.join(missing)} (bash scripts/build_h5py_lib.sh writes all three)")
+        with open(os.path.join(PREBUILT, vsrc)) as f:
+            version = f.read().strip()
+        if _series_of(version) != want:
+            sys.exit(f"vh5: {PREBUILT}/{lib} was built against HDF5 {version!r}; its name says HDF5 {want}.x")
+        files.update({lib: lib, exe: exe, vsrc: vfile})
+        series.append(want)
+    return files, series
 
 
 def prebuilt_files():
     """(files to package as {source: name in the package}, install_requires) of VH5_PREBUILT_DIR."""
-    if os.path.isfile(os.path.join(PREBUILT, H5PY_LIB)):
-        files = {H5PY_LIB: H5PY_LIB, H5PY_EXE: H5PY_EXE, H5PY_VERSION: "libvh5_h5py.hdf5_version"}
-        missing = [n for n in files if not os.path.isfile(os.path.join(PREBUILT, n))]
-        if missing:
-            sys.exit(f"vh5: VH5_PREBUILT_DIR={PREBUILT} holds {H5PY_LIB} but not {', '.join(missing)} (bash scripts/build_h5py_lib.sh writes all three)")
-        with open(os.path.join(PREBUILT, H5PY_VERSION)) as f:
-            version = f.read().strip()
-        major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else None
-        if major not in HDF5_H5PY:
-            sys.exit(f"vh5: {PREBUILT}/{H5PY_LIB} was built against HDF5 {version!r}; no h5py release bundles that major version")
-        return files, BASE_REQUIRES + [HDF5_H5PY[major]]
+    bound, series = prebuilt_bound_files()
+    if bound:
+        return bound, BASE_REQUIRES + [_h5py_requirement(series)]
     files = {LIB_NAME: LIB_NAME, EXE_NAME: EXE_NAME}
     for name in files:
         if not os.path.isfile(os.path.join(PREBUILT, name)):
@@ -109,7 +145,7 @@ class build_py_with_prebuilt(build_py):
         for src, name in prebuilt_files()[0].items():
             dst = os.path.join(self.build_lib, "vh5", name)
             self.copy_file(os.path.join(PREBUILT, src), dst)
-            if name in (EXE_NAME, H5PY_EXE):
+            if name == EXE_NAME or name.startswith("vh5_h5py"):
                 os.chmod(dst, 0o755)
 
 

@@ -185,12 +185,13 @@ pub unsafe fn object_type(loc: hid_t, name: *const c_char, lapl: hid_t) -> Optio
 }
 
 /// The id of libhdf5's default file driver, sec2 (C's `H5FD_SEC2`): `H5FD_sec2_init()`
-/// (registers the driver on first use) before 1.14; the global `H5FD_SEC2_id_g`, set when the
-/// library initialises, from 1.14 on (the init function is no longer exported).
+/// (registers the driver on first use) on 1.x, 1.14 included (its `H5FD_SEC2` is
+/// `H5FDperform_init(H5FD_sec2_init)`); the global `H5FD_SEC2_id_g`, set when the library
+/// initialises, from 2.0 on (the init function is no longer exported).
 ///
 /// # Safety
 /// libhdf5 is initialised (an id of it is open) and the caller holds the libhdf5 lock.
-#[cfg(not(hdf5_1_14))]
+#[cfg(not(hdf5_2))]
 pub unsafe fn sec2_driver_id() -> hid_t {
     extern "C" {
         fn H5FD_sec2_init() -> hid_t;
@@ -199,11 +200,11 @@ pub unsafe fn sec2_driver_id() -> hid_t {
     unsafe { H5FD_sec2_init() }
 }
 
-/// [`sec2_driver_id`] from libhdf5 1.14 on: the global `H5FD_SEC2_id_g`.
+/// [`sec2_driver_id`] from libhdf5 2.0 on: the global `H5FD_SEC2_id_g`.
 ///
 /// # Safety
-/// As above.
-#[cfg(hdf5_1_14)]
+/// As for the 1.x function of this name.
+#[cfg(hdf5_2)]
 pub unsafe fn sec2_driver_id() -> hid_t {
     extern "C" {
         static H5FD_SEC2_id_g: hid_t;

@@ -14,7 +14,10 @@ import vh5  # noqa: E402
 from vh5.compat import versioned_hdf5 as shim  # noqa: E402
 
 h5py = pytest.importorskip("h5py")
-slicetools = pytest.importorskip("versioned_hdf5.slicetools")
+slicetools = pytest.importorskip(
+    "versioned_hdf5.slicetools",
+    reason=f"versioned-hdf5 is not installed (2.6.0 requires h5py 3.16, HDF5 2.x; this h5py {h5py.__version__} runs HDF5 {h5py.version.hdf5_version})",
+)
 from hypothesis import HealthCheck, event, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

@@ -28,6 +28,8 @@ bound = pytest.mark.skipif(
     reason="needs VH5_LIBRARY=target/h5py/libvh5_h5py.so (the h5py-bound build)",
 )
 LIBVERS = ["earliest", "v110", "v112", "v114", "v200", "latest"]
+#: The first libhdf5 that knows a libver bound (h5py passes it on: an older one has no name for it).
+LIBVER_HDF5 = {"v110": (1, 10), "v112": (1, 12), "v114": (1, 14), "v200": (2, 0)}
 
 
 def _read(src, shape, start=None, count=None, dtype=None):
@@ -127,6 +129,65 @@ def test_major_version_mismatch_is_refused_naming_both():
     _h5pybind.check_versions(_FakeLib((2, 2, 0), (2, 0, 0)), "libvh5_h5py.so", "/h5py.libs/libhdf5.so", h5py)
 
 
+def test_hdf5_1_x_must_match_major_and_minor():
+    # 1.x minor releases changed the API and ABI: a 1.14 build runs on any 1.14.x only.
+    ok = [((1, 14, 6), (1, 14, 6)), ((1, 14, 6), (1, 14, 2)), ((1, 14, 4), (1, 14, 6))]
+    for built, running in ok:
+        _h5pybind.check_versions(_FakeLib(built, running), "libvh5_h5py_1_14.so", "/h5py.libs/libhdf5.so", h5py)
+    for built, running in [((1, 14, 6), (1, 12, 2)), ((1, 14, 6), (1, 10, 8)), ((1, 14, 6), (2, 0, 0)), ((2, 2, 0), (1, 14, 6))]:
+        with pytest.raises(ImportError) as e:
+            _h5pybind.check_versions(_FakeLib(built, running), "libvh5_h5py_1_14.so", "/h5py.libs/libhdf5.so", h5py)
+        b, r = (".".join(map(str, v)) for v in (built, running))
+        assert b in str(e.value) and r in str(e.value) and "series differ" in str(e.value), str(e.value)
+
+
+def test_series_of_versions_and_file_names():
+    assert _h5pybind.hdf5_series((2, 0, 0)) == _h5pybind.hdf5_series("2.2.0") == "2"
+    assert _h5pybind.hdf5_series((1, 14, 6)) == _h5pybind.hdf5_series("1.14.2") == "1.14"
+    assert _h5pybind.hdf5_series((1, 12, 2)) == "1.12" and _h5pybind.hdf5_series("?") == "?"
+    assert _h5pybind.library_series("/x/libvh5_h5py.so") == "2"
+    assert _h5pybind.library_series("vh5/libvh5_h5py_1_14.so") == "1.14"
+    assert _h5pybind.library_series("libvh5_h5py_3.so") == "3"
+    assert _h5pybind.library_series("libvh5_h5py_x.so") == _h5pybind.library_series("libvh5.so") == "?"
+
+
+class _FakeH5py:
+    """The parts of h5py that pick() reads: a version and the file of its libhdf5."""
+
+    def __init__(self, version):
+        self.__version__ = "9.9"
+        self.__file__ = h5py.__file__
+        self.version = type("v", (), {"hdf5_version_tuple": version})
+
+
+def test_pick_chooses_the_build_of_h5pys_hdf5_series_or_names_them_all():
+    both = ["/p/vh5/libvh5_h5py.so", "/p/vh5/libvh5_h5py_1_14.so"]
+    assert _h5pybind.pick(both, _FakeH5py((2, 0, 0))) == both[0]
+    assert _h5pybind.pick(both, _FakeH5py((1, 14, 2))) == both[1]
+    assert _h5pybind.pick(both[1:], _FakeH5py((1, 14, 6))) == both[1]
+    with pytest.raises(ImportError) as e:
+        _h5pybind.pick(both, _FakeH5py((1, 12, 2)))
+    msg = str(e.value)
+    assert "1.12.2" in msg and both[0] in msg and both[1] in msg and "HDF5 1.14.x" in msg and "HDF5 2.x" in msg, msg
+    with pytest.raises(ImportError, match=r"libvh5_h5py\.so \(HDF5 2\.x\)"):
+        _h5pybind.pick(both[:1], _FakeH5py((1, 14, 6)))
+
+
+def test_installed_package_loads_the_build_of_h5pys_series(tmp_path):
+    # The package directory of a wheel holding both builds (empty stand-in files: only the
+    # choice is tested here; tests/python/test_wheel.py installs real ones).
+    from vh5 import _lib
+
+    for name in ("libvh5_h5py.so", "libvh5_h5py_1_14.so", "__init__.py"):
+        (tmp_path / name).write_bytes(b"")
+    want = "libvh5_h5py.so" if h5py.version.hdf5_version_tuple[0] >= 2 else "libvh5_h5py_1_14.so"
+    if _h5pybind.h5py_hdf5_series(h5py) not in ("2", "1.14"):
+        with pytest.raises(ImportError, match="other HDF5 series"):
+            _lib._installed_library(tmp_path)
+    else:
+        assert _lib._installed_library(tmp_path) == str(tmp_path / want)
+
+
 @bound
 def test_h5py_libhdf5_is_found_and_not_loaded_twice():
     path = _h5pybind.h5py_libhdf5_path(h5py)
@@ -189,6 +250,9 @@ def test_dataset_from_hdf5_id_with_vh5s_own_ids(tmp_path):
 @bound
 @pytest.mark.parametrize("libver", LIBVERS)
 def test_libver_files_read_and_written_through_vh5(tmp_path, libver):
+    need = LIBVER_HDF5.get(libver, (0, 0))
+    if tuple(h5py.version.hdf5_version_tuple[:2]) < need:
+        pytest.skip(f"libver={libver!r} needs HDF5 >= {need[0]}.{need[1]}; this h5py {h5py.__version__} runs HDF5 {h5py.version.hdf5_version}")
     p = str(tmp_path / f"{libver}.h5")
     rng = np.random.default_rng(5)
     a = rng.normal(size=(40, 30))
@@ -341,7 +405,10 @@ def test_h5py_and_vh5_threads_share_the_library(tmp_path):
 
 
 def test_shim_fallbacks_are_counted_by_reason_and_strict_mode_refuses_them(monkeypatch):
-    pytest.importorskip("versioned_hdf5")
+    pytest.importorskip(
+        "versioned_hdf5",
+        reason=f"versioned-hdf5 is not installed (2.6.0 requires h5py 3.16, HDF5 2.x; this h5py {h5py.__version__} runs HDF5 {h5py.version.hdf5_version})",
+    )
     from vh5.compat import versioned_hdf5 as shim
 
     monkeypatch.delenv("VH5_COMPAT_STRICT", raising=False)

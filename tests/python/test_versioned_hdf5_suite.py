@@ -28,11 +28,14 @@ from urllib.parse import urljoin
 import pytest
 from vh5._lib import lib
 
-pytest.importorskip("h5py")
-vh = pytest.importorskip("versioned_hdf5")
+h5py = pytest.importorskip("h5py")
+VERSION = "2.6.0"
+vh = pytest.importorskip(
+    "versioned_hdf5",
+    reason=f"versioned-hdf5 is not installed ({VERSION} requires h5py 3.16, HDF5 2.x; this h5py {h5py.__version__} runs HDF5 {h5py.version.hdf5_version})",
+)
 
 REPO = Path(__file__).resolve().parents[2]
-VERSION = "2.6.0"
 SDIST_DIR = Path(os.environ.get("VH5_VERSIONED_SDIST_DIR", REPO / "target" / "versioned-hdf5-sdist"))
 FILES = ["tests/test_slicetools.py", "tests/test_staged_changes.py"]
 DOCUMENTED = {"object", "stringdtype"}

@@ -11,10 +11,15 @@ neither VH5_LIBRARY nor VH5_CLI set:
   a representative part of the Python test suite runs against the installed package
   (``VH5_TEST_INSTALLED=1``, see conftest.py).
 
+When the wheel also holds the HDF5 1.14 pair (an HDF5 1.14 prefix was found, see
+scripts/build_wheel.sh), it is installed into a second fresh venv with h5py 3.12 .. 3.15
+(HDF5 1.14) too, and the library and tool of that series must be the ones used there.
+
 Slow (it builds the h5py-bound library and the wheel, and pip-installs numpy and h5py: a few
 minutes on a cold machine), but part of the test command. Skipped, with the reason, when no
 HDF5 2.x installation is found (``VH5_HDF5_DIR`` or scripts/build_hdf5.sh's cache, see
-scripts/build_h5py_lib.sh) or PyPI cannot be reached and pip has no cached wheels.
+scripts/build_h5py_lib.sh), PyPI cannot be reached and pip has no cached wheels, or
+``VH5_H5PY_BOUND=0`` (scripts/test.sh: the h5py-bound builds are tested in another run).
 """
 
 import os
@@ -50,6 +55,10 @@ SUITE = [
     "test_py_h5py_bound.py",
 ]
 VENV_PACKAGES = ["numpy", "h5py>=3.16", "pytest", "hypothesis", "cbor2", "msgpack"]
+#: The second venv, for the HDF5 1.14 pair: an h5py whose wheels bundle HDF5 1.14.
+VENV_1_14_PACKAGES = ["numpy", "h5py>=3.12,<3.16"]
+#: The h5py-bound (library, tool) pairs a wheel can hold, by HDF5 series.
+PAIRS = {"2": ("vh5/libvh5_h5py.so", "vh5/vh5_h5py"), "1.14": ("vh5/libvh5_h5py_1_14.so", "vh5/vh5_h5py_1_14")}
 
 
 def _env(**extra):
@@ -66,6 +75,8 @@ def _run(cmd, timeout=300, **kw):
 
 @pytest.fixture(scope="module")
 def wheel():
+    if os.environ.get("VH5_H5PY_BOUND") == "0":
+        pytest.skip("VH5_H5PY_BOUND=0: the h5py-bound builds and the wheel are tested in another run (.ci/run's HDF5 2.x run)")
     r = _run(["bash", REPO / "scripts" / "build_wheel.sh"], timeout=3000, cwd=REPO, env=_env())
     if r.returncode != 0 and "no HDF5 2.x found" in r.stderr:
         pytest.skip("no HDF5 2.x to build the h5py-bound library against: " + r.stderr.strip().splitlines()[-1])
@@ -76,17 +87,35 @@ def wheel():
     return path
 
 
-@pytest.fixture(scope="module")
-def venv(wheel, tmp_path_factory):
-    v = tmp_path_factory.mktemp("wheel") / "venv"
+def _wheel_series(wheel):
+    """The HDF5 series whose h5py-bound pair the wheel holds."""
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+    return [s for s, pair in PAIRS.items() if set(pair) <= names]
+
+
+def _make_venv(wheel, tmp_path_factory, name, packages):
+    v = tmp_path_factory.mktemp(name) / "venv"
     _run([sys.executable, "-m", "venv", v], timeout=300, check=True)
     py = v / "bin" / "python"
-    r = _run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *VENV_PACKAGES], timeout=1200, env=_env())
+    r = _run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *packages], timeout=1200, env=_env())
     if r.returncode != 0:
-        pytest.skip(f"pip could not install {' '.join(VENV_PACKAGES)} into a fresh venv (offline, nothing cached?): {r.stderr.strip()[-600:]}")
+        pytest.skip(f"pip could not install {' '.join(packages)} into a fresh venv (offline, nothing cached?): {r.stderr.strip()[-600:]}")
     r = _run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel], timeout=600, env=_env())
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     return v
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory):
+    return _make_venv(wheel, tmp_path_factory, "wheel", VENV_PACKAGES)
+
+
+@pytest.fixture(scope="module")
+def venv_1_14(wheel, tmp_path_factory):
+    if "1.14" not in _wheel_series(wheel):
+        pytest.skip("the wheel holds no HDF5 1.14 pair (no HDF5 1.14 prefix: scripts/build_hdf5.sh --version 1.14)")
+    return _make_venv(wheel, tmp_path_factory, "wheel114", VENV_1_14_PACKAGES)
 
 
 def _site(venv):
@@ -110,17 +139,21 @@ def test_wheel_holds_only_the_h5py_bound_native_files(wheel):
         names = z.namelist()
         native = sorted(n for n in names if z.read(n)[:4] == b"\x7fELF")
         meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
-    assert native == ["vh5/libvh5_h5py.so", "vh5/vh5_h5py"], native
-    assert re.search(r"^Requires-Dist: h5py>=3\.16$", meta, re.M) and re.search(r"^Requires-Dist: numpy", meta, re.M), meta
+    series = _wheel_series(wheel)
+    assert "2" in series, native
+    assert native == sorted(f for s in series for f in PAIRS[s]), native
+    h5py_req = r"h5py>=3\.12" if "1.14" in series else r"h5py>=3\.16"
+    assert re.search(rf"^Requires-Dist: {h5py_req}$", meta, re.M) and re.search(r"^Requires-Dist: numpy", meta, re.M), meta
     assert re.fullmatch(r"vh5-[0-9.]+-py3-none-(linux|manylinux_[0-9]+_[0-9]+)_[a-z0-9_]+\.whl", wheel.name), wheel.name
 
 
-def test_installed_library_and_tool_list_no_libhdf5(venv):
+def test_installed_library_and_tool_list_no_libhdf5(venv, wheel):
     pkg = _site(venv)
-    lib, exe = pkg / "libvh5_h5py.so", pkg / "vh5_h5py"
-    assert lib.is_file() and os.access(exe, os.X_OK), sorted(p.name for p in pkg.iterdir())
+    files = [pkg / f.split("/")[1] for s in _wheel_series(wheel) for f in PAIRS[s]]
+    for lib, exe in zip(files[::2], files[1::2]):
+        assert lib.is_file() and os.access(exe, os.X_OK), sorted(p.name for p in pkg.iterdir())
     assert not (pkg / "libvh5.so").exists() and not (pkg / "vh5").exists()
-    for f in (lib, exe):
+    for f in files:
         ldd = _run(["ldd", f]).stdout
         assert "hdf5" not in ldd, ldd
         dyn = _run(["readelf", "-d", f]).stdout
@@ -157,8 +190,8 @@ def test_vh5_command_and_library_without_h5py_say_so(venv, tmp_path):
 
 READS = r"""
 import sys, h5py, numpy as np, vh5
-path = sys.argv[1]
-assert vh5.library_path().endswith("libvh5_h5py.so"), vh5.library_path()
+path, lib = sys.argv[1:]
+assert vh5.library_path().endswith("/" + lib), vh5.library_path()
 with h5py.File(path, "r") as hf, vh5.File(path) as f:
     x, i = hf["x"][...], hf["g/i"][...]
     assert sorted(f.keys()) == ["g", "s", "x"], list(f.keys())
@@ -183,9 +216,36 @@ print("ok", vh5.hdf5_version())
 
 
 def test_reads_in_the_venv_match_h5py(venv, sample, tmp_path):
-    r = _run([venv / "bin" / "python", "-c", READS, sample], env=_env(), cwd=tmp_path)
+    r = _run([venv / "bin" / "python", "-c", READS, sample, "libvh5_h5py.so"], env=_env(), cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.startswith("ok"), r.stdout + r.stderr
     assert "h5py" in r.stdout, r.stdout  # the origin vh5.hdf5_version() reports
+
+
+def test_hdf5_1_14_venv_uses_the_1_14_pair(venv_1_14, tmp_path):
+    py = venv_1_14 / "bin" / "python"
+    r = _run([py, "-c", "import h5py; print(h5py.__version__, h5py.version.hdf5_version)"], env=_env(), cwd=tmp_path)
+    h5py_version, hdf5 = r.stdout.split()
+    assert hdf5.startswith("1.14."), r.stdout
+    # A file of this h5py (HDF5 1.14's formats), read in that venv by the 1.14 pair.
+    p = tmp_path / "s.h5"
+    code = (
+        "import sys, h5py, numpy as np\n"
+        "with h5py.File(sys.argv[1], 'w', libver='latest') as f:\n"
+        "    f.create_dataset('x', data=np.arange(600.0).reshape(20, 30), chunks=(7, 8), compression='gzip', shuffle=True)\n"
+        "    f.create_dataset('g/i', data=np.arange(50, dtype='>i4'))\n"
+        "    f.create_dataset('s', data=1.5)\n"
+    )
+    r = _run([py, "-c", code, p], env=_env(), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = _run([py, "-c", READS, p, "libvh5_h5py_1_14.so"], env=_env(), cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("ok"), r.stdout + r.stderr
+    assert hdf5 in r.stdout and "h5py" in r.stdout, r.stdout
+    for cmd in ([venv_1_14 / "bin" / "vh5"], [py, "-m", "vh5"]):
+        r = _run([*cmd, "info", "--version"], env=_env(), cwd=tmp_path)
+        assert r.returncode == 0 and hdf5 in r.stdout, (cmd, r.stdout, r.stderr)
+        r = _run([*cmd, "read", p, "s"], env=_env(), cwd=tmp_path)
+        assert r.returncode == 0 and "1.5" in r.stdout, (cmd, r.stdout, r.stderr)
+    print(f"\nh5py {h5py_version} (HDF5 {hdf5}): the wheel's HDF5 1.14 pair used")
 
 
 def test_python_suite_against_the_installed_wheel(venv, tmp_path):
@@ -214,8 +274,11 @@ def test_launcher_preloads_h5py_libhdf5_for_the_h5py_bound_tool_only(tmp_path, m
     (tmp_path / "hdf5_version").write_text(h5py.version.hdf5_version + "\n")
     pre = _cli.launch_env(str(bound))["LD_PRELOAD"]
     assert os.path.basename(pre).startswith("libhdf5") and "_hl" not in os.path.basename(pre) and os.path.isfile(pre), pre
+    assert _cli.launch_env(str(bound))["LD_LIBRARY_PATH"].split(":")[0] == os.path.dirname(pre)
     monkeypatch.setenv("LD_PRELOAD", "/other.so")
-    assert _cli.launch_env(str(bound))["LD_PRELOAD"] == pre + " /other.so"
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/other")
+    env = _cli.launch_env(str(bound))
+    assert env["LD_PRELOAD"] == pre + " /other.so" and env["LD_LIBRARY_PATH"] == os.path.dirname(pre) + ":/other"
 
 
 def test_launcher_refuses_an_h5py_of_another_hdf5_major_version(tmp_path):
@@ -227,3 +290,17 @@ def test_launcher_refuses_an_h5py_of_another_hdf5_major_version(tmp_path):
     (tmp_path / "hdf5_version").write_text(other)
     with pytest.raises(RuntimeError, match=rf"compiled against HDF5 {re.escape(other)}, but h5py .* uses HDF5 {re.escape(h5py.version.hdf5_version)}"):
         _cli.launch_env(str(bound))
+
+
+def test_launcher_reads_the_version_file_of_its_own_pair(tmp_path):
+    from vh5 import _cli, _h5pybind
+
+    tool = tmp_path / "vh5_h5py_1_14"
+    tool.write_bytes(b"")
+    (tmp_path / "libvh5_h5py_1_14.hdf5_version").write_text("1.14.6\n")
+    (tmp_path / "hdf5_version").write_text(h5py.version.hdf5_version)  # the 2.x pair's older file name: not this tool's
+    if _h5pybind.h5py_hdf5_series(h5py) == "1.14":
+        assert "LD_PRELOAD" in _cli.launch_env(str(tool))
+    else:
+        with pytest.raises(RuntimeError, match=r"compiled against HDF5 1\.14\.6, .* install an h5py whose libhdf5 is HDF5 1\.14\.x"):
+            _cli.launch_env(str(tool))

@@ -4,7 +4,8 @@ A normal libvh5 links its own libhdf5 (the system's, or HDF5 built into it); in 
 process that also imported h5py there are then two libhdf5 instances, which cannot share ids,
 file locks, metadata caches or unflushed data. The *h5py-bound* build
 (``libvh5_h5py.so``, made by ``scripts/build_h5py_lib.sh``: compiled against HDF5 2.x headers,
-then its ``DT_NEEDED`` entry on libhdf5 removed with ``patchelf``) has no libhdf5 of its own:
+then its ``DT_NEEDED`` entry on libhdf5 removed with ``patchelf``; ``libvh5_h5py_1_14.so`` the
+same against HDF5 1.14 headers, for h5py 3.12 .. 3.15) has no libhdf5 of its own:
 its HDF5 symbols are resolved when it is loaded, against whatever libhdf5 is already in the
 process's global symbol scope. This module puts h5py's there, and nothing else:
 
@@ -15,8 +16,14 @@ process's global symbol scope. This module puts h5py's there, and nothing else:
 3. ``ctypes.CDLL(path, RTLD_GLOBAL | RTLD_NOLOAD)`` promotes the *already loaded* copy to
    global scope (``RTLD_NOLOAD``: never a second copy; failing if it is not loaded);
 4. libvh5_h5py is loaded (``RTLD_NOW``: every HDF5 symbol must resolve, or the load fails);
-5. :func:`check_versions`: the libhdf5 major version must be the one libvh5 was compiled for
-   (``vh5_hdf5_build_version``), else ImportError naming both.
+5. :func:`check_versions`: the libhdf5 must be of the HDF5 *series* libvh5 was compiled for
+   (``vh5_hdf5_build_version``; :func:`hdf5_series`: the major version from 2.0 on, major and
+   minor before, as 1.x minor releases changed the API and ABI), else ImportError naming both.
+
+Which h5py-bound library is loaded when several are installed (the wheel ships one per HDF5
+series): :func:`pick` chooses by h5py's runtime HDF5 version
+(``h5py.version.hdf5_version_tuple``) and the series in the file name
+(:func:`library_series`); none of that series is an ImportError naming every file.
 
 A normal (linked) build is never handed h5py's library (:func:`is_h5py_bound` decides by the
 file name): its symbols would bind to the wrong libhdf5.
@@ -35,7 +42,17 @@ import ctypes
 import os
 from pathlib import Path
 
-__all__ = ["is_h5py_bound", "load", "h5py_libhdf5_path", "PHIL_FUNCTIONS", "with_phil", "check_versions"]
+__all__ = [
+    "is_h5py_bound",
+    "load",
+    "h5py_libhdf5_path",
+    "PHIL_FUNCTIONS",
+    "with_phil",
+    "check_versions",
+    "hdf5_series",
+    "library_series",
+    "pick",
+]
 
 #: File names of the h5py-bound build start with this.
 BOUND_PREFIX = "libvh5_h5py"
@@ -63,6 +80,61 @@ def is_h5py_bound(path: str) -> bool:
     """True when ``path`` names the h5py-bound build (its file name starts with
     ``libvh5_h5py``, e.g. ``libvh5_h5py.so``)."""
     return os.path.basename(path).startswith(BOUND_PREFIX)
+
+
+def hdf5_series(version) -> str:
+    """The HDF5 series of ``version`` (a ``(major, minor, ...)`` tuple or a ``"2.0.0"`` string)
+    that an h5py-bound build and a libhdf5 must share: ``"2"`` (the major version) from HDF5
+    2.0 on, whose minor releases keep the API and ABI; ``"1.14"`` (major and minor) before,
+    as every 1.x minor release changed them (``"?"`` when unreadable)."""
+    parts = version.split(".") if isinstance(version, str) else [str(x) for x in version]
+    if not parts or not parts[0].isdigit():
+        return "?"
+    if int(parts[0]) >= 2:
+        return parts[0]
+    return ".".join(parts[:2]) if len(parts) > 1 and parts[1].isdigit() else "?"
+
+
+def library_series(path: str) -> str:
+    """The HDF5 series an h5py-bound library was built for, from its file name (as
+    ``scripts/build_h5py_lib.sh`` names it): ``libvh5_h5py.so`` is ``"2"``,
+    ``libvh5_h5py_1_14.so`` is ``"1.14"`` (``libvh5_h5py_<major>[_<minor>].so``). ``"?"``
+    for another name. :func:`check_versions` checks the library's real build version."""
+    name = os.path.basename(path)
+    if not name.startswith(BOUND_PREFIX) or not name.endswith(".so"):
+        return "?"
+    rest = name[len(BOUND_PREFIX) : -len(".so")]
+    if rest == "":
+        return "2"
+    parts = rest.split("_")[1:] if rest.startswith("_") else []
+    return hdf5_series(parts) if parts and all(p.isdigit() for p in parts) else "?"
+
+
+def h5py_hdf5_series(h5py_module) -> str:
+    """The HDF5 series of the libhdf5 h5py runs (``h5py.version.hdf5_version_tuple``)."""
+    return hdf5_series(_h5py_hdf5_version(h5py_module))
+
+
+def pick(paths, h5py_module) -> str:
+    """Of the h5py-bound libraries ``paths``, the one built for the HDF5 series h5py runs.
+
+    Raises ImportError naming h5py's HDF5 version and its libhdf5 file and every library with
+    its series when none matches (vh5 never binds a library to another series)."""
+    want = h5py_hdf5_series(h5py_module)
+    for p in paths:
+        if library_series(p) == want != "?":
+            return str(p)
+    try:
+        hdf5 = h5py_libhdf5_path(h5py_module)
+    except ImportError:
+        hdf5 = "not found"
+    have = ", ".join(f"{p} (HDF5 {library_series(p)}.x)" for p in paths) or "none"
+    raise ImportError(
+        f"h5py {getattr(h5py_module, '__version__', '?')} runs libhdf5 {_h5py_hdf5_version(h5py_module)} "
+        f"({hdf5}), but the h5py-bound libvh5 builds installed are for other HDF5 series: {have}. "
+        "Install an h5py whose wheel bundles one of those (HDF5 2.x: h5py >= 3.16; HDF5 1.14: "
+        "h5py 3.12 .. 3.15), or a vh5 built for this libhdf5"
+    )
 
 
 def _is_libhdf5(name: str) -> bool:
@@ -141,16 +213,18 @@ def load(path: str):
         raise ImportError(
             f"cannot bind the h5py-bound libvh5 {path!r} to h5py's libhdf5 "
             f"{_h5py_hdf5_version(h5py)} ({hdf5}): {e}. That libvh5 was compiled against other HDF5 "
-            "headers (see vh5_hdf5_build_version); use a build made for this h5py's HDF5 major version, "
-            "or a normal libvh5 build"
+            "headers (see vh5_hdf5_build_version); use a build made for this h5py's HDF5 series "
+            f"({h5py_hdf5_series(h5py)}.x), or a normal libvh5 build"
         ) from None
     check_versions(cdll, path, hdf5, h5py)
     return cdll, phil
 
 
 def check_versions(cdll, path: str, hdf5: str, h5py_module) -> None:
-    """Refuse a libhdf5 whose major version is not the one libvh5 was compiled for (raises
-    ImportError naming both versions and both files)."""
+    """Refuse a libhdf5 of another HDF5 series (:func:`hdf5_series`: major version from 2.0 on,
+    major and minor before) than the headers libvh5 was compiled against: raises ImportError
+    naming both versions and both files. ``cdll``: the loaded library; ``path``: its file;
+    ``hdf5``: h5py's libhdf5 file; ``h5py_module``: the imported h5py."""
     b = [ctypes.c_uint32() for _ in range(3)]
     r = [ctypes.c_uint32() for _ in range(3)]
     cdll.vh5_hdf5_build_version.restype = None
@@ -162,12 +236,15 @@ def check_versions(cdll, path: str, hdf5: str, h5py_module) -> None:
         st = cdll.vh5_hdf5_version(*[ctypes.byref(x) for x in r], None)
     built = ".".join(str(x.value) for x in b)
     running = ".".join(str(x.value) for x in r)
-    if st != 0 or b[0].value != r[0].value:
+    if st != 0:
+        running = _h5py_hdf5_version(h5py_module)
+    want = hdf5_series(running)
+    if st != 0 or want == "?" or hdf5_series(built) != want:
         raise ImportError(
             f"the h5py-bound libvh5 {path!r} was compiled against HDF5 {built} headers, but h5py "
-            f"{getattr(h5py_module, '__version__', '?')} runs libhdf5 {running or _h5py_hdf5_version(h5py_module)} "
-            f"({hdf5}): major versions differ, so vh5 refuses to call it. Use a libvh5 built for "
-            f"HDF5 {r[0].value}.x, or a normal libvh5 build"
+            f"{getattr(h5py_module, '__version__', '?')} runs libhdf5 {running} ({hdf5}): the HDF5 "
+            f"series differ ({hdf5_series(built)}.x and {want}.x), so vh5 refuses to call it. Use a "
+            f"libvh5 built for HDF5 {want}.x, or a normal libvh5 build"
         )
 
 

@@ -4,9 +4,12 @@ The shared library is found, in order:
 
 1. the path in the environment variable ``VH5_LIBRARY`` (e.g. ``target/release/libvh5.so``
    of a cargo build; used by the project's test command);
-2. the copy installed inside this package by ``pip install``: the h5py-bound build
-   ``vh5/libvh5_h5py.so`` when present and h5py is importable, else ``vh5/libvh5.so`` (or
-   ``libvh5.dylib`` / ``vh5.dll``).
+2. the copy installed inside this package by ``pip install``: when h5py is importable and
+   h5py-bound builds are installed (``vh5/libvh5_h5py.so`` for HDF5 2.x,
+   ``vh5/libvh5_h5py_1_14.so`` for HDF5 1.14), the one built for the HDF5 series of h5py's
+   libhdf5 (:func:`vh5._h5pybind.pick`; none of that series: ImportError naming h5py's HDF5
+   version and every installed build); else ``vh5/libvh5.so`` (or ``libvh5.dylib`` /
+   ``vh5.dll``).
 
 A library whose file name starts with ``libvh5_h5py`` is the *h5py-bound* build: it runs on
 the libhdf5 h5py loaded (one libhdf5 per process), every call that touches libhdf5 holds
@@ -191,8 +194,8 @@ def _default_library_names():
     return ["libvh5.so"]
 
 
-#: File name of the h5py-bound build when packaged beside this module.
-_BOUND_NAME = "libvh5_h5py.so"
+#: File names of the h5py-bound builds when packaged beside this module (one per HDF5 series).
+_BOUND_GLOB = "libvh5_h5py*.so"
 
 
 def _h5py_importable() -> bool:
@@ -205,25 +208,34 @@ def library_path() -> str:
     """The path of the shared library vh5 loads (or would load).
 
     Raises:
-        ImportError: ``VH5_LIBRARY`` names a missing file, or no library is installed in the
+        ImportError: ``VH5_LIBRARY`` names a missing file, no library is installed in the
             package (build it with ``pip install ./bindings/python`` or ``cargo build --release``
-            and set ``VH5_LIBRARY``).
+            and set ``VH5_LIBRARY``), or only h5py-bound builds are, none for the HDF5 series
+            of h5py's libhdf5.
     """
     env = os.environ.get("VH5_LIBRARY")
     if env:
         if not os.path.exists(env):
             raise ImportError(f"VH5_LIBRARY={env!r} does not exist")
         return env
-    here = Path(__file__).resolve().parent
-    bound = here / _BOUND_NAME
-    if bound.exists() and _h5py_importable():
-        return str(bound)
+    return _installed_library(Path(__file__).resolve().parent)
+
+
+def _installed_library(here: Path) -> str:
+    """The library installed in the package directory ``here`` (see :func:`library_path`)."""
+    bound = sorted(str(p) for p in here.glob(_BOUND_GLOB))
+    if bound and _h5py_importable():
+        import h5py
+
+        from . import _h5pybind
+
+        return _h5pybind.pick(bound, h5py)
     for name in _default_library_names():
         p = here / name
         if p.exists():
             return str(p)
-    if bound.exists():  # only the h5py-bound build is installed (the wheel): its loader says h5py is missing
-        return str(bound)
+    if bound:  # only h5py-bound builds are installed (the wheel): their loader says h5py is missing
+        return bound[0]
     raise ImportError(
         f"libvh5 not found in {here} and VH5_LIBRARY is not set: install the package with "
         "`pip install ./bindings/python` (builds the Rust library) or run "
