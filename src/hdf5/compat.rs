@@ -4,7 +4,7 @@
 //! `build.rs` turns the version hdf5-sys detected (its `DEP_HDF5_VERSION_<maj>_<min>_<mic>`
 //! metadata) into the cfgs `hdf5_1_12` (libhdf5 >= 1.12.0), `hdf5_1_14` (>= 1.14.0) and
 //! `hdf5_2` (>= 2.0.0). On >= 1.12 the non-deprecated API is used (`H5Literate_by_name2`,
-//! `H5Lvisit2`, `H5Lvisit_by_name2` with `H5L_info2_t`), so vh5 also links against a
+//! `H5Lvisit2`, `H5Lvisit_by_name2` with `H5L_info2_t`, `H5Fis_accessible`), so vh5 also links against a
 //! libhdf5 built without its deprecated symbols; on 2.x raw chunks are read with
 //! `H5Dread_chunk2`, which is told the buffer's size and reports the chunk's.
 //!
@@ -37,6 +37,23 @@ pub type LinkCallback = unsafe extern "C" fn(hid_t, *const c_char, *const LinkIn
 pub unsafe fn link_type(info: *const LinkInfo) -> H5L_type_t {
     // SAFETY: guaranteed by the caller.
     unsafe { (*info).type_ }
+}
+
+/// Whether `path` is an HDF5 file vh5's default file access reads (> 0 yes, 0 no, < 0 error):
+/// `H5Fis_hdf5` on 1.10, `H5Fis_accessible` with the default file access property list from
+/// 1.12 on, where `H5Fis_hdf5` is deprecated: a libhdf5 built without deprecated symbols (as
+/// the `static-hdf5` feature builds it) has none.
+///
+/// # Safety
+/// NUL-terminated `path`; libhdf5 lock held.
+pub unsafe fn is_hdf5(path: *const c_char) -> hdf5_sys::h5::htri_t {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        #[cfg(not(hdf5_1_12))]
+        return hdf5_sys::h5f::H5Fis_hdf5(path);
+        #[cfg(hdf5_1_12)]
+        return hdf5_sys::h5f::H5Fis_accessible(path, hdf5_sys::h5p::H5P_DEFAULT);
+    }
 }
 
 /// The links of the group `group` (a name relative to `loc`), in name order, from index

@@ -44,7 +44,7 @@ pub fn open_file(lock: &H5Lock, path: &str, flags: u32) -> Result<Handle> {
     let c = CString::new(path).map_err(|_| err!(InvalidArgument, "argument `path` contains a NUL byte"))?;
     // SAFETY: valid C string; we hold the lock.
     unsafe {
-        let is = H5Fis_hdf5(c.as_ptr());
+        let is = super::compat::is_hdf5(c.as_ptr());
         if is <= 0 {
             clear_stack(lock);
             bail!(Io, "`{path}` is not an HDF5 file (no HDF5 superblock signature; netCDF-3 classic files are not HDF5)");
