@@ -135,6 +135,16 @@ pub fn hdf5_error(lock: &H5Lock, kind: ErrorKind, context: impl std::fmt::Displa
     if let Some(feature) = newer_format(&stack) {
         return newer_format_error(lock, context, &feature);
     }
+    if let Some(filter) = missing_filter(&stack) {
+        let v = super::version::version_text(lock);
+        return Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{context}: the linked libhdf5 {v} has no '{filter}' filter{MISSING_FILTER} (a vh5 linked to a libhdf5 \
+                 that has it decodes them; the `static-hdf5` build has deflate but no szip); libhdf5 error stack:{stack}"
+            ),
+        );
+    }
     if stack.is_empty() {
         Error::new(kind, format!("{context} (libhdf5 reported no error stack)"))
     } else {
@@ -153,6 +163,44 @@ pub fn newer_format(stack: &str) -> Option<String> {
         let desc = desc.rsplit_once(" [").map_or(desc, |(d, _)| d);
         desc.contains("bad version number for ").then(|| desc.trim().to_string())
     })
+}
+
+/// The filter named by the innermost frame of `stack` (text of [`take_stack`]) in which
+/// libhdf5 says a required filter of a dataset's pipeline is not registered (`required filter
+/// '<name>' is not registered`: the linked libhdf5 was built without it, e.g. szip, or it is a
+/// plugin not found on `HDF5_PLUGIN_PATH`); `None` otherwise.
+/// When the file stores no name for the filter (`required filter (name unavailable) is not
+/// registered`) the name is `?` ([`name_dataset_of_missing_filter`] puts the pipeline's
+/// missing filters in its place).
+pub fn missing_filter(stack: &str) -> Option<String> {
+    stack.lines().rev().find_map(|l| {
+        let rest = l.split_once("required filter ")?.1;
+        if rest.starts_with("(name unavailable) is not registered") {
+            return Some("?".to_string());
+        }
+        let (name, tail) = rest.strip_prefix('\'')?.split_once('\'')?;
+        tail.trim_start().starts_with("is not registered").then(|| name.to_string())
+    })
+}
+
+/// The words after the filter's name in every missing-filter error of [`hdf5_error`].
+pub const MISSING_FILTER: &str = ", which this dataset's stored chunks need";
+
+/// `e` with the dataset (`/name` in `file`) named in front when it is a missing-filter error
+/// of [`hdf5_error`] (made deep in a read or write, where the dataset is not known); any
+/// other error unchanged. Takes the libhdf5 lock only for a missing-filter error.
+pub fn name_dataset_of_missing_filter(dset: hid_t, e: Error) -> Error {
+    if e.kind != ErrorKind::Unsupported || !e.message.contains(MISSING_FILTER) {
+        return e;
+    }
+    let s = session();
+    let mut message = e.message;
+    let unnamed = format!("'?' filter{MISSING_FILTER}");
+    if message.contains(&unnamed) {
+        let names = super::filter_support::unavailable_filters(s.lock(), dset).join("', '");
+        message = message.replacen(&unnamed, &format!("'{names}' filter{MISSING_FILTER}"), 1);
+    }
+    Error::new(e.kind, format!("dataset {}: {message}", super::handle::dataset_name(s.lock(), dset)))
 }
 
 /// The words of every [`newer_format_error`] message (to recognise it).
@@ -222,6 +270,16 @@ mod tests {
         assert!(e.message.contains("(libhdf5: bad version number for layout message)"), "{}", e.message);
         // the build that reads it: on 1.10 one against HDF5 >= 1.12 (static-hdf5 builds 2.x)
         assert_eq!(e.message.contains("static-hdf5"), (v.major, v.minor) < (1, 12), "{}", e.message);
+    }
+
+    #[test]
+    fn missing_filter_is_the_innermost_not_registered_frame() {
+        let stack = "\n  #000: H5D.c:1051 in H5Dread(): can't synchronously read data [Dataset: Read failed]\n  #008: H5Z.c:1441 in H5Z_pipeline(): required filter 'szip' is not registered [Data filters: Read failed]\n  #009: H5PLint.c:280 in H5PL_load(): can't find plugin. [Plugin: Object not found]";
+        assert_eq!(missing_filter(stack).as_deref(), Some("szip"));
+        assert_eq!(missing_filter("\n  #008: H5Z.c:1 in H5Z_pipeline(): filter returned failure during read [Data filters: Read failed]"), None);
+        assert_eq!(missing_filter(""), None);
+        let unnamed = "\n  #008: H5Z.c:1444 in H5Z_pipeline(): required filter (name unavailable) is not registered [Data filters: Read failed]";
+        assert_eq!(missing_filter(unnamed).as_deref(), Some("?"));
     }
 
     #[test]

@@ -149,6 +149,9 @@ pub fn passthrough_problem(filters: &[FilterSpec], avail: impl Fn(i32) -> bool) 
 /// the filters, the linked libhdf5. Cheap: no chunk is touched.
 pub fn check_pipeline(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout, write: bool) -> Result<()> {
     let Some(chunk) = &layout.chunk else { return Ok(()) };
+    if write {
+        check_writable_pipeline(lock, dset, layout)?;
+    }
     if !layout.filters.iter().any(|f| matches!(f.id, SZIP | NBIT | SCALEOFFSET)) {
         return Ok(());
     }
@@ -185,6 +188,42 @@ pub fn check_pipeline(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout, write: b
         dataset_name(lock, dset),
         pipeline.join(", "),
         verb
+    )
+}
+
+/// The names of the filters of `dset`'s pipeline the linked libhdf5 does not have
+/// (`H5Zfilter_avail`), in pipeline order; empty when it has them all or the pipeline cannot
+/// be read (for messages).
+pub fn unavailable_filters(lock: &H5Lock, dset: hid_t) -> Vec<String> {
+    let Ok(layout) = super::chunk::chunk_layout(lock, dset) else {
+        super::error::clear_stack(lock);
+        return Vec::new();
+    };
+    // SAFETY: plain query; lock held.
+    let names = layout.filters.iter().filter(|f| unsafe { hdf5_sys::h5z::H5Zfilter_avail(f.id) } <= 0).map(|f| filter_name(f.id)).collect();
+    super::error::clear_stack(lock);
+    names
+}
+
+/// Refuse (`Unsupported`) a write of `dset` whose pipeline has one of libhdf5's own filters
+/// (deflate, shuffle, fletcher32, szip, nbit, scaleoffset) that the linked libhdf5 lacks (the
+/// `static-hdf5` build has no szip). libhdf5 would store the chunks without it (szip is added
+/// as an optional filter), and a chunk rewritten at its old size keeps the filter mask it had:
+/// one that says szip was applied, so no reader decodes it (seen with HDF5 2.2.0 rewriting a
+/// scaleoffset + szip chunk h5py wrote). Reads are not refused here: chunks that need the
+/// filter fail with the missing-filter error of [`super::error::hdf5_error`], the others read.
+fn check_writable_pipeline(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout) -> Result<()> {
+    // SAFETY: plain query; lock held.
+    let missing = layout.filters.iter().find(|f| (1..=6).contains(&f.id) && unsafe { hdf5_sys::h5z::H5Zfilter_avail(f.id) } <= 0);
+    super::error::clear_stack(lock);
+    let Some(f) = missing else { return Ok(()) };
+    bail!(
+        Unsupported,
+        "dataset {}: the linked libhdf5 {} has no '{}' filter, which its pipeline has: vh5 does not write it (libhdf5 would store chunks without \
+         that filter, and a chunk rewritten at its old size keeps a filter mask saying it was applied: no reader could decode it)",
+        dataset_name(lock, dset),
+        super::version::version_text(lock),
+        filter_name(f.id)
     )
 }
 
