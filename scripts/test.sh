@@ -6,10 +6,24 @@
 # VH5_HDF5_DIR=<prefix> the libhdf5 installed under <prefix> (e.g. HDF5 2.x built by
 # scripts/build_hdf5.sh), built in the target dir target/hdf5-<its major version> (1.x:
 # target/hdf5-<major>.<minor>) unless CARGO_TARGET_DIR is set. Binaries then find that libhdf5 through their run-time path (build.rs).
+# Or with VH5_FEATURES=static-hdf5 the HDF5 2.x source vendored in the hdf5-metno-src crate,
+# compiled by cargo and linked into libvh5 statically (target dir target/static-hdf5; a
+# cmake >= 3.26 is put on PATH by scripts/build_hdf5.sh --cmake-dir). VH5_FEATURES is passed
+# to every cargo build of the library, as by scripts/install.sh and pip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
+FEATURES=()
+if [ -n "${VH5_FEATURES:-}" ]; then
+  FEATURES=(--features "$VH5_FEATURES")
+  case " $VH5_FEATURES " in *static-hdf5*)
+    [ -z "${VH5_HDF5_DIR:-}" ] || { echo "VH5_FEATURES=static-hdf5 and VH5_HDF5_DIR=$VH5_HDF5_DIR: choose one libhdf5" >&2; exit 2; }
+    PATH="$(bash scripts/build_hdf5.sh --cmake-dir):$PATH"
+    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target/static-hdf5}"
+    echo "== against HDF5 built from the vendored source, linked statically (features: $VH5_FEATURES; target dir $CARGO_TARGET_DIR)" ;;
+  esac
+fi
 if [ -n "${VH5_HDF5_DIR:-}" ]; then
   HDF5_DIR=$(cd "$VH5_HDF5_DIR" && pwd)
   h5ver=$(for m in MAJOR MINOR RELEASE; do sed -n "s/^#define H5_VERS_$m *\([0-9]*\).*/\1/p" "$HDF5_DIR/include/H5public.h"; done | paste -sd.)
@@ -25,11 +39,11 @@ fi
 TD=$(cargo metadata --format-version 1 --no-deps --locked | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 
 echo "== cargo build (release library, CLI)"
-cargo build --release --locked 2>&1 | tail -n 2
+cargo build --release --locked "${FEATURES[@]}" 2>&1 | tail -n 2
 
 echo "== gates: cargo fmt --check, cargo clippy -D warnings, ruff"
 cargo fmt --check || { echo "cargo fmt --check: run 'cargo fmt' (rustfmt.toml)"; exit 1; }
-cargo clippy --release --locked --all-targets -q -- -D warnings
+cargo clippy --release --locked "${FEATURES[@]}" --all-targets -q -- -D warnings
 echo "   ruff (Python lint: bindings/python, tests/python, scripts; rules in bindings/python/pyproject.toml)"
 ruff check --config bindings/python/pyproject.toml bindings/python tests/python scripts
 
@@ -41,7 +55,7 @@ log=$(mktemp -t vh5-cargo-test.XXXXXX)
 trap 'rm -f "$log"' EXIT
 status=0
 # --show-output prints what passing tests printed, so their SKIP reasons reach this summary.
-cargo test --release --locked -- --show-output >"$log" 2>&1 || status=$?
+cargo test --release --locked "${FEATURES[@]}" -- --show-output >"$log" 2>&1 || status=$?
 grep -E "^test result|FAILED|^error" "$log" || true
 grep -h "SKIP" "$log" | sort -u | sed 's/^/  /' || true
 if [ "$status" != 0 ] || grep -q "test result: FAILED" "$log"; then
@@ -53,7 +67,7 @@ echo "== cargo test --lib (debug: overflow checks and debug assertions on the un
 # The release profile wraps on integer overflow; the unit tests of the pure modules (geometry,
 # planner, copy engines, decoders) must also hold with every overflow checked.
 status=0
-cargo test --lib --locked >"$log" 2>&1 || status=$?
+cargo test --lib --locked "${FEATURES[@]}" >"$log" 2>&1 || status=$?
 grep -E "^test result|FAILED" "$log" || true
 if [ "$status" != 0 ]; then echo "debug unit tests failed (exit $status); full log:"; cat "$log"; exit 1; fi
 
