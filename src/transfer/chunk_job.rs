@@ -169,10 +169,9 @@ impl Fetcher<'_> {
     /// Fetch chunk group `g` into `buf` (recycled): raw stored bytes when allocated and
     /// [`Fetcher::raw_ok`], else libhdf5's read of its region (fill values, conversion).
     pub(super) fn fetch(&self, l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, g: usize, buf: Vec<u8>) -> Result<Job> {
-        let n = sh.grid.ndim();
-        let (coord, origin, extent) = sh.origin_extent(g);
         let mut job = Job { group: g, buf, raw_mask: None, hit: None, key: None, at: None };
-        // A hit needs no libhdf5 call: only chunks fetched stored and decoded by vh5 are kept.
+        // A hit needs no libhdf5 call (and no chunk geometry): only chunks fetched stored and
+        // decoded by vh5 are kept.
         let key = self.cache.map(|_| CacheKey { chunk: sh.plan.groups[g].0, form: self.form.0, unit: self.form.1 });
         if let (Some(c), Some(k)) = (self.cache, &key) {
             if let Some(hit) = c.get(k) {
@@ -181,6 +180,8 @@ impl Fetcher<'_> {
                 return Ok(job);
             }
         }
+        let n = sh.grid.ndim();
+        let (coord, origin, extent) = sh.origin_extent(g);
         // With the dataset's chunk index (only given for raw fetches): a chunk missing from it
         // is unallocated (the index was checked complete against libhdf5's count).
         let entry = sh.index.map(|ix| ix.get(sh.plan.groups[g].0));

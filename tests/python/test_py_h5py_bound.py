@@ -464,3 +464,21 @@ def test_dask_of_h5py_dataset_uses_its_id_in_process_and_reopens_by_path_when_pi
         y = pickle.loads(pickle.dumps(x))
         np.testing.assert_array_equal(y[5:9].compute(scheduler="sync"), data[5:9])
     assert isinstance(da.Array, type)
+
+
+@bound
+def test_dask_token_of_in_memory_h5py_file_ignores_a_disk_file_of_that_name(tmp_path, monkeypatch):
+    """The Dask token of an h5py dataset of an in-memory (core) file does not take the stamp
+    (mtime, size, inode) of whatever file on disk has its name: that file is not its data."""
+    from vh5._dask_source import source_dataset, token_parts
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mem.h5").write_bytes(b"an unrelated file")
+    with h5py.File("mem.h5", "w", driver="core", backing_store=False) as hf:
+        d = hf.create_dataset("x", data=np.arange(10.0), chunks=(5,))
+        parts = token_parts(source_dataset(d))
+        assert parts[-1] is None, parts
+    with h5py.File(tmp_path / "disk.h5", "w") as hf:
+        d = hf.create_dataset("x", data=np.arange(10.0), chunks=(5,))
+        hf.flush()
+        assert token_parts(source_dataset(d))[-1] is not None

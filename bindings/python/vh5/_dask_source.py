@@ -48,13 +48,18 @@ def source_dataset(dset) -> Dataset:
 
 
 def token_parts(d: Dataset):
+    on_disk = True
     if _pickle.has_stand_in(d):  # an h5py dataset's own id (h5py-bound build): its file's id
         path, mode, options = d.file.filename, "h5py", f"file id {d.file.file_id}"
+        # an in-memory (core) file's name is no file on disk (or an unrelated one)
+        on_disk = d.file.on_disk
     else:
         path, mode, options = _pickle.file_key(d.file)
+    stamp = None
     try:
-        st = os.stat(path)
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        if on_disk:
+            st = os.stat(path)
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
     except OSError:
-        stamp = None
+        pass
     return (path, mode, repr(options), d.name, d.shape, d.dtype.str, d.chunks, stamp)

@@ -199,6 +199,15 @@ class H5pyFileName:
         except Exception:  # noqa: BLE001 - a closed h5py file
             return -1
 
+    @property
+    def on_disk(self) -> bool:
+        """Whether the h5py file's driver keeps it in the one file ``filename`` names (sec2,
+        stdio, direct): not an in-memory (core), family, split or multi file."""
+        try:
+            return self._src.file.driver in ("sec2", "stdio", "direct")
+        except Exception:  # noqa: BLE001 - a closed h5py file
+            return False
+
     def __repr__(self) -> str:
         return f"<h5py file {self.filename!r}>"
 
