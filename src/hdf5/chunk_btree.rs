@@ -6,7 +6,9 @@
 //! what [`super::chunk_index`] needs, every length and address bounded by the file; anything
 //! else (layout version 4's other indexes, a node that is not what it should be) is an
 //! `Err(reason)`: the caller then leaves the reading to libhdf5. Pure Rust over positioned
-//! reads of the file; no libhdf5 call, no lock needed.
+//! reads of the file; no libhdf5 call, no lock needed. On libhdf5 >= 1.14 the chunk index
+//! comes from libhdf5's `H5Dchunk_iter` instead: only the object header and layout message
+//! readers (for `super::layout_peek`) are built there.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -16,6 +18,7 @@ const MAX_BLOCK: u64 = 16 << 20;
 /// Object header blocks (the first and its continuations) followed at most.
 const MAX_OH_BLOCKS: usize = 256;
 /// B-tree depth accepted.
+#[cfg(not(hdf5_1_14))]
 const MAX_LEVEL: u8 = 64;
 /// Layout message type.
 const LAYOUT: u16 = 0x0008;
@@ -23,6 +26,7 @@ const LAYOUT: u16 = 0x0008;
 const CONTINUATION: u16 = 0x0010;
 
 type R<T> = std::result::Result<T, String>;
+#[cfg(not(hdf5_1_14))]
 /// What [`Reader::btree`] calls per chunk: (offsets incl. the element offset, stored size, filter mask, address).
 pub(super) type ChunkVisitor<'f> = dyn FnMut(&[u64], u32, u32, u64) -> R<()> + 'f;
 
@@ -55,10 +59,12 @@ impl Reader<'_> {
         Ok(buf)
     }
 
+    #[cfg(not(hdf5_1_14))]
     fn undefined(&self, addr: u64) -> bool {
         self.sa == 8 && addr == u64::MAX || self.sa < 8 && addr == (1u64 << (8 * self.sa)) - 1
     }
 
+    #[cfg(not(hdf5_1_14))]
     /// The layout message of the object header at `oh`: (B-tree root address,
     /// dimensionality = rank + 1, chunk dimensions including the element size).
     pub fn layout(&self, oh: u64) -> R<(u64, usize, Vec<u64>)> {
@@ -83,6 +89,7 @@ impl Reader<'_> {
         Ok(found)
     }
 
+    #[cfg(not(hdf5_1_14))]
     fn parse_layout(&self, d: &[u8]) -> R<(u64, usize, Vec<u64>)> {
         let bad = || "layout message truncated".to_string();
         let version = *d.first().ok_or_else(bad)?;
@@ -179,6 +186,7 @@ impl Reader<'_> {
     /// Walk the version-1 B-tree of raw data chunks at `root` (keys of `dimensionality`
     /// offsets), calling `f(offsets, stored size, filter mask, chunk address)` for every
     /// chunk; more than `limit` chunks is an error.
+    #[cfg(not(hdf5_1_14))]
     pub fn btree(&self, root: u64, dimensionality: usize, limit: u64, f: &mut ChunkVisitor<'_>) -> R<()> {
         let sa = self.sa;
         let ks = 8 + 8 * dimensionality;

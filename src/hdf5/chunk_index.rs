@@ -10,26 +10,47 @@
 //! shows here too), through the default sec2 driver (`H5Pget_driver`: file offsets are then
 //! plain offsets of one file), and its chunk index is one vh5 reads ([`build`]).
 //!
-//! **How it is built** (under the libhdf5 lock): libhdf5 1.10 has no chunk iteration that is
-//! not a scan of the index per call (`H5Dget_chunk_info(i)` walks the index up to `i`: 0.6 ms
-//! for the last of 16,384 chunks, 16 ms for the last of 65,536, so quadratic), so vh5 walks
-//! the version-1 B-tree that indexes chunked datasets of layout message version 3 (what
-//! libhdf5 writes unless the file's lower library bound is 1.10 or later) itself: the
-//! dataset's object header (address from `H5Oget_info`, versions 1 and 2, continuation
-//! blocks followed) gives the layout message and the B-tree's root; every node is read with
-//! `pread` from the file descriptor libhdf5 reads through (`H5Fget_vfd_handle`, duplicated),
-//! so it is the very file libhdf5 has open. Layout version 4 (extensible / fixed arrays,
-//! version-2 B-trees, single chunks) is not walked: no index, libhdf5 reads those. Addresses
-//! are relative to the superblock (the user block, `H5Pget_userblock`, is skipped; libhdf5
-//! makes the superblock's address the base address).
+//! **How it is built** (under the libhdf5 lock), by libhdf5 version:
 //!
-//! **Checked against libhdf5 before use**: every node's signature, type and level; every
-//! entry's coordinates on the chunk grid inside the extent, unique, its bytes inside the file;
-//! the number of entries equal to `H5Dget_num_chunks`; every entry's stored size equal to
-//! libhdf5's lookup (`H5Dget_chunk_storage_size`); and the stored bytes and filter mask of
-//! up to [`SAMPLES`] chunks spread over the index (first and last included) equal to what
-//! `H5Dread_chunk` returns. Any difference: no index (libhdf5 reads the dataset, as before).
-//! A chunk missing from a checked index is unallocated (it reads as the fill value).
+//! - **libhdf5 >= 1.14** (cfg `hdf5_1_14`, also 2.x): from libhdf5's own entries, in one
+//!   `H5Dchunk_iter` pass over the dataset's chunk index, whatever its type (layout version 3:
+//!   version-1 B-tree; layout version 4: fixed or extensible array, version-2 B-tree, single
+//!   chunk, implicit). libhdf5 hands each allocated chunk's offset in dataset elements on
+//!   every axis (its first element's coordinates, since 1.14.0), filter mask, stored size and
+//!   file address: absolute since 1.14.4 (libhdf5 PR #4236), relative to the base address
+//!   before (vh5 adds the user block's size on those, from `H5get_libversion`). The callback
+//!   never unwinds into libhdf5 (`catch_unwind`) and stops the iteration (returns -1) on the
+//!   first entry that fails a check. **Not used** for a dataset with exactly one unlimited
+//!   axis that is not the first: its layout version 4 index is an extensible array that
+//!   libhdf5 (1.14 .. 2.2 at least) iterates in another order than it looks chunks up
+//!   (`H5D__earray_idx_iterate_cb` steps coordinates unswizzled, the lookup swizzles), so
+//!   `H5Dchunk_iter` reports another chunk's coordinates for an entry; on a sparse dataset
+//!   the count and grid checks below can pass (the sampled comparisons caught every such
+//!   file tried, but they sample 8 chunks). libhdf5 reads such datasets, as before.
+//! - **libhdf5 1.10**: no chunk iteration that is not a scan of the index per call
+//!   (`H5Dget_chunk_info(i)` walks the index up to `i`: 0.6 ms for the last of 16,384 chunks,
+//!   16 ms for the last of 65,536, so quadratic), so vh5 walks the version-1 B-tree that
+//!   indexes chunked datasets of layout message version 3 (what libhdf5 writes unless the
+//!   file's lower library bound is 1.10 or later) itself: the dataset's object header
+//!   (address from `H5Oget_info`, versions 1 and 2, continuation blocks followed) gives the
+//!   layout message and the B-tree's root; every node is read with `pread` from the file
+//!   descriptor libhdf5 reads through (`H5Fget_vfd_handle`, duplicated), so it is the very
+//!   file libhdf5 has open. Layout version 4 is not walked: no index, libhdf5 reads those.
+//!   Addresses are relative to the superblock (the user block, `H5Pget_userblock`, is
+//!   skipped; libhdf5 makes the superblock's address the base address).
+//! - **libhdf5 1.12**: no index (object addresses are tokens; no `H5Dchunk_iter` in the
+//!   bindings before 1.14).
+//!
+//! **Checked against libhdf5 before use**: every entry's coordinates on the chunk grid
+//! inside the extent, unique, its bytes non-empty and inside the file; the number of entries
+//! equal to `H5Dget_num_chunks`; the stored size (libhdf5's lookup,
+//! `H5Dget_chunk_storage_size`), bytes and filter mask of up to [`SAMPLES`] chunks spread
+//! over the index (first and last included) equal to what `H5Dread_chunk` returns. vh5's own
+//! B-tree walk (1.10) also checks every node's signature, type and level and every entry's
+//! stored size against libhdf5's lookup (~2 us a chunk, once per open dataset); libhdf5's
+//! own iteration needs no such per-entry check. Any difference: no index (libhdf5 reads the
+//! dataset, as before). A chunk missing from a checked index is unallocated (it reads as
+//! the fill value).
 //!
 //! **Memory**: 32 bytes per allocated chunk, held while the dataset is open (dropped with
 //! the dataset's cached facts, `super::meta::forget`) plus one duplicated file descriptor.
@@ -39,11 +60,16 @@
 //! as for the decoded-chunk cache (docs/ARCHITECTURE.md): files open read-only are assumed not
 //! to change under vh5.
 //!
-//! `VH5_CHUNK_INDEX` = `0` (default: never build one, every raw fetch through
-//! `H5Dread_chunk`) / `1` (build and use it where it qualifies) / `require` (tests: a dataset
-//! that qualifies by file intent but gets no index is an `Hdf5` error giving the reason).
-//! **Opt-in** for now: new code reading the file format itself; it passed the conformance
-//! suite only where reads touch >= 16 chunks whole (see docs/BENCHMARKS.md).
+//! `VH5_CHUNK_INDEX` = `0` (never build one, every raw fetch through `H5Dread_chunk`) / `1`
+//! (build and use it where it qualifies) / `require` (tests: a dataset that qualifies by file
+//! intent but gets no index is an `Hdf5` error giving the reason); unset: [`DEFAULT_MODE`].
+//! **Default on with libhdf5 >= 1.14** (`H5Dchunk_iter`): cold reads of 16k and 64k chunks,
+//! whole or one row per chunk, raw and gzip, layout versions 3 and 4, took 0.64x to 1.00x the
+//! time without it (median 0.83x; docs/BENCHMARKS.md, session 8), and the conformance suite
+//! (3,187 cases, seed 12, h5py-bound 2.x build) gave no divergence with it. **Opt-in with libhdf5 1.10**: vh5's own
+//! reading of the file format; it passed the conformance suite only where reads touch >= 16
+//! chunks whole (see docs/BENCHMARKS.md, session 7), and its per-entry size check costs ~2 us
+//! a chunk on every open.
 
 use std::ffi::{c_int, c_void};
 use std::fs::File;
@@ -89,13 +115,19 @@ pub enum IndexMode {
     Require,
 }
 
-/// The `VH5_CHUNK_INDEX` setting (read once per process; unset or unknown values: `Off`).
+/// The mode when `VH5_CHUNK_INDEX` is unset (or another value): `On` where the index comes
+/// from libhdf5's `H5Dchunk_iter` (libhdf5 >= 1.14), `Off` with vh5's own B-tree walk (1.10).
+pub const DEFAULT_MODE: IndexMode = if cfg!(hdf5_1_14) { IndexMode::On } else { IndexMode::Off };
+
+/// The `VH5_CHUNK_INDEX` setting (read once per process): `0` / `off`, `1` / `on`, `require`;
+/// unset, empty or unknown values: [`DEFAULT_MODE`].
 pub fn index_mode() -> IndexMode {
     static M: OnceLock<IndexMode> = OnceLock::new();
     *M.get_or_init(|| match std::env::var("VH5_CHUNK_INDEX").as_deref() {
+        Ok("0") | Ok("off") => IndexMode::Off,
         Ok("1") | Ok("on") => IndexMode::On,
         Ok("require") => IndexMode::Require,
-        _ => IndexMode::Off,
+        _ => DEFAULT_MODE,
     })
 }
 
@@ -173,9 +205,16 @@ impl IndexSlot {
 /// The caller holds the lock and checked the file is open read-only without SWMR.
 pub fn build(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid) -> std::result::Result<ChunkIndex, String> {
     let view = FileView::open(lock, dset)?;
+    #[cfg(hdf5_1_14)]
+    let entries = iterate(lock, dset, grid, &view)?;
+    #[cfg(not(hdf5_1_14))]
     let entries = walk(lock, dset, grid, &view)?;
     let idx = ChunkIndex { entries, file: view.file, file_len: view.len };
-    verify(lock, dset, grid, &idx)?;
+    // The B-tree walk is vh5's own reading of the file format: every entry's stored size is
+    // checked against libhdf5's; libhdf5's own iteration needs only the sampled checks.
+    #[cfg(not(hdf5_1_14))]
+    verify_sizes(lock, dset, grid, &idx)?;
+    verify_samples(lock, dset, grid, &idx)?;
     Ok(idx)
 }
 
@@ -248,7 +287,9 @@ impl FileView {
     }
 }
 
-/// The entries of `dset`'s chunk index, sorted by linear index.
+/// The entries of `dset`'s chunk index from vh5's own walk of its version-1 B-tree, sorted
+/// by linear index.
+#[cfg(not(hdf5_1_14))]
 fn walk(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, view: &FileView) -> std::result::Result<Vec<(u64, Entry)>, String> {
     let oh = object_header_address(lock, dset)?;
     let r = view.reader();
@@ -258,35 +299,120 @@ fn walk(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, view: &FileView) -> std::r
     if dimensionality != n + 1 || chunk_dims.len() < n || chunk_dims[..n] != *grid.chunk() {
         return Err(format!("layout message: {dimensionality} dimensions, chunk {chunk_dims:?}; the dataset has {n} axes, chunk {:?}", grid.chunk()));
     }
-    let limit = expected_chunks(lock, dset)?;
-    let mut out = Vec::with_capacity(limit as usize);
+    let (limit, _) = expected_chunks(lock, dset)?;
+    let mut out = Vec::with_capacity(capacity(grid, limit));
     r.btree(root, dimensionality, limit, &mut |coord: &[u64], size: u32, mask: u32, addr: u64| {
-        let mut q = [0u64; crate::geometry::MAX_RANK];
-        for j in 0..n {
-            let c = grid.chunk()[j];
-            if coord[j] % c != 0 || coord[j] >= grid.shape()[j] {
-                return Err(format!("B-tree entry at dataset offset {:?}: not a chunk origin inside the extent {:?}", &coord[..n], grid.shape()));
-            }
-            q[j] = coord[j] / c;
-        }
         if coord[n] != 0 {
             return Err(format!("B-tree entry at dataset offset {:?}: element offset {} (0 expected)", &coord[..n], coord[n]));
         }
-        let offset = base.checked_add(addr).filter(|&o| o.checked_add(u64::from(size)).is_some_and(|end| end <= file_len) && size > 0);
-        let Some(offset) = offset else {
-            return Err(format!("B-tree entry at dataset offset {:?}: {size} bytes at address {addr} (file: {file_len} bytes)", &coord[..n]));
-        };
-        out.push((grid.linear_index(&q[..n]), Entry { offset, size: u64::from(size), mask }));
+        out.push(check_entry(grid, &coord[..n], u64::from(size), mask, base.checked_add(addr), file_len, "B-tree")?);
         Ok(())
     })?;
+    finish(out, limit, "B-tree")
+}
+
+/// Room for the entries of a chunk index: libhdf5's count, never more than the grid's chunks.
+fn capacity(grid: &ChunkGrid, limit: u64) -> usize {
+    usize::try_from(limit.min(grid.nchunks().unwrap_or(0))).unwrap_or(0)
+}
+
+/// One entry of a chunk index, checked: `coord` (the dataset offset of the chunk's first
+/// element) a chunk origin inside the extent, `size` bytes at absolute file offset `offset`
+/// (`None`: the address overflowed) non-empty and inside the file. `what` names the source.
+fn check_entry(grid: &ChunkGrid, coord: &[u64], size: u64, mask: u32, offset: Option<u64>, file_len: u64, what: &str) -> std::result::Result<(u64, Entry), String> {
+    let n = grid.ndim();
+    let mut q = [0u64; crate::geometry::MAX_RANK];
+    for j in 0..n {
+        let c = grid.chunk()[j];
+        if c == 0 || coord[j] % c != 0 || coord[j] >= grid.shape()[j] {
+            return Err(format!("{what} entry at dataset offset {coord:?}: not a chunk origin inside the extent {:?}", grid.shape()));
+        }
+        q[j] = coord[j] / c;
+    }
+    let offset = offset.filter(|&o| o.checked_add(size).is_some_and(|end| end <= file_len) && size > 0);
+    let Some(offset) = offset else {
+        return Err(format!("{what} entry at dataset offset {coord:?}: {size} bytes at an address outside the file ({file_len} bytes)"));
+    };
+    Ok((grid.linear_index(&q[..n]), Entry { offset, size, mask }))
+}
+
+/// Sort checked entries by linear index; `Err` on two entries for one chunk or a count other
+/// than libhdf5's (`limit`, `H5Dget_num_chunks`).
+fn finish(mut out: Vec<(u64, Entry)>, limit: u64, what: &str) -> std::result::Result<Vec<(u64, Entry)>, String> {
     out.sort_unstable_by_key(|e| e.0);
     if out.windows(2).any(|w| w[0].0 == w[1].0) {
-        return Err("two B-tree entries for one chunk".into());
+        return Err(format!("two {what} entries for one chunk"));
     }
     if out.len() as u64 != limit {
-        return Err(format!("{} B-tree entries, libhdf5 counts {limit} chunks", out.len()));
+        return Err(format!("{} {what} entries, libhdf5 counts {limit} chunks", out.len()));
     }
     Ok(out)
+}
+
+/// The entries of `dset`'s chunk index from libhdf5's own iteration (`H5Dchunk_iter`, one
+/// pass over any chunk index type), sorted by linear index.
+#[cfg(hdf5_1_14)]
+fn iterate(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, view: &FileView) -> std::result::Result<Vec<(u64, Entry)>, String> {
+    use hdf5_sys::h5::{haddr_t, hsize_t};
+    let (limit, maxdims) = expected_chunks(lock, dset)?;
+    // An extensible-array index whose unlimited axis is not the first: libhdf5 (up to 2.2
+    // at least) iterates it in another order than it looks chunks up, so `H5Dchunk_iter`
+    // reports another chunk's coordinates for an entry (a sparse dataset can even pass
+    // the count and grid checks). The B-tree of a layout version 3 file with such axes is not told
+    // apart (no object header address on libhdf5 >= 1.12): libhdf5 reads both.
+    let unlimited: Vec<usize> = (0..maxdims.len()).filter(|&j| maxdims[j] == hdf5_sys::h5s::H5S_UNLIMITED).collect();
+    if unlimited.len() == 1 && unlimited[0] != 0 {
+        return Err(format!("one unlimited axis ({}) that is not the first: an extensible-array index, which H5Dchunk_iter reports in another chunk order", unlimited[0]));
+    }
+    // Chunk addresses are absolute since libhdf5 1.14.4; before, relative to the base
+    // address (the user block's end).
+    let info = super::version::library_info(lock).map_err(|x| x.message)?;
+    let add = if (info.major, info.minor, info.release) < (1, 14, 4) { view.base } else { 0 };
+
+    struct Iter<'a> {
+        grid: &'a ChunkGrid,
+        add: u64,
+        file_len: u64,
+        limit: u64,
+        out: Vec<(u64, Entry)>,
+        err: Option<String>,
+    }
+    /// `H5D_chunk_iter_op_t`: check and keep one entry; negative (stop, failure) on the
+    /// first bad one, more entries than libhdf5 counts, or a panic (never unwinds into C).
+    extern "C" fn visit(offset: *const hsize_t, mask: std::ffi::c_uint, addr: haddr_t, size: hsize_t, data: *mut c_void) -> c_int {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: `data` is the `Iter` handed to H5Dchunk_iter below, alive and not
+            // otherwise borrowed during the call.
+            let it = unsafe { &mut *(data as *mut Iter<'_>) };
+            let n = it.grid.ndim();
+            if offset.is_null() || it.out.len() as u64 >= it.limit {
+                it.err = Some(format!("H5Dchunk_iter reports more than the {} chunks libhdf5 counts", it.limit));
+                return -1;
+            }
+            // SAFETY: libhdf5 passes the chunk's offset on every axis (and one more for the
+            // element size), valid during the call.
+            let coord = unsafe { std::slice::from_raw_parts(offset, n) };
+            match check_entry(it.grid, coord, size, mask, addr.checked_add(it.add), it.file_len, "H5Dchunk_iter") {
+                Ok(e) => {
+                    it.out.push(e);
+                    0
+                }
+                Err(why) => {
+                    it.err = Some(why);
+                    -1
+                }
+            }
+        }));
+        r.unwrap_or(-1)
+    }
+    let mut it = Iter { grid, add, file_len: view.len, limit, out: Vec::with_capacity(capacity(grid, limit)), err: None };
+    // SAFETY: valid dataset id; lock held; `visit` reads `it` only during this call.
+    let r = unsafe { hdf5_sys::h5d::H5Dchunk_iter(dset, hdf5_sys::h5p::H5P_DEFAULT, Some(visit), &mut it as *mut Iter<'_> as *mut c_void) };
+    if r < 0 {
+        let stack = super::error::take_stack(lock);
+        return Err(it.err.unwrap_or_else(|| format!("H5Dchunk_iter failed (or its callback panicked); libhdf5 error stack:{stack}")));
+    }
+    finish(it.out, limit, "H5Dchunk_iter")
 }
 
 /// The address of `dset`'s object header (relative to the base address).
@@ -302,57 +428,75 @@ fn object_header_address(lock: &H5Lock, dset: hid_t) -> std::result::Result<u64,
     Ok(unsafe { info.assume_init() }.addr)
 }
 
-/// On libhdf5 >= 1.12 object addresses are tokens: no walk of the file's own index.
-#[cfg(hdf5_1_12)]
+/// On libhdf5 1.12 object addresses are tokens: no walk of the file's own index (and no
+/// `H5Dchunk_iter` in the bindings before 1.14).
+#[cfg(all(hdf5_1_12, not(hdf5_1_14)))]
 fn object_header_address(_lock: &H5Lock, _dset: hid_t) -> std::result::Result<u64, String> {
     Err("libhdf5 >= 1.12: vh5 reads no object header address".into())
 }
 
-/// `H5Dget_num_chunks` over the whole dataset.
-fn expected_chunks(lock: &H5Lock, dset: hid_t) -> std::result::Result<u64, String> {
+/// `H5Dget_num_chunks` over the whole dataset, and the dataset's maximal dimensions.
+fn expected_chunks(lock: &H5Lock, dset: hid_t) -> std::result::Result<(u64, Vec<u64>), String> {
     // SAFETY: valid dataset id; lock held; out-pointer is a local.
     unsafe {
         let space = Handle::new(lock, hdf5_sys::h5d::H5Dget_space(dset), "H5Dget_space").map_err(|x| x.message)?;
+        let (_, maxdims) = super::hyperslab::space_dims(lock, space.id()).map_err(|x| x.message)?;
         let mut n: u64 = 0;
         if hdf5_sys::h5d::H5Dget_num_chunks(dset, space.id(), &mut n) < 0 {
             super::error::clear_stack(lock);
             return Err("H5Dget_num_chunks failed".into());
         }
-        Ok(n)
+        Ok((n, maxdims))
     }
 }
 
-/// Check every entry's stored size against libhdf5's own index lookup
-/// (`H5Dget_chunk_storage_size`, ~2 us a chunk, once per open dataset), then compare the
-/// bytes and filter mask of [`SAMPLES`] entries spread over the index (first and last
-/// included) with libhdf5's `H5Dread_chunk`, whose buffer is sized from libhdf5's answer,
-/// never from the B-tree's.
-fn verify(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, idx: &ChunkIndex) -> std::result::Result<(), String> {
+/// The dataset offset of the first element of the chunk with linear index `linear`.
+fn origin_of(grid: &ChunkGrid, linear: u64) -> [u64; crate::geometry::MAX_RANK] {
+    let nd = grid.ndim();
+    let (mut coord, mut origin) = ([0u64; crate::geometry::MAX_RANK], [0u64; crate::geometry::MAX_RANK]);
+    grid.chunk_coord(linear, &mut coord[..nd]);
+    grid.chunk_origin(&coord[..nd], &mut origin[..nd]);
+    origin
+}
+
+/// Whether libhdf5's own lookup of the chunk at `origin` (`H5Dget_chunk_storage_size`, ~2 us)
+/// gives the entry's stored size; `Err` naming the chunk otherwise.
+fn check_size(lock: &H5Lock, dset: hid_t, origin: &[u64], e: &Entry) -> std::result::Result<(), String> {
+    if super::chunk::chunk_state(lock, dset, origin) != (super::chunk::ChunkState::Stored { size: e.size }) {
+        return Err(format!("chunk at dataset offset {origin:?}: the index's stored size {} differs from libhdf5's", e.size));
+    }
+    Ok(())
+}
+
+/// Check every entry's stored size against libhdf5's own index lookup (~2 us a chunk, once
+/// per open dataset): for vh5's own walk of the B-tree.
+#[cfg(not(hdf5_1_14))]
+fn verify_sizes(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, idx: &ChunkIndex) -> std::result::Result<(), String> {
+    let nd = grid.ndim();
+    for &(linear, e) in &idx.entries {
+        check_size(lock, dset, &origin_of(grid, linear)[..nd], &e)?;
+    }
+    Ok(())
+}
+
+/// Compare the stored size (libhdf5's lookup), bytes and filter mask of [`SAMPLES`] entries
+/// spread over the index (first and last included) with libhdf5's `H5Dread_chunk`, whose
+/// buffer is sized from libhdf5's answer, never from the index's.
+fn verify_samples(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, idx: &ChunkIndex) -> std::result::Result<(), String> {
     let n = idx.entries.len();
     let nd = grid.ndim();
-    let origin_of = |linear: u64| {
-        let (mut coord, mut origin) = ([0u64; crate::geometry::MAX_RANK], [0u64; crate::geometry::MAX_RANK]);
-        grid.chunk_coord(linear, &mut coord[..nd]);
-        grid.chunk_origin(&coord[..nd], &mut origin[..nd]);
-        origin
-    };
-    for &(linear, e) in &idx.entries {
-        let origin = origin_of(linear);
-        if super::chunk::chunk_state(lock, dset, &origin[..nd]) != (super::chunk::ChunkState::Stored { size: e.size }) {
-            return Err(format!("chunk at dataset offset {:?}: the B-tree's stored size {} differs from libhdf5's", &origin[..nd], e.size));
-        }
-    }
     let k = SAMPLES.min(n);
     let (mut mine, mut theirs) = (Vec::new(), Vec::new());
     for s in 0..k {
         let i = if k == 1 { 0 } else { s * (n - 1) / (k - 1) };
         let (linear, e) = idx.entries[i];
-        let origin = origin_of(linear);
+        let origin = origin_of(grid, linear);
+        check_size(lock, dset, &origin[..nd], &e)?;
         idx.read(&e, &mut mine).map_err(|x| x.message)?;
         // (The size was just checked equal to libhdf5's.)
         let mask = super::chunk::read_raw_chunk(lock, dset, &origin[..nd], e.size, &mut theirs).map_err(|x| x.message)?;
         if mask != Some(e.mask) || mine != theirs {
-            return Err(format!("chunk at dataset offset {:?}: the B-tree's entry differs from libhdf5's H5Dread_chunk", &origin[..nd]));
+            return Err(format!("chunk at dataset offset {:?}: the index's entry differs from libhdf5's H5Dread_chunk", &origin[..nd]));
         }
     }
     Ok(())

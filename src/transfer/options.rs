@@ -20,6 +20,11 @@
 //!   default [`crate::hdf5::chunk_cache::DEFAULT_CACHE_BYTES`] = 16 MiB; 0 = no cache), see
 //!   [`chunk_cache_bytes`] and `hdf5::chunk_cache`.
 //!
+//! - Chunk index (stored chunk bytes read with `pread` outside the libhdf5 lock, files open
+//!   read-only): env `VH5_CHUNK_INDEX` = `0` / `1` / `require` (read once; unset or other
+//!   values: on with libhdf5 >= 1.14, where it comes from `H5Dchunk_iter`, off with 1.10),
+//!   see `hdf5::chunk_index`.
+//!
 //! Environment values are read once per process (the first call that needs them). A value
 //! that is set but invalid (`VH5_THREADS=abc`, `VH5_THREADS=0`, more than [`MAX_THREADS`],
 //! `VH5_PLANNER=xyz`, `VH5_MAX_CHUNK_BYTES=-1` or `0`) is never silently ignored: every read

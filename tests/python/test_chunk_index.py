@@ -1,8 +1,10 @@
 """The per-dataset chunk index (src/hdf5/chunk_index.rs): stored chunk bytes read with
-positioned reads at the addresses of the file's own version-1 B-tree, checked against h5py's
-libhdf5 (2.0) on real files. Each read runs in a child process with VH5_CHUNK_INDEX set
-(`require`: a dataset of a read-only file that gets no index is an error giving the reason;
-`0`: never an index, every raw chunk through H5Dread_chunk)."""
+positioned reads at the addresses of the file's own chunk index, checked against h5py's
+libhdf5 (2.0) on real files. With libhdf5 1.10 vh5 walks the version-1 B-tree itself; with
+libhdf5 >= 1.14 the entries come from libhdf5's `H5Dchunk_iter` (every index type, layout
+versions 3 and 4). Each read runs in a child process with VH5_CHUNK_INDEX set (`require`: a
+dataset of a read-only file that gets no index is an error giving the reason; `0`: never an
+index, every raw chunk through H5Dread_chunk)."""
 
 import os
 import struct
@@ -15,11 +17,17 @@ import vh5
 
 h5py = pytest.importorskip("h5py")
 
-# The index reads version-1 B-trees through object header addresses, which vh5 has only with
-# libhdf5 1.10 (>= 1.12 names objects by token): there every read goes through libhdf5.
-pytestmark = pytest.mark.skipif(vh5.hdf5_version().version[:2] != (1, 10), reason="the chunk index is built only with libhdf5 1.10 (>= 1.12: no object header address)")
+LIB = vh5.hdf5_version().version[:2]
+# Where the index comes from: vh5's walk of version-1 B-trees through object header addresses,
+# which vh5 has only with libhdf5 1.10 (>= 1.12 names objects by token), or libhdf5's own
+# H5Dchunk_iter (>= 1.14). libhdf5 1.12: every read goes through libhdf5.
+BTREE = LIB == (1, 10)
+CHUNK_ITER = LIB >= (1, 14)
+pytestmark = pytest.mark.skipif(not (BTREE or CHUNK_ITER), reason="no chunk index with libhdf5 1.12")
+needs_btree = pytest.mark.skipif(not BTREE, reason="vh5's own B-tree walk: libhdf5 1.10 builds only")
+needs_chunk_iter = pytest.mark.skipif(not CHUNK_ITER, reason="H5Dchunk_iter: libhdf5 >= 1.14 builds only")
 
-LIBVER = ("earliest", "v110")  # vh5 links libhdf5 1.10
+LIBVER = ("earliest", "v110")  # layout version 3: a version-1 B-tree (both sources)
 
 CODE = """
 import sys, numpy as np, vh5
@@ -80,6 +88,7 @@ def test_chunk_index_userblock_reads_like_h5py(tmp_path, userblock):
             assert np.array_equal(got, ref.astype(got.dtype)), (name, planner)
 
 
+@needs_btree
 def test_chunk_index_extensible_array_unlimited_axis_not_first_not_indexed(tmp_path):
     """Layout version 4 (an extensible-array index whose unlimited axis is not axis 0, where
     H5Dget_chunk_info_by_coord answers for another chunk): no index (`require` says why), and
@@ -134,8 +143,71 @@ def test_chunk_index_damaged_chunk_address_refused(tmp_path):
     b[b.index(key) : b.index(key) + 8] = struct.pack("<Q", len(b) * 16)
     p.write_bytes(bytes(b))
     rc, se, _ = _read(p, "d", index="require")
-    assert rc != 0 and "B-tree entry at dataset offset [24, 16]" in se, se[-600:]
+    source = "B-tree" if BTREE else "H5Dchunk_iter"
+    assert rc != 0 and f"{source} entry at dataset offset [24, 16]" in se, se[-600:]
     for index in ("1", "0"):
         rc, se, _ = _read(p, "d", index=index)
         assert rc != 0 and "VH5_OK" not in se and "Traceback" in se, (index, se[-600:])
         assert "[3, 2]" in se or "[24, 16]" in se, (index, se[-600:])
+
+
+def _make_v4(path, userblock=0):
+    """A layout version 4 file (h5py `libver='latest'`): every chunk index type libhdf5
+    writes there, with and without filters, dense and sparse."""
+    rng = np.random.default_rng(11)
+    data = np.round(rng.standard_normal((203, 61)), 2)
+    with h5py.File(path, "w", libver="latest", userblock_size=userblock) as f:
+        f.create_dataset("fixed_gz", data=data, chunks=(8, 8), compression="gzip", shuffle=True)  # fixed array
+        f.create_dataset("fixed_raw", data=data, chunks=(8, 8))
+        f.create_dataset("single_gz", data=data, chunks=(203, 61), compression="gzip")  # single chunk
+        f.create_dataset("earray", data=data, chunks=(8, 8), maxshape=(None, 61), compression="gzip")  # extensible array, axis 0
+        f.create_dataset("btree2", data=data, chunks=(8, 8), maxshape=(None, None), compression="gzip")  # version-2 B-tree
+        d = f.create_dataset("btree2_sparse", shape=(203, 61), dtype="f8", chunks=(8, 8), maxshape=(None, None), fillvalue=2.5, compression="gzip")
+        d[40:90, 10:30] = data[40:90, 10:30]
+        d = f.create_dataset("fixed_sparse", shape=(203, 61), dtype="f8", chunks=(8, 8), fillvalue=-7.5, compression="gzip")
+        d[40:90, 10:30] = data[40:90, 10:30]
+        # implicit index: unfiltered, fixed extent, space allocated early
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((8, 8))
+        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+        h5py.h5d.create(f.id, b"implicit", h5py.h5t.IEEE_F64LE, h5py.h5s.create_simple((203, 61)), dcpl)
+        f["implicit"][...] = data
+        f.create_dataset("f32_1d", data=np.arange(5000, dtype="<f4"), chunks=(16,), compression="gzip")
+
+
+@needs_chunk_iter
+@pytest.mark.parametrize("userblock", [0, 512])
+def test_chunk_index_chunk_iter_layout_v4_reads_like_h5py(tmp_path, userblock):
+    """H5Dchunk_iter: a layout version 4 file (fixed and extensible arrays, version-2 B-trees,
+    a single chunk, the implicit index; dense and sparse; with a user block) gets an index on
+    every dataset whose read qualifies (`require`: >= 16 whole chunks), and every read equals
+    h5py's. (The layout version 3 files of the tests above run on these builds too.)"""
+    p = tmp_path / f"v4_{userblock}.h5"
+    _make_v4(p, userblock)
+    with h5py.File(p, "r") as f:
+        refs = {k: f[k][...] for k in f}
+    for name, ref in refs.items():
+        for planner in ("auto", "chunks"):
+            rc, se, out = _read(p, name, ref.dtype.str, planner=planner)
+            assert rc == 0, (name, planner, se[-600:])
+            assert np.array_equal(np.load(out), ref), (name, planner)
+
+
+@needs_chunk_iter
+@pytest.mark.parametrize("libver", ["latest", "earliest"])
+def test_chunk_index_chunk_iter_unlimited_axis_not_first_not_indexed(tmp_path, libver):
+    """One unlimited axis that is not the first (with libver 'latest' an extensible-array
+    index, which libhdf5's H5Dchunk_iter reports in another chunk order than it looks chunks
+    up: a sparse one even passes the count and grid checks): no index (`require` says why),
+    and the default read, through libhdf5, equals h5py's."""
+    p = tmp_path / "earray.h5"
+    with h5py.File(p, "w", libver=libver) as f:
+        d = f.create_dataset("d", shape=(4, 1200), maxshape=(4, None), chunks=(1, 50), dtype="<f8", compression="gzip")
+        d[0, :200] = 1.0
+    ref = h5py.File(p)["d"][...]
+    rc, se, _ = _read(p, "d", index="require")
+    assert rc != 0 and "unlimited axis (1) that is not the first" in se, se[-600:]
+    for index in ("1", "0"):
+        rc, se, out = _read(p, "d", index=index)
+        assert rc == 0, se[-600:]
+        assert np.array_equal(np.load(out), ref)
