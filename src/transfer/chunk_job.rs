@@ -82,10 +82,15 @@ impl Shared<'_> {
     /// memory); `NoMemory` when a buffer could not be allocated.
     pub(super) fn process(&self, job: &mut Job, dec: &mut Decoder) -> Result<()> {
         let n = self.grid.ndim();
-        let (coord, origin, extent) = self.origin_extent(job.group);
         if let Some(hit) = &job.hit {
+            let mut origin = [0u64; MAX_RANK];
+            self.grid.chunk_coord(self.plan.groups[job.group].0, &mut origin[..n]);
+            for (o, c) in origin[..n].iter_mut().zip(self.grid.chunk()) {
+                *o *= c;
+            }
             return self.scatter(job.group, hit, &origin[..n], self.grid.chunk());
         }
+        let (coord, origin, extent) = self.origin_extent(job.group);
         if let (Some(e), Some(ix)) = (job.at.take(), self.index) {
             ix.read(&e, &mut job.buf).map_err(|x| Error::new(x.kind, format!("chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], x.message)))?;
         }
@@ -170,7 +175,6 @@ impl Fetcher<'_> {
     /// [`Fetcher::raw_ok`], else libhdf5's read of its region (fill values, conversion).
     pub(super) fn fetch(&self, l: &H5Lock, reader: &mut HyperslabReader, sh: &Shared, g: usize, buf: Vec<u8>) -> Result<Job> {
         let n = sh.grid.ndim();
-        let (coord, origin, extent) = sh.origin_extent(g);
         let mut job = Job { group: g, buf, raw_mask: None, hit: None, key: None, at: None };
         // A hit needs no libhdf5 call: only chunks fetched stored and decoded by vh5 are kept.
         let key = self.cache.map(|_| CacheKey { chunk: sh.plan.groups[g].0, form: self.form.0, unit: self.form.1 });
@@ -181,6 +185,8 @@ impl Fetcher<'_> {
                 return Ok(job);
             }
         }
+        // (After the cache: a hit needs no coordinates.)
+        let (coord, origin, extent) = sh.origin_extent(g);
         // With the dataset's chunk index (only given for raw fetches): a chunk missing from it
         // is unallocated (the index was checked complete against libhdf5's count).
         let entry = sh.index.map(|ix| ix.get(sh.plan.groups[g].0));

@@ -56,7 +56,7 @@ use super::rows::{read_row, Ctx, RawKind};
 use super::stats::ReadStats;
 use crate::codec::{Decoder, Filter};
 use crate::error::{Error, Result};
-use crate::geometry::{row, SliceTable};
+use crate::geometry::{axis_step, row, row_counts, SliceTable, MAX_RANK};
 use crate::hdf5::chunk::{file_size, flush_dataset, opened_read_write, FilterSpec};
 use crate::hdf5::chunk_cache::ChunkCache;
 use crate::hdf5::chunk_index::IndexSlot;
@@ -65,7 +65,7 @@ use crate::hdf5::lock::{bump, lock, released, H5Lock};
 use crate::plan::decide;
 use crate::plan::decide::{STEP_BYTE_NS, STEP_RUN_NS};
 use crate::plan::grid::ChunkGrid;
-use crate::plan::pieces::{overlapping_rows, push_dst_box, Plan};
+use crate::plan::pieces::{overlapping_rows, Plan};
 
 /// Fetched batches queued per worker thread before the calling thread decodes one itself.
 const QUEUE_PER_WORKER: usize = 4;
@@ -226,13 +226,26 @@ fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid) -> Result<RowPlan>
     let mut valid: Vec<usize> = Vec::with_capacity(table.nslices.min(1 << 20));
     let mut plan = Plan::with_capacity(n, table.nslices.min(1 << 20));
     let mut elements = 0u64;
+    // Rows are validated and planned straight from the tables (no `Row`: building one per
+    // row zeroed and copied ~1.3 KB, a fifth of the planning of 65,536 one-chunk rows).
+    let (mut count, mut ss, mut ds) = ([0u64; MAX_RANK], [1u64; MAX_RANK], [1u64; MAX_RANK]);
     for i in 0..table.nslices {
-        if let Some(r) = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)? {
-            push_dst_box(&r, &mut boxes);
-            valid.push(i);
-            elements += r.elements();
-            plan.add_row(grid, i, &r);
+        if !row_counts(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip, ["dataset", "destination"], &mut count[..n])? {
+            continue;
         }
+        let base = i * n;
+        let (s0, d0) = (&table.src_start[base..base + n], &table.dst_start[base..base + n]);
+        for j in 0..n {
+            ss[j] = axis_step(count[j], table.src_step.map_or(1, |t| t[base + j]));
+            ds[j] = axis_step(count[j], table.dst_step.map_or(1, |t| t[base + j]));
+        }
+        boxes.extend_from_slice(d0);
+        for j in 0..n {
+            boxes.push(d0[j] + (count[j] - 1) * ds[j]);
+        }
+        valid.push(i);
+        elements += count[..n].iter().product::<u64>();
+        plan.add(grid, i, &count[..n], (s0, &ss[..n]), (d0, &ds[..n]));
     }
     let overlap = overlapping_rows(&boxes, ctx.dst_shape);
     drop(boxes);
