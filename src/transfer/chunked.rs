@@ -63,7 +63,7 @@ use crate::hdf5::chunk_index::IndexSlot;
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{bump, lock, released, H5Lock};
 use crate::plan::decide;
-use crate::plan::decide::{STEP_BYTE_NS, STEP_RUN_NS};
+use crate::plan::decide::{scatter_workers, STEP_BYTE_NS, STEP_RUN_NS};
 use crate::plan::grid::ChunkGrid;
 use crate::plan::pieces::{overlapping_rows, Plan};
 
@@ -185,12 +185,12 @@ pub(crate) fn read_chunked(
         true => (read_small(l, reader, &shared, &fetcher)?, 0),
         false => {
             let big = d.chunk_bytes.max(d.stored_bytes) >= BIG_CHUNK_BYTES as u64;
-            // Workers only where decoding dominates (filtered chunks; `chunks` mode always, which
-            // the tests use to exercise them): for unfiltered chunks the scatter is a copy no
-            // larger than the fetch, and handing chunks to another core cost more than it saved
-            // (case 2 of docs/BENCHMARKS.md: 8 ms on one thread, 10 ms with a worker taking 60%
-            // of the chunks).
-            let worth = d.filtered || mode == PlannerMode::Chunks;
+            // Workers where decoding dominates (filtered chunks; `chunks` mode always, which
+            // the tests use to exercise them) and for many small unfiltered chunks (per-chunk
+            // bookkeeping dominates); other unfiltered chunks are one copy no larger than the
+            // fetch, and handing them to another core cost more than it saved (the rule and
+            // its measurements: `plan::decide::scatter_workers`).
+            let worth = scatter_workers(mode, d.filtered, d.chunk_bytes.max(d.stored_bytes), d.nwhole);
             let batch = (BATCH_BYTES / (d.stored_bytes.max(d.chunk_bytes).max(1) as usize)).clamp(1, BATCH_MAX_CHUNKS);
             run_pipeline(l, reader, &shared, &fetcher, &d.whole, Crew::size(num_threads(), d.nwhole, worth, big, batch), d.filtered)?
         }
