@@ -91,13 +91,14 @@ pub fn decide(mode: PlannerMode, filtered: bool, chunk_bytes: u64, groups: &[(us
             let small = groups.len() <= 4 && groups.iter().all(|g| g.0 == 1);
             vec![!small; groups.len()]
         }
-        PlannerMode::Auto => groups
-            .iter()
-            .map(|&(pieces, bytes, step_ns)| {
-                CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS <= (HDF5_CHUNK_NS + pieces as u64 * HDF5_READ_NS).saturating_add(step_ns).saturating_add(bytes / BYTES_PER_NS)
-            })
-            .collect(),
+        PlannerMode::Auto => groups.iter().map(|&g| whole_unfiltered(chunk_bytes, g)).collect(),
     }
+}
+
+/// The `auto` rule of [`decide`] for one group of unfiltered chunks: (pieces, bytes of the
+/// pieces, `step_ns`).
+pub fn whole_unfiltered(chunk_bytes: u64, (pieces, bytes, step_ns): (usize, u64, u64)) -> bool {
+    CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS <= (HDF5_CHUNK_NS + pieces as u64 * HDF5_READ_NS).saturating_add(step_ns).saturating_add(bytes / BYTES_PER_NS)
 }
 
 #[cfg(test)]

@@ -63,7 +63,7 @@ use crate::hdf5::chunk_index::IndexSlot;
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{bump, lock, released, H5Lock};
 use crate::plan::decide;
-use crate::plan::decide::{scatter_workers, STEP_BYTE_NS, STEP_RUN_NS};
+use crate::plan::decide::{scatter_workers, whole_unfiltered, STEP_BYTE_NS, STEP_RUN_NS};
 use crate::plan::grid::ChunkGrid;
 use crate::plan::pieces::{overlapping_rows, Plan};
 
@@ -294,18 +294,19 @@ fn decide_chunks(plan: &Plan, table: &SliceTable, chunk: &[u64], itemsize: usize
     let file_itemsize = convert.map_or(itemsize, |c| c.file_itemsize);
     let stored_bytes = chunk_elems.saturating_mul(file_itemsize as u64);
     let too_big = chunk_bytes.max(stored_bytes) > max_chunk_bytes();
-    let group_stats: Vec<(usize, u64, u64)> = if checked {
-        Vec::new()
-    } else {
-        plan.groups
-            .iter()
-            .map(|(_, rg)| {
-                let ps = &plan.pieces[rg.clone()];
-                (rg.len(), ps.iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum(), ps.iter().map(|p| step_cost_ns(plan, table, p, itemsize)).sum())
-            })
-            .collect()
+    let group_stats = |rg: &std::ops::Range<usize>| {
+        let ps = &plan.pieces[rg.clone()];
+        (rg.len(), ps.iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum(), ps.iter().map(|p| step_cost_ns(plan, table, p, itemsize)).sum())
     };
-    let mut whole = if checked { vec![true; plan.groups.len()] } else { decide(mode, filtered, chunk_bytes, &group_stats) };
+    let mut whole = if checked {
+        vec![true; plan.groups.len()]
+    } else if mode == PlannerMode::Auto && !filtered {
+        // Group by group, no table of every group's costs (1.5 MB of fresh pages for a
+        // whole read of 65,536 chunks).
+        plan.groups.iter().map(|(_, rg)| whole_unfiltered(chunk_bytes, group_stats(rg))).collect()
+    } else {
+        decide(mode, filtered, chunk_bytes, &plan.groups.iter().map(|(_, rg)| group_stats(rg)).collect::<Vec<_>>())
+    };
     if too_big {
         // Too big to hold whole: every piece through libhdf5 (bounded by the rows' sizes).
         whole.iter_mut().for_each(|w| *w = false);
