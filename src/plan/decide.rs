@@ -44,6 +44,29 @@ pub const HDF5_CHUNK_NS: u64 = 8_000;
 /// per byte for a whole-chunk read (20 chunks of 8 MB: 65-75 ms).
 pub const STEP_RUN_NS: u64 = 6_000;
 pub const STEP_BYTE_NS: u64 = 8;
+/// Unfiltered chunks of at most this many decoded bytes, read whole by a call of at least
+/// [`MANY_RAW_CHUNKS`] chunks, are scattered by worker threads too (see [`scatter_workers`]).
+pub const SMALL_RAW_CHUNK_BYTES: u64 = 16 << 10;
+/// See [`SMALL_RAW_CHUNK_BYTES`].
+pub const MANY_RAW_CHUNKS: usize = 4096;
+
+/// Whether a call's whole chunks are scattered by worker threads as well as the calling
+/// thread (true), or by the calling thread alone.
+///
+/// - `chunks` mode, filtered chunks: workers (decoding dominates).
+/// - unfiltered chunks (`auto`, `rows`): the scatter is one copy no larger than the fetch, so
+///   workers only when the call reads at least [`MANY_RAW_CHUNKS`] chunks of at most
+///   [`SMALL_RAW_CHUNK_BYTES`]: there the per-chunk work is bookkeeping (cache lookup, piece
+///   offsets, a short copy), not memory bandwidth, and batches of up to 256 chunks amortise
+///   the hand-over. Measured (scripts/bench_scaling.py, 128-byte chunks, 2 threads, docs/
+///   BENCHMARKS.md sessions 7-8): 16k and 64k chunks, whole and one row per chunk, the
+///   calling thread alone took 1.2-2.5x the time of `chunks` mode (which has workers);
+///   1k chunks were even (575 us vs 893 us, 604 vs 423). Large unfiltered chunks stay on
+///   the calling thread (case 3, 20 chunks of 8 MB: 36.8 ms alone, 42.3 ms with a worker).
+pub fn scatter_workers(mode: PlannerMode, filtered: bool, chunk_bytes: u64, nwhole: usize) -> bool {
+    filtered || mode == PlannerMode::Chunks || (chunk_bytes <= SMALL_RAW_CHUNK_BYTES && nwhole >= MANY_RAW_CHUNKS)
+}
+
 /// Whether to read a chunk whole (true) or read its pieces through libhdf5 (false).
 ///
 /// - `chunks` mode: always whole.
@@ -68,13 +91,14 @@ pub fn decide(mode: PlannerMode, filtered: bool, chunk_bytes: u64, groups: &[(us
             let small = groups.len() <= 4 && groups.iter().all(|g| g.0 == 1);
             vec![!small; groups.len()]
         }
-        PlannerMode::Auto => groups
-            .iter()
-            .map(|&(pieces, bytes, step_ns)| {
-                CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS <= (HDF5_CHUNK_NS + pieces as u64 * HDF5_READ_NS).saturating_add(step_ns).saturating_add(bytes / BYTES_PER_NS)
-            })
-            .collect(),
+        PlannerMode::Auto => groups.iter().map(|&g| whole_unfiltered(chunk_bytes, g)).collect(),
     }
+}
+
+/// The `auto` rule of [`decide`] for one group of unfiltered chunks: (pieces, bytes of the
+/// pieces, `step_ns`).
+pub fn whole_unfiltered(chunk_bytes: u64, (pieces, bytes, step_ns): (usize, u64, u64)) -> bool {
+    CHUNK_FETCH_NS + chunk_bytes / BYTES_PER_NS <= (HDF5_CHUNK_NS + pieces as u64 * HDF5_READ_NS).saturating_add(step_ns).saturating_add(bytes / BYTES_PER_NS)
 }
 
 #[cfg(test)]
@@ -94,5 +118,19 @@ mod tests {
         assert_eq!(decide(PlannerMode::Auto, false, 8_000_000, &[(1, 800, 10 * STEP_RUN_NS + 800 * STEP_BYTE_NS)]), vec![false]);
         // A piece covering a whole 128-byte chunk: fetched raw (libhdf5 costs more per chunk).
         assert_eq!(decide(PlannerMode::Auto, false, 128, &[(1, 128, 0)]), vec![true]);
+    }
+
+    #[test]
+    fn scatter_workers_for_many_small_raw_chunks() {
+        // Filtered chunks and `chunks` mode: always.
+        assert!(scatter_workers(PlannerMode::Auto, true, 1 << 30, 2));
+        assert!(scatter_workers(PlannerMode::Chunks, false, 8 << 20, 20));
+        // 65,536 unfiltered 128-byte chunks (bench_scaling "S ... raw 64k"): workers.
+        assert!(scatter_workers(PlannerMode::Auto, false, 128, 65_536));
+        assert!(scatter_workers(PlannerMode::Auto, false, SMALL_RAW_CHUNK_BYTES, MANY_RAW_CHUNKS));
+        // 1,024 of them, or large unfiltered chunks (case 3: 20 chunks of 8 MB): the calling thread.
+        assert!(!scatter_workers(PlannerMode::Auto, false, 128, 1_024));
+        assert!(!scatter_workers(PlannerMode::Auto, false, 8_000_000, 20));
+        assert!(!scatter_workers(PlannerMode::Auto, false, SMALL_RAW_CHUNK_BYTES + 1, 1 << 20));
     }
 }

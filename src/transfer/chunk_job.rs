@@ -82,10 +82,15 @@ impl Shared<'_> {
     /// memory); `NoMemory` when a buffer could not be allocated.
     pub(super) fn process(&self, job: &mut Job, dec: &mut Decoder) -> Result<()> {
         let n = self.grid.ndim();
-        let (coord, origin, extent) = self.origin_extent(job.group);
         if let Some(hit) = &job.hit {
+            let mut origin = [0u64; MAX_RANK];
+            self.grid.chunk_coord(self.plan.groups[job.group].0, &mut origin[..n]);
+            for (o, c) in origin[..n].iter_mut().zip(self.grid.chunk()) {
+                *o *= c;
+            }
             return self.scatter(job.group, hit, &origin[..n], self.grid.chunk());
         }
+        let (coord, origin, extent) = self.origin_extent(job.group);
         if let (Some(e), Some(ix)) = (job.at.take(), self.index) {
             ix.read(&e, &mut job.buf).map_err(|x| Error::new(x.kind, format!("chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], x.message)))?;
         }

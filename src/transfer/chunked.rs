@@ -56,16 +56,16 @@ use super::rows::{read_row, Ctx, RawKind};
 use super::stats::ReadStats;
 use crate::codec::{Decoder, Filter};
 use crate::error::{Error, Result};
-use crate::geometry::{row, SliceTable};
+use crate::geometry::{axis_step, row, row_counts, SliceTable, MAX_RANK};
 use crate::hdf5::chunk::{file_size, flush_dataset, opened_read_write, FilterSpec};
 use crate::hdf5::chunk_cache::ChunkCache;
 use crate::hdf5::chunk_index::IndexSlot;
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{bump, lock, released, H5Lock};
 use crate::plan::decide;
-use crate::plan::decide::{STEP_BYTE_NS, STEP_RUN_NS};
+use crate::plan::decide::{scatter_workers, whole_unfiltered, STEP_BYTE_NS, STEP_RUN_NS};
 use crate::plan::grid::ChunkGrid;
-use crate::plan::pieces::{overlapping_rows, push_dst_box, Plan};
+use crate::plan::pieces::{overlapping_rows, Plan};
 
 /// Fetched batches queued per worker thread before the calling thread decodes one itself.
 const QUEUE_PER_WORKER: usize = 4;
@@ -185,12 +185,12 @@ pub(crate) fn read_chunked(
         true => (read_small(l, reader, &shared, &fetcher)?, 0),
         false => {
             let big = d.chunk_bytes.max(d.stored_bytes) >= BIG_CHUNK_BYTES as u64;
-            // Workers only where decoding dominates (filtered chunks; `chunks` mode always, which
-            // the tests use to exercise them): for unfiltered chunks the scatter is a copy no
-            // larger than the fetch, and handing chunks to another core cost more than it saved
-            // (case 2 of docs/BENCHMARKS.md: 8 ms on one thread, 10 ms with a worker taking 60%
-            // of the chunks).
-            let worth = d.filtered || mode == PlannerMode::Chunks;
+            // Workers where decoding dominates (filtered chunks; `chunks` mode always, which
+            // the tests use to exercise them) and for many small unfiltered chunks (per-chunk
+            // bookkeeping dominates); other unfiltered chunks are one copy no larger than the
+            // fetch, and handing them to another core cost more than it saved (the rule and
+            // its measurements: `plan::decide::scatter_workers`).
+            let worth = scatter_workers(mode, d.filtered, d.chunk_bytes.max(d.stored_bytes), d.nwhole);
             let batch = (BATCH_BYTES / (d.stored_bytes.max(d.chunk_bytes).max(1) as usize)).clamp(1, BATCH_MAX_CHUNKS);
             run_pipeline(l, reader, &shared, &fetcher, &d.whole, Crew::size(num_threads(), d.nwhole, worth, big, batch), d.filtered)?
         }
@@ -224,15 +224,31 @@ fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid) -> Result<RowPlan>
     // and page-faulted fresh memory on every call (test1.nc: 10,000 rows of 1x4x4).
     let mut boxes = Vec::with_capacity(table.nslices.min(1 << 20) * 2 * n);
     let mut valid: Vec<usize> = Vec::with_capacity(table.nslices.min(1 << 20));
-    let mut plan = Plan::with_capacity(n, table.nslices.min(1 << 20));
+    // Room for two pieces per row: capacity never touched costs no page, but growing a
+    // full plan by doubling copied it into fresh pages (test1.nc, 10,000 random 1x4x4 rows
+    // in 6x32x32 chunks, ~18% of them cut in two: 40% of the call's page faults).
+    let mut plan = Plan::with_capacity(n, table.nslices.min(1 << 20) * 2);
     let mut elements = 0u64;
+    // Rows are validated and planned straight from the tables (no `Row`: building one per
+    // row zeroed and copied ~1.3 KB, a fifth of the planning of 65,536 one-chunk rows).
+    let (mut count, mut ss, mut ds) = ([0u64; MAX_RANK], [1u64; MAX_RANK], [1u64; MAX_RANK]);
     for i in 0..table.nslices {
-        if let Some(r) = row(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip)? {
-            push_dst_box(&r, &mut boxes);
-            valid.push(i);
-            elements += r.elements();
-            plan.add_row(grid, i, &r);
+        if !row_counts(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip, ["dataset", "destination"], &mut count[..n])? {
+            continue;
         }
+        let base = i * n;
+        let (s0, d0) = (&table.src_start[base..base + n], &table.dst_start[base..base + n]);
+        for j in 0..n {
+            ss[j] = axis_step(count[j], table.src_step.map_or(1, |t| t[base + j]));
+            ds[j] = axis_step(count[j], table.dst_step.map_or(1, |t| t[base + j]));
+        }
+        boxes.extend_from_slice(d0);
+        for j in 0..n {
+            boxes.push(d0[j] + (count[j] - 1) * ds[j]);
+        }
+        valid.push(i);
+        elements += count[..n].iter().product::<u64>();
+        plan.add(grid, i, &count[..n], (s0, &ss[..n]), (d0, &ds[..n]));
     }
     let overlap = overlapping_rows(&boxes, ctx.dst_shape);
     drop(boxes);
@@ -278,18 +294,19 @@ fn decide_chunks(plan: &Plan, table: &SliceTable, chunk: &[u64], itemsize: usize
     let file_itemsize = convert.map_or(itemsize, |c| c.file_itemsize);
     let stored_bytes = chunk_elems.saturating_mul(file_itemsize as u64);
     let too_big = chunk_bytes.max(stored_bytes) > max_chunk_bytes();
-    let group_stats: Vec<(usize, u64, u64)> = if checked {
-        Vec::new()
-    } else {
-        plan.groups
-            .iter()
-            .map(|(_, rg)| {
-                let ps = &plan.pieces[rg.clone()];
-                (rg.len(), ps.iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum(), ps.iter().map(|p| step_cost_ns(plan, table, p, itemsize)).sum())
-            })
-            .collect()
+    let group_stats = |rg: &std::ops::Range<usize>| {
+        let ps = &plan.pieces[rg.clone()];
+        (rg.len(), ps.iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum(), ps.iter().map(|p| step_cost_ns(plan, table, p, itemsize)).sum())
     };
-    let mut whole = if checked { vec![true; plan.groups.len()] } else { decide(mode, filtered, chunk_bytes, &group_stats) };
+    let mut whole = if checked {
+        vec![true; plan.groups.len()]
+    } else if mode == PlannerMode::Auto && !filtered {
+        // Group by group, no table of every group's costs (1.5 MB of fresh pages for a
+        // whole read of 65,536 chunks).
+        plan.groups.iter().map(|(_, rg)| whole_unfiltered(chunk_bytes, group_stats(rg))).collect()
+    } else {
+        decide(mode, filtered, chunk_bytes, &plan.groups.iter().map(|(_, rg)| group_stats(rg)).collect::<Vec<_>>())
+    };
     if too_big {
         // Too big to hold whole: every piece through libhdf5 (bounded by the rows' sizes).
         whole.iter_mut().for_each(|w| *w = false);
