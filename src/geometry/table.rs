@@ -99,14 +99,22 @@ pub fn row_named(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64],
         return Ok(None);
     }
     let base = i * n;
-    for j in 0..n {
-        r.src_start[j] = t.src_start[base + j];
-        r.dst_start[j] = t.dst_start[base + j];
-        // An axis copying one element has no use for its step (see `axis_step`).
-        r.src_step[j] = axis_step(r.count[j], t.src_step.map_or(1, |s| s[base + j]));
-        r.dst_step[j] = axis_step(r.count[j], t.dst_step.map_or(1, |s| s[base + j]));
-    }
+    r.src_start[..n].copy_from_slice(&t.src_start[base..base + n]);
+    r.dst_start[..n].copy_from_slice(&t.dst_start[base..base + n]);
+    row_steps(t, i, &r.count[..n], &mut r.src_step[..n], &mut r.dst_step[..n]);
     Ok(Some(r))
+}
+
+/// The source and destination steps of row `i` whose counts are `count` (from
+/// [`row_counts`]), into `src_out` and `dst_out` (`ndim` entries each): the table's steps (1
+/// without a step table), except 1 on an axis copying one element, which has no use for its
+/// step (see [`axis_step`]).
+pub fn row_steps(t: &SliceTable, i: usize, count: &[u64], src_out: &mut [u64], dst_out: &mut [u64]) {
+    let base = i * t.ndim;
+    for j in 0..t.ndim {
+        src_out[j] = axis_step(count[j], t.src_step.map_or(1, |s| s[base + j]));
+        dst_out[j] = axis_step(count[j], t.dst_step.map_or(1, |s| s[base + j]));
+    }
 }
 
 /// The validation of [`row_named`] without building a [`Row`] (cheap enough for per-row use

@@ -452,10 +452,8 @@ fn expected_chunks(lock: &H5Lock, dset: hid_t) -> std::result::Result<(u64, Vec<
 
 /// The dataset offset of the first element of the chunk with linear index `linear`.
 fn origin_of(grid: &ChunkGrid, linear: u64) -> [u64; crate::geometry::MAX_RANK] {
-    let nd = grid.ndim();
-    let (mut coord, mut origin) = ([0u64; crate::geometry::MAX_RANK], [0u64; crate::geometry::MAX_RANK]);
-    grid.chunk_coord(linear, &mut coord[..nd]);
-    grid.chunk_origin(&coord[..nd], &mut origin[..nd]);
+    let mut origin = [0u64; crate::geometry::MAX_RANK];
+    grid.linear_origin(linear, &mut origin[..grid.ndim()]);
     origin
 }
 

@@ -107,6 +107,14 @@ impl ChunkGrid {
             linear /= self.per_axis[j];
         }
     }
+    /// Dataset coordinates of the first element of the chunk with C-order linear index
+    /// `linear` (into `out`): [`ChunkGrid::chunk_coord`] then [`ChunkGrid::chunk_origin`].
+    pub fn linear_origin(&self, linear: u64, out: &mut [u64]) {
+        self.chunk_coord(linear, out);
+        for (o, c) in out.iter_mut().zip(&self.chunk) {
+            *o *= c;
+        }
+    }
     /// Dataset coordinates of the first element of the chunk at `coord` (into `out`).
     pub fn chunk_origin(&self, coord: &[u64], out: &mut [u64]) {
         for j in 0..self.ndim() {

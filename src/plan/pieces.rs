@@ -170,13 +170,12 @@ pub struct PieceBlock {
     pub counts: [usize; MAX_RANK],
 }
 
-/// Append the destination box of a row to `out`: per axis the first index written, then per
-/// axis the last one (inclusive), `2 * ndim` values.
-pub fn push_dst_box(r: &Row, out: &mut Vec<u64>) {
-    out.extend_from_slice(&r.dst_start[..r.ndim]);
-    for j in 0..r.ndim {
-        out.push(r.dst_start[j] + (r.count[j] - 1) * r.dst_step[j]);
-    }
+/// Append the destination box of a row (its destination `start`, `count` and `step` per
+/// axis, every count >= 1) to `out`: per axis the first index written, then per axis the
+/// last one (inclusive), `2 * ndim` values.
+pub fn push_dst_box(start: &[u64], count: &[u64], step: &[u64], out: &mut Vec<u64>) {
+    out.extend_from_slice(start);
+    out.extend(start.iter().zip(count).zip(step).map(|((&s, &c), &t)| s + (c - 1) * t));
 }
 
 /// Which rows have a destination box (from [`push_dst_box`], `2 * ndim` values per row in
@@ -269,7 +268,7 @@ mod tests {
 
     fn boxes(rows: &[Row]) -> Vec<u64> {
         let mut v = vec![];
-        rows.iter().for_each(|r| push_dst_box(r, &mut v));
+        rows.iter().for_each(|r| push_dst_box(&r.dst_start[..r.ndim], &r.count[..r.ndim], &r.dst_step[..r.ndim], &mut v));
         v
     }
 

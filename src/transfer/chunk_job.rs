@@ -84,10 +84,7 @@ impl Shared<'_> {
         let n = self.grid.ndim();
         if let Some(hit) = &job.hit {
             let mut origin = [0u64; MAX_RANK];
-            self.grid.chunk_coord(self.plan.groups[job.group].0, &mut origin[..n]);
-            for (o, c) in origin[..n].iter_mut().zip(self.grid.chunk()) {
-                *o *= c;
-            }
+            self.grid.linear_origin(self.plan.groups[job.group].0, &mut origin[..n]);
             return self.scatter(job.group, hit, &origin[..n], self.grid.chunk());
         }
         let (coord, origin, extent) = self.origin_extent(job.group);

@@ -56,7 +56,7 @@ use super::rows::{read_row, Ctx, RawKind};
 use super::stats::ReadStats;
 use crate::codec::{Decoder, Filter};
 use crate::error::{Error, Result};
-use crate::geometry::{axis_step, row, row_counts, SliceTable, MAX_RANK};
+use crate::geometry::{row, row_counts, row_steps, SliceTable, MAX_RANK};
 use crate::hdf5::chunk::{file_size, flush_dataset, opened_read_write, FilterSpec};
 use crate::hdf5::chunk_cache::ChunkCache;
 use crate::hdf5::chunk_index::IndexSlot;
@@ -65,7 +65,7 @@ use crate::hdf5::lock::{bump, lock, released, H5Lock};
 use crate::plan::decide;
 use crate::plan::decide::{scatter_workers, whole_unfiltered, STEP_BYTE_NS, STEP_RUN_NS};
 use crate::plan::grid::ChunkGrid;
-use crate::plan::pieces::{overlapping_rows, Plan};
+use crate::plan::pieces::{overlapping_rows, push_dst_box, Plan};
 
 /// Fetched batches queued per worker thread before the calling thread decodes one itself.
 const QUEUE_PER_WORKER: usize = 4;
@@ -238,14 +238,8 @@ fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid) -> Result<RowPlan>
         }
         let base = i * n;
         let (s0, d0) = (&table.src_start[base..base + n], &table.dst_start[base..base + n]);
-        for j in 0..n {
-            ss[j] = axis_step(count[j], table.src_step.map_or(1, |t| t[base + j]));
-            ds[j] = axis_step(count[j], table.dst_step.map_or(1, |t| t[base + j]));
-        }
-        boxes.extend_from_slice(d0);
-        for j in 0..n {
-            boxes.push(d0[j] + (count[j] - 1) * ds[j]);
-        }
+        row_steps(table, i, &count[..n], &mut ss[..n], &mut ds[..n]);
+        push_dst_box(d0, &count[..n], &ds[..n], &mut boxes);
         valid.push(i);
         elements += count[..n].iter().product::<u64>();
         plan.add(grid, i, &count[..n], (s0, &ss[..n]), (d0, &ds[..n]));
