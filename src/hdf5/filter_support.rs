@@ -50,6 +50,17 @@ use hdf5_sys::h5z::{
     H5Z_FILTER_SZIP as SZIP,
 };
 
+/// Whether the linked libhdf5 has filter `id` (`H5Zfilter_avail`; may leave a plugin-search
+/// failure on the error stack: callers clear it). Lock held by the caller.
+fn available(id: i32) -> bool {
+    // SAFETY: plain query; the caller holds the libhdf5 lock.
+    unsafe { hdf5_sys::h5z::H5Zfilter_avail(id) > 0 }
+}
+
+/// h5py's LZF compression filter (a plugin registered with The HDF Group; h5py registers it
+/// in its own libhdf5 only).
+const LZF: i32 = 32000;
+
 /// Name of a filter id for messages.
 fn filter_name(id: i32) -> String {
     match id {
@@ -59,6 +70,7 @@ fn filter_name(id: i32) -> String {
         SZIP => "szip".into(),
         NBIT => "nbit".into(),
         SCALEOFFSET => "scaleoffset".into(),
+        LZF => "lzf".into(),
         _ => format!("filter {id}"),
     }
 }
@@ -161,11 +173,9 @@ pub fn check_pipeline(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout, write: b
         hdf5_sys::h5t::H5Tget_size(t.id()) as u64
     };
     let bytes = chunk.iter().fold(size, |a, &c| a.saturating_mul(c));
-    // SAFETY: plain query; lock held.
-    let avail = |id: i32| unsafe { hdf5_sys::h5z::H5Zfilter_avail(id) } > 0;
-    let problem = pipeline_problem(&layout.filters, bytes, avail);
+    let problem = pipeline_problem(&layout.filters, bytes, available);
     let old_lib = super::version::library_info(lock).map_or(true, |v| (v.major, v.minor) < (2, 2));
-    let passthrough = if old_lib && problem.is_none() { passthrough_problem(&layout.filters, avail) } else { None };
+    let passthrough = if old_lib && problem.is_none() { passthrough_problem(&layout.filters, available) } else { None };
     // H5Zfilter_avail may leave a plugin-search failure on the error stack.
     super::error::clear_stack(lock);
     let pipeline: Vec<String> = layout.filters.iter().map(|f| filter_name(f.id)).collect();
@@ -199,22 +209,25 @@ pub fn unavailable_filters(lock: &H5Lock, dset: hid_t) -> Vec<String> {
         super::error::clear_stack(lock);
         return Vec::new();
     };
-    // SAFETY: plain query; lock held.
-    let names = layout.filters.iter().filter(|f| unsafe { hdf5_sys::h5z::H5Zfilter_avail(f.id) } <= 0).map(|f| filter_name(f.id)).collect();
+    let names = layout.filters.iter().filter(|f| !available(f.id)).map(|f| filter_name(f.id)).collect();
     super::error::clear_stack(lock);
     names
 }
 
-/// Refuse (`Unsupported`) a write of `dset` whose pipeline has one of libhdf5's own filters
-/// (deflate, shuffle, fletcher32, szip, nbit, scaleoffset) that the linked libhdf5 lacks (the
-/// `static-hdf5` build has no szip). libhdf5 would store the chunks without it (szip is added
-/// as an optional filter), and a chunk rewritten at its old size keeps the filter mask it had:
-/// one that says szip was applied, so no reader decodes it (seen with HDF5 2.2.0 rewriting a
-/// scaleoffset + szip chunk h5py wrote). Reads are not refused here: chunks that need the
-/// filter fail with the missing-filter error of [`super::error::hdf5_error`], the others read.
+/// Refuse (`Unsupported`) a write of `dset` whose pipeline has a filter the linked libhdf5
+/// lacks: one of its own it was built without (the `static-hdf5` build has no szip) or a
+/// plugin it cannot load (h5py's lzf, ...). libhdf5 would store the chunks without an
+/// optional one (szip and lzf are added as optional filters), leaving chunks other readers
+/// decode differently from what the writer meant: a chunk rewritten at its old size keeps the
+/// filter mask it had, one that says the filter ran (HDF5 2.2.0 rewriting a scaleoffset + szip
+/// chunk h5py wrote: unreadable), and a pipeline reliable without the filter is not with it
+/// (libhdf5 1.10 rewriting h5py's shuffle + lzf + scaleoffset and lzf + nbit datasets: h5py
+/// then failed to read them or read other values; conformance seed 21). Whether every stored
+/// chunk skipped the filter is not known without reading them all: every such write is
+/// refused. Reads are not refused here: chunks that need the filter fail with the
+/// missing-filter error of [`super::error::hdf5_error`], the others read.
 fn check_writable_pipeline(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout) -> Result<()> {
-    // SAFETY: plain query; lock held.
-    let missing = layout.filters.iter().find(|f| (1..=6).contains(&f.id) && unsafe { hdf5_sys::h5z::H5Zfilter_avail(f.id) } <= 0);
+    let missing = layout.filters.iter().find(|f| !available(f.id));
     super::error::clear_stack(lock);
     let Some(f) = missing else { return Ok(()) };
     bail!(

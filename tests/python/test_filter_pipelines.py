@@ -181,3 +181,29 @@ def test_passthrough_nbit_between_shuffle_and_deflate_refused_before_libhdf5_2_2
     p2 = _file(tmp_path, {"sh_nbit": ("<f4", ["shuffle", "nbit"]), "nbit_deflate": ("<f4", ["nbit", "deflate"])})
     for name in ("sh_nbit", "nbit_deflate"):
         assert (_read(p2, name) == _values("<f4")).all(), name
+
+
+@pytest.mark.skipif(vh5._lib.lib().h5py_bound, reason="the h5py-bound build runs on h5py's libhdf5, which has lzf")
+def test_write_to_pipeline_with_a_filter_missing_from_vh5s_libhdf5_refused(tmp_path):
+    """h5py's lzf (an optional plugin filter only h5py's libhdf5 has): vh5 refuses every write
+    to such a dataset, naming the filter, the dataset, the file and the linked libhdf5, and
+    the file is left as h5py wrote it. Conformance seed 21 (libhdf5 1.10): vh5's libhdf5
+    rewrote shuffle + lzf + scaleoffset and lzf + nbit chunks without lzf, and h5py then
+    failed to read them or read other values."""
+    p = tmp_path / "lzf.h5"
+    data = (np.arange(4 * N) % 7).astype("<i4")
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        f.create_dataset("x", data=data, chunks=(N,), compression="lzf")
+        f.create_dataset("so", data=np.linspace(-7, 9, 4 * N), chunks=(N,), shuffle=True, compression="lzf", scaleoffset=3)
+        before = {k: f[k][...] for k in ("x", "so")}
+    for name in ("x", "so"):
+        with vh5.File(p, "r+") as f:
+            ds = f[name]
+            src = np.zeros(N, ds.dtype.newbyteorder("="))
+            with pytest.raises(vh5.UnsupportedError) as e:
+                vh5.write_many_slices(src, ds, [[0]], [[0]], [[N]])
+        for w in (f"`/{name}`", p.name, "libhdf5 " + ".".join(map(str, vh5.hdf5_version().version)), "has no 'lzf' filter"):
+            assert w in str(e.value), (w, str(e.value))
+    with h5py.File(p) as f:
+        for k, v in before.items():
+            np.testing.assert_array_equal(f[k][...], v)
