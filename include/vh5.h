@@ -988,7 +988,10 @@ vh5_status vh5_close(int64_t id);
  * ndim of the table/array different from the dataset's; itemsize not the dtype's size;
  * array strides under which two indices share a byte); `VH5_ERR_UNSUPPORTED` (more than 32
  * axes; variable-length, vlen or reference dataset types; a dataset with external or
- * virtual storage not opened through a file with `VH5_FILE_ALLOW_EXTERNAL`);
+ * virtual storage not opened through a file with `VH5_FILE_ALLOW_EXTERNAL`; a filter
+ * pipeline libhdf5 cannot decode reliably, naming the filters; a stored chunk that needs a
+ * filter the linked libhdf5 lacks, e.g. szip in a `static-hdf5` build or h5py's lzf,
+ * naming the filter, the dataset and the file);
  * `VH5_ERR_BUFFER_TOO_SMALL`
  * (shape x strides reaching outside `[base, base+base_len)`: the message gives the byte
  * offsets); `VH5_ERR_OUT_OF_BOUNDS` (without CLIP: a row reaching outside the dataset or the
@@ -1268,7 +1271,10 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * of the table/array different from the dataset's; a step of 0, naming row, axis and
  * table; itemsize not the dtype's size); `VH5_ERR_UNSUPPORTED` (more than 32 axes;
  * variable-length, vlen or reference dataset types; a dataset with external or virtual
- * storage not opened through a file with `VH5_FILE_ALLOW_EXTERNAL`);
+ * storage not opened through a file with `VH5_FILE_ALLOW_EXTERNAL`; a filter pipeline
+ * libhdf5 cannot decode reliably, or one with a filter the linked libhdf5 lacks, e.g. szip
+ * in a `static-hdf5` build or h5py's lzf: refused before anything is written, naming the
+ * filter, the dataset and the file);
  * `VH5_ERR_BUFFER_TOO_SMALL` (the array
  * reaches outside `[base, base+base_len)`; message starts with "src:");
  * `VH5_ERR_OUT_OF_BOUNDS` (without CLIP, a row reaching outside the array or the dataset:

@@ -320,7 +320,10 @@ pub extern "C" fn vh5_close(id: i64) -> vh5_status {
 /// ndim of the table/array different from the dataset's; itemsize not the dtype's size;
 /// array strides under which two indices share a byte); `VH5_ERR_UNSUPPORTED` (more than 32
 /// axes; variable-length, vlen or reference dataset types; a dataset with external or
-/// virtual storage not opened through a file with `VH5_FILE_ALLOW_EXTERNAL`);
+/// virtual storage not opened through a file with `VH5_FILE_ALLOW_EXTERNAL`; a filter
+/// pipeline libhdf5 cannot decode reliably, naming the filters; a stored chunk that needs a
+/// filter the linked libhdf5 lacks, e.g. szip in a `static-hdf5` build or h5py's lzf,
+/// naming the filter, the dataset and the file);
 /// `VH5_ERR_BUFFER_TOO_SMALL`
 /// (shape x strides reaching outside `[base, base+base_len)`: the message gives the byte
 /// offsets); `VH5_ERR_OUT_OF_BOUNDS` (without CLIP: a row reaching outside the dataset or the

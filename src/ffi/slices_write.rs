@@ -123,7 +123,10 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
 /// of the table/array different from the dataset's; a step of 0, naming row, axis and
 /// table; itemsize not the dtype's size); `VH5_ERR_UNSUPPORTED` (more than 32 axes;
 /// variable-length, vlen or reference dataset types; a dataset with external or virtual
-/// storage not opened through a file with `VH5_FILE_ALLOW_EXTERNAL`);
+/// storage not opened through a file with `VH5_FILE_ALLOW_EXTERNAL`; a filter pipeline
+/// libhdf5 cannot decode reliably, or one with a filter the linked libhdf5 lacks, e.g. szip
+/// in a `static-hdf5` build or h5py's lzf: refused before anything is written, naming the
+/// filter, the dataset and the file);
 /// `VH5_ERR_BUFFER_TOO_SMALL` (the array
 /// reaches outside `[base, base+base_len)`; message starts with "src:");
 /// `VH5_ERR_OUT_OF_BOUNDS` (without CLIP, a row reaching outside the array or the dataset:

@@ -118,8 +118,9 @@ class MalformedError(Error, ValueError):
 
 class UnsupportedError(Error, ValueError):
     """Well-formed input vh5 deliberately does not handle: pickled objects, variable-length
-    types, indefinite lengths where a view is required, too many axes...
-    (``VH5_ERR_UNSUPPORTED``)."""
+    types, indefinite lengths where a view is required, too many axes, HDF5 filter pipelines
+    libhdf5 cannot decode reliably, chunks needing a filter vh5's libhdf5 lacks (and any write
+    to a pipeline holding one)... (``VH5_ERR_UNSUPPORTED``)."""
 
     status_name = "VH5_ERR_UNSUPPORTED"
 
