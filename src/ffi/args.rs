@@ -70,13 +70,17 @@ pub(crate) unsafe fn array_parts(a: *const vh5_array, name: &str, check_itemsize
         }
     }
     let n = a.ndim as usize;
-    // SAFETY: `shape` holds `ndim` entries when not NULL (this function's contract).
-    let shape = unsafe { slice_arg(a.shape, n, &format!("{name}.shape")) }?.to_vec();
+    // The argument names are formatted only for an error (this runs on every call).
+    if n > 0 && a.shape.is_null() {
+        return Err(null_arg(&format!("{name}.shape")));
+    }
+    // SAFETY: `shape` holds `ndim` entries, non-NULL when `ndim` > 0 (this function's contract).
+    let shape = unsafe { slice_arg(a.shape, n, "shape") }?.to_vec();
     let strides = if a.strides.is_null() {
         ArrayLayout::c_strides(&shape, a.itemsize).ok_or_else(|| err!(InvalidArgument, "{name}.shape {shape:?} x itemsize {} overflows", a.itemsize))?
     } else {
-        // SAFETY: as for `shape`.
-        unsafe { slice_arg(a.strides, n, &format!("{name}.strides")) }?.to_vec()
+        // SAFETY: as for `shape` (non-NULL here).
+        unsafe { slice_arg(a.strides, n, "strides") }?.to_vec()
     };
     if a.base.is_null() && a.base_len != 0 {
         return Err(null_arg(&format!("{name}.base")));
