@@ -130,7 +130,7 @@ def cached_struct(a: np.ndarray):
     """The per-thread slot-0 struct for ``a``'s layout with its base set, or None when the
     layout was not described yet (the hot path of reads; :func:`array_struct` otherwise)."""
     try:
-        ent = _TLS.arrays.get((0, a.dtype, a.shape, a.strides))
+        ent = _TLS.arrays.get((0, True, a.dtype, a.shape, a.strides))
     except AttributeError:
         return None
     if ent is None:

@@ -38,6 +38,8 @@ _ndarray = np.ndarray
 _U64 = _marshal.U64
 _I64 = _marshal.I64
 _READ_FN = None
+_addressof = _marshal._addressof
+_from_buffer = _marshal._from_buffer
 
 
 def _read_fn():
@@ -123,62 +125,26 @@ def read_many_slices(
     call. The GIL is released during the library call (ctypes does so for every call), so
     other threads run meanwhile; do not let another thread resize or free ``dst``.
     """
+    if (
+        type(src) is Dataset
+        and type(dst) is _ndarray
+        and type(src_start) is _ndarray
+        and _read_fast(src, dst, src_start, dst_start, count, src_step, dst_step, clip, convert)
+    ):
+        return
     if isinstance(src, np.ndarray) and isinstance(dst, Dataset):
         return write_many_slices(src, dst, src_start, dst_start, count, src_step, dst_step, clip=clip, convert=convert)
     if not isinstance(dst, np.ndarray):
         raise TypeError(f"dst must be a numpy.ndarray, not {type(dst).__name__}")
     if not dst.flags.writeable:
         raise ValueError("dst must be writeable")
-    if count is None or _select.is_selection_list(src_start):
+    if count is None or (type(src_start) is not _ndarray and _select.is_selection_list(src_start)):
         shape = src.shape
         src_start, dst_start, count, src_step = _selection_tables(
             len(shape), shape, src_start, dst_start, count, src_step
         )
     if type(src) is Dataset:
-        # Fast path (a vh5.Dataset, nothing to close): no try/finally, no broadcasting; the
-        # common table layout is handled inline (one Python frame: ~2 µs of a ~6 µs call).
-        ndim = len(src.shape)
-        addrs = []
-        nslices = -1
-        for a in (
-            (src_start, dst_start, count)
-            if src_step is None and dst_step is None
-            else (src_start, dst_start, count, src_step, dst_step)
-        ):
-            if a is None:
-                addrs.append(None)
-                continue
-            if type(a) is not _ndarray or a.ndim != 2:
-                break
-            dt = a.dtype
-            if dt is not _U64 and dt != _U64 and (dt != _I64 or (a.size and a.min() < 0)):
-                break
-            r, k = a.shape
-            if k != ndim or (nslices >= 0 and r != nslices):
-                break
-            nslices = r
-            try:
-                # Succeeds only for a writable C-contiguous buffer (numpy refuses others).
-                addrs.append(_marshal.addressof_writable(a))
-            except (TypeError, ValueError, BufferError):
-                if not a.flags.c_contiguous:
-                    break
-                addrs.append(a.__array_interface__["data"][0])
-        else:
-            if nslices >= 0 and addrs[0] is not None and addrs[1] is not None and addrs[2] is not None:
-                if len(addrs) == 3:
-                    addrs += (None, None)
-                if not src._finalizer.alive:
-                    src.id  # noqa: B018 - raises InvalidHandleError
-                arr = _marshal.cached_struct(dst) or _marshal.array_struct(dst, "dst")
-                fl = _marshal.flags(clip, convert, not dst.dtype.isnative)
-                status = (_READ_FN or _read_fn())(
-                    src._id, arr, nslices, addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], fl
-                )
-                if status:
-                    check(status, src._ids())
-                return
-        tabs, nslices = _marshal.tables(ndim, src_start, dst_start, count, src_step, dst_step)
+        tabs, nslices = _marshal.tables(len(src.shape), src_start, dst_start, count, src_step, dst_step)
         _marshal.read(src.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), src._ids())
         return
     if isinstance(src, np.ndarray):
@@ -191,6 +157,48 @@ def read_many_slices(
     finally:
         for h in to_close:
             h.close()
+
+
+def _read_fast(src: Dataset, dst, src_start, dst_start, count, src_step, dst_step, clip: bool, convert: bool) -> bool:
+    """The common read of :func:`read_many_slices` in one step, or False (nothing done) when
+    the general path is needed: a writable dst and C-contiguous uint64 (or non-negative int64)
+    ndarray tables of shape ``(nslices, ndim)`` (steps None or such tables too). Its cost
+    matters for small calls (docs/BENCHMARKS.md, "single-row call"); the general path
+    broadcasts, converts and checks in Python and raises the errors users see, so every
+    refusal here defers to it."""
+    if count is None or not dst.flags.writeable:
+        return False
+    ndim = len(src.shape)
+    nslices = -1
+    addrs = []
+    for a in (src_start, dst_start, count, src_step, dst_step):
+        if a is None and len(addrs) > 2:
+            addrs.append(None)
+            continue
+        if type(a) is not _ndarray or a.ndim != 2:
+            return False
+        dt = a.dtype
+        if dt is not _U64 and dt != _U64 and (dt != _I64 or (a.size and a.min() < 0)):
+            return False
+        r, k = a.shape
+        if k != ndim or (nslices >= 0 and r != nslices):
+            return False
+        nslices = r
+        try:
+            # Succeeds only for a writable C-contiguous buffer (numpy refuses others).
+            addrs.append(_addressof(_from_buffer(a)))
+        except (TypeError, ValueError, BufferError):
+            if not a.flags.c_contiguous:
+                return False
+            addrs.append(a.__array_interface__["data"][0])
+    arr = _marshal.cached_struct(dst) or _marshal.array_struct(dst, "dst")
+    if not src._finalizer.alive:
+        src.id  # noqa: B018 - raises InvalidHandleError
+    fl = _marshal.flags(clip, convert, not dst.dtype.isnative)
+    status = (_READ_FN or _read_fn())(src._id, arr, nslices, *addrs, fl)
+    if status:
+        check(status, src._ids())
+    return True
 
 
 def read_tables(
