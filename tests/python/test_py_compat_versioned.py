@@ -5,8 +5,6 @@ step 0, wrong shapes, dtype / ndim mismatch, read-only or empty arrays) go to bo
 must write the same values or raise the same exception type.
 """
 
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,10 +16,11 @@ slicetools = pytest.importorskip(
     "versioned_hdf5.slicetools",
     reason=f"versioned-hdf5 is not installed (2.6.0 requires h5py 3.16, HDF5 2.x; this h5py {h5py.__version__} runs HDF5 {h5py.version.hdf5_version})",
 )
+from _tmpdirs import module_tmp  # noqa: E402
 from hypothesis import HealthCheck, event, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-TMP = Path(tempfile.mkdtemp(prefix="vh5-py-compat-"))
+TMP = module_tmp("vh5-py-compat-")
 _n = [0]
 
 

@@ -3,7 +3,6 @@
 import io
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 import vh5  # noqa: E402
+from _tmpdirs import module_tmp  # noqa: E402
 from vh5 import _h5py  # noqa: E402
 
 #: Behaviour of a linked build (its own libhdf5 reopens h5py's files by path); the h5py-bound
@@ -21,7 +21,7 @@ linked_only = pytest.mark.skipif(
 )
 
 h5py = pytest.importorskip("h5py")
-TMP = Path(tempfile.mkdtemp(prefix="vh5-py-edge-"))
+TMP = module_tmp("vh5-py-edge-")
 
 
 def test_null_dataspace_is_refused_not_read_as_a_scalar():

@@ -5,17 +5,16 @@ threads at once, layouts changed in place), and a closed dataset. Every result i
 with numpy slicing of an h5py read.
 """
 
-import tempfile
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
 import vh5  # noqa: E402
+from _tmpdirs import module_tmp  # noqa: E402
 
 h5py = pytest.importorskip("h5py")
 
-TMP = Path(tempfile.mkdtemp(prefix="vh5-py-fast-"))
+TMP = module_tmp("vh5-py-fast-")
 
 
 @pytest.fixture(scope="module")

@@ -3,18 +3,18 @@ reads, read_direct, slice tables), compared with h5py on files h5py writes."""
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
 import vh5
+from _tmpdirs import module_tmp  # noqa: E402
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 LIBVER = ("earliest", "v110")
-TMP = Path(tempfile.mkdtemp(prefix="vh5_h5api_"))
+TMP = module_tmp("vh5_h5api_")
 
 # name -> (data, create_dataset keywords)
 DATASETS = {

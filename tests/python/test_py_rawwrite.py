@@ -5,15 +5,14 @@ reference, every stored chunk with filter mask 0; with 1 and 2 threads, edge chu
 big-endian datasets, unallocated chunks (fill value); scaleoffset (not implemented by vh5)
 goes through H5Dwrite and still matches within its precision."""
 
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 import vh5  # noqa: E402
+from _tmpdirs import module_tmp  # noqa: E402
 
 h5py = pytest.importorskip("h5py")
-TMP = Path(tempfile.mkdtemp(prefix="vh5-py-rawwrite-"))
+TMP = module_tmp("vh5-py-rawwrite-")
 
 PIPES = {
     "gzip+shuffle": dict(compression="gzip", shuffle=True),

@@ -8,7 +8,6 @@ stepped, negative strides) whose untouched bytes are checked too.
 
 import os
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -21,11 +20,12 @@ REPO = Path(__file__).resolve().parents[2]
 import vh5  # noqa: E402
 
 h5py = pytest.importorskip("h5py")
+from _tmpdirs import module_tmp  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 SHARED = Path(os.environ.get("VH5_SHARED_DATA", REPO.parent / "shared" / "data"))
-TMP = Path(tempfile.mkdtemp(prefix="vh5-py-slices-"))
+TMP = module_tmp("vh5-py-slices-")
 _counter = [0]
 
 

@@ -19,7 +19,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -32,10 +31,11 @@ REPO = Path(__file__).resolve().parents[2]
 import vh5  # noqa: E402
 
 h5py = pytest.importorskip("h5py")
+from _tmpdirs import module_tmp  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-TMP = Path(tempfile.mkdtemp(prefix="vh5-py-write-"))
+TMP = module_tmp("vh5-py-write-")
 _n = [0]
 
 

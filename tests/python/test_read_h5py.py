@@ -9,7 +9,6 @@ h5py uses its own libhdf5: files are closed by h5py before vh5 opens them (read-
 import ctypes
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ import pytest
 
 os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")
 h5py = pytest.importorskip("h5py")
+from _tmpdirs import module_tmp  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -112,7 +112,7 @@ def reference(full, dst, src_start, dst_start, count, src_step, dst_step, clip):
     return out
 
 
-TMP = Path(tempfile.mkdtemp(prefix="vh5-py-read-"))
+TMP = module_tmp("vh5-py-read-")
 DTYPES = ["?", "<i1", "<i2", ">i4", "<i8", "|u1", ">u2", "<u4", ">u8", "<f2", ">f4", "<f8", ">f8", "<c8", ">c16"]
 
 
