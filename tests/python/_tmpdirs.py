@@ -1,8 +1,8 @@
 """Scratch directories of test modules, removed when the test process exits.
 
 Module-level ``tempfile.mkdtemp`` directories were never removed: every run of the suite
-left ~0.5 GB of HDF5 files in the temporary directory (three runs per CI run), enough over
-time to fill a disk. The removal runs only in the process that made the directory (a forked
+left ~40 MB of HDF5 files in the temporary directory (three runs per CI run; 3.4 GB had
+piled up on one machine). The removal runs only in the process that made the directory (a forked
 child that exits through ``atexit`` must not remove its parent's files).
 """
 
