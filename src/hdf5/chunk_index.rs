@@ -61,15 +61,20 @@
 //! to change under vh5.
 //!
 //! `VH5_CHUNK_INDEX` = `0` (never build one, every raw fetch through `H5Dread_chunk`) / `1`
-//! (build and use it where it qualifies) / `require` (tests: a dataset that qualifies by file
-//! intent but gets no index is an `Hdf5` error giving the reason); unset: [`DEFAULT_MODE`].
-//! **Default on with libhdf5 >= 1.14** (`H5Dchunk_iter`): cold reads of 16k and 64k chunks,
-//! whole or one row per chunk, raw and gzip, layout versions 3 and 4, took 0.64x to 1.00x the
-//! time without it (median 0.83x; docs/BENCHMARKS.md, session 8), and the conformance suite
-//! (3,187 cases, seed 12, h5py-bound 2.x build) gave no divergence with it. **Opt-in with libhdf5 1.10**: vh5's own
-//! reading of the file format; it passed the conformance suite only where reads touch >= 16
-//! chunks whole (see docs/BENCHMARKS.md, session 7), and its per-entry size check costs ~2 us
-//! a chunk on every open.
+//! (build and use it where it qualifies, for calls reading at least [`MIN_CHUNKS`] chunks
+//! whole) / `always` (tests: for every call reading a chunk whole) / `require` (tests: as `1`,
+//! and a dataset that qualifies by file intent but gets no index is an `Hdf5` error giving the
+//! reason); unset: [`DEFAULT_MODE`], on. **With libhdf5 >= 1.14** (`H5Dchunk_iter`): cold
+//! reads of 16k and 64k chunks, whole or one row per chunk, raw and gzip, layout versions 3
+//! and 4, took 0.64x to 1.00x the time without it (median 0.83x; docs/BENCHMARKS.md, session
+//! 8), and the conformance suite (3,187 cases, seed 12, h5py-bound 2.x build) gave no
+//! divergence with it. **With libhdf5 1.10** (vh5's own B-tree walk; opt-in until session 9,
+//! for lack of coverage: the conformance suite's small files reached it in 27 reads of 8,000
+//! cases): the conformance suite's `chunks`-planner readers now run with `always`, which
+//! reaches it wherever a chunk is read whole; the per-entry size check costs ~2 us a chunk
+//! once per open dataset, and even the first call is faster than libhdf5's per-chunk lookups
+//! (a whole read of 262,144 raw chunks: 416 ms against 614 ms, later calls 171 against
+//! 500 ms; docs/BENCHMARKS.md, session 9).
 
 use std::ffi::{c_int, c_void};
 use std::fs::File;
@@ -110,25 +115,46 @@ pub struct ChunkIndex {
 /// `VH5_CHUNK_INDEX` (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexMode {
+    /// Never an index.
     Off,
+    /// An index for calls reading at least [`MIN_CHUNKS`] chunks whole.
     On,
+    /// As `On`, for every call that reads a chunk whole (tests: the conformance suite's
+    /// `chunks`-planner readers use it, so that small files exercise the index too).
+    Always,
+    /// As `On`, and a dataset of a read-only file that gets no index is an error (tests).
     Require,
 }
 
-/// The mode when `VH5_CHUNK_INDEX` is unset (or another value): `On` where the index comes
-/// from libhdf5's `H5Dchunk_iter` (libhdf5 >= 1.14), `Off` with vh5's own B-tree walk (1.10).
-pub const DEFAULT_MODE: IndexMode = if cfg!(hdf5_1_14) { IndexMode::On } else { IndexMode::Off };
+/// The mode when `VH5_CHUNK_INDEX` is unset (or another value): `On`, whatever builds the
+/// index (libhdf5's `H5Dchunk_iter` on >= 1.14, vh5's B-tree walk on 1.10; 1.12 has neither
+/// and reads through libhdf5).
+pub const DEFAULT_MODE: IndexMode = IndexMode::On;
 
-/// The `VH5_CHUNK_INDEX` setting (read once per process): `0` / `off`, `1` / `on`, `require`;
-/// unset, empty or unknown values: [`DEFAULT_MODE`].
+/// Calls reading fewer chunks whole than this never build the dataset's chunk index in mode
+/// `On` (a small call on a large dataset would pay for walking its whole index).
+pub const MIN_CHUNKS: usize = 16;
+
+/// The `VH5_CHUNK_INDEX` setting (read once per process): `0` / `off`, `1` / `on`, `always`,
+/// `require`; unset, empty or unknown values: [`DEFAULT_MODE`].
 pub fn index_mode() -> IndexMode {
     static M: OnceLock<IndexMode> = OnceLock::new();
     *M.get_or_init(|| match std::env::var("VH5_CHUNK_INDEX").as_deref() {
         Ok("0") | Ok("off") => IndexMode::Off,
         Ok("1") | Ok("on") => IndexMode::On,
+        Ok("always") => IndexMode::Always,
         Ok("require") => IndexMode::Require,
         _ => DEFAULT_MODE,
     })
+}
+
+/// Whether a call reading `nwhole` chunks whole uses (and on first use builds) the index.
+pub fn wanted(nwhole: usize) -> bool {
+    match index_mode() {
+        IndexMode::Off => false,
+        IndexMode::On | IndexMode::Require => nwhole >= MIN_CHUNKS,
+        IndexMode::Always => nwhole >= 1,
+    }
 }
 
 impl ChunkIndex {

@@ -141,7 +141,7 @@ pub(crate) fn read_chunked(
     // reading enough chunks whole to repay building it: stored bytes are then read with
     // positioned reads by whoever decodes the chunk, outside the libhdf5 lock.
     let index = match index {
-        Some(slot) if raw_ok && d.nwhole >= INDEX_MIN_CHUNKS => slot.get(l, dset, &grid)?,
+        Some(slot) if raw_ok && crate::hdf5::chunk_index::wanted(d.nwhole) => slot.get(l, dset, &grid)?,
         _ => None,
     };
     // The decoded-chunk cache: only for bytes in the memory form (no libhdf5 conversion);
@@ -365,10 +365,6 @@ fn step_cost_ns(plan: &Plan, table: &SliceTable, p: &crate::plan::PieceKey, item
     let elems = c.iter().product::<u64>();
     (elems / inner).saturating_mul(STEP_RUN_NS).saturating_add(elems.saturating_mul(itemsize as u64).saturating_mul(STEP_BYTE_NS))
 }
-
-/// Calls reading fewer chunks whole than this never build the dataset's chunk index (a small
-/// call on a large dataset would pay for walking its whole index).
-const INDEX_MIN_CHUNKS: usize = 16;
 
 /// Calls with at most this many chunks, all read whole, run on the calling thread alone.
 const SMALL_CALL_CHUNKS: usize = 4;

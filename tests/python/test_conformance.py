@@ -20,7 +20,8 @@ Oracles and rules (a failure prints the case and its spec; reproduce one spec wi
 ``python3 tests/python/_conformance_run.py '<spec json>'``):
 
 - Reads run in child processes, one per ``VH5_PLANNER`` (auto, chunks, rows) x ``VH5_THREADS``
-  (1, 2, 4). The reference is libhdf5's ``H5Dread`` of the whole dataset through h5py with the
+  (1, 2, 4); the ``chunks`` ones with ``VH5_CHUNK_INDEX=always`` (unless set), so that vh5's
+  chunk index (its own B-tree walk on libhdf5 1.10) serves every chunk they read whole. The reference is libhdf5's ``H5Dread`` of the whole dataset through h5py with the
   memory type ``H5Tget_native_type(file type)`` (what vh5 reads with), the rows applied to it
   in numpy; the destination starts as 0xA5 bytes, so bytes vh5 must not touch are checked too.
   ASSUMPTION for ``H5D_FILL_TIME_NEVER``: libhdf5 leaves the buffer untouched where no chunk
