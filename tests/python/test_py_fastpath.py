@@ -148,3 +148,23 @@ def test_fast_path_finds_the_cached_dst_struct_and_keeps_flags(data_file):
         o = np.zeros((20, 3))
         vh5.read_many_slices(d, o, src, dst, cnt, ones, ones)
         assert np.array_equal(o, want)
+
+
+def test_fast_path_last_layout_survives_cache_eviction(data_file):
+    # The last dst layout of a thread is reused without the dict lookup; its struct must stay
+    # valid (shape / strides tables alive) after the per-thread cache is cleared by >256 layouts.
+    path, data = data_file
+    src, dst, cnt = tables(4, 6)
+    want = expected(data, src, cnt, (16, 3))
+    with vh5.File(path) as f:
+        d = f.dataset("x")
+        first = np.zeros((16, 3))
+        vh5.read_many_slices(d, first, src, dst, cnt)
+        for k in range(300):  # other layouts: the dict is cleared at least once
+            big = np.zeros((16, 3 + k))
+            vh5.read_many_slices(d, big[:, :3], src, dst, cnt)
+            assert np.array_equal(big[:, :3], want) and not big[:, 3:].any(), k
+        vh5.read_many_slices(d, big[:, :3], src, dst, cnt)  # the last layout, hit twice
+        again = np.zeros((16, 3))
+        vh5.read_many_slices(d, again, src, dst, cnt)
+        assert np.array_equal(first, want) and np.array_equal(again, want)
