@@ -181,8 +181,10 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
         if mode == PlannerMode::Chunks && st.hdf5_reads < st.rows_read {
             // some row was planned (not every row overlaps another)
             prop_assert!(st.chunks_read > 0, "{:?}", st);
-            if c.written_frac == 3 {
-                // every chunk allocated: all read raw and decoded by vh5
+            if c.written_frac == 3 && (c.filters.0 || c.filters.1 || c.filters.2) {
+                // every chunk allocated: all read raw and decoded by vh5 (unfiltered chunks
+                // without the chunk index are read by libhdf5's H5Dread on builds whose
+                // H5Dread_chunk takes no buffer size: `compat::READ_CHUNK_BOUNDED`)
                 prop_assert_eq!(st.raw_chunks, st.chunks_read, "{:?}", st);
             }
         }

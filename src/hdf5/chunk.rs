@@ -121,6 +121,15 @@ pub fn fill_with(buf: &mut [u8], value: &[u8]) {
     }
 }
 
+/// Size in bytes of one element of the dataset's file datatype (`H5Tget_size`).
+pub fn file_type_size(lock: &H5Lock, dset: hid_t) -> Result<u64> {
+    // SAFETY: valid dataset id (checked by the caller); lock held.
+    unsafe {
+        let t = Handle::new(lock, H5Dget_type(dset), "H5Dget_type")?;
+        Ok(hdf5_sys::h5t::H5Tget_size(t.id()) as u64)
+    }
+}
+
 /// Chunk shape and filter pipeline of the open dataset `dset`.
 pub fn chunk_layout(lock: &H5Lock, dset: hid_t) -> Result<ChunkLayout> {
     // SAFETY: valid dataset id (checked by the caller); lock held; buffers sized as passed.

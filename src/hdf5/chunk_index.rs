@@ -236,6 +236,7 @@ pub fn build(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid) -> std::result::Resul
     #[cfg(not(hdf5_1_14))]
     let entries = walk(lock, dset, grid, &view)?;
     let idx = ChunkIndex { entries, file: view.file, file_len: view.len };
+    check_unfiltered_sizes(lock, dset, grid, &idx)?;
     // The B-tree walk is vh5's own reading of the file format: every entry's stored size is
     // checked against libhdf5's; libhdf5's own iteration needs only the sampled checks.
     #[cfg(not(hdf5_1_14))]
@@ -501,6 +502,28 @@ fn verify_sizes(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, idx: &ChunkIndex) 
         check_size(lock, dset, &origin_of(grid, linear)[..nd], &e)?;
     }
     Ok(())
+}
+
+/// A dataset without filters stores every chunk as its bytes in the file type: an entry of
+/// another size is damaged. libhdf5 reads chunk-size bytes at its address whatever the entry
+/// says, while `H5Dread_chunk` (1.10 / 1.14: no buffer size argument) reads the entry's size
+/// (found by a fuzzed file: a too large size overflowed the buffer, a too small one left part
+/// of it unwritten). Such a dataset gets no index (libhdf5 reads it).
+fn check_unfiltered_sizes(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, idx: &ChunkIndex) -> std::result::Result<(), String> {
+    let layout = super::chunk::chunk_layout(lock, dset).map_err(|x| x.message)?;
+    if !layout.filters.is_empty() {
+        return Ok(());
+    }
+    let itemsize = super::chunk::file_type_size(lock, dset).map_err(|x| x.message)?;
+    let want = grid.chunk().iter().try_fold(itemsize, |a, &c| a.checked_mul(c)).ok_or("chunk size overflows")?;
+    match idx.entries.iter().find(|(_, e)| e.size != want) {
+        Some(&(linear, e)) => Err(format!(
+            "chunk at dataset offset {:?}: an unfiltered chunk stored as {} bytes (its size is {want}): the chunk index is damaged",
+            &origin_of(grid, linear)[..grid.ndim()],
+            e.size
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Compare the stored size (libhdf5's lookup), bytes and filter mask of [`SAMPLES`] entries

@@ -167,11 +167,7 @@ pub fn check_pipeline(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout, write: b
     if !layout.filters.iter().any(|f| matches!(f.id, SZIP | NBIT | SCALEOFFSET)) {
         return Ok(());
     }
-    // SAFETY: valid dataset id (checked by the caller); lock held.
-    let size = unsafe {
-        let t = super::handle::Handle::new(lock, hdf5_sys::h5d::H5Dget_type(dset), "H5Dget_type")?;
-        hdf5_sys::h5t::H5Tget_size(t.id()) as u64
-    };
+    let size = super::chunk::file_type_size(lock, dset)?;
     let bytes = chunk.iter().fold(size, |a, &c| a.saturating_mul(c));
     let problem = pipeline_problem(&layout.filters, bytes, available);
     let old_lib = super::version::library_info(lock).map_or(true, |v| (v.major, v.minor) < (2, 2));

@@ -151,6 +151,29 @@ def test_chunk_index_damaged_chunk_address_refused(tmp_path):
         assert "[3, 2]" in se or "[24, 16]" in se, (index, se[-600:])
 
 
+
+def test_chunk_index_unfiltered_chunk_size_entry_too_large_no_overflow(tmp_path):
+    """Regression (found by fuzzing B-tree keys): an unfiltered chunk whose index entry claims
+    4,256 stored bytes instead of its 160. libhdf5 reads 160 bytes at its address; its
+    `H5Dread_chunk` (1.10 / 1.14: no buffer size) read 4,256 into vh5's 160-byte buffer (heap
+    overflow, SIGSEGV) in every VH5_CHUNK_INDEX mode. Now: no index for such a dataset, and
+    unfiltered chunks without one are read through libhdf5's H5Dread: the values h5py reads."""
+    p = tmp_path / "size.h5"
+    rng = np.random.default_rng(5)
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        f.create_dataset("g", data=rng.standard_normal((100, 100)), chunks=(5, 5), compression="gzip", shuffle=True)
+        f.create_dataset("p", data=rng.integers(0, 9, (100, 100)), chunks=(4, 5))  # unfiltered, 160-byte chunks
+    b = bytearray(p.read_bytes())
+    at = b.index(struct.pack("<IIQQQ", 160, 0, 32, 90, 0))  # a B-tree key: size, mask, chunk offset
+    struct.pack_into("<I", b, at, 160 + 4096)
+    p.write_bytes(bytes(b))
+    with h5py.File(p, "r") as f:
+        want = f["p"][...]
+    for index in ("0", "1", "always"):
+        rc, se, out = _read(p, "p", dtype="i8", index=index)
+        assert rc == 0, (index, rc, se[-600:])
+        assert np.array_equal(np.load(out), want), index
+
 def _make_v4(path, userblock=0):
     """A layout version 4 file (h5py `libver='latest'`): every chunk index type libhdf5
     writes there, with and without filters, dense and sparse."""
