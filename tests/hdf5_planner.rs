@@ -183,8 +183,7 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
             prop_assert!(st.chunks_read > 0, "{:?}", st);
             if c.written_frac == 3 && (c.filters.0 || c.filters.1 || c.filters.2) {
                 // every chunk allocated: all read raw and decoded by vh5 (unfiltered chunks
-                // without the chunk index are read by libhdf5's H5Dread on builds whose
-                // H5Dread_chunk takes no buffer size: `compat::READ_CHUNK_BOUNDED`)
+                // without the chunk index are read by libhdf5's H5Dread: `Fetcher::fetch`)
                 prop_assert_eq!(st.raw_chunks, st.chunks_read, "{:?}", st);
             }
         }

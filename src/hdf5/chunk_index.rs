@@ -202,16 +202,17 @@ impl ChunkIndex {
 pub struct IndexSlot(Mutex<Option<std::result::Result<Arc<ChunkIndex>, String>>>);
 
 impl IndexSlot {
-    /// The dataset's index, built now when this is the first use (see [`build`]); `None`
+    /// The dataset's index, built now when this is the first use (see [`build`], which also
+    /// explains `unfiltered_bytes`); `None`
     /// when it has none (or `VH5_CHUNK_INDEX=0`). With `VH5_CHUNK_INDEX=require`, no index is
     /// an `Hdf5` error giving the reason. Lock held.
-    pub fn get(&self, lock: &H5Lock, dset: hid_t, grid: &ChunkGrid) -> Result<Option<Arc<ChunkIndex>>> {
+    pub fn get(&self, lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, unfiltered_bytes: Option<u64>) -> Result<Option<Arc<ChunkIndex>>> {
         let mode = index_mode();
         if mode == IndexMode::Off {
             return Ok(None);
         }
         let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let r = g.get_or_insert_with(|| build(lock, dset, grid).map(Arc::new));
+        let r = g.get_or_insert_with(|| build(lock, dset, grid, unfiltered_bytes).map(Arc::new));
         match r {
             Ok(ix) => Ok(Some(Arc::clone(ix))),
             Err(why) if mode == IndexMode::Require => bail!(Hdf5, "dataset {}: no chunk index (VH5_CHUNK_INDEX=require): {why}", super::handle::dataset_name(lock, dset)),
@@ -228,15 +229,19 @@ impl IndexSlot {
 
 /// Build and check the index of the chunked dataset `dset` of grid `grid` (see the module
 /// docs); `Err(reason)` when it cannot be used (the caller then reads through libhdf5).
-/// The caller holds the lock and checked the file is open read-only without SWMR.
-pub fn build(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid) -> std::result::Result<ChunkIndex, String> {
+/// `unfiltered_bytes`: for a dataset without filters, its chunks' size in the file type
+/// (every entry must store exactly that). The caller holds the lock and checked the file is
+/// open read-only without SWMR.
+pub fn build(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, unfiltered_bytes: Option<u64>) -> std::result::Result<ChunkIndex, String> {
     let view = FileView::open(lock, dset)?;
     #[cfg(hdf5_1_14)]
     let entries = iterate(lock, dset, grid, &view)?;
     #[cfg(not(hdf5_1_14))]
     let entries = walk(lock, dset, grid, &view)?;
     let idx = ChunkIndex { entries, file: view.file, file_len: view.len };
-    check_unfiltered_sizes(lock, dset, grid, &idx)?;
+    if let Some(want) = unfiltered_bytes {
+        check_unfiltered_sizes(grid, &idx, want)?;
+    }
     // The B-tree walk is vh5's own reading of the file format: every entry's stored size is
     // checked against libhdf5's; libhdf5's own iteration needs only the sampled checks.
     #[cfg(not(hdf5_1_14))]
@@ -504,18 +509,12 @@ fn verify_sizes(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, idx: &ChunkIndex) 
     Ok(())
 }
 
-/// A dataset without filters stores every chunk as its bytes in the file type: an entry of
-/// another size is damaged. libhdf5 reads chunk-size bytes at its address whatever the entry
+/// A dataset without filters stores every chunk as its bytes in the file type (`want`, from
+/// the caller's dataset facts): an entry of another size is damaged. libhdf5 reads chunk-size bytes at its address whatever the entry
 /// says, while `H5Dread_chunk` (1.10 / 1.14: no buffer size argument) reads the entry's size
 /// (found by a fuzzed file: a too large size overflowed the buffer, a too small one left part
 /// of it unwritten). Such a dataset gets no index (libhdf5 reads it).
-fn check_unfiltered_sizes(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, idx: &ChunkIndex) -> std::result::Result<(), String> {
-    let layout = super::chunk::chunk_layout(lock, dset).map_err(|x| x.message)?;
-    if !layout.filters.is_empty() {
-        return Ok(());
-    }
-    let itemsize = super::chunk::file_type_size(lock, dset).map_err(|x| x.message)?;
-    let want = grid.chunk().iter().try_fold(itemsize, |a, &c| a.checked_mul(c)).ok_or("chunk size overflows")?;
+fn check_unfiltered_sizes(grid: &ChunkGrid, idx: &ChunkIndex, want: u64) -> std::result::Result<(), String> {
     match idx.entries.iter().find(|(_, e)| e.size != want) {
         Some(&(linear, e)) => Err(format!(
             "chunk at dataset offset {:?}: an unfiltered chunk stored as {} bytes (its size is {want}): the chunk index is damaged",

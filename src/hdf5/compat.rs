@@ -104,10 +104,6 @@ pub unsafe fn visit_by_name(loc: hid_t, name: *const c_char, cb: LinkCallback, d
     }
 }
 
-/// Whether [`read_chunk`] bounds what libhdf5 writes by the buffer's size (`H5Dread_chunk2`,
-/// HDF5 2.x). Before, `H5Dread_chunk1` writes as many bytes as the chunk's index entry says.
-pub const READ_CHUNK_BOUNDED: bool = cfg!(hdf5_2);
-
 /// Reads the stored (still filtered) bytes of the chunk of `dset` whose first element is at
 /// `offset` into `buf`, which has room for `cap` bytes, and its filter mask into `*filters`
 /// (`H5Dread_chunk`). Returns libhdf5's status and the chunk's stored size in bytes as

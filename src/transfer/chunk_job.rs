@@ -190,11 +190,12 @@ impl Fetcher<'_> {
         let state = match entry {
             Some(Some(e)) => ChunkState::Stored { size: e.size },
             Some(None) => ChunkState::Unallocated,
-            // Unfiltered chunks without the index: `H5Dread_chunk` of libhdf5 1.10 / 1.14 takes no
-            // buffer size and reads the index entry's size, which libhdf5's size lookup may not
-            // report (a chunk in its chunk cache) and its own reads ignore (a damaged entry
-            // overflowed the buffer): libhdf5 reads those chunks' regions instead.
-            None if self.raw_ok && (crate::hdf5::compat::READ_CHUNK_BOUNDED || !sh.filters.is_empty()) => chunk_state(l, self.dset, &origin[..n]),
+            // Unfiltered chunks without the index are read by libhdf5 (`H5Dread` of their region),
+            // never fetched raw: libhdf5 reads chunk-size bytes at their address whatever their
+            // index entry says, while `H5Dread_chunk` reads the entry's size (1.10 / 1.14: into a
+            // buffer sized from a lookup that may report another size, an overflow; 2.x: an
+            // error where libhdf5 reads the chunk).
+            None if self.raw_ok && !sh.filters.is_empty() => chunk_state(l, self.dset, &origin[..n]),
             None => ChunkState::Unknown,
         };
         if let (Some(k), ChunkState::Stored { .. }) = (key, state) {

@@ -141,7 +141,7 @@ pub(crate) fn read_chunked(
     // reading enough chunks whole to repay building it: stored bytes are then read with
     // positioned reads by whoever decodes the chunk, outside the libhdf5 lock.
     let index = match index {
-        Some(slot) if raw_ok && crate::hdf5::chunk_index::wanted(d.nwhole) => slot.get(l, dset, &grid)?,
+        Some(slot) if raw_ok && crate::hdf5::chunk_index::wanted(d.nwhole) => slot.get(l, dset, &grid, filter_specs.is_empty().then_some(d.stored_bytes))?,
         _ => None,
     };
     // The decoded-chunk cache: only for bytes in the memory form (no libhdf5 conversion);

@@ -156,8 +156,9 @@ def test_chunk_index_unfiltered_chunk_size_entry_too_large_no_overflow(tmp_path)
     """Regression (found by fuzzing B-tree keys): an unfiltered chunk whose index entry claims
     4,256 stored bytes instead of its 160. libhdf5 reads 160 bytes at its address; its
     `H5Dread_chunk` (1.10 / 1.14: no buffer size) read 4,256 into vh5's 160-byte buffer (heap
-    overflow, SIGSEGV) in every VH5_CHUNK_INDEX mode. Now: no index for such a dataset, and
-    unfiltered chunks without one are read through libhdf5's H5Dread: the values h5py reads."""
+    overflow, SIGSEGV) in every VH5_CHUNK_INDEX mode; 2.x's bounded one refused the read. Now:
+    no index for such a dataset, and unfiltered chunks without one are read through libhdf5's
+    H5Dread on every build: the values h5py reads."""
     p = tmp_path / "size.h5"
     rng = np.random.default_rng(5)
     with h5py.File(p, "w", libver=LIBVER) as f:
