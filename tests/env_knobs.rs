@@ -47,6 +47,9 @@ fn invalid_environment_values_fail_every_read_naming_the_variable() {
         ("VH5_CHUNK_CACHE_BYTES", "1048576", None),
         ("VH5_CHUNK_CACHE_BYTES", "16MiB", Some("VH5_CHUNK_CACHE_BYTES=\"16MiB\" is not a number of bytes")),
         ("VH5_CHUNK_CACHE_BYTES", "-1", Some("VH5_CHUNK_CACHE_BYTES=\"-1\"")),
+        ("VH5_CHUNK_INDEX", "always", None),
+        ("VH5_CHUNK_INDEX", " off ", None),
+        ("VH5_CHUNK_INDEX", "yes", Some("VH5_CHUNK_INDEX=\"yes\" is not one of 0, off, 1, on, always, require")),
     ];
     for (var, val, err) in cases {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
@@ -56,6 +59,7 @@ fn invalid_environment_values_fail_every_read_naming_the_variable() {
             .env_remove("VH5_THREADS")
             .env_remove("VH5_MAX_CHUNK_BYTES")
             .env_remove("VH5_CHUNK_CACHE_BYTES")
+            .env_remove("VH5_CHUNK_INDEX")
             .env(var, val)
             .output()
             .unwrap();

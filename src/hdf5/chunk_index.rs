@@ -135,17 +135,29 @@ pub const DEFAULT_MODE: IndexMode = IndexMode::On;
 /// `On` (a small call on a large dataset would pay for walking its whole index).
 pub const MIN_CHUNKS: usize = 16;
 
-/// The `VH5_CHUNK_INDEX` setting (read once per process): `0` / `off`, `1` / `on`, `always`,
-/// `require`; unset, empty or unknown values: [`DEFAULT_MODE`].
+impl IndexMode {
+    /// The spellings `VH5_CHUNK_INDEX` accepts, as named in error messages.
+    pub const VALUES: &'static str = "0, off, 1, on, always, require";
+
+    /// The mode a `VH5_CHUNK_INDEX` value names (surrounding blanks ignored), `None` for any
+    /// other value ([`crate::transfer::options::check_env`] reports those).
+    pub fn parse(v: &str) -> Option<IndexMode> {
+        match v.trim() {
+            "0" | "off" => Some(IndexMode::Off),
+            "1" | "on" => Some(IndexMode::On),
+            "always" => Some(IndexMode::Always),
+            "require" => Some(IndexMode::Require),
+            _ => None,
+        }
+    }
+}
+
+/// The `VH5_CHUNK_INDEX` setting (read once per process, see [`IndexMode::parse`]); unset,
+/// empty or invalid values: [`DEFAULT_MODE`] (an invalid one makes every read and write fail
+/// first, in `check_env`).
 pub fn index_mode() -> IndexMode {
     static M: OnceLock<IndexMode> = OnceLock::new();
-    *M.get_or_init(|| match std::env::var("VH5_CHUNK_INDEX").as_deref() {
-        Ok("0") | Ok("off") => IndexMode::Off,
-        Ok("1") | Ok("on") => IndexMode::On,
-        Ok("always") => IndexMode::Always,
-        Ok("require") => IndexMode::Require,
-        _ => DEFAULT_MODE,
-    })
+    *M.get_or_init(|| std::env::var("VH5_CHUNK_INDEX").ok().as_deref().and_then(IndexMode::parse).unwrap_or(DEFAULT_MODE))
 }
 
 /// Whether a call reading `nwhole` chunks whole uses (and on first use builds) the index.

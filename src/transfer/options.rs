@@ -21,13 +21,13 @@
 //!   [`chunk_cache_bytes`] and `hdf5::chunk_cache`.
 //!
 //! - Chunk index (stored chunk bytes read with `pread` outside the libhdf5 lock, files open
-//!   read-only): env `VH5_CHUNK_INDEX` = `0` / `1` / `require` (read once; unset or other
-//!   values: on with libhdf5 >= 1.14, where it comes from `H5Dchunk_iter`, off with 1.10),
-//!   see `hdf5::chunk_index`.
+//!   read-only): env `VH5_CHUNK_INDEX` = `0` / `off`, `1` / `on`, `always`, `require` (read
+//!   once; unset: on, for calls reading at least 16 chunks whole: from `H5Dchunk_iter` with
+//!   libhdf5 >= 1.14, from vh5's own B-tree walk with 1.10), see `hdf5::chunk_index`.
 //!
 //! Environment values are read once per process (the first call that needs them). A value
 //! that is set but invalid (`VH5_THREADS=abc`, `VH5_THREADS=0`, more than [`MAX_THREADS`],
-//! `VH5_PLANNER=xyz`, `VH5_MAX_CHUNK_BYTES=-1` or `0`) is never silently ignored: every read
+//! `VH5_PLANNER=xyz`, `VH5_MAX_CHUNK_BYTES=-1` or `0`, `VH5_CHUNK_INDEX=yes`) is never silently ignored: every read
 //! and write then fails with `InvalidArgument` naming the variable and its value
 //! ([`check_env`]). An empty value counts as unset.
 //!
@@ -38,6 +38,8 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
+
+use crate::hdf5::chunk_index::IndexMode;
 
 pub use crate::plan::PlannerMode;
 
@@ -56,6 +58,7 @@ struct Env {
     planner: std::result::Result<Option<PlannerMode>, String>,
     max_chunk: std::result::Result<Option<u64>, String>,
     cache: std::result::Result<Option<u64>, String>,
+    chunk_index: std::result::Result<(), String>,
 }
 
 fn env_var(name: &str) -> Option<String> {
@@ -90,6 +93,10 @@ fn env() -> &'static Env {
                 })
             })
             .transpose(),
+        chunk_index: match env_var("VH5_CHUNK_INDEX") {
+            Some(v) if IndexMode::parse(&v).is_none() => Err(format!("environment variable VH5_CHUNK_INDEX={v:?} is not one of {} (unset it for the default)", IndexMode::VALUES)),
+            _ => Ok(()),
+        },
     })
 }
 
@@ -97,7 +104,8 @@ fn env() -> &'static Env {
 /// value (see the module docs). Reads and writes call this first.
 pub fn check_env() -> crate::error::Result<()> {
     let e = env();
-    match [e.threads.as_ref().err(), e.planner.as_ref().err(), e.max_chunk.as_ref().err(), e.cache.as_ref().err()].into_iter().flatten().next() {
+    let errs = [e.threads.as_ref().err(), e.planner.as_ref().err(), e.max_chunk.as_ref().err(), e.cache.as_ref().err(), e.chunk_index.as_ref().err()];
+    match errs.into_iter().flatten().next() {
         Some(m) => Err(crate::error::Error::new(crate::error::ErrorKind::InvalidArgument, m.clone())),
         None => Ok(()),
     }
