@@ -22,6 +22,10 @@ const MAX_OH_BLOCKS: usize = 256;
 const MAX_LEVEL: u8 = 64;
 /// Layout message type.
 const LAYOUT: u16 = 0x0008;
+/// Datatype message type.
+const DATATYPE: u16 = 0x0003;
+/// Object header message flag: the message is shared (its data is a reference).
+const SHARED: u8 = 0x02;
 /// Object header continuation message type.
 const CONTINUATION: u16 = 0x0010;
 
@@ -69,7 +73,7 @@ impl Reader<'_> {
     /// dimensionality = rank + 1, chunk dimensions including the element size).
     pub fn layout(&self, oh: u64) -> R<(u64, usize, Vec<u64>)> {
         let mut found = None;
-        self.messages(oh, &mut |ty, data| {
+        self.messages(oh, &mut |ty, _, data| {
             if ty == LAYOUT && found.is_none() {
                 found = Some(self.parse_layout(data));
             }
@@ -77,16 +81,19 @@ impl Reader<'_> {
         found.unwrap_or_else(|| Err("no layout message in the object header".into()))
     }
 
-    /// The bytes of the layout message of the object header at `oh`, read without decoding the
-    /// rest of the header; `Ok(None)` when it has none (not a dataset).
-    pub fn layout_message(&self, oh: u64) -> R<Option<Vec<u8>>> {
-        let mut found = None;
-        self.messages(oh, &mut |ty, data| {
-            if ty == LAYOUT && found.is_none() {
-                found = Some(data.to_vec());
+    /// The bytes of the layout message and of the datatype message of the object header at
+    /// `oh`, read without decoding the rest of the header; `None` for one it has not (not a
+    /// dataset) and for a shared datatype message (its data is a reference to the type).
+    pub fn layout_and_datatype_messages(&self, oh: u64) -> R<[Option<Vec<u8>>; 2]> {
+        let (mut layout, mut dtype) = (None, None);
+        self.messages(oh, &mut |ty, flags, data| {
+            if ty == LAYOUT && layout.is_none() {
+                layout = Some(data.to_vec());
+            } else if ty == DATATYPE && dtype.is_none() && flags & SHARED == 0 {
+                dtype = Some(data.to_vec());
             }
         })?;
-        Ok(found)
+        Ok([layout, dtype])
     }
 
     #[cfg(not(hdf5_1_14))]
@@ -111,9 +118,9 @@ impl Reader<'_> {
         Ok((root, dimensionality, dims))
     }
 
-    /// Call `f(type, data)` for every message of the object header at `oh` (both header
+    /// Call `f(type, flags, data)` for every message of the object header at `oh` (both header
     /// versions, continuation blocks followed).
-    fn messages(&self, oh: u64, f: &mut dyn FnMut(u16, &[u8])) -> R<()> {
+    fn messages(&self, oh: u64, f: &mut dyn FnMut(u16, u8, &[u8])) -> R<()> {
         let head = self.read(oh, 16.min(self.file_len.saturating_sub(self.base.saturating_add(oh))), "object header")?;
         // (start address, length) of each block of messages.
         let mut blocks: Vec<(u64, u64)> = Vec::new();
@@ -166,7 +173,7 @@ impl Reader<'_> {
                     (le(&b, p, 2).unwrap_or(0) as u16, le(&b, p + 2, 2).unwrap_or(0) as usize, b[p + 4])
                 };
                 let data = b.get(p + hdr..p + hdr + size).ok_or("object header message runs past its block")?;
-                if flags & 0x02 != 0 && ty == LAYOUT {
+                if flags & SHARED != 0 && ty == LAYOUT {
                     return Err("shared layout message".into());
                 }
                 if ty == CONTINUATION {
@@ -174,7 +181,7 @@ impl Reader<'_> {
                     let l = le(data, self.sa, self.ss).ok_or("continuation message truncated")?;
                     blocks.push((off, l));
                 } else {
-                    f(ty, data);
+                    f(ty, flags, data);
                 }
                 p += hdr + size;
             }

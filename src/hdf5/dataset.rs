@@ -170,8 +170,11 @@ fn open_dataset_with(lock: &H5Lock, loc: hid_t, name: &str, lapl: hid_t, allow_e
         }
     }
     let c = CString::new(name).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
-    let peek = || super::layout_peek::virtual_mapping(lock, &super::chunk_index::FileView::open(lock, loc).ok()?, loc, &c, lapl);
-    if let Some(mapping) = (!allow_ext).then(peek).flatten() {
+    let peek = super::chunk_index::FileView::open(lock, loc).map(|v| super::layout_peek::peek(lock, &v, loc, &c, lapl)).unwrap_or_default();
+    if let Some(why) = peek.damaged_type {
+        return Err(super::layout_peek::damaged_type(&file_name(lock, loc), name, &why));
+    }
+    if let Some(mapping) = peek.virtual_mapping.filter(|_| !allow_ext) {
         return Err(super::layout_peek::refusal(&file_name(lock, loc), name, &mapping));
     }
     // SAFETY: valid C string; lock held.
@@ -377,13 +380,18 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
     unsafe {
         check(lock, super::compat::visit(file, cb, &mut names as *mut _ as *mut _), format_args!("listing the objects of `{fname}`"))?;
     }
-    // Read once for every object's layout peek (None: nothing is peeked, libhdf5 opens all).
-    let view = (!allow_ext).then(|| super::chunk_index::FileView::open(lock, file).ok()).flatten();
+    // Read once for every object's peek (None: nothing is peeked, libhdf5 opens all).
+    let view = super::chunk_index::FileView::open(lock, file).ok();
     let mut out = Vec::new();
     for n in names {
         let path = format!("/{n}");
         let c = CString::new(n.as_str()).unwrap_or_default();
-        if view.as_ref().is_some_and(|v| super::layout_peek::virtual_mapping(lock, v, file, &c, H5P_DEFAULT).is_some()) {
+        let peek = view.as_ref().map(|v| super::layout_peek::peek(lock, v, file, &c, H5P_DEFAULT)).unwrap_or_default();
+        if let Some(why) = peek.damaged_type {
+            out.push(Listed { path: path.clone(), error: Some(super::layout_peek::damaged_type(&fname, &path, &why)) });
+            continue;
+        }
+        if peek.virtual_mapping.is_some() && !allow_ext {
             out.push(Listed { path, error: None }); // a dataset, refused when opened
             continue;
         }

@@ -1,4 +1,5 @@
-//! Refusing a virtual dataset before libhdf5 opens it. Opening a dataset (`H5Oopen`,
+//! Refusing a virtual dataset, or a datatype message libhdf5 1.10 crashes on
+//! ([`super::dtype_peek`]), before libhdf5 opens the object. Opening a dataset (`H5Oopen`,
 //! `H5Dopen2`) makes libhdf5 decode its layout message; for a virtual dataset that includes
 //! the source selections stored in the global heap, and libhdf5 1.10.8 decodes a damaged
 //! selection without bounds checks: a segmentation fault or an endless loop inside `H5Oopen`
@@ -21,8 +22,9 @@
 //! file descriptor libhdf5 uses (sec2 driver only, user block honoured; every read bounded by
 //! the file and by 16 MiB, see [`super::chunk_btree::Reader`]). When the header cannot be
 //! read (another file driver, a header vh5's reader rejects, a shared layout message) the
-//! peek says nothing and libhdf5 opens the dataset as before. Files opened with
-//! `VH5_FILE_ALLOW_EXTERNAL` are not peeked: their virtual datasets are opened by libhdf5.
+//! peek says nothing and libhdf5 opens the dataset as before. The datatype check runs on every
+//! open; the virtual-dataset refusal not for files opened with `VH5_FILE_ALLOW_EXTERNAL`
+//! (their virtual datasets are opened by libhdf5).
 
 use std::ffi::CStr;
 
@@ -38,26 +40,49 @@ const CLASS_VIRTUAL: u8 = 3;
 /// Mapping entry flag (encoding version 1): the source is the virtual dataset's own file.
 const SOURCE_SAME_FILE: u8 = 0x01;
 
-/// When the object `name` (relative to `loc`, through the link access list `lapl`) is a
-/// dataset whose layout message says virtual, a description of its mapping for the refusal
-/// (source count and first source, or why vh5 could not read them); `None` when it is not
-/// virtual or vh5 cannot read its header (see the module docs). `view` is the file of `loc`
-/// ([`FileView::open`], once per file for a listing). The caller holds the lock.
-pub(super) fn virtual_mapping(lock: &H5Lock, view: &FileView, loc: hid_t, name: &CStr, lapl: hid_t) -> Option<String> {
+/// What vh5 read from an object's header before letting libhdf5 open it.
+#[derive(Debug, Default)]
+pub(super) struct Peek {
+    /// The object is a virtual dataset: a description of its mapping for the refusal (source
+    /// count and first source, or why vh5 could not read them).
+    pub virtual_mapping: Option<String>,
+    /// Its datatype message is damaged in a way libhdf5 1.10 crashes on
+    /// ([`super::dtype_peek`]): the damage.
+    pub damaged_type: Option<String>,
+}
+
+/// Peek at the object `name` (relative to `loc`, through the link access list `lapl`): its
+/// layout and datatype messages (see the module docs). Nothing found when it is neither, or
+/// vh5 cannot read its header. `view` is the file of `loc` ([`FileView::open`], once per
+/// file for a listing). The caller holds the lock.
+pub(super) fn peek(lock: &H5Lock, view: &FileView, loc: hid_t, name: &CStr, lapl: hid_t) -> Peek {
     // SAFETY: valid id and C string; lock held.
     let Some((oh, _)) = (unsafe { super::compat::object_header(loc, name.as_ptr(), lapl) }) else {
         clear_stack(lock);
-        return None;
+        return Peek::default();
     };
     let r = view.reader();
-    let msg = r.layout_message(oh).ok()??;
-    if msg.first().is_none_or(|&v| v < 4) || msg.get(1) != Some(&CLASS_VIRTUAL) {
-        return None;
-    }
-    Some(match describe(&r, &msg) {
+    let Ok([layout, dtype]) = r.layout_and_datatype_messages(oh) else {
+        return Peek::default();
+    };
+    let damaged_type = dtype.as_deref().and_then(super::dtype_peek::enum_size_damage);
+    let virtual_mapping = layout.filter(|m| m.first().is_some_and(|&v| v >= 4) && m.get(1) == Some(&CLASS_VIRTUAL)).map(|m| match describe(&r, &m) {
         Ok(d) => d,
         Err(why) => format!("whose mapping vh5 could not read ({why}: damaged?)"),
-    })
+    });
+    Peek { virtual_mapping, damaged_type }
+}
+
+/// The error for the object `name` of the file `file` whose datatype message is damaged
+/// (`why`, from [`Peek::damaged_type`]): `Hdf5`.
+pub fn damaged_type(file: &str, name: &str, why: &str) -> crate::error::Error {
+    crate::error::Error::new(
+        crate::error::ErrorKind::Hdf5,
+        format!(
+            "`{name}` in `{file}`: its datatype message is damaged: {why}; the file is corrupted (libhdf5 >= 2.0 refuses such a type, \
+             libhdf5 1.10 crashes decoding it: read by vh5 before libhdf5 opened the object)"
+        ),
+    )
 }
 
 /// "mapping N source dataset(s), the first `d` in file `f`" from the layout message `msg`.

@@ -18,6 +18,7 @@ pub mod chunk_cache;
 pub mod chunk_index;
 pub mod compat;
 pub mod dataset;
+pub mod dtype_peek;
 pub mod error;
 pub mod external;
 pub mod filter_support;
