@@ -34,6 +34,41 @@ def regions(path, name="d"):
     return os.path.getsize(path), out
 
 
+def size_entries(path, name="d"):
+    """[(offset, stored size)] of the 4-byte stored-size fields of the version-1 B-tree keys of
+    the unfiltered chunked dataset `name` (layout version 3), found by searching the file for
+    each key (size, filter mask, chunk offsets, 0) h5py reports; [] for other datasets."""
+    import struct
+
+    with h5py.File(path, "r") as f:
+        ds = f[name].id
+        dcpl = ds.get_create_plist()
+        if dcpl.get_layout() != h5py.h5d.CHUNKED or dcpl.get_nfilters():
+            return []
+        infos = [ds.get_chunk_info(i) for i in range(ds.get_num_chunks())]
+    with open(path, "rb") as fh:
+        b = fh.read()
+    out = []
+    for info in infos:
+        if info.byte_offset is None:
+            continue
+        key = struct.pack(f"<II{len(info.chunk_offset) + 1}Q", info.size, info.filter_mask, *info.chunk_offset, 0)
+        at = b.find(key)
+        if at >= 0:
+            out.append((at, int(info.size)))
+    return out
+
+
+def shrinks_size_entry(path, mut):
+    """Whether the flip `mut` makes an unfiltered chunk's stored-size entry smaller than the
+    chunk (libhdf5 < 2.2 then reads bytes past the entry that it never read: uninitialised
+    memory, different from process to process; 2.2 refuses such a chunk)."""
+    kind, off, x, _ = mut
+    if kind != "metadata flip":
+        return False
+    return any(at <= off < at + 4 and size ^ (x << 8 * (off - at)) < size for at, size in size_entries(path))
+
+
 def mutations(path, seed):
     """[(kind, offset, xor byte or None, label)]: a metadata flip, a chunk flip, a truncation."""
     rng = np.random.default_rng(seed ^ 0x5EED)
