@@ -12,6 +12,10 @@
 use super::grid::ChunkGrid;
 use crate::geometry::{axis_stride, ArrayLayout, Row, MAX_RANK};
 
+/// [`Plan::finish`] sorts by counting when the pieces' chunk indices span at most this many
+/// times their number (the count table then costs no more than the pieces themselves).
+pub const COUNTING_SPAN: u64 = 4;
+
 /// One piece: a row's part inside one chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PieceKey {
@@ -99,11 +103,24 @@ impl Plan {
         self.pieces.retain(|p| keep(p.row));
     }
 
-    /// Group the pieces by chunk (C order of the grid), keeping row order inside a chunk.
+    /// Group the pieces by chunk (C order of the grid), keeping row order inside a chunk, and
+    /// store their coordinates in that order (the scatter then reads them front to back, not
+    /// in the caller's row order). Pieces added in row order (every caller) over a span of
+    /// chunk indices at most [`COUNTING_SPAN`] x their number are placed by a counting sort,
+    /// O(pieces + span); others are sorted. Extra memory: one more copy of the coordinates.
     pub fn finish(&mut self) {
-        // Pieces of one chunk in row order: (chunk, row) is unique (a row has one piece per
-        // chunk), so an unstable sort on it orders as a stable sort by chunk would, faster.
-        self.pieces.sort_unstable_by_key(|p| (p.chunk, p.row));
+        let n = self.pieces.len();
+        let (lo, hi) = self.pieces.iter().fold((u64::MAX, 0), |(lo, hi), p| (lo.min(p.chunk), hi.max(p.chunk)));
+        let span = hi.wrapping_sub(lo).wrapping_add(1);
+        let in_row_order = self.pieces.is_sorted_by_key(|p| p.row);
+        if n > 1 && in_row_order && span <= (n as u64).saturating_mul(COUNTING_SPAN) {
+            self.counting_sort(lo, span as usize);
+        } else {
+            // (chunk, row) is unique (a row has one piece per chunk), so an unstable sort on
+            // it orders as a stable sort by chunk would, faster.
+            self.pieces.sort_unstable_by_key(|p| (p.chunk, p.row));
+            self.permute_coords();
+        }
         self.groups.clear();
         let mut k = 0;
         while k < self.pieces.len() {
@@ -114,6 +131,44 @@ impl Plan {
             }
             self.groups.push((c, start..k));
         }
+    }
+
+    /// Stable counting sort of the pieces by chunk index (all in `lo .. lo + span`), their
+    /// coordinates moved along ([`Plan::finish`]).
+    fn counting_sort(&mut self, lo: u64, span: usize) {
+        let mut next = vec![0usize; span + 1];
+        for p in &self.pieces {
+            next[(p.chunk - lo) as usize + 1] += 1;
+        }
+        for i in 1..=span {
+            next[i] += next[i - 1];
+        }
+        let w = 3 * self.ndim;
+        let mut pieces = vec![PieceKey { chunk: 0, row: 0, at: 0 }; self.pieces.len()];
+        let mut coords = vec![0u64; self.pieces.len() * w];
+        for p in &self.pieces {
+            let slot = &mut next[(p.chunk - lo) as usize];
+            let k = *slot;
+            *slot += 1;
+            pieces[k] = PieceKey { at: k, ..*p };
+            coords[k * w..(k + 1) * w].copy_from_slice(&self.coords[p.at * w..(p.at + 1) * w]);
+        }
+        self.pieces = pieces;
+        self.coords = coords;
+    }
+
+    /// Store the coordinates in the pieces' order (after a sort).
+    fn permute_coords(&mut self) {
+        let w = 3 * self.ndim;
+        if self.pieces.iter().enumerate().all(|(k, p)| p.at == k) && self.coords.len() == self.pieces.len() * w {
+            return;
+        }
+        let mut coords = Vec::with_capacity(self.pieces.len() * w);
+        for (k, p) in self.pieces.iter_mut().enumerate() {
+            coords.extend_from_slice(&self.coords[p.at * w..(p.at + 1) * w]);
+            p.at = k;
+        }
+        self.coords = coords;
     }
 
     /// Plan the given rows at once (see [`Plan::add_row`]).
@@ -296,7 +351,53 @@ mod tests {
         assert!(overlapping_rows(&boxes(&t), &[12, 12]).iter().all(|&x| !x));
     }
 
+    /// (chunk, row, dataset start, array start, count) of a piece.
+    type Listed = (u64, usize, Vec<u64>, Vec<u64>, Vec<u64>);
+
+    /// Every piece in plan order.
+    fn listed(p: &Plan) -> Vec<Listed> {
+        p.pieces
+            .iter()
+            .map(|k| {
+                let (s, d, c) = p.piece(k);
+                (k.chunk, k.row, s.to_vec(), d.to_vec(), c.to_vec())
+            })
+            .collect()
+    }
+
     proptest! {
+        /// The counting sort (dense chunk indices), the comparison sort (sparse ones, or rows
+        /// dropped by `retain_rows`) and a reference sort of the unsorted pieces give the same
+        /// pieces, groups and coordinates, the coordinates stored in plan order.
+        #[test]
+        fn finish_orders_pieces_and_coordinates_by_chunk_then_row(
+            rows in proptest::collection::vec((0u64..40, 0u64..40, 1u64..9, 1u64..9, 1u64..4), 1..24),
+            sparse in any::<bool>(), drop_odd in any::<bool>(),
+        ) {
+            // sparse: a grid of 10^6 x 10^6 chunks of 1 x 7, rows far apart (span >> pieces)
+            let (g, scale) = if sparse { (ChunkGrid::new(&[1 << 20, 1 << 20], &[1, 7]).unwrap(), 25_000) } else { (ChunkGrid::new(&[60, 60], &[4, 7]).unwrap(), 1) };
+            let rs: Vec<Row> = rows.iter().enumerate().map(|(i, &(a, b, c0, c1, st))| row(&[a * scale, b], &[i as u64 * 10, 0], &[c0, c1], &[1, st], &[1, 1])).collect();
+            let mut p = Plan::new(2);
+            for (i, r) in rs.iter().enumerate() {
+                p.add_row(&g, i, r);
+            }
+            if drop_odd {
+                p.retain_rows(|r| r % 2 == 0);
+            }
+            let mut want = listed(&p);
+            want.sort_by_key(|x| (x.0, x.1));
+            p.finish();
+            prop_assert_eq!(listed(&p), want);
+            prop_assert!(p.pieces.iter().enumerate().all(|(k, q)| q.at == k));
+            let mut k = 0;
+            for (c, r) in &p.groups {
+                prop_assert_eq!(r.start, k);
+                prop_assert!(r.end > r.start && p.pieces[r.clone()].iter().all(|q| q.chunk == *c));
+                k = r.end;
+            }
+            prop_assert_eq!(k, p.pieces.len());
+        }
+
         /// Against the brute-force pairwise box test.
         #[test]
         fn overlap_matches_bruteforce(rows in proptest::collection::vec((0u64..12, 1u64..4, 1u64..3, 0u64..12, 1u64..4), 0..12)) {
