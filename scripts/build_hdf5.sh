@@ -18,7 +18,7 @@
 #                                          below with its sha256, fetched with cargo), the HDF5
 #                                          series h5py 3.12 .. 3.15 wheels bundle (for the
 #                                          h5py-bound build of scripts/build_h5py_lib.sh)
-#        scripts/build_hdf5.sh --cmake-dir print a directory holding a cmake >= 3.26 (the
+#        scripts/build_hdf5.sh --cmake-dir print a directory holding only a cmake >= 3.26 (the
 #                                          version HDF5 2.x needs; also what
 #                                          `cargo build --features static-hdf5` needs on PATH)
 # Env:   VH5_HDF5_CACHE  cache directory (default $HOME/.cache/vh5); the prefix is
@@ -43,20 +43,31 @@ cmake_ok() {
   [ "$1" -gt 3 ] || { [ "$1" = 3 ] && [ "$2" -ge 26 ]; }
 }
 
-# cmake_dir: the directory of a cmake >= 3.26 (the system's, else one pip-installed into a
-# venv in the cache).
+# cmake_dir: a directory holding only cmake, ctest and cpack (symbolic links) of a cmake >=
+# 3.26: the system's, else one pip-installed into a venv in the cache. Only those three: the
+# caller puts the directory first on PATH, where the venv's own bin/ (or /usr/bin) would also
+# change which python3 the tests run with (CI of 2026-12-02: "No module named pytest").
 cmake_dir() {
-  local c
+  local c src
   c=$(command -v cmake || true)
-  if [ -n "$c" ] && cmake_ok "$c"; then dirname "$c"; return; fi
-  local venv="$CACHE/cmake-venv"
-  if ! cmake_ok "$venv/bin/cmake"; then
-    log "cmake >= 3.26 not found (system: $(${c:-false} --version 2>/dev/null | head -n 1 || echo none)): pip install cmake into $venv"
-    python3 -m venv "$venv" >&2
-    "$venv/bin/python" -m pip install -q 'cmake>=3.26' >&2
-    cmake_ok "$venv/bin/cmake" || { log "pip-installed cmake is not >= 3.26"; exit 1; }
+  if [ -n "$c" ] && cmake_ok "$c"; then
+    src=$(dirname "$c")
+  else
+    local venv="$CACHE/cmake-venv"
+    if ! cmake_ok "$venv/bin/cmake"; then
+      log "cmake >= 3.26 not found (system: $(${c:-false} --version 2>/dev/null | head -n 1 || echo none)): pip install cmake into $venv"
+      python3 -m venv "$venv" >&2
+      "$venv/bin/python" -m pip install -q 'cmake>=3.26' >&2
+      cmake_ok "$venv/bin/cmake" || { log "pip-installed cmake is not >= 3.26"; exit 1; }
+    fi
+    src="$venv/bin"
   fi
-  echo "$venv/bin"
+  local bin="$CACHE/cmake-bin"
+  mkdir -p "$bin"
+  for t in cmake ctest cpack; do
+    if [ -e "$src/$t" ]; then ln -sfn "$src/$t" "$bin/$t"; fi
+  done
+  echo "$bin"
 }
 
 if [ "${1:-}" = "--cmake-dir" ]; then cmake_dir; exit 0; fi
