@@ -171,29 +171,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn enum_inside_a_compound_and_an_array_is_found() {
-        // compound version 3, one member "e" at offset 0 (1 offset byte for size 8), an
-        // array of 2 x the damaged enumeration
+    /// A version-3 compound of 8 bytes with one member "e" at offset 0 (1 offset byte): an
+    /// array of 2 x an enumeration of 4 bytes over an integer of `base` bytes.
+    fn compound_of_enum_array(base: u32) -> Vec<u8> {
         let mut arr = head(10, 3, 0, 8);
         arr.push(1);
         arr.extend_from_slice(&2u32.to_le_bytes());
-        arr.extend(enumeration(3, 4, 2));
-        let mut c = head(6, 3, 1, 8);
-        c.extend_from_slice(b"e\0");
-        c.push(0);
-        c.extend(arr.clone());
-        assert!(enum_size_damage(&c).is_some());
-        // the same with a sound enumeration: nothing
-        let mut arr = head(10, 3, 0, 8);
-        arr.push(1);
-        arr.extend_from_slice(&2u32.to_le_bytes());
-        arr.extend(enumeration(3, 4, 4));
+        arr.extend(enumeration(3, 4, base));
         let mut c = head(6, 3, 1, 8);
         c.extend_from_slice(b"e\0");
         c.push(0);
         c.extend(arr);
-        assert_eq!(enum_size_damage(&c), None);
+        c
+    }
+
+    #[test]
+    fn enum_inside_a_compound_and_an_array_is_found() {
+        assert!(enum_size_damage(&compound_of_enum_array(2)).is_some());
+        // the same with a sound enumeration: nothing
+        assert_eq!(enum_size_damage(&compound_of_enum_array(4)), None);
     }
 
     #[test]

@@ -473,36 +473,14 @@ def test_virtual_dataset_damaged_selection_refused_before_libhdf5_opens_it(tmp_p
     without letting libhdf5 open it; listings take an object's type from H5Oget_info_by_name.
     Child processes (a crash must not take pytest down), three times each (it crashed in
     about 8 runs of 10)."""
-    import subprocess
-    import sys
-
     spec = {"alloc": "default", "chunks": None, "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc", "fillvalue": False,
             "filters": [], "layout": "virtual", "libver": "v110", "maxshape": [278], "resize": None, "seed": 608990844, "shape": [278],
             "type": "<u1", "written": "all"}
     path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
     C.build(spec, path)
     X.apply(path, bad, ("metadata flip", 2117, 233, "metadata byte 2117"))
-    code = f"""
-import sys
-if {os.environ.get("VH5_TEST_INSTALLED") != "1"!r}:
-    sys.path.insert(0, {str(REPO / 'bindings' / 'python')!r})
-import numpy as np, vh5
-with vh5.File({bad!r}) as f:
-    assert "d" in list(f.keys()), list(f.keys())
-    try:
-        f["d"]
-        raise SystemExit("opened")
-    except vh5.UnsupportedError as e:
-        assert "virtual dataset" in e.message and "bad.h5" in e.message, e.message
-print("ok")
-"""
-    for _ in range(3):
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout + r.stderr)
-    cli = os.environ.get("VH5_CLI", str(REPO / "target" / "release" / "vh5"))
-    if os.path.exists(cli):
-        r = subprocess.run([cli, "info", bad], capture_output=True, text=True, timeout=60)
-        assert r.returncode in (0, 1) and "virtual" in (r.stdout + r.stderr), (r.returncode, r.stdout + r.stderr)
+    _open_refused_in_child(bad, "UnsupportedError", ["virtual dataset", "bad.h5"], runs=3, listed=True)
+    _cli_info_names(bad, "virtual")
 
 
 def test_enum_datatype_size_damaged_refused_before_libhdf5_opens_it(tmp_path):
@@ -514,9 +492,6 @@ def test_enum_datatype_size_damaged_refused_before_libhdf5_opens_it(tmp_path):
     naming the object, the file and both sizes) before libhdf5 opens the dataset, in the
     dataset open and the listing; h5py's libhdf5 refuses the file too. Child processes (a crash
     must not take pytest down)."""
-    import subprocess
-    import sys
-
     spec = {"alloc": "late", "chunks": [29], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc", "fillvalue": False,
             "filters": [["shuffle"], ["deflate", 7], ["unreg_opt"]], "index": "btree1", "layout": "chunked", "libver": "earliest",
             "maxshape": [29], "resize": [11], "seed": 1635544187, "shape": [26], "type": "enum>i2", "written": "part"}
@@ -526,24 +501,44 @@ def test_enum_datatype_size_damaged_refused_before_libhdf5_opens_it(tmp_path):
     with h5py.File(bad, "r") as f:
         with pytest.raises(Exception, match="ENUM datatype size does not match parent"):
             f["d"]
+    _open_refused_in_child(bad, "HDF5Error", ["datatype message is damaged: an enumeration of", "bad.h5"])
+    with __import__("vh5").File(path) as f:  # the undamaged file: opened as before
+        assert f["d"].shape == (11,)
+    _cli_info_names(bad, "enumeration of")
+
+
+def _open_refused_in_child(bad, error, words, runs=1, listed=False):
+    """Open dataset "d" of the damaged file `bad` with vh5 in a child process (a crash must not
+    take pytest down), `runs` times: refused with vh5.<error> whose message holds `words`
+    (and, when `listed`, "d" is in the file's listing)."""
+    import subprocess
+    import sys
+
     code = f"""
 import sys
 if {os.environ.get("VH5_TEST_INSTALLED") != "1"!r}:
     sys.path.insert(0, {str(REPO / 'bindings' / 'python')!r})
 import vh5
 with vh5.File({bad!r}) as f:
+    if {listed!r}:
+        assert "d" in list(f.keys()), list(f.keys())
     try:
         f["d"]
         raise SystemExit("opened")
-    except vh5.HDF5Error as e:
-        assert "datatype message is damaged: an enumeration of" in e.message and "bad.h5" in e.message, e.message
+    except vh5.{error} as e:
+        assert all(w in e.message for w in {words!r}), e.message
 print("ok")
 """
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout + r.stderr)
-    with __import__("vh5").File(path) as f:  # the undamaged file: opened as before
-        assert f["d"].shape == (11,)
+    for _ in range(runs):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout + r.stderr)
+
+
+def _cli_info_names(bad, word):
+    """`vh5 info` of the damaged file `bad` ends (status 0 or 1, no crash) mentioning `word`."""
+    import subprocess
+
     cli = os.environ.get("VH5_CLI", str(REPO / "target" / "release" / "vh5"))
     if os.path.exists(cli):
         r = subprocess.run([cli, "info", bad], capture_output=True, text=True, timeout=60)
-        assert r.returncode in (0, 1) and "enumeration of" in (r.stdout + r.stderr), (r.returncode, r.stdout + r.stderr)
+        assert r.returncode in (0, 1) and word in (r.stdout + r.stderr), (r.returncode, r.stdout + r.stderr)
