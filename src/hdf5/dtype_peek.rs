@@ -68,7 +68,8 @@ fn walk(m: &[u8], at: usize, depth: usize) -> W<(usize, u64)> {
     if depth > MAX_DEPTH {
         return Err(Stop::Unknown);
     }
-    let (head, version) = (byte(m, at)?, byte(m, at)? >> 4);
+    let head = byte(m, at)?;
+    let version = head >> 4;
     let flags = uint(m, at + 1, 3)?;
     let size = uint(m, at + 4, 4)?;
     if !(1..=5).contains(&version) {

@@ -59,14 +59,15 @@ def size_entries(path, name="d"):
     return out
 
 
-def shrinks_size_entry(path, mut):
-    """Whether the flip `mut` makes an unfiltered chunk's stored-size entry smaller than the
-    chunk (libhdf5 < 2.2 then reads bytes past the entry that it never read: uninitialised
-    memory, different from process to process; 2.2 refuses such a chunk)."""
+def shrinks_size_entry(entries, mut):
+    """Whether the flip `mut` makes an unfiltered chunk's stored-size entry (`entries`, from
+    :func:`size_entries` of the undamaged file) smaller than the chunk (libhdf5 < 2.2 then
+    reads bytes past the entry that it never read: uninitialised memory, different from
+    process to process; 2.2 refuses such a chunk)."""
     kind, off, x, _ = mut
     if kind != "metadata flip":
         return False
-    return any(at <= off < at + 4 and size ^ (x << 8 * (off - at)) < size for at, size in size_entries(path))
+    return any(at <= off < at + 4 and size ^ (x << 8 * (off - at)) < size for at, size in entries)
 
 
 def mutations(path, seed):

@@ -270,11 +270,12 @@ def run_corruption(suite, specs, workdir, first_id):
             continue
         # left out of the table like the spec's read and write cases (render_table)
         unreliable = [C.UNRELIABLE] if spec["layout"] == "chunked" and C.unreliable_pipeline(path) else []
+        entries = X.size_entries(path) if any(m[0] == "metadata flip" for m in muts) else []
         for j, m in enumerate(muts):
             bad = os.path.join(workdir, f"s{k}-m{j}.h5")
             X.apply(path, bad, m)
             feats = ["corrupt: " + m[0], "op: read"] + (["filtered"] if spec["filters"] else []) + unreliable
-            if X.shrinks_size_entry(path, m):
+            if X.shrinks_size_entry(entries, m):
                 feats.append(SHRUNK_SIZE_ENTRY)
             case = R.Case(first_id + len(cases), spec, "read", feats)
             case.op = "corrupt"
