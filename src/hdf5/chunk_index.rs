@@ -198,13 +198,28 @@ impl ChunkIndex {
     /// needed. `Hdf5` when the entry reaches past the end of the file or the read fails
     /// (the caller names the chunk); `NoMemory` when the buffer cannot be allocated.
     pub fn read(&self, e: &Entry, buf: &mut Vec<u8>) -> Result<()> {
+        self.check(e)?;
+        self.read_at(e.offset, e.size, buf)
+    }
+
+    /// `Hdf5` when the entry `e` reaches past the end of the file (a damaged index: the
+    /// caller names the chunk).
+    pub fn check(&self, e: &Entry) -> Result<()> {
         let end = e.offset.checked_add(e.size);
         if end.is_none_or(|end| end > self.file_len) {
             bail!(Hdf5, "its index entry ({} bytes at file offset {}) reaches past the end of the file ({} bytes): the chunk index is corrupted", e.size, e.offset, self.file_len);
         }
+        Ok(())
+    }
+
+    /// Read the `len` bytes at file offset `offset` into `buf` (replaced) with one positioned
+    /// read; no lock needed. The caller has checked the range inside the file ([`Self::check`]
+    /// of every entry it covers); `NoMemory` when the buffer cannot be allocated, `Hdf5`
+    /// when the read fails.
+    pub fn read_at(&self, offset: u64, len: u64, buf: &mut Vec<u8>) -> Result<()> {
         buf.clear();
-        crate::mem::resize_zeroed(buf, e.size as usize, || format!("stored bytes of a chunk ({} bytes at file offset {})", e.size, e.offset))?;
-        self.file.read_exact_at(buf, e.offset).map_err(|err| err!(Hdf5, "reading its {} stored bytes at file offset {}: {err}", e.size, e.offset))
+        crate::mem::resize_zeroed(buf, len as usize, || format!("stored bytes of chunks ({len} bytes at file offset {offset})"))?;
+        self.file.read_exact_at(buf, offset).map_err(|err| err!(Hdf5, "reading {len} bytes at file offset {offset}: {err}"))
     }
 }
 

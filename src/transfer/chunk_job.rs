@@ -92,28 +92,7 @@ impl Shared<'_> {
             ix.read(&e, &mut job.buf).map_err(|x| Error::new(x.kind, format!("chunk {:?} (dataset offset {:?}): {}", &coord[..n], &origin[..n], x.message)))?;
         }
         let dims: &[u64] = if let Some(mask) = job.raw_mask {
-            let stored = job.buf.len();
-            let at = |m: &str| format!("chunk {:?} (dataset offset {:?}, {stored} bytes stored, filter mask {mask:#x}): {m}", &coord[..n], &origin[..n]);
-            // A partial edge chunk of a dataset with H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS is
-            // stored as is: libhdf5 reads it without the pipeline, whatever its stored mask.
-            let unfiltered = self.dont_filter_partial && crate::hdf5::chunk::is_partial_edge(&origin[..n], self.grid.chunk(), self.ctx.src_shape);
-            let filters: &[Filter] = if unfiltered { &[] } else { self.filters };
-            dec.decode_checked(filters, mask, &mut job.buf, self.stored_bytes).map_err(|e| match e.kind {
-                ErrorKind::NoMemory => Error::new(e.kind, at(&e.message)),
-                _ if e.message.contains("corrupt") => Error::new(ErrorKind::Hdf5, at(&e.message)),
-                _ => Error::new(ErrorKind::Hdf5, at(&format!("{}: the chunk is corrupted", e.message))),
-            })?;
-
-            if job.buf.len() != self.stored_bytes {
-                bail!(Hdf5, "{}", at(&format!("its filters decode to {} bytes, the chunk holds {}: the chunk is corrupted", job.buf.len(), self.stored_bytes)));
-            }
-            if let Some(RawKind::Swap(u)) = self.raw {
-                swap_bytes(&mut job.buf, u);
-            }
-            if let Some(c) = self.convert {
-                let elems = self.stored_bytes / c.file_itemsize.max(1);
-                convert_chunk(c.ftype, c.mtype, elems, c.file_itemsize, self.ctx.itemsize, &mut job.buf).map_err(|e| Error::new(e.kind, at(&e.message)))?;
-            }
+            self.decode(&mut job.buf, mask, dec, &coord[..n], &origin[..n])?;
             self.grid.chunk()
         } else {
             &extent[..n]
@@ -124,6 +103,44 @@ impl Shared<'_> {
             drop(c.insert(k, std::mem::take(&mut job.buf)));
         }
         Ok(())
+    }
+
+    /// Decode the stored bytes of the chunk at grid coordinates `coord` (its first element at
+    /// dataset coordinates `origin`; both for messages and for the partial-edge rule) in `buf`
+    /// (filter mask `mask`) into the whole chunk in the memory type: filters, byte swap,
+    /// conversion. `Hdf5` naming the chunk when it is corrupt, `NoMemory` when a buffer
+    /// could not be allocated.
+    pub(super) fn decode(&self, buf: &mut Vec<u8>, mask: u32, dec: &mut Decoder, coord: &[u64], origin: &[u64]) -> Result<()> {
+        let stored = buf.len();
+        let at = |m: &str| format!("chunk {coord:?} (dataset offset {origin:?}, {stored} bytes stored, filter mask {mask:#x}): {m}");
+        dec.decode_checked(self.active_filters(origin), mask, buf, self.stored_bytes).map_err(|e| match e.kind {
+            ErrorKind::NoMemory => Error::new(e.kind, at(&e.message)),
+            _ if e.message.contains("corrupt") => Error::new(ErrorKind::Hdf5, at(&e.message)),
+            _ => Error::new(ErrorKind::Hdf5, at(&format!("{}: the chunk is corrupted", e.message))),
+        })?;
+        if buf.len() != self.stored_bytes {
+            bail!(Hdf5, "{}", at(&format!("its filters decode to {} bytes, the chunk holds {}: the chunk is corrupted", buf.len(), self.stored_bytes)));
+        }
+        if let Some(RawKind::Swap(u)) = self.raw {
+            swap_bytes(buf, u);
+        }
+        if let Some(c) = self.convert {
+            let elems = self.stored_bytes / c.file_itemsize.max(1);
+            convert_chunk(c.ftype, c.mtype, elems, c.file_itemsize, self.ctx.itemsize, buf).map_err(|e| Error::new(e.kind, at(&e.message)))?;
+        }
+        Ok(())
+    }
+
+    /// The filters the stored bytes of the chunk at dataset coordinates `origin` went
+    /// through: none for a partial edge chunk of a dataset with
+    /// `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS` (stored as is: libhdf5 reads it without the
+    /// pipeline, whatever its stored mask).
+    pub(super) fn active_filters(&self, origin: &[u64]) -> &[Filter] {
+        if self.dont_filter_partial && crate::hdf5::chunk::is_partial_edge(origin, self.grid.chunk(), self.ctx.src_shape) {
+            &[]
+        } else {
+            self.filters
+        }
     }
 
     /// Scatter every piece of chunk group `group` from `buf` (dense C order over `dims`, the

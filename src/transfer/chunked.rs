@@ -50,6 +50,7 @@ use hdf5_sys::h5i::hid_t;
 use super::checks::vh5_pipeline;
 pub(crate) use super::chunk_job::Convert;
 use super::chunk_job::{piece_row, Fetcher, Job, Shared};
+use super::chunk_span::{process_span, SpanScratch};
 use super::options::{max_chunk_bytes, max_workers, num_threads, PlannerMode};
 use super::pipeline::{spawn_workers, ChunkOutcome};
 use super::rows::{read_row, Ctx, RawKind};
@@ -366,6 +367,13 @@ fn step_cost_ns(plan: &Plan, table: &SliceTable, p: &crate::plan::PieceKey, item
     (elems / inner).saturating_mul(STEP_RUN_NS).saturating_add(elems.saturating_mul(itemsize as u64).saturating_mul(STEP_BYTE_NS))
 }
 
+/// What a worker is handed: fetched chunks, or a span of indexed chunk groups it reads itself
+/// (`chunk_span`).
+enum Work {
+    Jobs(Vec<Job>),
+    Span(std::ops::Range<usize>),
+}
+
 /// Calls with at most this many chunks, all read whole, run on the calling thread alone.
 const SMALL_CALL_CHUNKS: usize = 4;
 
@@ -455,11 +463,18 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
         }
         recycle(job.buf);
     };
-    let handle_all = |jobs: Vec<Job>, dec: &mut Decoder| {
-        for job in jobs {
-            handle(job, dec);
+    let handle_all = |work: Work, dec: &mut Decoder, s: &mut SpanScratch| match (work, shared.index) {
+        (Work::Jobs(jobs), _) => jobs.into_iter().for_each(|job| handle(job, dec)),
+        (Work::Span(groups), Some(ix)) => {
+            if let Err((g, e)) = process_span(shared, fetcher, ix, groups, dec, s) {
+                fail(g, e);
+            }
         }
+        (Work::Span(groups), None) => fail(groups.start, err!(Hdf5, "internal: a span of chunks without a chunk index")),
     };
+    // Spans of indexed chunks (see `chunk_span`): small chunks only (big ones keep the
+    // one-chunk jobs and their memory bound).
+    let spans = shared.index.is_some() && batch > 1;
     let mut scratch = Vec::new();
     let (mut raw_chunks, mut hdf5_reads) = (0usize, 0usize);
     // The libhdf5 lock is held only while fetching: decoding a chunk on the calling thread,
@@ -469,41 +484,41 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
     let run = || {
         std::thread::scope(|sc| -> Result<()> {
             // Big chunks: queue 0, a rendezvous (a job goes only to a worker waiting for one).
-            let (tx, rx) = mpsc::sync_channel::<Vec<Job>>(queue);
+            let (tx, rx) = mpsc::sync_channel::<Work>(queue);
             let rx = Arc::new(Mutex::new(rx));
             let (rx_ref, handle_all) = (Arc::clone(&rx), &handle_all);
             let worker = move || {
-                let mut dec = Decoder::default();
+                let (mut dec, mut s) = (Decoder::default(), SpanScratch::default());
                 loop {
-                    let jobs = rx_ref.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok(jobs) = jobs else { return };
-                    handle_all(jobs, &mut dec);
+                    let work = rx_ref.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok(work) = work else { return };
+                    handle_all(work, &mut dec, &mut s);
                 }
             };
             // Workers the system lets us start (a refused thread is not an error: the calling
             // thread processes whatever the workers do not).
             let live = spawn_workers(sc, nworkers, "vh5-decode", worker);
-            let mut dec = Decoder::default();
+            let (mut dec, mut s) = (Decoder::default(), SpanScratch::default());
             // Hand a batch to a worker; when there are none, or they are all busy and the
             // queue is full, process it here (decoding with the lock released). Returns
             // false when the workers are gone.
-            let dispatch = |jobs: Vec<Job>, l: &H5Lock, dec: &mut Decoder| -> bool {
-                let jobs = if live == 0 {
-                    jobs
+            let dispatch = |work: Work, l: &H5Lock, dec: &mut Decoder, s: &mut SpanScratch| -> bool {
+                let work = if live == 0 {
+                    work
                 } else {
-                    match tx.try_send(jobs) {
+                    match tx.try_send(work) {
                         Ok(()) => return true,
-                        Err(mpsc::TrySendError::Full(jobs)) => jobs,
+                        Err(mpsc::TrySendError::Full(work)) => work,
                         Err(mpsc::TrySendError::Disconnected(_)) => return false,
                     }
                 };
-                if filtered {
-                    // SAFETY: `handle` decodes and scatters in memory; a conversion
-                    // (`H5Tconvert`) takes the lock itself.
-                    unsafe { released(l, || handle_all(jobs, dec)) };
+                if filtered || matches!(work, Work::Span(_)) {
+                    // SAFETY: `handle` decodes and scatters in memory (a span reads the file
+                    // with `pread`); a conversion (`H5Tconvert`) takes the lock itself.
+                    unsafe { released(l, || handle_all(work, dec, s)) };
                 } else {
                     // An unfiltered chunk is one copy: cheaper than giving the lock away.
-                    handle_all(jobs, dec);
+                    handle_all(work, dec, s);
                 }
                 true
             };
@@ -511,9 +526,25 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
                 let fl = lock();
                 let l = &fl;
                 let mut jobs: Vec<Job> = Vec::with_capacity(batch);
+                // The span of indexed chunk groups being gathered (`g0..g1`).
+                let mut span = 0..0;
                 for (g, &whole_g) in whole.iter().enumerate().take(plan.groups.len()) {
                     if stop.load(Ordering::Relaxed) {
                         break;
+                    }
+                    if whole_g && spans && shared.index.is_some_and(|ix| ix.get(plan.groups[g].0).is_some()) {
+                        if span.end != g {
+                            if !span.is_empty() && !dispatch(Work::Span(std::mem::replace(&mut span, 0..0)), l, &mut dec, &mut s) {
+                                return Ok(());
+                            }
+                            span = g..g;
+                        }
+                        span.end = g + 1;
+                        raw_chunks += 1;
+                        if span.len() >= batch && !dispatch(Work::Span(std::mem::replace(&mut span, 0..0)), l, &mut dec, &mut s) {
+                            return Ok(());
+                        }
+                        continue;
                     }
                     if g > 0 {
                         // Let a waiting thread's libhdf5 call in between two fetches.
@@ -536,12 +567,15 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
                         raw_chunks += 1;
                     }
                     jobs.push(job);
-                    if jobs.len() >= batch && !dispatch(std::mem::replace(&mut jobs, Vec::with_capacity(batch)), l, &mut dec) {
+                    if jobs.len() >= batch && !dispatch(Work::Jobs(std::mem::replace(&mut jobs, Vec::with_capacity(batch))), l, &mut dec, &mut s) {
                         return Ok(());
                     }
                 }
+                if !span.is_empty() && !dispatch(Work::Span(span), l, &mut dec, &mut s) {
+                    return Ok(());
+                }
                 if !jobs.is_empty() {
-                    dispatch(jobs, l, &mut dec);
+                    dispatch(Work::Jobs(jobs), l, &mut dec, &mut s);
                 }
                 Ok(())
             })();
@@ -553,7 +587,7 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
                     let r = rx.lock().unwrap_or_else(|p| p.into_inner()).try_recv();
                     r
                 } {
-                    handle_all(jobs, &mut dec);
+                    handle_all(jobs, &mut dec, &mut s);
                 }
             }
             result

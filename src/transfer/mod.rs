@@ -5,6 +5,7 @@
 
 pub(crate) mod checks;
 pub(crate) mod chunk_job;
+pub(crate) mod chunk_span;
 pub mod chunked;
 pub mod memcopy;
 pub(crate) mod merge;
