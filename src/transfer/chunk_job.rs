@@ -143,6 +143,15 @@ impl Shared<'_> {
         }
     }
 
+    /// Prefetch the first destination byte of every piece of chunk group `group` (rows
+    /// scattered in another order than the destination's: each piece's first write is a
+    /// cache miss, ~40% of a read of one small row per chunk in random order).
+    pub(super) fn prefetch_dst(&self, group: usize) {
+        for p in &self.plan.pieces[self.plan.groups[group].1.clone()] {
+            self.ctx.dst.prefetch(self.ctx.layout.byte_offset(self.plan.piece(p).1));
+        }
+    }
+
     /// Scatter every piece of chunk group `group` from `buf` (dense C order over `dims`, the
     /// chunk's first element at dataset coordinates `origin`).
     pub(super) fn scatter(&self, group: usize, buf: &[u8], origin: &[u64], dims: &[u64]) -> Result<()> {

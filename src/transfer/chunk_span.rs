@@ -28,6 +28,10 @@ pub(super) const RUN_GAP_BYTES: u64 = 4 << 10;
 /// whatever the span's chunks hold, unless one chunk alone is larger).
 pub(super) const RUN_MAX_BYTES: u64 = 1 << 20;
 
+/// The destinations of the chunk this many chunks ahead are prefetched before a chunk is
+/// scattered ([`Shared::prefetch_dst`]).
+pub(super) const PREFETCH_AHEAD: usize = 8;
+
 /// A worker's reusable buffers for spans: the bytes of one run of chunks, and one chunk
 /// being decoded.
 #[derive(Default)]
@@ -76,6 +80,9 @@ pub(super) fn process_span(
 /// Read the chunks of `todo` run by run (chunks adjacent in the file in one `pread`) and
 /// decode and scatter each.
 fn read_runs(sh: &Shared, form: (u8, usize), ix: &ChunkIndex, todo: &[(usize, Entry)], dec: &mut Decoder, s: &mut SpanScratch) -> std::result::Result<(), (usize, Error)> {
+    for &(g, _) in todo.iter().take(PREFETCH_AHEAD) {
+        sh.prefetch_dst(g);
+    }
     let mut i = 0;
     while i < todo.len() {
         let (g0, e0) = todo[i];
@@ -83,7 +90,10 @@ fn read_runs(sh: &Shared, form: (u8, usize), ix: &ChunkIndex, todo: &[(usize, En
         let j = run_end(todo, i, |e| ix.check(e).is_ok());
         let (start, end) = (e0.offset, todo[j - 1].1.offset + todo[j - 1].1.size);
         ix.read_at(start, end - start, &mut s.run).map_err(|e| (g0, at_chunk(sh, g0, e)))?;
-        for &(g, e) in &todo[i..j] {
+        for (t, &(g, e)) in todo.iter().enumerate().take(j).skip(i) {
+            if let Some(&(ahead, _)) = todo.get(t + PREFETCH_AHEAD) {
+                sh.prefetch_dst(ahead);
+            }
             let off = (e.offset - start) as usize;
             let stored = &s.run[off..off + e.size as usize];
             chunk_from_stored(sh, form, g, stored, e.mask, dec, &mut s.chunk).map_err(|x| (g, x))?;

@@ -50,7 +50,7 @@ use hdf5_sys::h5i::hid_t;
 use super::checks::vh5_pipeline;
 pub(crate) use super::chunk_job::Convert;
 use super::chunk_job::{piece_row, Fetcher, Job, Shared};
-use super::chunk_span::{process_span, SpanScratch};
+use super::chunk_span::{process_span, SpanScratch, PREFETCH_AHEAD};
 use super::options::{max_chunk_bytes, max_workers, num_threads, PlannerMode};
 use super::pipeline::{spawn_workers, ChunkOutcome};
 use super::rows::{read_row, Ctx, RawKind};
@@ -455,16 +455,25 @@ fn run_pipeline(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetch
         stop.store(true, Ordering::Relaxed);
     };
     // Reads never retry through libhdf5: a chunk vh5 cannot decode is corrupt (module docs).
-    let handle = |mut job: Job, dec: &mut Decoder| {
-        match ChunkOutcome::from(shared.process(&mut job, dec)) {
+    let handle = |job: &mut Job, dec: &mut Decoder| {
+        match ChunkOutcome::from(shared.process(job, dec)) {
             ChunkOutcome::Done(()) => {}
             ChunkOutcome::Fail(e) => fail(job.group, e),
             ChunkOutcome::RetryThroughLibhdf5(why) => fail(job.group, err!(Hdf5, "internal: read retry requested ({why})")),
         }
-        recycle(job.buf);
+        recycle(std::mem::take(&mut job.buf));
     };
     let handle_all = |work: Work, dec: &mut Decoder, s: &mut SpanScratch| match (work, shared.index) {
-        (Work::Jobs(jobs), _) => jobs.into_iter().for_each(|job| handle(job, dec)),
+        (Work::Jobs(mut jobs), _) => {
+            // Destinations prefetched a few chunks ahead (`Shared::prefetch_dst`).
+            jobs.iter().take(PREFETCH_AHEAD).for_each(|j| shared.prefetch_dst(j.group));
+            for k in 0..jobs.len() {
+                if let Some(ahead) = jobs.get(k + PREFETCH_AHEAD) {
+                    shared.prefetch_dst(ahead.group);
+                }
+                handle(&mut jobs[k], dec);
+            }
+        }
         (Work::Span(groups), Some(ix)) => {
             if let Err((g, e)) = process_span(shared, fetcher, ix, groups, dec, s) {
                 fail(g, e);
