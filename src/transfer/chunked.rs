@@ -22,7 +22,10 @@
 //!    [`QUEUE_PER_WORKER`] per worker) and, when the queue is full, decodes that chunk itself
 //!    instead of waiting, so it never blocks on the workers while holding the libhdf5 lock
 //!    (at the end it helps drain the queue; the join waits for at most one chunk per worker).
-//!    Chunk buffers are recycled between fetches. A chunk vh5 fails to decode is corrupt
+//!    Chunk buffers are recycled between fetches. Small chunks the dataset's chunk index
+//!    locates are not fetched by the calling thread: it hands out spans of consecutive chunk
+//!    groups, and whoever takes one reads, decodes and scatters them ([`super::chunk_span`]:
+//!    one `pread` per run of chunks adjacent in the file, no lock). A chunk vh5 fails to decode is corrupt
 //!    (vh5 only fetches raw the pipelines it decodes): the call fails with `Hdf5` naming the
 //!    chunk and the reason, and the chunk is never handed to libhdf5 (libhdf5 1.10 crashes
 //!    on a fletcher32 chunk shorter than 4 bytes and pads a short zlib stream with
