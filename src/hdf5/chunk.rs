@@ -41,7 +41,7 @@ pub struct ChunkLayout {
     pub filters: Vec<FilterSpec>,
     /// `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS` is set (`H5Pget_chunk_opts`, HDF5 >= 1.10) and
     /// the pipeline is not empty: libhdf5 stores every partial edge chunk (see
-    /// [`unfiltered_edge`]) without running the filters, with filter mask 0, and reads such a
+    /// [`ChunkLayout::unfiltered_edge`]) without running the filters, with filter mask 0, and reads such a
     /// chunk without running them whatever its stored mask says.
     pub dont_filter_partial: bool,
     /// Storage never written reads as "nothing" in libhdf5: fill time `H5D_FILL_TIME_NEVER`

@@ -17,7 +17,7 @@
 //! variable-length (base type); array (rank, 3 reserved bytes before version 3, dimensions,
 //! permutations before version 3, base type). Any other class or version, or a message that
 //! ends early, says nothing: libhdf5 then decodes (and judges) it as before. Pure Rust over
-//! the message's bytes; recursion bounded by [`MAX_DEPTH`].
+//! the message's bytes; recursion bounded by `MAX_DEPTH` (64) levels.
 
 /// Nesting of datatypes walked (each level is at least 8 bytes of the message).
 const MAX_DEPTH: usize = 64;
