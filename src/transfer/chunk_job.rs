@@ -18,7 +18,7 @@ use crate::hdf5::chunk_cache::{CacheKey, ChunkCache};
 use crate::hdf5::chunk_index::{ChunkIndex, Entry};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{lock, H5Lock};
-use crate::plan::{ChunkGrid, PieceKey, Plan};
+use crate::plan::{ChunkGrid, PieceBlock, PieceKey, Plan};
 
 /// A fetched chunk on its way to a worker.
 pub(super) struct Job {
@@ -159,8 +159,9 @@ impl Shared<'_> {
         let itemsize = self.ctx.itemsize;
         let mut cstr = [0isize; MAX_RANK];
         dense_strides(dims, itemsize, &mut cstr[..n]);
+        let mut b = PieceBlock::new();
         for p in &self.plan.pieces[self.plan.groups[group].1.clone()] {
-            let b = self.plan.block(p, origin, &cstr[..n], self.ctx.layout, self.table.src_step, self.table.dst_step);
+            self.plan.block_into(p, origin, &cstr[..n], self.ctx.layout, (self.table.src_step, self.table.dst_step), &mut b);
             // SAFETY: pieces planned here belong to rows whose destinations overlap no other
             // row's, and the pieces of one row are disjoint: no other thread writes these
             // elements (see the module docs).

@@ -34,7 +34,9 @@
 //! 4. datasets whose whole pipeline vh5 decodes ("checked" reads) take this path in every
 //!    planner mode, every chunk read whole (see [`read_chunked`]).
 //!
-//! Memory: the extra memory of a call is bounded by its chunks, not their number: small
+//! Memory: a thread keeps the buffers of the last plan it made, up to
+//! [`crate::plan::pieces::RECYCLE_MAX_BYTES`] (8 MiB), for its next call ([`Plan::recycled`]:
+//! no page faults planning the next call). The extra memory of a call is bounded by its chunks, not their number: small
 //! chunks are queued ([`QUEUE_PER_WORKER`] per worker) and recycled; chunks of at least
 //! [`BIG_CHUNK_BYTES`] are never queued, at most one or two buffers are recycled, and at
 //! most threads / 2 threads (at least one) decode at once, each holding at most two
@@ -205,6 +207,7 @@ pub(crate) fn read_chunked(
     stats.chunks_read += d.nwhole;
     stats.raw_chunks += raw_chunks;
     stats.hdf5_reads += hdf5_reads;
+    rp.plan.recycle();
     Ok(Some(*stats))
 }
 
@@ -231,7 +234,7 @@ fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid) -> Result<RowPlan>
     // Room for two pieces per row: capacity never touched costs no page, but growing a
     // full plan by doubling copied it into fresh pages (test1.nc, 10,000 random 1x4x4 rows
     // in 6x32x32 chunks, ~18% of them cut in two: 40% of the call's page faults).
-    let mut plan = Plan::with_capacity(n, table.nslices.min(1 << 20) * 2);
+    let mut plan = Plan::recycled(n, table.nslices.min(1 << 20) * 2);
     let mut elements = 0u64;
     // Rows are validated and planned straight from the tables (no `Row`: building one per
     // row zeroed and copied ~1.3 KB, a fifth of the planning of 65,536 one-chunk rows).

@@ -8,7 +8,7 @@ use crate::dtype::Dtype;
 use crate::engine::copy::copy_strided_runs;
 use crate::error::{Error, Result};
 use crate::geometry::{axis_step, ArrayLayout, SliceTable, MAX_RANK};
-use crate::plan::{PieceKey, Plan};
+use crate::plan::{PieceBlock, PieceKey, Plan};
 
 /// A caller-owned source: its whole buffer, the layout of the array inside it, the dtype.
 pub struct SrcArray<'a> {
@@ -114,9 +114,10 @@ impl MergeCtx<'_> {
     pub(super) fn merge(&self, group: &[PieceKey], origin: &[u64], dense: &[isize], buf: &mut [u8]) -> Result<()> {
         let n = self.n;
         let src = self.src;
+        let mut b = PieceBlock::new();
         for p in group {
             // The dataset is the row's destination side, the array its source side.
-            let b = self.plan.block(p, origin, dense, &src.layout, self.table.dst_step, self.table.src_step);
+            self.plan.block_into(p, origin, dense, &src.layout, (self.table.dst_step, self.table.src_step), &mut b);
             copy_strided_runs(src.buf, b.array_off, &b.array_strides[..n], buf, b.chunk_off, &b.chunk_strides[..n], &b.counts[..n], src.layout.itemsize)?;
         }
         Ok(())
