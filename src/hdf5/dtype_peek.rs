@@ -1,10 +1,17 @@
 //! Finding, before libhdf5 opens a dataset, a damaged datatype message that libhdf5 1.10
-//! decodes without checking and crashes on. An enumeration whose size differs from its base
-//! type's: libhdf5 1.10.8 allocates the member values by the base type's size and copies them
-//! by the enumeration's (`H5T_copy` inside `H5Oopen`: a segmentation fault; the conformance
-//! suite's seed 26 at 8000 cases, "metadata byte 863" of an `enum>i2` dataset whose size byte
-//! was flipped). libhdf5 >= 2.0 refuses such a message ("ENUM datatype size does not match
-//! parent", `H5O__dtype_decode_helper`), so refusing it is libhdf5's own rule, on every build.
+//! decodes without checking and crashes on (both found by the conformance suite's byte flips,
+//! both refused by libhdf5 >= 2.0's `H5O__dtype_decode_helper`, so refusing them is libhdf5's
+//! own rule, on every build):
+//!
+//! - an enumeration whose size differs from its base type's: libhdf5 1.10.8 allocates the
+//!   member values by the base type's size and copies them by the enumeration's (`H5T_copy`
+//!   inside `H5Oopen`: a segmentation fault; seed 26 at 8000 cases, "metadata byte 863" of an
+//!   `enum>i2` dataset whose size byte was flipped; 2.0: "ENUM datatype size does not match
+//!   parent");
+//! - a compound member reaching past the end of its compound (member offset + member size >
+//!   compound size): libhdf5 1.10.8 crashes opening it (seed 102 at 8000 cases, "metadata
+//!   byte 951" of a `>c8` dataset, a complex number stored as a compound of two `>f4`; 2.0:
+//!   "member type extends outside its parent compound type").
 //!
 //! Format read (HDF5 file format specification 3.0, IV.A.2.d "Datatype Message"): class and
 //! version (byte 0), class bit fields (bytes 1-3), size (bytes 4-7), then the class's
@@ -33,9 +40,10 @@ enum Stop {
 type W<T> = Result<T, Stop>;
 
 /// A description of the damage when the datatype message `msg` (the message's data, not its
-/// header) holds an enumeration whose size is not its base type's, at any depth; `None` when
-/// it has none or vh5 cannot read the message (see the module docs).
-pub(super) fn enum_size_damage(msg: &[u8]) -> Option<String> {
+/// header) holds, at any depth, an enumeration whose size is not its base type's or a
+/// compound member reaching past its compound's end; `None` when it has neither or vh5 cannot
+/// read the message (see the module docs).
+pub(super) fn datatype_damage(msg: &[u8]) -> Option<String> {
     match walk(msg, 0, 0) {
         Err(Stop::Damaged(why)) => Some(why),
         _ => None,
@@ -108,16 +116,22 @@ fn walk(m: &[u8], at: usize, depth: usize) -> W<(usize, u64)> {
     Ok((end, size))
 }
 
-/// Walk a compound's members starting at `p`: the position after the last.
+/// Walk the members of a compound of `size` bytes starting at `p`: the position after the
+/// last. A member whose offset + size exceeds `size` is damage.
 fn compound(m: &[u8], mut p: usize, version: usize, flags: u64, size: u64, depth: usize) -> W<usize> {
-    for _ in 0..flags & 0xffff {
+    for k in 0..flags & 0xffff {
         p = skip_name(m, p, version)?;
-        p += match version {
-            1 => 4 + 28,
-            2 => 4,
-            _ => offset_bytes(size),
-        };
-        p = walk(m, p, depth + 1)?.0;
+        let width = if version < 3 { 4 } else { offset_bytes(size) };
+        let offset = uint(m, p, width)?;
+        let at = p;
+        p += if version == 1 { 4 + 28 } else { width };
+        let (end, msize) = walk(m, p, depth + 1)?;
+        if offset.saturating_add(msize) > size {
+            return Err(Stop::Damaged(format!(
+                "compound member {k} of {msize} bytes at byte offset {offset} reaches past the end of its compound of {size} bytes (datatype message byte {at})"
+            )));
+        }
+        p = end;
     }
     Ok(p)
 }
@@ -159,15 +173,15 @@ mod tests {
     #[test]
     fn enum_size_matching_its_base_is_no_damage() {
         for version in [1, 2, 3] {
-            assert_eq!(enum_size_damage(&enumeration(version, 2, 2)), None, "version {version}");
+            assert_eq!(datatype_damage(&enumeration(version, 2, 2)), None, "version {version}");
         }
-        assert_eq!(enum_size_damage(&int(4)), None);
+        assert_eq!(datatype_damage(&int(4)), None);
     }
 
     #[test]
     fn enum_size_differing_from_its_base_is_damage() {
         for version in [1, 3] {
-            let why = enum_size_damage(&enumeration(version, 4, 2)).expect("damage");
+            let why = datatype_damage(&enumeration(version, 4, 2)).expect("damage");
             assert!(why.contains("enumeration of 4 bytes over a base type of 2 bytes"), "{why}");
         }
     }
@@ -188,9 +202,53 @@ mod tests {
 
     #[test]
     fn enum_inside_a_compound_and_an_array_is_found() {
-        assert!(enum_size_damage(&compound_of_enum_array(2)).is_some());
+        assert!(datatype_damage(&compound_of_enum_array(2)).is_some());
         // the same with a sound enumeration: nothing
-        assert_eq!(enum_size_damage(&compound_of_enum_array(4)), None);
+        assert_eq!(datatype_damage(&compound_of_enum_array(4)), None);
+    }
+
+    /// A compound of `size` bytes (version 1, 2 or 3) with members "re" and "im", integers of
+    /// `msize` bytes at byte offsets `offsets`.
+    fn compound(version: u8, size: u32, msize: u32, offsets: [u32; 2]) -> Vec<u8> {
+        let mut c = head(6, version, 2, size);
+        for (name, off) in [(&b"re"[..], offsets[0]), (b"im", offsets[1])] {
+            let start = c.len();
+            c.extend_from_slice(name);
+            c.push(0);
+            if version < 3 {
+                c.resize(start + (name.len() + 8) / 8 * 8, 0);
+                c.extend_from_slice(&off.to_le_bytes());
+                if version == 1 {
+                    c.extend_from_slice(&[0; 28]);
+                }
+            } else {
+                c.extend_from_slice(&off.to_le_bytes()[..offset_bytes(u64::from(size))]);
+            }
+            c.extend(int(msize));
+        }
+        c
+    }
+
+    #[test]
+    fn compound_member_inside_its_compound_is_no_damage() {
+        for version in [1, 2, 3] {
+            assert_eq!(datatype_damage(&compound(version, 8, 4, [0, 4])), None, "version {version}");
+            // padding after the last member, members out of order: still inside
+            assert_eq!(datatype_damage(&compound(version, 16, 4, [8, 0])), None, "version {version}");
+        }
+    }
+
+    #[test]
+    fn compound_member_past_its_compound_end_is_damage() {
+        for version in [1, 2, 3] {
+            // the second member at offset 5 (a flipped offset byte): 5 + 4 > 8
+            let why = datatype_damage(&compound(version, 8, 4, [0, 5])).expect("damage");
+            assert!(why.contains("compound member 1 of 4 bytes at byte offset 5 reaches past the end of its compound of 8 bytes"), "{why}");
+            // members larger than the compound (a flipped size byte)
+            assert!(datatype_damage(&compound(version, 8, 8, [0, 4])).is_some(), "version {version}");
+            // a compound of 2 bytes: offsets of 1 byte in version 3
+            assert!(datatype_damage(&compound(version, 2, 4, [0, 0])).is_some(), "version {version}");
+        }
     }
 
     #[test]
@@ -198,16 +256,16 @@ mod tests {
         let e = enumeration(1, 4, 2);
         for n in 0..16 {
             // cut inside the base type: the enumeration cannot be judged
-            assert_eq!(enum_size_damage(&e[..n]), None, "cut at {n}");
+            assert_eq!(datatype_damage(&e[..n]), None, "cut at {n}");
         }
-        assert_eq!(enum_size_damage(&head(12, 1, 0, 4)), None);
-        assert_eq!(enum_size_damage(&head(0, 0, 0, 4)), None);
+        assert_eq!(datatype_damage(&head(12, 1, 0, 4)), None);
+        assert_eq!(datatype_damage(&head(0, 0, 0, 4)), None);
         // deeply nested variable-length types: bounded, no verdict
         let mut v = Vec::new();
         for _ in 0..200 {
             v.extend(head(9, 1, 0, 16));
         }
         v.extend(int(4));
-        assert_eq!(enum_size_damage(&v), None);
+        assert_eq!(datatype_damage(&v), None);
     }
 }

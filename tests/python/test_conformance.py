@@ -508,6 +508,28 @@ def test_enum_datatype_size_damaged_refused_before_libhdf5_opens_it(tmp_path):
     _cli_info_names(bad, "enumeration of")
 
 
+def test_compound_member_past_compound_end_refused_before_libhdf5_opens_it(tmp_path):
+    """Seed 102 at 8000 cases, case 5747: one flipped byte (metadata byte 951) in a compound
+    member's offset of a `>c8` dataset (a complex number: a compound of two `>f4`), the second
+    member now at byte offset 1694498820 of an 8-byte compound, made libhdf5 1.10.8 crash
+    (SIGSEGV) opening the dataset in every planner; libhdf5 2.0 refuses it ("member type
+    extends outside its parent compound type"). vh5's datatype peek refuses such a type before
+    libhdf5 opens the object (dataset open and listing); h5py's libhdf5 refuses it too."""
+    spec = {"alloc": "late", "chunks": [1, 13], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc", "fillvalue": True,
+            "filters": [], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [4, None], "resize": None,
+            "seed": 1919193703, "shape": [1, 8], "type": ">c8", "written": "part"}
+    path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
+    C.build(spec, path)
+    X.apply(path, bad, ("metadata flip", 951, 101, "metadata byte 951"))
+    with h5py.File(bad, "r") as f:
+        with pytest.raises(Exception, match="member type extends outside its parent compound type"):
+            f["d"]
+    _open_refused_in_child(bad, "HDF5Error", ["datatype message is damaged: compound member 1 of 4 bytes", "reaches past the end of its compound of 8 bytes", "bad.h5"])
+    with __import__("vh5").File(path) as f:  # the undamaged file: opened as before
+        assert f["d"].shape == (1, 8)
+    _cli_info_names(bad, "compound member")
+
+
 def _open_refused_in_child(bad, error, words, runs=1, listed=False):
     """Open dataset "d" of the damaged file `bad` with vh5 in a child process (a crash must not
     take pytest down), `runs` times: refused with vh5.<error> whose message holds `words`
