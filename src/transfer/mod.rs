@@ -13,6 +13,7 @@ pub mod options;
 pub(crate) mod pipeline;
 pub mod rawwrite;
 pub mod read;
+pub(crate) mod read_pipeline;
 pub(crate) mod rows;
 pub mod stats;
 pub mod write;
