@@ -11,7 +11,13 @@
 //! - a compound member reaching past the end of its compound (member offset + member size >
 //!   compound size): libhdf5 1.10.8 crashes opening it (seed 102 at 8000 cases, "metadata
 //!   byte 951" of a `>c8` dataset, a complex number stored as a compound of two `>f4`; 2.0:
-//!   "member type extends outside its parent compound type").
+//!   "member type extends outside its parent compound type");
+//! - a number type whose bit fields do not fit: bit offset + precision past the type's bits,
+//!   or a floating-point type's sign, exponent or mantissa outside the precision, empty or
+//!   overlapping (what `H5Tset_fields` refuses to create): libhdf5 1.10.8 opens it and converts
+//!   with it, reading other values in every process and planner (seed 104 at 8000 cases,
+//!   "metadata byte 887" of a big-endian float dataset: a mantissa of 175 bits in a 32-bit
+//!   precision; 2.0: "mantissa range out of bounds").
 //!
 //! Format read (HDF5 file format specification 3.0, IV.A.2.d "Datatype Message"): class and
 //! version (byte 0), class bit fields (bytes 1-3), size (bytes 4-7), then the class's
@@ -85,8 +91,15 @@ fn walk(m: &[u8], at: usize, depth: usize) -> W<(usize, u64)> {
     }
     let p = at + 8;
     let end = match head & 0x0f {
-        0 | 4 => p + 4,
-        1 => p + 12,
+        0 => {
+            atomic_bits(m, p, size, at)?;
+            p + 4
+        }
+        4 => p + 4,
+        1 => {
+            float_fields(m, p, flags, size, at)?;
+            p + 12
+        }
         2 => p + 2,
         3 | 7 => p,
         5 => p + (flags & 0xff) as usize,
@@ -114,6 +127,43 @@ fn walk(m: &[u8], at: usize, depth: usize) -> W<(usize, u64)> {
         return Err(Stop::Unknown);
     }
     Ok((end, size))
+}
+
+/// Check the bit offset and precision of a fixed-point or floating-point type of `size`
+/// bytes (properties at `p`): offset + precision must fit in the type's bits. Returns the
+/// precision.
+fn atomic_bits(m: &[u8], p: usize, size: u64, at: usize) -> W<u64> {
+    let (offset, prec) = (uint(m, p, 2)?, uint(m, p + 2, 2)?);
+    if offset + prec > size.saturating_mul(8) {
+        return Err(Stop::Damaged(format!("a number type of {size} bytes with bit offset {offset} and precision {prec} (datatype message byte {at})")));
+    }
+    Ok(prec)
+}
+
+/// Check the bit fields of a floating-point type (class bits `flags`, properties at `p`):
+/// what `H5Tset_fields` requires of every type libhdf5 creates (and libhdf5 >= 2.0 checks when
+/// decoding one): a known normalization, sign bit, exponent and mantissa inside the
+/// precision, exponent and mantissa not empty, no two fields overlapping.
+fn float_fields(m: &[u8], p: usize, flags: u64, size: u64, at: usize) -> W<()> {
+    let prec = atomic_bits(m, p, size, at)?;
+    let sign = (flags >> 8) & 0xff;
+    let (epos, esize, mpos, msize) = (uint(m, p + 4, 1)?, uint(m, p + 5, 1)?, uint(m, p + 6, 1)?, uint(m, p + 7, 1)?);
+    let why = if (flags >> 4) & 3 == 3 {
+        "an unknown normalization"
+    } else if sign >= prec {
+        "its sign bit outside the precision"
+    } else if esize == 0 || msize == 0 {
+        "an empty exponent or mantissa"
+    } else if epos + esize > prec || mpos + msize > prec {
+        "its exponent or mantissa outside the precision"
+    } else if (epos..epos + esize).contains(&sign) || (mpos..mpos + msize).contains(&sign) || (epos < mpos + msize && mpos < epos + esize) {
+        "overlapping sign, exponent and mantissa"
+    } else {
+        return Ok(());
+    };
+    Err(Stop::Damaged(format!(
+        "a floating-point type with {why} (precision {prec}, sign bit {sign}, exponent {esize} bits at {epos}, mantissa {msize} bits at {mpos}; datatype message byte {at})"
+    )))
 }
 
 /// Walk the members of a compound of `size` bytes starting at `p`: the position after the
@@ -249,6 +299,53 @@ mod tests {
             // a compound of 2 bytes: offsets of 1 byte in version 3
             assert!(datatype_damage(&compound(version, 2, 4, [0, 0])).is_some(), "version {version}");
         }
+    }
+
+    /// A floating-point type of `size` bytes: class bits (sign position `sign`, normalization
+    /// `norm`), offset, precision, exponent and mantissa positions and sizes.
+    fn float(size: u32, sign: u8, norm: u8, bits: [u16; 2], fields: [u8; 4]) -> Vec<u8> {
+        let mut v = head(1, 1, u32::from(norm) << 4 | u32::from(sign) << 8 | 1, size);
+        v.extend_from_slice(&bits[0].to_le_bytes());
+        v.extend_from_slice(&bits[1].to_le_bytes());
+        v.extend_from_slice(&fields);
+        v.extend_from_slice(&127u32.to_le_bytes());
+        v
+    }
+
+    #[test]
+    fn number_types_libhdf5_creates_are_no_damage() {
+        // IEEE f4 / f8 / f2, a 20-bit float at bit offset 4 of 4 bytes, integers of full and
+        // reduced precision
+        assert_eq!(datatype_damage(&float(4, 31, 2, [0, 32], [23, 8, 0, 23])), None);
+        assert_eq!(datatype_damage(&float(8, 63, 2, [0, 64], [52, 11, 0, 52])), None);
+        assert_eq!(datatype_damage(&float(2, 15, 2, [0, 16], [10, 5, 0, 10])), None);
+        assert_eq!(datatype_damage(&float(4, 19, 2, [4, 20], [13, 6, 0, 13])), None);
+        assert_eq!(datatype_damage(&int(4)), None);
+        let mut i12 = int(2);
+        i12[10] = 12;
+        i12[8] = 4; // offset 4, precision 12 of 16 bits
+        assert_eq!(datatype_damage(&i12), None);
+    }
+
+    #[test]
+    fn number_types_whose_bit_fields_do_not_fit_are_damage() {
+        for (t, words) in [
+            // seed 104's flip: a mantissa of 175 bits in 32
+            (float(4, 31, 2, [0, 32], [23, 8, 0, 175]), "exponent or mantissa outside the precision"),
+            (float(4, 31, 2, [0, 32], [30, 8, 0, 23]), "exponent or mantissa outside the precision"),
+            (float(4, 32, 2, [0, 32], [23, 8, 0, 23]), "sign bit outside the precision"),
+            (float(4, 31, 2, [0, 32], [23, 0, 0, 23]), "empty exponent or mantissa"),
+            (float(4, 31, 2, [0, 32], [20, 8, 0, 23]), "overlapping"),
+            (float(4, 25, 2, [0, 32], [23, 8, 0, 23]), "overlapping"),
+            (float(4, 31, 3, [0, 32], [23, 8, 0, 23]), "unknown normalization"),
+            (float(4, 31, 2, [8, 32], [23, 8, 0, 23]), "bit offset 8 and precision 32"),
+        ] {
+            let why = datatype_damage(&t).expect(words);
+            assert!(why.contains(words), "{why}");
+        }
+        let mut i = int(2);
+        i[10] = 17; // precision 17 of 16 bits
+        assert!(datatype_damage(&i).expect("damage").contains("precision 17"));
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub fn damaged_type(file: &str, name: &str, why: &str) -> crate::error::Error {
         crate::error::ErrorKind::Hdf5,
         format!(
             "`{name}` in `{file}`: its datatype message is damaged: {why}; the file is corrupted (libhdf5 >= 2.0 refuses such a type, \
-             libhdf5 1.10 crashes decoding it: read by vh5 before libhdf5 opened the object)"
+             libhdf5 1.10 crashes on it or reads other values: read by vh5 before libhdf5 opened the object)"
         ),
     )
 }

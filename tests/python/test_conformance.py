@@ -530,6 +530,29 @@ def test_compound_member_past_compound_end_refused_before_libhdf5_opens_it(tmp_p
     _cli_info_names(bad, "compound member")
 
 
+def test_float_type_fields_outside_precision_refused_before_libhdf5_opens_it(tmp_path):
+    """Seed 104 at 8000 cases, case 4971: one flipped byte (metadata byte 887) in the mantissa
+    size of a big-endian float type (23 -> 175 bits in a 32-bit precision). libhdf5 1.10.8
+    opened the dataset and converted with that type: every planner and process read other
+    values (uninitialised bits) where libhdf5 2.0 refuses the type ("mantissa range out of
+    bounds"). vh5's datatype peek refuses number types whose bit fields do not fit (what
+    H5Tset_fields refuses to create) before libhdf5 opens the object; types h5py creates,
+    custom ones included, open as before."""
+    spec = {"alloc": "early", "chunks": [1, 11], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "ifset", "fillvalue": True,
+            "filters": [["shuffle"], ["deflate", 5]], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [9, 12],
+            "resize": [8, 12], "seed": 1588760345, "shape": [6, 12], "type": "nonieee>f4", "written": "none"}
+    path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
+    C.build(spec, path)
+    X.apply(path, bad, ("metadata flip", 887, 184, "metadata byte 887"))
+    with h5py.File(bad, "r") as f:
+        with pytest.raises(Exception, match="mantissa range out of bounds"):
+            f["d"]
+    _open_refused_in_child(bad, "HDF5Error", ["datatype message is damaged: a floating-point type with its exponent or mantissa outside the precision", "mantissa 175 bits"])
+    with __import__("vh5").File(path) as f:  # the undamaged file: opened as before
+        assert f["d"].shape == (8, 12)
+    _cli_info_names(bad, "floating-point type")
+
+
 def _open_refused_in_child(bad, error, words, runs=1, listed=False):
     """Open dataset "d" of the damaged file `bad` with vh5 in a child process (a crash must not
     take pytest down), `runs` times: refused with vh5.<error> whose message holds `words`
