@@ -496,16 +496,7 @@ def test_enum_datatype_size_damaged_refused_before_libhdf5_opens_it(tmp_path):
     spec = {"alloc": "late", "chunks": [29], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc", "fillvalue": False,
             "filters": [["shuffle"], ["deflate", 7], ["unreg_opt"]], "index": "btree1", "layout": "chunked", "libver": "earliest",
             "maxshape": [29], "resize": [11], "seed": 1635544187, "shape": [26], "type": "enum>i2", "written": "part"}
-    path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
-    C.build(spec, path)
-    X.apply(path, bad, ("metadata flip", 863, 60, "metadata byte 863"))
-    with h5py.File(bad, "r") as f:
-        with pytest.raises(Exception, match="ENUM datatype size does not match parent"):
-            f["d"]
-    _open_refused_in_child(bad, "HDF5Error", ["datatype message is damaged: an enumeration of", "bad.h5"])
-    with __import__("vh5").File(path) as f:  # the undamaged file: opened as before
-        assert f["d"].shape == (11,)
-    _cli_info_names(bad, "enumeration of")
+    _damaged_type_refused(tmp_path, spec, (863, 60), "ENUM datatype size does not match parent", ["datatype message is damaged: an enumeration of", "bad.h5"], (11,), "enumeration of")
 
 
 def test_compound_member_past_compound_end_refused_before_libhdf5_opens_it(tmp_path):
@@ -518,16 +509,7 @@ def test_compound_member_past_compound_end_refused_before_libhdf5_opens_it(tmp_p
     spec = {"alloc": "late", "chunks": [1, 13], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc", "fillvalue": True,
             "filters": [], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [4, None], "resize": None,
             "seed": 1919193703, "shape": [1, 8], "type": ">c8", "written": "part"}
-    path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
-    C.build(spec, path)
-    X.apply(path, bad, ("metadata flip", 951, 101, "metadata byte 951"))
-    with h5py.File(bad, "r") as f:
-        with pytest.raises(Exception, match="member type extends outside its parent compound type"):
-            f["d"]
-    _open_refused_in_child(bad, "HDF5Error", ["datatype message is damaged: compound member 1 of 4 bytes", "reaches past the end of its compound of 8 bytes", "bad.h5"])
-    with __import__("vh5").File(path) as f:  # the undamaged file: opened as before
-        assert f["d"].shape == (1, 8)
-    _cli_info_names(bad, "compound member")
+    _damaged_type_refused(tmp_path, spec, (951, 101), "member type extends outside its parent compound type", ["datatype message is damaged: compound member 1 of 4 bytes", "reaches past the end of its compound of 8 bytes", "bad.h5"], (1, 8), "compound member")
 
 
 def test_float_type_fields_outside_precision_refused_before_libhdf5_opens_it(tmp_path):
@@ -541,16 +523,24 @@ def test_float_type_fields_outside_precision_refused_before_libhdf5_opens_it(tmp
     spec = {"alloc": "early", "chunks": [1, 11], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "ifset", "fillvalue": True,
             "filters": [["shuffle"], ["deflate", 5]], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [9, 12],
             "resize": [8, 12], "seed": 1588760345, "shape": [6, 12], "type": "nonieee>f4", "written": "none"}
+    _damaged_type_refused(tmp_path, spec, (887, 184), "mantissa range out of bounds", ["datatype message is damaged: a floating-point type with its exponent or mantissa outside the precision", "mantissa 175 bits"], (8, 12), "floating-point type")
+
+
+def _damaged_type_refused(tmp_path, spec, flip, h5py_says, vh5_says, shape, cli_word):
+    """Build `spec`'s file, flip metadata byte `flip[0]` by xor `flip[1]`: h5py's libhdf5
+    refuses the damaged dataset saying `h5py_says`, vh5 refuses it (child process) with an
+    HDF5 error holding `vh5_says`, opens the undamaged one (extent `shape`) as before, and
+    `vh5 info` of the damaged file names `cli_word`."""
     path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
     C.build(spec, path)
-    X.apply(path, bad, ("metadata flip", 887, 184, "metadata byte 887"))
+    X.apply(path, bad, ("metadata flip", flip[0], flip[1], f"metadata byte {flip[0]}"))
     with h5py.File(bad, "r") as f:
-        with pytest.raises(Exception, match="mantissa range out of bounds"):
+        with pytest.raises(Exception, match=h5py_says):
             f["d"]
-    _open_refused_in_child(bad, "HDF5Error", ["datatype message is damaged: a floating-point type with its exponent or mantissa outside the precision", "mantissa 175 bits"])
-    with __import__("vh5").File(path) as f:  # the undamaged file: opened as before
-        assert f["d"].shape == (8, 12)
-    _cli_info_names(bad, "floating-point type")
+    _open_refused_in_child(bad, "HDF5Error", vh5_says)
+    with __import__("vh5").File(path) as f:
+        assert f["d"].shape == shape
+    _cli_info_names(bad, cli_word)
 
 
 def _open_refused_in_child(bad, error, words, runs=1, listed=False):
