@@ -175,6 +175,7 @@ def build_one(k, spec, workdir, reads_per_spec=3):
     m = C.native_mask(spec["type"])
     mask = None if m is None else m.tobytes()
     bad = [C.UNRELIABLE] if spec["layout"] == "chunked" and C.unreliable_pipeline(path) else []
+    cut = [C.CUT_WRITES] if spec["layout"] == "chunked" and not bad and C.cut_pipeline(path) else []
     out = []
     if 0 in shape:
         return out
@@ -219,7 +220,7 @@ def build_one(k, spec, workdir, reads_per_spec=3):
             apply_rows(m, srcarr, rows)
             model = m.tobytes()
     src_layout = LAYOUTS[int(rng.integers(0, len(LAYOUTS)))]
-    out.append(("write", bad + extra + [f"src: {src_layout}"], {
+    out.append(("write", bad + cut + extra + [f"src: {src_layout}"], {
         "kind": "write", "path": path, "name": "d", "rows": rows, "src": src, "src_shape": src_shape, "src_layout": src_layout,
         "native_size": size, "expected": expected, "oracle_error": werr, "mask": mask, "model": model,
         "undefined": undefined_after_write(spec, shape, rows, src_shape)}))
