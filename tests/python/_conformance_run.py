@@ -219,6 +219,13 @@ def build_one(k, spec, workdir, reads_per_spec=3):
             m = full.copy()
             apply_rows(m, srcarr, rows)
             model = m.tobytes()
+        elif shape:  # no read before the write: a reference only where the rows write everything
+            covered = np.zeros(shape, bool)
+            apply_rows(covered, np.ones(src_shape, bool), rows)
+            if covered.all():  # (libhdf5 writes row by row, reading chunks vh5 overwrites whole)
+                m = np.zeros(shape, srcarr.dtype)
+                apply_rows(m, srcarr, rows)
+                model = m.tobytes()
     src_layout = LAYOUTS[int(rng.integers(0, len(LAYOUTS)))]
     out.append(("write", bad + cut + extra + [f"src: {src_layout}"], {
         "kind": "write", "path": path, "name": "d", "rows": rows, "src": src, "src_shape": src_shape, "src_layout": src_layout,
