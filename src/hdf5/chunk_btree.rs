@@ -24,6 +24,8 @@ const MAX_LEVEL: u8 = 64;
 const LAYOUT: u16 = 0x0008;
 /// Datatype message type.
 const DATATYPE: u16 = 0x0003;
+/// Filter pipeline message type.
+const PIPELINE: u16 = 0x000B;
 /// Object header message flag: the message is shared (its data is a reference).
 const SHARED: u8 = 0x02;
 /// Object header continuation message type.
@@ -81,19 +83,21 @@ impl Reader<'_> {
         found.unwrap_or_else(|| Err("no layout message in the object header".into()))
     }
 
-    /// The bytes of the layout message and of the datatype message of the object header at
+    /// The bytes of the layout, datatype and filter pipeline messages of the object header at
     /// `oh`, read without decoding the rest of the header; `None` for one it has not (not a
-    /// dataset) and for a shared datatype message (its data is a reference to the type).
-    pub fn layout_and_datatype_messages(&self, oh: u64) -> R<[Option<Vec<u8>>; 2]> {
-        let (mut layout, mut dtype) = (None, None);
+    /// dataset, no filters) and for a shared message (its data is a reference).
+    pub fn layout_and_datatype_messages(&self, oh: u64) -> R<[Option<Vec<u8>>; 3]> {
+        let (mut layout, mut dtype, mut pipeline) = (None, None, None);
         self.messages(oh, &mut |ty, flags, data| {
             if ty == LAYOUT && layout.is_none() {
                 layout = Some(data.to_vec());
             } else if ty == DATATYPE && dtype.is_none() && flags & SHARED == 0 {
                 dtype = Some(data.to_vec());
+            } else if ty == PIPELINE && pipeline.is_none() && flags & SHARED == 0 {
+                pipeline = Some(data.to_vec());
             }
         })?;
-        Ok([layout, dtype])
+        Ok([layout, dtype, pipeline])
     }
 
     #[cfg(not(hdf5_1_14))]

@@ -511,6 +511,29 @@ def test_enum_datatype_size_damaged_refused_before_libhdf5_opens_it(tmp_path):
     _cli_info_names(bad, "enumeration of")
 
 
+def test_filter_pipeline_message_damaged_refused_before_libhdf5_opens_it(tmp_path):
+    """Seed 43 at 8000 cases, case 6059: one flipped byte (metadata byte 915) in the name
+    length of a fletcher32 + nbit pipeline message (16 -> 31248 bytes, past the message's 80):
+    libhdf5 2.0 refuses to open the dataset ("ran off end of input buffer while decoding"),
+    libhdf5 1.10.8 opened it, decoding the next filter from bytes after the message, and vh5
+    read data h5py could not (run to run different verdicts). vh5 now reads the pipeline
+    message from the object header itself and refuses a damaged one (an HDF5 error naming the
+    object, the file and the damage) before libhdf5 opens the dataset."""
+    spec = {"alloc": "default", "chunks": [17], "direct_chunk": True, "dont_filter_partial": False, "fill_time": "never", "fillvalue": False,
+            "filters": [["fletcher32"], ["nbit"]], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [None],
+            "resize": None, "seed": 467139446, "shape": [13], "type": ">f2", "written": "none"}
+    path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
+    C.build(spec, path)
+    X.apply(path, bad, ("metadata flip", 915, 122, "metadata byte 915"))
+    with h5py.File(bad, "r") as f:
+        with pytest.raises(Exception, match="ran off end of input buffer"):
+            f["d"]
+    _open_refused_in_child(bad, "HDF5Error", ["filter pipeline message is damaged: filter 0's name (31248 bytes) runs past the end", "bad.h5"], listed=True)
+    with __import__("vh5").File(path) as f:  # the undamaged file: opened as before
+        assert f["d"].shape == (13,)
+    _cli_info_names(bad, "filter pipeline message is damaged")
+
+
 def _open_refused_in_child(bad, error, words, runs=1, listed=False):
     """Open dataset "d" of the damaged file `bad` with vh5 in a child process (a crash must not
     take pytest down), `runs` times: refused with vh5.<error> whose message holds `words`
