@@ -194,6 +194,30 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// The first key of the root node of the version-1 B-tree of raw data chunks at `root`
+    /// (keys of `dimensionality` offsets) whose chunk offsets are not multiples of the chunk
+    /// dimensions `dims` (libhdf5 >= 2.0's "bad coordinate offset", `H5D__btree_decode_key`):
+    /// (key index, its offsets), or `None`.
+    #[cfg(not(hdf5_1_14))]
+    pub fn root_key_off_grid(&self, root: u64, dimensionality: usize, dims: &[u64]) -> R<Option<(usize, Vec<u64>)>> {
+        let (sa, ks) = (self.sa, 8 + 8 * dimensionality);
+        let hdr = 8 + 2 * sa;
+        let h = self.read(root, hdr as u64, "B-tree node")?;
+        if &h[..4] != b"TREE" || h[4] != 1 {
+            return Err(format!("B-tree node at address {root}: not a raw-data-chunk node"));
+        }
+        let entries = le(&h, 6, 2).unwrap_or(0) as usize;
+        let body = self.read(root + hdr as u64, (entries * (ks + sa) + ks) as u64, "B-tree node")?;
+        for e in 0..=entries {
+            let k = e * (ks + sa);
+            let offsets = (0..dimensionality - 1).map(|j| le(&body, k + 8 + 8 * j, 8).ok_or_else(|| "B-tree node truncated".to_string())).collect::<R<Vec<u64>>>()?;
+            if offsets.iter().zip(dims).any(|(&o, &d)| d > 0 && o % d != 0) {
+                return Ok(Some((e, offsets)));
+            }
+        }
+        Ok(None)
+    }
+
     /// Walk the version-1 B-tree of raw data chunks at `root` (keys of `dimensionality`
     /// offsets), calling `f(offsets, stored size, filter mask, chunk address)` for every
     /// chunk; more than `limit` chunks is an error.

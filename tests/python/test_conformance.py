@@ -534,6 +534,47 @@ def test_filter_pipeline_message_damaged_refused_before_libhdf5_opens_it(tmp_pat
     _cli_info_names(bad, "filter pipeline message is damaged")
 
 
+def test_chunk_btree_key_off_the_chunk_grid_refused(tmp_path):
+    """Seed 53 at 8000 cases, case 8244 (and seed 46, cases 5566 and 7690): one flipped byte
+    of a chunk dimension in the layout message (1 -> 152) leaves the v1 B-tree's keys off the
+    chunk grid. libhdf5 2.0 refuses to read ("bad coordinate offset"); libhdf5 1.10.8 read the
+    chunks on the wrong grid and vh5 returned other or uninitialised bytes, different in each
+    planner. vh5 now checks the keys of the B-tree's root node at the dataset's first use and
+    refuses (an HDF5 error naming the dataset, the key and the chunk dimensions) in every
+    planner; the undamaged file reads as h5py reads it."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    spec = {"alloc": "early", "chunks": [1, 1], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "ifset", "fillvalue": True,
+            "filters": [], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [None, 11], "resize": [4, 11],
+            "seed": 1690758590, "shape": [1, 11], "type": "<u8", "written": "all"}
+    path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
+    C.build(spec, path)
+    X.apply(path, bad, ("metadata flip", 955, 153, "metadata byte 955"))
+    with h5py.File(bad, "r") as f:
+        with pytest.raises(Exception, match="bad coordinate offset"):
+            f["d"][...]
+    code = (
+        "import sys, numpy as np, vh5; d = vh5.File(sys.argv[1])['d']; dst = np.zeros(d.shape, np.uint64)\n"
+        "try:\n    vh5.read_many_slices(d, dst, [[0, 0]], [[0, 0]], [list(d.shape)])\nexcept vh5.HDF5Error as e:\n    print(e.message)\n"
+        "else:\n    np.save(sys.argv[2], dst)"
+    )
+    pkg = str(REPO / "bindings" / "python") if os.environ.get("VH5_TEST_INSTALLED") != "1" else ""
+    for planner in ("auto", "chunks", "rows"):
+        env = dict(os.environ, VH5_PLANNER=planner, PYTHONPATH=os.pathsep.join(filter(None, [pkg, os.environ.get("PYTHONPATH")])))
+        for f, want in ((bad, "not a multiple of its chunk dimensions [152, 1]"), (path, None)):
+            out = str(tmp_path / f"{planner}.npy")
+            r = subprocess.run([sys.executable, "-c", code, f, out], env=env, capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr[-1500:]
+            if want:
+                assert want in r.stdout and "bad coordinate offset" in r.stdout, (planner, r.stdout)
+            else:
+                with h5py.File(path) as h:
+                    np.testing.assert_array_equal(np.load(out), h["d"][...])
+
+
 def _open_refused_in_child(bad, error, words, runs=1, listed=False):
     """Open dataset "d" of the damaged file `bad` with vh5 in a child process (a crash must not
     take pytest down), `runs` times: refused with vh5.<error> whose message holds `words`
