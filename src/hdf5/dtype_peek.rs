@@ -5,6 +5,13 @@
 //! suite's seed 26 at 8000 cases, "metadata byte 863" of an `enum>i2` dataset whose size byte
 //! was flipped). libhdf5 >= 2.0 refuses such a message ("ENUM datatype size does not match
 //! parent", `H5O__dtype_decode_helper`), so refusing it is libhdf5's own rule, on every build.
+//! Two more of 2.0's rules, whose breach crashed libhdf5 1.10.8 the same way (seeds 54, 58 and
+//! 59 at 8000 cases: one flipped size byte): a compound member reaching past the compound's
+//! size ("member type extends outside its parent compound type"), and, in object headers
+//! without a checksum (version 1), an integer, float or bitfield of more than one byte whose
+//! size in bits exceeds twice its precision + offset ("datatype has unusually large # of
+//! unused bits", `H5T_is_numeric_with_unusual_unused_bits`; libhdf5 2.x reads such a type only
+//! with `H5Pset_relax_file_integrity_checks`, which vh5 does not offer).
 //!
 //! Format read (HDF5 file format specification 3.0, IV.A.2.d "Datatype Message"): class and
 //! version (byte 0), class bit fields (bytes 1-3), size (bytes 4-7), then the class's
@@ -33,10 +40,12 @@ enum Stop {
 type W<T> = Result<T, Stop>;
 
 /// A description of the damage when the datatype message `msg` (the message's data, not its
-/// header) holds an enumeration whose size is not its base type's, at any depth; `None` when
-/// it has none or vh5 cannot read the message (see the module docs).
-pub(super) fn enum_size_damage(msg: &[u8]) -> Option<String> {
-    match walk(msg, 0, 0) {
+/// header) holds, at any depth, an enumeration whose size is not its base type's, a compound
+/// member reaching past its compound's size or (`checksummed` false: a version-1 object
+/// header, no checksum) a number with unusually many unused bits; `None` when it has none
+/// or vh5 cannot read the message (see the module docs).
+pub(super) fn type_damage(msg: &[u8], checksummed: bool) -> Option<String> {
+    match walk(msg, 0, 0, checksummed) {
         Err(Stop::Damaged(why)) => Some(why),
         _ => None,
     }
@@ -64,7 +73,8 @@ fn offset_bytes(size: u64) -> usize {
 }
 
 /// Walk the datatype encoded at `m[at..]`: (position after it, its size in bytes).
-fn walk(m: &[u8], at: usize, depth: usize) -> W<(usize, u64)> {
+/// `ck`: the object header has a checksum (see [`type_damage`]).
+fn walk(m: &[u8], at: usize, depth: usize, ck: bool) -> W<(usize, u64)> {
     if depth > MAX_DEPTH {
         return Err(Stop::Unknown);
     }
@@ -76,15 +86,25 @@ fn walk(m: &[u8], at: usize, depth: usize) -> W<(usize, u64)> {
         return Err(Stop::Unknown);
     }
     let p = at + 8;
+    if matches!(head & 0x0f, 0 | 1 | 4) && !ck {
+        // libhdf5 >= 2.0 (`H5T_is_numeric_with_unusual_unused_bits`, headers without a
+        // checksum): size > 1 byte, precision < size * 8 and size * 8 > 2 * (precision + offset)
+        let (offset, prec) = (uint(m, p, 2)?, uint(m, p + 2, 2)?);
+        if size > 1 && prec < size * 8 && size * 8 > 2 * (prec + offset) {
+            return Err(Stop::Damaged(format!(
+                "a number of {size} bytes with {prec} bits of precision at bit offset {offset}: unusually many unused bits (datatype message byte {at})"
+            )));
+        }
+    }
     let end = match head & 0x0f {
         0 | 4 => p + 4,
         1 => p + 12,
         2 => p + 2,
         3 | 7 => p,
         5 => p + (flags & 0xff) as usize,
-        6 => compound(m, p, version, flags, size, depth)?,
+        6 => compound(m, p, version, flags, size, depth, ck)?,
         8 => {
-            let (mut q, base) = walk(m, p, depth + 1)?;
+            let (mut q, base) = walk(m, p, depth + 1, ck)?;
             if base != size {
                 return Err(Stop::Damaged(format!("an enumeration of {size} bytes over a base type of {base} bytes (datatype message byte {at})")));
             }
@@ -93,12 +113,12 @@ fn walk(m: &[u8], at: usize, depth: usize) -> W<(usize, u64)> {
             }
             q + (flags & 0xffff) as usize * base as usize
         }
-        9 => walk(m, p, depth + 1)?.0,
+        9 => walk(m, p, depth + 1, ck)?.0,
         10 => {
             let rank = byte(m, p)?;
             let dims = if version < 3 { p + 4 } else { p + 1 };
             let base = dims + 4 * rank * if version < 3 { 2 } else { 1 };
-            walk(m, base, depth + 1)?.0
+            walk(m, base, depth + 1, ck)?.0
         }
         _ => return Err(Stop::Unknown),
     };
@@ -108,16 +128,21 @@ fn walk(m: &[u8], at: usize, depth: usize) -> W<(usize, u64)> {
     Ok((end, size))
 }
 
-/// Walk a compound's members starting at `p`: the position after the last.
-fn compound(m: &[u8], mut p: usize, version: usize, flags: u64, size: u64, depth: usize) -> W<usize> {
-    for _ in 0..flags & 0xffff {
+/// Walk a compound's members starting at `p`: the position after the last. A member whose
+/// offset + size exceeds the compound's `size` is damage (libhdf5 >= 2.0: "member type
+/// extends outside its parent compound type"; libhdf5 1.10.8 crashed on one: seed 58 at 8000
+/// cases, a flipped size byte of a `<c16` member).
+fn compound(m: &[u8], mut p: usize, version: usize, flags: u64, size: u64, depth: usize, ck: bool) -> W<usize> {
+    for i in 0..flags & 0xffff {
         p = skip_name(m, p, version)?;
-        p += match version {
-            1 => 4 + 28,
-            2 => 4,
-            _ => offset_bytes(size),
-        };
-        p = walk(m, p, depth + 1)?.0;
+        let w = if version < 3 { 4 } else { offset_bytes(size) };
+        let offset = uint(m, p, w)?;
+        p += if version == 1 { 4 + 28 } else { w };
+        let (q, msize) = walk(m, p, depth + 1, ck)?;
+        if offset.checked_add(msize).is_none_or(|end| end > size) {
+            return Err(Stop::Damaged(format!("compound member {i} of {msize} bytes at offset {offset} reaches past the compound's {size} bytes (datatype message byte {p})")));
+        }
+        p = q;
     }
     Ok(p)
 }
@@ -125,6 +150,52 @@ fn compound(m: &[u8], mut p: usize, version: usize, flags: u64, size: u64, depth
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// As found in a version-2 object header (checksummed).
+    fn type_damage_v2(m: &[u8]) -> Option<String> {
+        type_damage(m, true)
+    }
+
+    /// An integer of `size` bytes with `prec` bits of precision at bit offset 0.
+    fn int_prec(size: u32, prec: u16) -> Vec<u8> {
+        let mut v = head(0, 1, 0, size);
+        v.extend_from_slice(&0u16.to_le_bytes());
+        v.extend_from_slice(&prec.to_le_bytes());
+        v
+    }
+
+    #[test]
+    fn numbers_with_unusually_many_unused_bits_in_unchecksummed_headers() {
+        // seed 54 at 8000 cases: a `<u4` whose size byte was flipped to 9764868 bytes
+        let why = type_damage(&int_prec(9764868, 32), false).expect("damage");
+        assert!(why.contains("unusually many unused bits"), "{why}");
+        // a 12-bit number in 4 bytes: 32 > 2 * 12 (libhdf5 2.x refuses it without a checksum)
+        assert!(type_damage(&int_prec(4, 12), false).is_some());
+        // 17 bits in 4 bytes, full precision, 1-byte numbers: usual
+        for (size, prec) in [(4, 17), (4, 32), (1, 3)] {
+            assert_eq!(type_damage(&int_prec(size, prec), false), None, "{size} {prec}");
+        }
+        // checksummed headers: libhdf5 trusts the checksum
+        assert_eq!(type_damage(&int_prec(9764868, 32), true), None);
+    }
+
+    #[test]
+    fn compound_member_past_the_compound_is_damage() {
+        // version-3 compound of `size` bytes, members "r" at 0 and "i" at 8, 8-byte integers
+        let c16 = |size: u32| {
+            let mut c = head(6, 3, 2, size);
+            for (name, off) in [(b"r", 0u8), (b"i", 8)] {
+                c.extend_from_slice(name);
+                c.push(0);
+                c.push(off);
+                c.extend(int(8));
+            }
+            c
+        };
+        assert_eq!(type_damage_v2(&c16(16)), None);
+        let why = type_damage_v2(&c16(12)).expect("damage");
+        assert!(why.contains("compound member 1 of 8 bytes at offset 8 reaches past the compound's 12 bytes"), "{why}");
+    }
 
     /// A datatype header: class, version, class bits, size.
     fn head(class: u8, version: u8, bits: u32, size: u32) -> Vec<u8> {
@@ -159,15 +230,15 @@ mod tests {
     #[test]
     fn enum_size_matching_its_base_is_no_damage() {
         for version in [1, 2, 3] {
-            assert_eq!(enum_size_damage(&enumeration(version, 2, 2)), None, "version {version}");
+            assert_eq!(type_damage_v2(&enumeration(version, 2, 2)), None, "version {version}");
         }
-        assert_eq!(enum_size_damage(&int(4)), None);
+        assert_eq!(type_damage_v2(&int(4)), None);
     }
 
     #[test]
     fn enum_size_differing_from_its_base_is_damage() {
         for version in [1, 3] {
-            let why = enum_size_damage(&enumeration(version, 4, 2)).expect("damage");
+            let why = type_damage_v2(&enumeration(version, 4, 2)).expect("damage");
             assert!(why.contains("enumeration of 4 bytes over a base type of 2 bytes"), "{why}");
         }
     }
@@ -188,9 +259,9 @@ mod tests {
 
     #[test]
     fn enum_inside_a_compound_and_an_array_is_found() {
-        assert!(enum_size_damage(&compound_of_enum_array(2)).is_some());
+        assert!(type_damage_v2(&compound_of_enum_array(2)).is_some());
         // the same with a sound enumeration: nothing
-        assert_eq!(enum_size_damage(&compound_of_enum_array(4)), None);
+        assert_eq!(type_damage_v2(&compound_of_enum_array(4)), None);
     }
 
     #[test]
@@ -198,16 +269,16 @@ mod tests {
         let e = enumeration(1, 4, 2);
         for n in 0..16 {
             // cut inside the base type: the enumeration cannot be judged
-            assert_eq!(enum_size_damage(&e[..n]), None, "cut at {n}");
+            assert_eq!(type_damage_v2(&e[..n]), None, "cut at {n}");
         }
-        assert_eq!(enum_size_damage(&head(12, 1, 0, 4)), None);
-        assert_eq!(enum_size_damage(&head(0, 0, 0, 4)), None);
+        assert_eq!(type_damage_v2(&head(12, 1, 0, 4)), None);
+        assert_eq!(type_damage_v2(&head(0, 0, 0, 4)), None);
         // deeply nested variable-length types: bounded, no verdict
         let mut v = Vec::new();
         for _ in 0..200 {
             v.extend(head(9, 1, 0, 16));
         }
         v.extend(int(4));
-        assert_eq!(enum_size_damage(&v), None);
+        assert_eq!(type_damage_v2(&v), None);
     }
 }

@@ -68,7 +68,8 @@ pub(super) fn peek(lock: &H5Lock, view: &FileView, loc: hid_t, name: &CStr, lapl
     let Ok([layout, dtype, pipeline]) = r.layout_and_datatype_messages(oh) else {
         return Peek::default();
     };
-    let damaged_type = dtype.as_deref().and_then(super::dtype_peek::enum_size_damage);
+    let checksummed = r.read(oh, 4, "object header").is_ok_and(|h| h.starts_with(b"OHDR"));
+    let damaged_type = dtype.as_deref().and_then(|m| super::dtype_peek::type_damage(m, checksummed));
     let virtual_mapping = layout.filter(|m| m.first().is_some_and(|&v| v >= 4) && m.get(1) == Some(&CLASS_VIRTUAL)).map(|m| match describe(&r, &m) {
         Ok(d) => d,
         Err(why) => format!("whose mapping vh5 could not read ({why}: damaged?)"),

@@ -511,6 +511,36 @@ def test_enum_datatype_size_damaged_refused_before_libhdf5_opens_it(tmp_path):
     _cli_info_names(bad, "enumeration of")
 
 
+@pytest.mark.parametrize("case", ["u4_size", "c16_member_offset"])
+def test_numeric_size_or_compound_member_damaged_refused_before_libhdf5_opens_it(tmp_path, case):
+    """Seed 54 at 8000 cases, case 6866 (metadata byte 862: a `<u4` of 9764868 bytes) and seed
+    58, case 4513 (metadata byte 966: a `<c16` member at offset 4915208): libhdf5 1.10.8
+    crashed (SIGSEGV) opening the dataset in every planner; libhdf5 2.0 refuses both ("datatype
+    has unusually large # of unused bits", "member type extends outside its parent compound
+    type"). vh5 now refuses them from the datatype message before libhdf5 opens the dataset."""
+    specs = {
+        "u4_size": ({"alloc": "late", "chunks": [2], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "ifset", "fillvalue": False,
+                     "filters": [], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [None], "resize": None,
+                     "seed": 423186046, "shape": [4], "type": "<u4", "written": "all"}, 862, "unusually many unused bits"),
+        "c16_member_offset": ({"alloc": "late", "chunks": [6, 2, 3], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc",
+                               "fillvalue": True, "filters": [["deflate", 6]], "index": "btree1", "layout": "chunked", "libver": "earliest",
+                               "maxshape": [9, 5, 4], "resize": None, "seed": 67475886, "shape": [6, 2, 4], "type": "<c16", "written": "part"},
+                              966, "reaches past the compound's 16 bytes"),
+    }
+    spec, off, words = specs[case]
+    path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
+    C.build(spec, path)
+    muts = [m for m in X.mutations(path, spec["seed"]) if m[1] == off and m[0] == "metadata flip"]
+    assert muts, X.mutations(path, spec["seed"])
+    X.apply(path, bad, muts[0])
+    with h5py.File(bad, "r") as f:
+        with pytest.raises(Exception, match="unusually large # of unused bits|extends outside its parent compound type"):
+            f["d"]
+    _open_refused_in_child(bad, "HDF5Error", ["datatype message is damaged", words, "bad.h5"], listed=True)
+    with __import__("vh5").File(path) as f:  # the undamaged file: opened as before
+        assert f["d"].shape == tuple(spec["shape"])
+
+
 def test_filter_pipeline_message_damaged_refused_before_libhdf5_opens_it(tmp_path):
     """Seed 43 at 8000 cases, case 6059: one flipped byte (metadata byte 915) in the name
     length of a fletcher32 + nbit pipeline message (16 -> 31248 bytes, past the message's 80):
