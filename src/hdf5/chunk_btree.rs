@@ -24,6 +24,8 @@ const MAX_LEVEL: u8 = 64;
 const LAYOUT: u16 = 0x0008;
 /// Datatype message type.
 const DATATYPE: u16 = 0x0003;
+/// Filter pipeline message type.
+const PIPELINE: u16 = 0x000B;
 /// Object header message flag: the message is shared (its data is a reference).
 const SHARED: u8 = 0x02;
 /// Object header continuation message type.
@@ -81,19 +83,21 @@ impl Reader<'_> {
         found.unwrap_or_else(|| Err("no layout message in the object header".into()))
     }
 
-    /// The bytes of the layout message and of the datatype message of the object header at
+    /// The bytes of the layout, datatype and filter pipeline messages of the object header at
     /// `oh`, read without decoding the rest of the header; `None` for one it has not (not a
-    /// dataset) and for a shared datatype message (its data is a reference to the type).
-    pub fn layout_and_datatype_messages(&self, oh: u64) -> R<[Option<Vec<u8>>; 2]> {
-        let (mut layout, mut dtype) = (None, None);
+    /// dataset, no filters) and for a shared message (its data is a reference).
+    pub fn layout_and_datatype_messages(&self, oh: u64) -> R<[Option<Vec<u8>>; 3]> {
+        let (mut layout, mut dtype, mut pipeline) = (None, None, None);
         self.messages(oh, &mut |ty, flags, data| {
             if ty == LAYOUT && layout.is_none() {
                 layout = Some(data.to_vec());
             } else if ty == DATATYPE && dtype.is_none() && flags & SHARED == 0 {
                 dtype = Some(data.to_vec());
+            } else if ty == PIPELINE && pipeline.is_none() && flags & SHARED == 0 {
+                pipeline = Some(data.to_vec());
             }
         })?;
-        Ok([layout, dtype])
+        Ok([layout, dtype, pipeline])
     }
 
     #[cfg(not(hdf5_1_14))]
@@ -188,6 +192,30 @@ impl Reader<'_> {
             i += 1;
         }
         Ok(())
+    }
+
+    /// The first key of the root node of the version-1 B-tree of raw data chunks at `root`
+    /// (keys of `dimensionality` offsets) whose chunk offsets are not multiples of the chunk
+    /// dimensions `dims` (libhdf5 >= 2.0's "bad coordinate offset", `H5D__btree_decode_key`):
+    /// (key index, its offsets), or `None`.
+    #[cfg(not(hdf5_1_14))]
+    pub fn root_key_off_grid(&self, root: u64, dimensionality: usize, dims: &[u64]) -> R<Option<(usize, Vec<u64>)>> {
+        let (sa, ks) = (self.sa, 8 + 8 * dimensionality);
+        let hdr = 8 + 2 * sa;
+        let h = self.read(root, hdr as u64, "B-tree node")?;
+        if &h[..4] != b"TREE" || h[4] != 1 {
+            return Err(format!("B-tree node at address {root}: not a raw-data-chunk node"));
+        }
+        let entries = le(&h, 6, 2).unwrap_or(0) as usize;
+        let body = self.read(root + hdr as u64, (entries * (ks + sa) + ks) as u64, "B-tree node")?;
+        for e in 0..=entries {
+            let k = e * (ks + sa);
+            let offsets = (0..dimensionality - 1).map(|j| le(&body, k + 8 + 8 * j, 8).ok_or_else(|| "B-tree node truncated".to_string())).collect::<R<Vec<u64>>>()?;
+            if offsets.iter().zip(dims).any(|(&o, &d)| d > 0 && o % d != 0) {
+                return Ok(Some((e, offsets)));
+            }
+        }
+        Ok(None)
     }
 
     /// Walk the version-1 B-tree of raw data chunks at `root` (keys of `dimensionality`

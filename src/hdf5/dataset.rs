@@ -174,6 +174,9 @@ fn open_dataset_with(lock: &H5Lock, loc: hid_t, name: &str, lapl: hid_t, allow_e
     if let Some(why) = peek.damaged_type {
         return Err(super::layout_peek::damaged_type(&file_name(lock, loc), name, &why));
     }
+    if let Some(why) = peek.damaged_pipeline {
+        return Err(super::layout_peek::damaged_pipeline(&file_name(lock, loc), name, &why));
+    }
     if let Some(mapping) = peek.virtual_mapping.filter(|_| !allow_ext) {
         return Err(super::layout_peek::refusal(&file_name(lock, loc), name, &mapping));
     }
@@ -389,6 +392,10 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
         let peek = view.as_ref().map(|v| super::layout_peek::peek(lock, v, file, &c, H5P_DEFAULT)).unwrap_or_default();
         if let Some(why) = peek.damaged_type {
             out.push(Listed { path: path.clone(), error: Some(super::layout_peek::damaged_type(&fname, &path, &why)) });
+            continue;
+        }
+        if let Some(why) = peek.damaged_pipeline {
+            out.push(Listed { path: path.clone(), error: Some(super::layout_peek::damaged_pipeline(&fname, &path, &why)) });
             continue;
         }
         if peek.virtual_mapping.is_some() && !allow_ext {

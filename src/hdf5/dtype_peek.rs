@@ -1,23 +1,24 @@
 //! Finding, before libhdf5 opens a dataset, a damaged datatype message that libhdf5 1.10
-//! decodes without checking and crashes on (both found by the conformance suite's byte flips,
-//! both refused by libhdf5 >= 2.0's `H5O__dtype_decode_helper`, so refusing them is libhdf5's
-//! own rule, on every build):
+//! decodes without checking and crashes on. An enumeration whose size differs from its base
+//! type's: libhdf5 1.10.8 allocates the member values by the base type's size and copies them
+//! by the enumeration's (`H5T_copy` inside `H5Oopen`: a segmentation fault; the conformance
+//! suite's seed 26 at 8000 cases, "metadata byte 863" of an `enum>i2` dataset whose size byte
+//! was flipped). libhdf5 >= 2.0 refuses such a message ("ENUM datatype size does not match
+//! parent", `H5O__dtype_decode_helper`), so refusing it is libhdf5's own rule, on every build.
+//! Two more of 2.0's rules, whose breach crashed libhdf5 1.10.8 the same way (seeds 54, 58 and
+//! 59 at 8000 cases: one flipped size byte): a compound member reaching past the compound's
+//! size ("member type extends outside its parent compound type"), and, in object headers
+//! without a checksum (version 1), an integer, float or bitfield of more than one byte whose
+//! size in bits exceeds twice its precision + offset ("datatype has unusually large # of
+//! unused bits", `H5T_is_numeric_with_unusual_unused_bits`; libhdf5 2.x reads such a type only
+//! with `H5Pset_relax_file_integrity_checks`, which vh5 does not offer).
 //!
-//! - an enumeration whose size differs from its base type's: libhdf5 1.10.8 allocates the
-//!   member values by the base type's size and copies them by the enumeration's (`H5T_copy`
-//!   inside `H5Oopen`: a segmentation fault; seed 26 at 8000 cases, "metadata byte 863" of an
-//!   `enum>i2` dataset whose size byte was flipped; 2.0: "ENUM datatype size does not match
-//!   parent");
-//! - a compound member reaching past the end of its compound (member offset + member size >
-//!   compound size): libhdf5 1.10.8 crashes opening it (seed 102 at 8000 cases, "metadata
-//!   byte 951" of a `>c8` dataset, a complex number stored as a compound of two `>f4`; 2.0:
-//!   "member type extends outside its parent compound type");
-//! - a number type whose bit fields do not fit: bit offset + precision past the type's bits,
-//!   or a floating-point type's sign, exponent or mantissa outside the precision, empty or
-//!   overlapping (what `H5Tset_fields` refuses to create): libhdf5 1.10.8 opens it and converts
-//!   with it, reading other values in every process and planner (seed 104 at 8000 cases,
-//!   "metadata byte 887" of a big-endian float dataset: a mantissa of 175 bits in a 32-bit
-//!   precision; 2.0: "mantissa range out of bounds").
+//! And a number type whose bit fields do not fit: bit offset + precision past the type's bits,
+//! or a floating-point type's sign, exponent or mantissa outside the precision, empty or
+//! overlapping (what `H5Tset_fields` refuses to create): libhdf5 1.10.8 opens it and converts
+//! with it, reading other values in every process and planner (seed 104 at 8000 cases,
+//! "metadata byte 887" of a big-endian float dataset: a mantissa of 175 bits in a 32-bit
+//! precision; 2.0: "mantissa range out of bounds").
 //!
 //! Format read (HDF5 file format specification 3.0, IV.A.2.d "Datatype Message"): class and
 //! version (byte 0), class bit fields (bytes 1-3), size (bytes 4-7), then the class's
@@ -30,7 +31,7 @@
 //! variable-length (base type); array (rank, 3 reserved bytes before version 3, dimensions,
 //! permutations before version 3, base type). Any other class or version, or a message that
 //! ends early, says nothing: libhdf5 then decodes (and judges) it as before. Pure Rust over
-//! the message's bytes; recursion bounded by `MAX_DEPTH` (64) levels.
+//! the message's bytes; recursion bounded by [`MAX_DEPTH`].
 
 /// Nesting of datatypes walked (each level is at least 8 bytes of the message).
 const MAX_DEPTH: usize = 64;
@@ -46,11 +47,12 @@ enum Stop {
 type W<T> = Result<T, Stop>;
 
 /// A description of the damage when the datatype message `msg` (the message's data, not its
-/// header) holds, at any depth, an enumeration whose size is not its base type's or a
-/// compound member reaching past its compound's end; `None` when it has neither or vh5 cannot
-/// read the message (see the module docs).
-pub(super) fn datatype_damage(msg: &[u8]) -> Option<String> {
-    match walk(msg, 0, 0) {
+/// header) holds, at any depth, an enumeration whose size is not its base type's, a compound
+/// member reaching past its compound's size or (`checksummed` false: a version-1 object
+/// header, no checksum) a number with unusually many unused bits; `None` when it has none
+/// or vh5 cannot read the message (see the module docs).
+pub(super) fn type_damage(msg: &[u8], checksummed: bool) -> Option<String> {
+    match walk(msg, 0, 0, checksummed) {
         Err(Stop::Damaged(why)) => Some(why),
         _ => None,
     }
@@ -78,7 +80,8 @@ fn offset_bytes(size: u64) -> usize {
 }
 
 /// Walk the datatype encoded at `m[at..]`: (position after it, its size in bytes).
-fn walk(m: &[u8], at: usize, depth: usize) -> W<(usize, u64)> {
+/// `ck`: the object header has a checksum (see [`type_damage`]).
+fn walk(m: &[u8], at: usize, depth: usize, ck: bool) -> W<(usize, u64)> {
     if depth > MAX_DEPTH {
         return Err(Stop::Unknown);
     }
@@ -90,6 +93,16 @@ fn walk(m: &[u8], at: usize, depth: usize) -> W<(usize, u64)> {
         return Err(Stop::Unknown);
     }
     let p = at + 8;
+    if matches!(head & 0x0f, 0 | 1 | 4) && !ck {
+        // libhdf5 >= 2.0 (`H5T_is_numeric_with_unusual_unused_bits`, headers without a
+        // checksum): size > 1 byte, precision < size * 8 and size * 8 > 2 * (precision + offset)
+        let (offset, prec) = (uint(m, p, 2)?, uint(m, p + 2, 2)?);
+        if size > 1 && prec < size * 8 && size * 8 > 2 * (prec + offset) {
+            return Err(Stop::Damaged(format!(
+                "a number of {size} bytes with {prec} bits of precision at bit offset {offset}: unusually many unused bits (datatype message byte {at})"
+            )));
+        }
+    }
     let end = match head & 0x0f {
         0 => {
             atomic_bits(m, p, size, at)?;
@@ -103,9 +116,9 @@ fn walk(m: &[u8], at: usize, depth: usize) -> W<(usize, u64)> {
         2 => p + 2,
         3 | 7 => p,
         5 => p + (flags & 0xff) as usize,
-        6 => compound(m, p, version, flags, size, depth)?,
+        6 => compound(m, p, version, flags, size, depth, ck)?,
         8 => {
-            let (mut q, base) = walk(m, p, depth + 1)?;
+            let (mut q, base) = walk(m, p, depth + 1, ck)?;
             if base != size {
                 return Err(Stop::Damaged(format!("an enumeration of {size} bytes over a base type of {base} bytes (datatype message byte {at})")));
             }
@@ -114,12 +127,12 @@ fn walk(m: &[u8], at: usize, depth: usize) -> W<(usize, u64)> {
             }
             q + (flags & 0xffff) as usize * base as usize
         }
-        9 => walk(m, p, depth + 1)?.0,
+        9 => walk(m, p, depth + 1, ck)?.0,
         10 => {
             let rank = byte(m, p)?;
             let dims = if version < 3 { p + 4 } else { p + 1 };
             let base = dims + 4 * rank * if version < 3 { 2 } else { 1 };
-            walk(m, base, depth + 1)?.0
+            walk(m, base, depth + 1, ck)?.0
         }
         _ => return Err(Stop::Unknown),
     };
@@ -166,22 +179,21 @@ fn float_fields(m: &[u8], p: usize, flags: u64, size: u64, at: usize) -> W<()> {
     )))
 }
 
-/// Walk the members of a compound of `size` bytes starting at `p`: the position after the
-/// last. A member whose offset + size exceeds `size` is damage.
-fn compound(m: &[u8], mut p: usize, version: usize, flags: u64, size: u64, depth: usize) -> W<usize> {
-    for k in 0..flags & 0xffff {
+/// Walk a compound's members starting at `p`: the position after the last. A member whose
+/// offset + size exceeds the compound's `size` is damage (libhdf5 >= 2.0: "member type
+/// extends outside its parent compound type"; libhdf5 1.10.8 crashed on one: seed 58 at 8000
+/// cases, a flipped size byte of a `<c16` member).
+fn compound(m: &[u8], mut p: usize, version: usize, flags: u64, size: u64, depth: usize, ck: bool) -> W<usize> {
+    for i in 0..flags & 0xffff {
         p = skip_name(m, p, version)?;
-        let width = if version < 3 { 4 } else { offset_bytes(size) };
-        let offset = uint(m, p, width)?;
-        let at = p;
-        p += if version == 1 { 4 + 28 } else { width };
-        let (end, msize) = walk(m, p, depth + 1)?;
-        if offset.saturating_add(msize) > size {
-            return Err(Stop::Damaged(format!(
-                "compound member {k} of {msize} bytes at byte offset {offset} reaches past the end of its compound of {size} bytes (datatype message byte {at})"
-            )));
+        let w = if version < 3 { 4 } else { offset_bytes(size) };
+        let offset = uint(m, p, w)?;
+        p += if version == 1 { 4 + 28 } else { w };
+        let (q, msize) = walk(m, p, depth + 1, ck)?;
+        if offset.checked_add(msize).is_none_or(|end| end > size) {
+            return Err(Stop::Damaged(format!("compound member {i} of {msize} bytes at offset {offset} reaches past the compound's {size} bytes (datatype message byte {p})")));
         }
-        p = end;
+        p = q;
     }
     Ok(p)
 }
@@ -189,6 +201,52 @@ fn compound(m: &[u8], mut p: usize, version: usize, flags: u64, size: u64, depth
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// As found in a version-2 object header (checksummed).
+    fn type_damage_v2(m: &[u8]) -> Option<String> {
+        type_damage(m, true)
+    }
+
+    /// An integer of `size` bytes with `prec` bits of precision at bit offset 0.
+    fn int_prec(size: u32, prec: u16) -> Vec<u8> {
+        let mut v = head(0, 1, 0, size);
+        v.extend_from_slice(&0u16.to_le_bytes());
+        v.extend_from_slice(&prec.to_le_bytes());
+        v
+    }
+
+    #[test]
+    fn numbers_with_unusually_many_unused_bits_in_unchecksummed_headers() {
+        // seed 54 at 8000 cases: a `<u4` whose size byte was flipped to 9764868 bytes
+        let why = type_damage(&int_prec(9764868, 32), false).expect("damage");
+        assert!(why.contains("unusually many unused bits"), "{why}");
+        // a 12-bit number in 4 bytes: 32 > 2 * 12 (libhdf5 2.x refuses it without a checksum)
+        assert!(type_damage(&int_prec(4, 12), false).is_some());
+        // 17 bits in 4 bytes, full precision, 1-byte numbers: usual
+        for (size, prec) in [(4, 17), (4, 32), (1, 3)] {
+            assert_eq!(type_damage(&int_prec(size, prec), false), None, "{size} {prec}");
+        }
+        // checksummed headers: libhdf5 trusts the checksum
+        assert_eq!(type_damage(&int_prec(9764868, 32), true), None);
+    }
+
+    #[test]
+    fn compound_member_past_the_compound_is_damage() {
+        // version-3 compound of `size` bytes, members "r" at 0 and "i" at 8, 8-byte integers
+        let c16 = |size: u32| {
+            let mut c = head(6, 3, 2, size);
+            for (name, off) in [(b"r", 0u8), (b"i", 8)] {
+                c.extend_from_slice(name);
+                c.push(0);
+                c.push(off);
+                c.extend(int(8));
+            }
+            c
+        };
+        assert_eq!(type_damage_v2(&c16(16)), None);
+        let why = type_damage_v2(&c16(12)).expect("damage");
+        assert!(why.contains("compound member 1 of 8 bytes at offset 8 reaches past the compound's 12 bytes"), "{why}");
+    }
 
     /// A datatype header: class, version, class bits, size.
     fn head(class: u8, version: u8, bits: u32, size: u32) -> Vec<u8> {
@@ -223,15 +281,15 @@ mod tests {
     #[test]
     fn enum_size_matching_its_base_is_no_damage() {
         for version in [1, 2, 3] {
-            assert_eq!(datatype_damage(&enumeration(version, 2, 2)), None, "version {version}");
+            assert_eq!(type_damage_v2(&enumeration(version, 2, 2)), None, "version {version}");
         }
-        assert_eq!(datatype_damage(&int(4)), None);
+        assert_eq!(type_damage_v2(&int(4)), None);
     }
 
     #[test]
     fn enum_size_differing_from_its_base_is_damage() {
         for version in [1, 3] {
-            let why = datatype_damage(&enumeration(version, 4, 2)).expect("damage");
+            let why = type_damage_v2(&enumeration(version, 4, 2)).expect("damage");
             assert!(why.contains("enumeration of 4 bytes over a base type of 2 bytes"), "{why}");
         }
     }
@@ -252,53 +310,9 @@ mod tests {
 
     #[test]
     fn enum_inside_a_compound_and_an_array_is_found() {
-        assert!(datatype_damage(&compound_of_enum_array(2)).is_some());
+        assert!(type_damage_v2(&compound_of_enum_array(2)).is_some());
         // the same with a sound enumeration: nothing
-        assert_eq!(datatype_damage(&compound_of_enum_array(4)), None);
-    }
-
-    /// A compound of `size` bytes (version 1, 2 or 3) with members "re" and "im", integers of
-    /// `msize` bytes at byte offsets `offsets`.
-    fn compound(version: u8, size: u32, msize: u32, offsets: [u32; 2]) -> Vec<u8> {
-        let mut c = head(6, version, 2, size);
-        for (name, off) in [(&b"re"[..], offsets[0]), (b"im", offsets[1])] {
-            let start = c.len();
-            c.extend_from_slice(name);
-            c.push(0);
-            if version < 3 {
-                c.resize(start + (name.len() + 8) / 8 * 8, 0);
-                c.extend_from_slice(&off.to_le_bytes());
-                if version == 1 {
-                    c.extend_from_slice(&[0; 28]);
-                }
-            } else {
-                c.extend_from_slice(&off.to_le_bytes()[..offset_bytes(u64::from(size))]);
-            }
-            c.extend(int(msize));
-        }
-        c
-    }
-
-    #[test]
-    fn compound_member_inside_its_compound_is_no_damage() {
-        for version in [1, 2, 3] {
-            assert_eq!(datatype_damage(&compound(version, 8, 4, [0, 4])), None, "version {version}");
-            // padding after the last member, members out of order: still inside
-            assert_eq!(datatype_damage(&compound(version, 16, 4, [8, 0])), None, "version {version}");
-        }
-    }
-
-    #[test]
-    fn compound_member_past_its_compound_end_is_damage() {
-        for version in [1, 2, 3] {
-            // the second member at offset 5 (a flipped offset byte): 5 + 4 > 8
-            let why = datatype_damage(&compound(version, 8, 4, [0, 5])).expect("damage");
-            assert!(why.contains("compound member 1 of 4 bytes at byte offset 5 reaches past the end of its compound of 8 bytes"), "{why}");
-            // members larger than the compound (a flipped size byte)
-            assert!(datatype_damage(&compound(version, 8, 8, [0, 4])).is_some(), "version {version}");
-            // a compound of 2 bytes: offsets of 1 byte in version 3
-            assert!(datatype_damage(&compound(version, 2, 4, [0, 0])).is_some(), "version {version}");
-        }
+        assert_eq!(type_damage_v2(&compound_of_enum_array(4)), None);
     }
 
     /// A floating-point type of `size` bytes: class bits (sign position `sign`, normalization
@@ -316,15 +330,15 @@ mod tests {
     fn number_types_libhdf5_creates_are_no_damage() {
         // IEEE f4 / f8 / f2, a 20-bit float at bit offset 4 of 4 bytes, integers of full and
         // reduced precision
-        assert_eq!(datatype_damage(&float(4, 31, 2, [0, 32], [23, 8, 0, 23])), None);
-        assert_eq!(datatype_damage(&float(8, 63, 2, [0, 64], [52, 11, 0, 52])), None);
-        assert_eq!(datatype_damage(&float(2, 15, 2, [0, 16], [10, 5, 0, 10])), None);
-        assert_eq!(datatype_damage(&float(4, 19, 2, [4, 20], [13, 6, 0, 13])), None);
-        assert_eq!(datatype_damage(&int(4)), None);
+        assert_eq!(type_damage_v2(&float(4, 31, 2, [0, 32], [23, 8, 0, 23])), None);
+        assert_eq!(type_damage_v2(&float(8, 63, 2, [0, 64], [52, 11, 0, 52])), None);
+        assert_eq!(type_damage_v2(&float(2, 15, 2, [0, 16], [10, 5, 0, 10])), None);
+        assert_eq!(type_damage_v2(&float(4, 19, 2, [4, 20], [13, 6, 0, 13])), None);
+        assert_eq!(type_damage_v2(&int(4)), None);
         let mut i12 = int(2);
         i12[10] = 12;
         i12[8] = 4; // offset 4, precision 12 of 16 bits
-        assert_eq!(datatype_damage(&i12), None);
+        assert_eq!(type_damage_v2(&i12), None);
     }
 
     #[test]
@@ -340,12 +354,12 @@ mod tests {
             (float(4, 31, 3, [0, 32], [23, 8, 0, 23]), "unknown normalization"),
             (float(4, 31, 2, [8, 32], [23, 8, 0, 23]), "bit offset 8 and precision 32"),
         ] {
-            let why = datatype_damage(&t).expect(words);
+            let why = type_damage_v2(&t).expect(words);
             assert!(why.contains(words), "{why}");
         }
         let mut i = int(2);
         i[10] = 17; // precision 17 of 16 bits
-        assert!(datatype_damage(&i).expect("damage").contains("precision 17"));
+        assert!(type_damage_v2(&i).expect("damage").contains("precision 17"));
     }
 
     #[test]
@@ -353,16 +367,16 @@ mod tests {
         let e = enumeration(1, 4, 2);
         for n in 0..16 {
             // cut inside the base type: the enumeration cannot be judged
-            assert_eq!(datatype_damage(&e[..n]), None, "cut at {n}");
+            assert_eq!(type_damage_v2(&e[..n]), None, "cut at {n}");
         }
-        assert_eq!(datatype_damage(&head(12, 1, 0, 4)), None);
-        assert_eq!(datatype_damage(&head(0, 0, 0, 4)), None);
+        assert_eq!(type_damage_v2(&head(12, 1, 0, 4)), None);
+        assert_eq!(type_damage_v2(&head(0, 0, 0, 4)), None);
         // deeply nested variable-length types: bounded, no verdict
         let mut v = Vec::new();
         for _ in 0..200 {
             v.extend(head(9, 1, 0, 16));
         }
         v.extend(int(4));
-        assert_eq!(datatype_damage(&v), None);
+        assert_eq!(type_damage_v2(&v), None);
     }
 }

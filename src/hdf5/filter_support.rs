@@ -29,6 +29,13 @@
 //!   shuffle + nbit + deflate on `<f4` and shuffle + nbit + fletcher32 read scrambled values
 //!   with libhdf5 1.10.8 and 2.0.0, correct ones with 2.2.0. Refused only when the linked
 //!   libhdf5 is older than 2.2.0 ([`passthrough_problem`]).
+//! - Writes only, before libhdf5 2.2.0: the same pass-through after deflate hands on what
+//!   deflate's encoder reported as the buffer size, its INPUT length (`*buf_size = nbytes`;
+//!   2.2.0 reports its buffer's real size), as the data's length, whatever follows: a chunk
+//!   deflate cannot shrink is stored cut to its input length, which no reader decodes
+//!   ("inflate() failed"); deflate + nbit on random `<i8` in libhdf5 1.10.8 and 2.0.0 alike,
+//!   written whole by 2.2.0 (conformance seed 36). Reads are not refused: a chunk reads as it
+//!   was stored or fails in every version ([`passthrough_write_problem`]).
 //!
 //! No libhdf5 release reads the chunks of the first two kinds correctly (the data was lost or scrambled when
 //! libhdf5 wrote them), so the refusal does not depend on the linked version; it names it.
@@ -156,6 +163,27 @@ pub fn passthrough_problem(filters: &[FilterSpec], avail: impl Fn(i32) -> bool) 
     ))
 }
 
+/// Why writing the pipeline `filters` (write order) through a libhdf5 older than 2.2.0 may
+/// store chunks cut short, or `None`: a pass-through nbit / scaleoffset whose nearest earlier
+/// filter that does something is deflate. Before 2.2.0 deflate's encoder reports its INPUT
+/// length as the buffer size (`*buf_size = nbytes` in `H5Zdeflate.c`; its buffer is
+/// `compressBound(nbytes)` long and its output may be longer than its input), and the
+/// pass-through hands that size on as the data's length: a chunk deflate cannot shrink is
+/// stored cut to its input length (no reader decodes it: "inflate() failed"), one it shrinks
+/// with uninitialised bytes after the stream (read correctly). The other filters report a
+/// buffer size at least their output length (shuffle, fletcher32, nbit that packs,
+/// scaleoffset: exactly; szip: its input length + 4, never less than what it keeps). Only
+/// writes: what a reader decodes is what was stored. `avail` as for [`pipeline_problem`].
+pub fn passthrough_write_problem(filters: &[FilterSpec], avail: impl Fn(i32) -> bool) -> Option<String> {
+    let used: Vec<&FilterSpec> = filters.iter().filter(|f| avail(f.id)).collect();
+    let i = (0..used.len()).find(|&i| passes_through(used[i]) && used[..i].iter().rev().find(|f| !passes_through(f)).is_some_and(|f| f.id == DEFLATE))?;
+    Some(format!(
+        "{} has nothing to do here and hands on the buffer size deflate reported, deflate's input length, as the data's length: a chunk deflate cannot \
+         shrink is stored cut short, which no reader can decode",
+        filter_name(used[i].id)
+    ))
+}
+
 /// Refuse (`Unsupported`) a read or write of `dset` whose chunked pipeline (`layout`) libhdf5
 /// cannot decode reliably (see the module docs): the message names the file, the dataset,
 /// the filters, the linked libhdf5. Cheap: no chunk is touched.
@@ -172,6 +200,7 @@ pub fn check_pipeline(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout, write: b
     let problem = pipeline_problem(&layout.filters, bytes, available);
     let old_lib = super::version::library_info(lock).map_or(true, |v| (v.major, v.minor) < (2, 2));
     let passthrough = if old_lib && problem.is_none() { passthrough_problem(&layout.filters, available) } else { None };
+    let cut = if write && old_lib && problem.is_none() && passthrough.is_none() { passthrough_write_problem(&layout.filters, available) } else { None };
     // H5Zfilter_avail may leave a plugin-search failure on the error stack.
     super::error::clear_stack(lock);
     let pipeline: Vec<String> = layout.filters.iter().map(|f| filter_name(f.id)).collect();
@@ -182,6 +211,15 @@ pub fn check_pipeline(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout, write: b
             Unsupported,
             "dataset {}: filter pipeline [{}] (write order): {why}: a bug of libhdf5 before 2.2.0 (this is libhdf5 {version}; fixed by HDF5 pull request 6389), \
              which returns scrambled values; libhdf5 2.2.0 reads it correctly: vh5 refuses to {verb} it with this libhdf5",
+            dataset_name(lock, dset),
+            pipeline.join(", ")
+        );
+    }
+    if let Some(why) = cut {
+        bail!(
+            Unsupported,
+            "dataset {}: filter pipeline [{}] (write order): {why}: a bug of libhdf5 before 2.2.0 (this is libhdf5 {version}; 2.2.0 returns the data's length, \
+             HDF5 pull request 6389): vh5 refuses to write it with this libhdf5 (reading it is not refused)",
             dataset_name(lock, dset),
             pipeline.join(", ")
         );
@@ -275,6 +313,31 @@ mod tests {
         // integer scaleoffset keeping all 32 bits passes through too
         let so_nop = f(SCALEOFFSET, &[2, 32, 300, 0, 4, 1, 0, 0]);
         assert!(passthrough_problem(&[shuffle, so_nop, f(FLETCHER32, &[])], all).is_some());
+    }
+
+    #[test]
+    fn passthrough_nbit_after_deflate_refused_for_writes() {
+        let all = |_| true;
+        let nop = f(NBIT, &[8, 1, 64, 1, 8, 0, 64, 0]);
+        let deflate = f(DEFLATE, &[4]);
+        // nbit last after deflate (conformance seed 36): passes on deflate's input length
+        let why = passthrough_write_problem(&[deflate.clone(), nop.clone()], all).unwrap();
+        assert!(why.starts_with("nbit has nothing to do here"), "{why}");
+        // ... also with a filter after it that reads fine (shuffle sizes its output exactly)
+        assert!(passthrough_write_problem(&[deflate.clone(), nop.clone(), f(SHUFFLE, &[8])], all).is_some());
+        // an unavailable (skipped) filter between them changes nothing
+        assert!(passthrough_write_problem(&[deflate.clone(), f(300, &[]), nop.clone()], |id| id != 300).is_some());
+        // a filter that reports its own output length in between
+        assert_eq!(passthrough_write_problem(&[deflate.clone(), f(FLETCHER32, &[]), nop.clone()], all), None);
+        assert_eq!(passthrough_write_problem(&[deflate.clone(), f(SHUFFLE, &[8]), nop.clone()], all), None);
+        // scaleoffset, szip, shuffle, fletcher32 before it: at least their output length
+        assert_eq!(passthrough_write_problem(&[f(SCALEOFFSET, &[0, 3, 5, 1, 4, 0, 1, 0]), nop.clone()], all), None);
+        assert_eq!(passthrough_write_problem(&[f(SZIP, &[169, 8, 64, 64]), nop.clone()], all), None);
+        assert_eq!(passthrough_write_problem(&[nop.clone(), deflate.clone()], all), None);
+        // every pass-through counts, not only the first
+        assert!(passthrough_write_problem(&[nop.clone(), deflate.clone(), nop.clone()], all).is_some());
+        // nbit that packs bits returns its own length
+        assert_eq!(passthrough_write_problem(&[deflate, f(NBIT, &[8, 0, 64, 1, 8, 0, 12, 0])], all), None);
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub struct SpaceCache {
     mem_extent: Vec<u64>,
 }
 
+/// A check run before each read of a [`HyperslabReader`] that has one: (lock, the dataset's
+/// extent, start, stride, count) of the hyperslab about to be read; an error stops the read.
+pub type SelectionCheck<'l> = Box<dyn FnMut(&H5Lock, &[u64], &[u64], Option<&[u64]>, &[u64]) -> Result<()> + 'l>;
+
 /// Reads hyperslabs of one dataset with one memory type, reusing its file and memory
 /// dataspaces across reads. Create one per operation, under the lock.
 pub struct HyperslabReader<'l> {
@@ -57,13 +61,15 @@ pub struct HyperslabReader<'l> {
     spaces: Option<SpaceCache>,
     /// Where the dataspaces are returned on drop (a dataset's cache slot), if anywhere.
     home: Option<&'l Mutex<Option<SpaceCache>>>,
+    /// Run before every read ([`HyperslabReader::set_check`]).
+    check: Option<SelectionCheck<'l>>,
 }
 
 impl<'l> HyperslabReader<'l> {
     /// `mem_type` must stay open for the reader's life; `mem_itemsize` is its size in bytes.
     pub fn new(lock: &'l H5Lock, dset: hid_t, mem_type: hid_t, mem_itemsize: usize) -> Result<Self> {
         let spaces = new_spaces(lock, dset)?;
-        Ok(HyperslabReader { lock, dset, mem_type, mem_itemsize, spaces: Some(spaces), home: None })
+        Ok(HyperslabReader { lock, dset, mem_type, mem_itemsize, spaces: Some(spaces), home: None, check: None })
     }
 
     /// Like [`HyperslabReader::new`], but takes the dataspaces from `slot` when it holds
@@ -77,7 +83,7 @@ impl<'l> HyperslabReader<'l> {
             Some(sp) => sp,
             None => new_spaces(lock, dset)?,
         };
-        Ok(HyperslabReader { lock, dset, mem_type, mem_itemsize, spaces: Some(spaces), home: Some(slot) })
+        Ok(HyperslabReader { lock, dset, mem_type, mem_itemsize, spaces: Some(spaces), home: Some(slot), check: None })
     }
 
     fn sp(&self) -> &SpaceCache {
@@ -88,6 +94,23 @@ impl<'l> HyperslabReader<'l> {
     /// reader's use).
     pub fn set_mem_type(&mut self, mem_type: hid_t) {
         self.mem_type = mem_type;
+    }
+
+    /// Run `check` before every read from now on (e.g. `scaleoffset::ReadGuard::check`: the
+    /// chunks a read reaches, checked before libhdf5 decodes them).
+    pub fn set_check(&mut self, check: SelectionCheck<'l>) {
+        self.check = Some(check);
+    }
+
+    /// Run the check of [`HyperslabReader::set_check`] (if any) on a hyperslab without
+    /// reading it: for a write libhdf5 merges into stored chunks itself (it reads them).
+    pub fn check_selection(&mut self, start: &[u64], stride: Option<&[u64]>, count: &[u64]) -> Result<()> {
+        let l = self.lock;
+        let shape = &self.spaces.as_ref().expect("reader dataspaces present until drop").shape;
+        match self.check.as_mut() {
+            Some(c) => c(l, shape, start, stride, count),
+            None => Ok(()),
+        }
     }
 
     /// Current extent of the dataset (empty for a scalar dataset).
@@ -111,6 +134,9 @@ impl<'l> HyperslabReader<'l> {
         let elems: u64 = count.iter().product();
         if (elems as u128) * (mem_itemsize as u128) != buf.len() as u128 {
             bail!(BufferTooSmall, "internal: hyperslab buffer of {} bytes for {elems} elements of {} bytes", buf.len(), mem_itemsize);
+        }
+        if let Some(c) = self.check.as_mut() {
+            c(l, &spc.shape, start, stride, count)?;
         }
         // SAFETY: ids are valid; selection arrays have `n` entries; `buf` holds exactly the
         // selected number of elements of the memory type, so H5Dread writes inside it.

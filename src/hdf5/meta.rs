@@ -115,6 +115,14 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
     let layout = chunk_layout(lock, dset)?;
     if let Some(chunk) = &layout.chunk {
         check_chunk_dims(lock, dset, chunk)?;
+        if let Some(why) = super::chunk_index::btree_root_damage(lock, dset) {
+            bail!(
+                Hdf5,
+                "dataset {}: {why}: the file is corrupted (libhdf5 >= 2.0 refuses it, \"bad coordinate offset\"; libhdf5 {} would read its chunks on another grid)",
+                dataset_name(lock, dset),
+                super::version::version_text(lock)
+            );
+        }
     }
     let fixed_extent = extent_is_fixed(lock, dset);
     let elsewhere = super::external::storage_elsewhere(lock, dset)?;

@@ -2,14 +2,15 @@
 //! printing ([`error`]), RAII handles and names of ids ([`handle`]), datatype mapping
 //! ([`types`]), files and datasets ([`dataset`]), hyperslab reads ([`hyperslab`]) and
 //! writes ([`write`]), per-dataset cached facts ([`meta`]), raw chunk access ([`chunk`]) and
-//! the refusal of storage in other files ([`external`]) and of filter pipelines libhdf5 cannot
-//! decode reliably ([`filter_support`]). Differences between libhdf5 versions (1.10 .. 2.x)
+//! the refusal of storage in other files ([`external`]), of filter pipelines libhdf5 cannot
+//! decode reliably ([`filter_support`]) and of scaleoffset chunks it stores undecodable
+//! ([`scaleoffset`]). Differences between libhdf5 versions (1.10 .. 2.x)
 //! live in [`compat`] only.
 //!
 //! Every libhdf5 call vh5 makes happens while holding the lock of an [`error::H5Session`].
 //!
 //! Imports run one way, from the top of this list down; no module imports one above it:
-//! `dataset` -> `meta` -> `filter_support` -> `chunk`, `external` -> `hyperslab`, `write`, `types` -> `handle` ->
+//! `dataset` -> `meta` -> `filter_support`, `scaleoffset` -> `chunk`, `external` -> `hyperslab`, `write`, `types` -> `handle` ->
 //! `error` -> `lock`; any of them may import `compat`, which imports none.
 
 pub mod chunk;
@@ -28,6 +29,7 @@ pub mod layout_peek;
 pub mod links;
 pub mod lock;
 pub mod meta;
+pub mod scaleoffset;
 pub mod types;
 pub mod version;
 pub mod write;

@@ -6,8 +6,9 @@
 //! - one `H5Dread` of the row's covering hyperslab: on outer axes the file-side step goes to
 //!   libhdf5 as the hyperslab stride; on the inner (last) axis vh5 reads the covering span
 //!   `(count-1)*step + 1` and applies the step while copying (libhdf5 is far slower at strided
-//!   inner selections). Exception: when that would read more than [`MAX_WASTE_BYTES`] of
-//!   unused elements, the inner step goes to libhdf5 too (bounded memory);
+//!   inner selections). Exceptions: when that would read more than [`MAX_WASTE_BYTES`] of
+//!   unused elements, or the step exceeds the chunk's extent on that axis (the span would
+//!   cross chunks holding none of the row's elements), the inner step goes to libhdf5 too;
 //! - when the row has no steps and its destination block is C-contiguous in the caller's array
 //!   the read goes straight into the caller's buffer; otherwise into a scratch buffer kept
 //!   across rows, then the copy engine scatters it into the destination;
@@ -69,6 +70,9 @@ fn read_rows(dset: hid_t, dst: &mut DstArray, table: &SliceTable, flags: u32) ->
         Some(slot) => HyperslabReader::with_cache(l, dset, mem.id(), itemsize, slot)?,
         None => HyperslabReader::new(l, dset, mem.id(), itemsize)?,
     };
+    if let Some(mut guard) = crate::hdf5::scaleoffset::ReadGuard::new(l, dset, &meta.layout)? {
+        reader.set_check(Box::new(move |l, shape, start, stride, count| guard.check(l, shape, start, stride, count)));
+    }
     let src_shape: Vec<u64> = reader.shape().to_vec();
     if src_shape.len() != n {
         bail!(InvalidArgument, "dimensionality mismatch: the dataset has {} axes, the destination {n}", src_shape.len());
@@ -96,7 +100,8 @@ fn read_rows(dset: hid_t, dst: &mut DstArray, table: &SliceTable, flags: u32) ->
         return Ok(stats);
     }
 
-    let ctx = Ctx { itemsize, layout: &dst.layout, dst: DstPtr::new(dst.buf), src_shape: &src_shape, dst_shape: &dst_shape, clip, fill: fill.as_deref(), swap: None };
+    let inner_chunk = meta.layout.chunk.as_ref().and_then(|c| c.last().copied()).unwrap_or(u64::MAX);
+    let ctx = Ctx { itemsize, layout: &dst.layout, dst: DstPtr::new(dst.buf), src_shape: &src_shape, dst_shape: &dst_shape, clip, fill: fill.as_deref(), swap: None, inner_chunk };
     let mode = options::planner_mode();
     if let Some(chunk) = &meta.layout.chunk {
         // A pipeline vh5 decodes is decoded by vh5 in every mode (a corrupt chunk is refused

@@ -36,6 +36,21 @@ pub(crate) struct Ctx<'a> {
     /// `Some(word)` when rows are read in native order into a destination in the other byte
     /// order: [`read_row`] reverses every `word` bytes of what it read before placing it.
     pub swap: Option<usize>,
+    /// The chunk's extent on the last axis of a chunked dataset (`u64::MAX` otherwise):
+    /// [`read_row`] reads an inner-axis span only when its step is at most this, so that it
+    /// touches no chunk the row does not (see [`span_inner`]).
+    pub inner_chunk: u64,
+}
+
+/// Whether a row stepping by `step` on the inner axis may read the covering span instead
+/// (libhdf5 then reads and decodes every chunk the span crosses): only when the step is at
+/// most the chunk's extent `inner_chunk` on that axis, so that every chunk the span crosses
+/// holds one of the row's elements. A larger step would make vh5 read chunks between the
+/// row's elements, which libhdf5 (stepping itself) never reads: wasted work, and a read
+/// that fails on a chunk it should not touch (seed 36 at 8000 cases: a chunk no libhdf5
+/// decodes between the columns of a step-3 row; h5py read the row).
+pub(crate) fn span_inner(step: u64, inner_chunk: u64) -> bool {
+    step > 1 && step <= inner_chunk
 }
 
 /// The byte-swap word of a numeric dtype (`itemsize`, half of it for complex), None for
@@ -87,7 +102,9 @@ pub(crate) fn raw_kind(l: &H5Lock, ftype: hid_t, mtype: hid_t, finfo: &crate::hd
 /// Read one row (or a piece of one) with one `H5Dread` and scatter it (the baseline path):
 /// - on outer axes the file-side step goes to libhdf5 as the hyperslab stride; on the inner
 ///   axis vh5 reads the covering span and steps while copying, unless that would read more
-///   than [`MAX_WASTE_BYTES`] of unused elements (then libhdf5 steps: bounded memory);
+///   than [`MAX_WASTE_BYTES`] of unused elements (then libhdf5 steps: bounded memory) or
+///   the step exceeds the chunk's inner extent ([`span_inner`]: libhdf5 steps, reading only
+///   the chunks that hold the row's elements);
 /// - with no steps and a C-contiguous destination block the read goes straight into the
 ///   destination; otherwise into `scratch`, then the copy engine scatters it.
 ///
@@ -117,7 +134,7 @@ pub(crate) unsafe fn read_row(reader: &mut HyperslabReader, r: &Row, i: usize, c
     let step_in = r.src_step[last];
     let span = (c_in - 1) * step_in + 1; // fits: validated against the extent
     let mut scratch_step_in = 1u64;
-    if step_in > 1 {
+    if span_inner(step_in, ctx.inner_chunk) {
         let outer: u64 = r.count[..last].iter().product();
         let waste = (span - c_in).saturating_mul(outer).saturating_mul(itemsize as u64);
         if waste <= MAX_WASTE_BYTES {
@@ -199,4 +216,23 @@ fn read_swapped(reader: &mut HyperslabReader, start: &[u64], count: &[u64], out:
 /// A libhdf5 read failure of row `i`, naming the row.
 fn in_row(i: usize, e: crate::error::Error) -> crate::error::Error {
     crate::error::Error::new(e.kind, format!("row {i}: {}", e.message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::span_inner;
+
+    #[test]
+    fn inner_span_only_within_a_chunk_step() {
+        // no step: nothing to span
+        assert!(!span_inner(1, 4));
+        // every chunk the span crosses holds an element of the row
+        assert!(span_inner(2, 4));
+        assert!(span_inner(4, 4));
+        // chunks between the elements would be read: libhdf5 steps
+        assert!(!span_inner(5, 4));
+        assert!(!span_inner(3, 1));
+        // not chunked
+        assert!(span_inner(1000, u64::MAX));
+    }
 }

@@ -40,6 +40,7 @@ use crate::hdf5::dataset::{dataset_info, expect_kind, HyperslabReader, Layout};
 use crate::hdf5::error::session;
 use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::H5Lock;
+use crate::hdf5::scaleoffset::{ReadGuard, WriteGuard};
 use crate::hdf5::types::classify;
 use crate::hdf5::write::{file_is_writable, HyperslabWriter};
 use crate::plan::{ChunkGrid, Plan};
@@ -115,13 +116,32 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
             let grid = ChunkGrid::new(&dshape, &chunk)?;
             write_chunked(l, dset, mem.id(), &mut writer, &grid, src, table, clip, &mut stats)?;
         }
-        _ => write_rows(&mut writer, &dshape, src, table, clip, &mut stats)?,
+        _ => {
+            let layout = crate::hdf5::chunk::chunk_layout(l, dset)?;
+            let mut guard = WriteGuard::new(l, dset, &layout, mem.id(), itemsize)?;
+            // libhdf5 reads the stored chunks a row writes in part: checked as reads check them
+            let mut stored = ReadGuard::new(l, dset, &layout)?;
+            write_rows(l, &mut writer, &dshape, src, table, clip, (guard.as_mut(), stored.as_mut()), &mut stats)?
+        }
     }
     Ok(stats)
 }
 
 /// Contiguous / compact / virtual datasets: one H5Dwrite per row.
-fn write_rows(writer: &mut HyperslabWriter, dshape: &[u64], src: &SrcArray, table: &SliceTable, clip: bool, stats: &mut WriteStats) -> Result<()> {
+/// `guards`: the scaleoffset checks of each row's elements (see [`WriteGuard::check_row`]) and
+/// of the stored chunks it reaches ([`ReadGuard::check`]).
+#[allow(clippy::too_many_arguments)]
+fn write_rows(
+    l: &H5Lock,
+    writer: &mut HyperslabWriter,
+    dshape: &[u64],
+    src: &SrcArray,
+    table: &SliceTable,
+    clip: bool,
+    guards: (Option<&mut WriteGuard>, Option<&mut ReadGuard>),
+    stats: &mut WriteStats,
+) -> Result<()> {
+    let (mut guard, mut stored) = guards;
     let n = dshape.len();
     let itemsize = src.layout.itemsize;
     let mut scratch: Vec<u8> = Vec::new();
@@ -134,7 +154,13 @@ fn write_rows(writer: &mut HyperslabWriter, dshape: &[u64], src: &SrcArray, tabl
         let stride = if r.dst_step[..n].iter().any(|&x| x != 1) { Some(&r.dst_step[..n]) } else { None };
         let so = src.layout.byte_offset(&r.src_start[..n]);
         let no_src_steps = r.src_step[..n].iter().all(|&x| x == 1);
+        if let Some(g) = stored.as_deref_mut() {
+            g.check(l, dshape, &r.dst_start[..n], stride, &r.count[..n]).map_err(|e| failed(e, &format!("row {i}"), &done, &[]))?;
+        }
         let res = if no_src_steps && c_contiguous_block(&src.layout.strides, &r.count[..n], itemsize) {
+            if let Some(g) = guard.as_deref_mut() {
+                g.check_row(l, i, &src.buf[so..so + bytes]).map_err(|e| failed(e, &format!("row {i}"), &done, &[]))?;
+            }
             writer.write(&r.dst_start[..n], stride, &r.count[..n], &src.buf[so..so + bytes])
         } else {
             if scratch.len() < bytes {
@@ -147,6 +173,9 @@ fn write_rows(writer: &mut HyperslabWriter, dshape: &[u64], src: &SrcArray, tabl
             }
             dense_strides(&r.count[..n], itemsize, &mut dense);
             copy_strided_runs(src.buf, so, &ss[..n], &mut scratch[..bytes], 0, &dense[..n], &counts[..n], itemsize)?;
+            if let Some(g) = guard.as_deref_mut() {
+                g.check_row(l, i, &scratch[..bytes]).map_err(|e| failed(e, &format!("row {i}"), &done, &[]))?;
+            }
             writer.write(&r.dst_start[..n], stride, &r.count[..n], &scratch[..bytes])
         };
         res.map_err(|e| failed(e, &format!("row {i}"), &done, &[]))?;
@@ -194,12 +223,23 @@ fn write_chunked(
     // 2. One chunk at a time: raw (filters run by vh5 on worker threads) when vh5 implements
     //    the whole pipeline and no type conversion is needed, else through H5Dwrite.
     let ctx = MergeCtx { table, src, plan: &plan, n };
-    if let Some(raw) = super::rawwrite::raw_plan(l, dset, mem_type, src)? {
+    let layout = crate::hdf5::chunk::chunk_layout(l, dset)?;
+    // Chunks read for a partial update are checked as reads check them (scaleoffset headers
+    // libhdf5 1.10 would decode as zeros): see `crate::hdf5::scaleoffset`.
+    let guarded_reader = || -> Result<HyperslabReader> {
         let mut reader = HyperslabReader::new(l, dset, mem_type, itemsize)?;
+        if let Some(mut guard) = ReadGuard::new(l, dset, &layout)? {
+            reader.set_check(Box::new(move |l, shape, start, stride, count| guard.check(l, shape, start, stride, count)));
+        }
+        Ok(reader)
+    };
+    if let Some(raw) = super::rawwrite::raw_plan(l, dset, mem_type, src)? {
+        let mut reader = guarded_reader()?;
         return super::rawwrite::write_chunks_raw(l, dset, &raw, grid, &ctx, &pieces_per_row, &mut reader, stats);
     }
-    let mut reader = HyperslabReader::new(l, dset, mem_type, itemsize)?;
-    let fill_never = crate::hdf5::chunk::chunk_layout(l, dset)?.fill_never;
+    let mut reader = guarded_reader()?;
+    let fill_never = layout.fill_never;
+    let mut so_guard = WriteGuard::new(l, dset, &layout, mem_type, itemsize)?;
     let mut buf: Vec<u8> = Vec::new();
     let mut covered: Vec<u8> = Vec::new();
     let mut written_per_row = vec![0u32; table.nslices];
@@ -235,6 +275,13 @@ fn write_chunked(
             stats.chunks_read += 1;
         }
         ctx.merge(group, &origin[..n], &dense[..n], &mut buf[..bytes])?;
+        if full && crate::hdf5::chunk::is_partial_edge(&origin[..n], grid.chunk(), &dshape) {
+            // libhdf5 reads an edge chunk before writing it, however much of it is written
+            reader.check_selection(&origin[..n], None, &extent[..n]).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
+        }
+        if let Some(g) = so_guard.as_mut() {
+            g.check(l, &origin[..n], &buf[..bytes]).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
+        }
         if let Err(e) = writer.write(&origin[..n], None, &extent[..n], &buf[..bytes]) {
             return Err(report(e, &chunk_what(), &written_per_row, &pieces_per_row));
         }

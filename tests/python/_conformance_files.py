@@ -53,6 +53,8 @@ LZF_ID = 32000
 UNREG_ID = 40000  # no filter of this id exists in either libhdf5 (HDF5_PLUGIN_PATH is emptied)
 #: feature of cases whose pipeline no libhdf5 decodes reliably (see unreliable_pipeline)
 UNRELIABLE = "filter: pipeline libhdf5 cannot decode reliably (scaleoffset / nbit / szip)"
+#: feature of write cases whose pipeline libhdf5 < 2.2.0 stores cut short (see cut_pipeline)
+CUT_WRITES = "filter: pass-through nbit after deflate (libhdf5 < 2.2 writes chunks cut short)"
 
 
 def native_type(tid):
@@ -373,6 +375,26 @@ def unreliable_pipeline(path, name="d"):
         through = (fid == 5 and len(cd) > 1 and cd[1] == 1) or (fid == 6 and len(cd) > 4 and cd[0] == 2 and cd[1] == cd[4] * 8)
         if through and i > 0 and any(g not in (2, 4) for g, _ in used[i + 1:]):
             return f"pass-through filter {fid} between filters (libhdf5 < 2.2.0)"
+    return None
+
+
+def cut_pipeline(path, name="d"):
+    """Why libhdf5 < 2.2.0 may store chunks of dataset `name` cut short, or None: the write
+    rule of vh5's ``src/hdf5/filter_support.rs`` (``passthrough_write_problem``): a
+    pass-through nbit / scaleoffset whose nearest earlier filter that does something is
+    deflate, which reports its input length as the buffer size (a chunk it cannot shrink is
+    stored cut to that length). Filters with ids > 6 count as skipped (unreliable_pipeline)."""
+    with h5py.File(path, "r") as f:
+        dcpl = f[name].id.get_create_plist()
+        if dcpl.get_layout() != h5py.h5d.CHUNKED:
+            return None
+        used = [dcpl.get_filter(i)[:3:2] for i in range(dcpl.get_nfilters())]
+    used = [(fid, cd) for fid, cd in used if fid <= 6]
+    through = [(fid == 5 and len(cd) > 1 and cd[1] == 1) or (fid == 6 and len(cd) > 4 and cd[0] == 2 and cd[1] == cd[4] * 8) for fid, cd in used]
+    for i in range(len(used)):
+        before = [used[j][0] for j in range(i) if not through[j]]
+        if through[i] and before and before[-1] == 1:
+            return f"pass-through filter {used[i][0]} after deflate (libhdf5 < 2.2.0)"
     return None
 
 

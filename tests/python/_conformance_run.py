@@ -175,6 +175,7 @@ def build_one(k, spec, workdir, reads_per_spec=3):
     m = C.native_mask(spec["type"])
     mask = None if m is None else m.tobytes()
     bad = [C.UNRELIABLE] if spec["layout"] == "chunked" and C.unreliable_pipeline(path) else []
+    cut = [C.CUT_WRITES] if spec["layout"] == "chunked" and not bad and C.cut_pipeline(path) else []
     out = []
     if 0 in shape:
         return out
@@ -218,8 +219,15 @@ def build_one(k, spec, workdir, reads_per_spec=3):
             m = full.copy()
             apply_rows(m, srcarr, rows)
             model = m.tobytes()
+        elif shape:  # no read before the write: a reference only where the rows write everything
+            covered = np.zeros(shape, bool)
+            apply_rows(covered, np.ones(src_shape, bool), rows)
+            if covered.all():  # (libhdf5 writes row by row, reading chunks vh5 overwrites whole)
+                m = np.zeros(shape, srcarr.dtype)
+                apply_rows(m, srcarr, rows)
+                model = m.tobytes()
     src_layout = LAYOUTS[int(rng.integers(0, len(LAYOUTS)))]
-    out.append(("write", bad + extra + [f"src: {src_layout}"], {
+    out.append(("write", bad + cut + extra + [f"src: {src_layout}"], {
         "kind": "write", "path": path, "name": "d", "rows": rows, "src": src, "src_shape": src_shape, "src_layout": src_layout,
         "native_size": size, "expected": expected, "oracle_error": werr, "mask": mask, "model": model,
         "undefined": undefined_after_write(spec, shape, rows, src_shape)}))

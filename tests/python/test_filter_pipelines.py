@@ -8,7 +8,9 @@ reads the well-formed neighbours of each pipeline exactly as h5py does.
 - szip given bytes that are not whole pixels (scaleoffset or fletcher32 before szip on 8-byte
   types: libaec drops the tail, libhdf5 1.10.8 and 2.2.0 read uninitialised memory);
 - with a libhdf5 older than 2.2.0 only: a pass-through nbit between shuffle and deflate /
-  fletcher32 (libhdf5 1.10.8 and 2.0.0 hand on the wrong length: scrambled values)."""
+  fletcher32 (libhdf5 1.10.8 and 2.0.0 hand on the wrong length: scrambled values); writes
+  only: a pass-through nbit after deflate (a chunk deflate cannot shrink is stored cut short);
+- a 4-byte float scaleoffset chunk libhdf5 stores with 64 bits per value (src/hdf5/scaleoffset.rs)."""
 
 import numpy as np
 import pytest
@@ -181,6 +183,113 @@ def test_passthrough_nbit_between_shuffle_and_deflate_refused_before_libhdf5_2_2
     p2 = _file(tmp_path, {"sh_nbit": ("<f4", ["shuffle", "nbit"]), "nbit_deflate": ("<f4", ["nbit", "deflate"])})
     for name in ("sh_nbit", "nbit_deflate"):
         assert (_read(p2, name) == _values("<f4")).all(), name
+
+
+def test_passthrough_nbit_after_deflate_write_refused_before_libhdf5_2_2(tmp_path):
+    """nbit on a full-precision type after deflate: before 2.2.0 deflate reports its input
+    length as the buffer size and nbit hands that on as the data's length, so a chunk deflate
+    cannot shrink (random int64) is stored cut to its input length, which no reader decodes.
+    vh5 refuses writes with such a libhdf5 and reads such datasets as h5py does (conformance
+    seed 36 at 8000 cases: deflate + nbit on <i8)."""
+    rng = np.random.default_rng(5)
+    noise = rng.integers(-(2**63), 2**63 - 1, N, dtype=np.int64)
+    p = tmp_path / "deflate_nbit.h5"
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        _dataset(f, "smooth", "<i8", ["deflate", "nbit"], _values("<i8"))
+        _dataset(f, "noise_shuffle", "<i8", ["deflate", "nbit", "shuffle"], np.zeros(N, "<i8"))
+        _dataset(f, "f32_between", "<i8", ["deflate", "fletcher32", "nbit"], np.zeros(N, "<i8"))
+    with h5py.File(p) as f:
+        assert (f["smooth"][...] == _values("<i8")).all()
+    # reads: what libhdf5 stored decodes (or fails) the same in every version
+    assert (_read(p, "smooth") == _values("<i8")).all()
+    # fletcher32 between them reports its own output length: nothing to get wrong
+    with vh5.File(p, "r+") as f:
+        vh5.write_many_slices(noise, f["f32_between"], [[0]], [[0]], [[N]])
+    assert (_read(p, "f32_between") == noise).all()
+    for name, pipe in (("smooth", "[deflate, nbit]"), ("noise_shuffle", "[deflate, nbit, shuffle]")):
+        with vh5.File(p, "r+") as f:
+            if vh5.hdf5_version().version >= (2, 2, 0):
+                vh5.write_many_slices(noise, f[name], [[0]], [[0]], [[N]])
+                continue
+            with pytest.raises(vh5.UnsupportedError) as e:
+                vh5.write_many_slices(noise, f[name], [[0]], [[0]], [[N]])
+        if vh5.hdf5_version().version >= (2, 2, 0):
+            with h5py.File(p) as f:
+                assert (f[name][...] == noise).all(), name
+            continue
+        msg = str(e.value)
+        for w in (f"`/{name}`", p.name, "libhdf5 " + ".".join(map(str, vh5.hdf5_version().version)), pipe, "stored cut short", "before 2.2.0"):
+            assert w in msg, (w, msg)
+    if vh5.hdf5_version().version < (2, 2, 0):  # the refused writes left the file as it was
+        assert (_read(p, "smooth") == _values("<i8")).all()
+
+
+def test_scaleoffset_float_chunk_stored_with_64_bits_refused(tmp_path):
+    """libhdf5's float D-scale scaleoffset stores a 4-byte float chunk whose first value apart
+    from the fill value is NaN, or whose values apart from it are all the same infinity, with
+    64 bits per value: 2.0 and 2.2 refuse to decode it, 1.10.8 returned zeros (conformance
+    seed 38 at 8000 cases: a >f4 row holding inf). vh5 refuses to read such a chunk and to
+    write one; chunks libhdf5 stores readably (inf among finite values: full precision) read
+    and write as h5py does."""
+    inf = np.float32(np.inf)
+    ones = np.ones(N, "<f4")
+    bad = {"so_inf": ["scaleoffset"], "so_inf_deflate": ["scaleoffset", "shuffle", "deflate"], "so_inf_f32_nbit": ["scaleoffset", "fletcher32", "nbit"]}
+    p = tmp_path / "so_inf.h5"
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        for name, filters in bad.items():
+            _dataset(f, name, "<f4", filters, np.full(N, inf, "<f4"))
+        mixed = np.linspace(-7, 9, N).astype("<f4")
+        mixed[3] = inf
+        _dataset(f, "so_mixed", "<f4", ["scaleoffset"], mixed)
+        _dataset(f, "so_ones", "<f4", ["scaleoffset"], ones)
+        _dataset(f, "so_ones_f8", "<f8", ["scaleoffset"], ones.astype("<f8"))
+    for name in bad:
+        with h5py.File(p) as f, pytest.raises(OSError):
+            f[name][...]  # libhdf5 2.0 (h5py) cannot decode what it wrote
+        with pytest.raises(vh5.HDF5Error) as e:
+            _read(p, name)
+        if vh5.hdf5_version().version < (2, 0, 0):  # vh5's own check; 2.x refuses by itself
+            for w in (f"`/{name}`", p.name, "64 bits per value", "would return zeros"):
+                assert w in str(e.value), (w, str(e.value))
+    np.testing.assert_array_equal(_read(p, "so_mixed"), h5py.File(p)["so_mixed"][...])
+    # a write into part of such a chunk must decode it first: refused as the read is
+    with vh5.File(p, "r+") as f, pytest.raises(vh5.HDF5Error):
+        vh5.write_many_slices(ones[:5], f["so_inf"], [[0]], [[0]], [[5]])
+    # overwriting all of it stores a readable chunk
+    with vh5.File(p, "r+") as f:
+        vh5.write_many_slices(ones, f["so_inf"], [[0]], [[0]], [[N]])
+    np.testing.assert_array_equal(h5py.File(p)["so_inf"][...], ones)
+    # writes: a chunk libhdf5 would store with 64 bits per value is refused, nothing written
+    chunk_words = ("64 bits per value", "nothing of this chunk was written")
+    cases = [
+        (np.full(N, inf, "<f4"), chunk_words),
+        (np.r_[np.float32(np.nan), ones[1:]].astype("<f4"), chunk_words),
+        (np.r_[np.full(1, inf), np.zeros(N - 1)].astype("<f4"), chunk_words),  # the rest is the fill value 0
+        # float64 source: libhdf5 converts and merges the row itself, vh5 checks the row's values
+        (np.r_[np.full(1, -np.inf), np.ones(N - 1)], ("row 0 holds a value that is not a finite 4-byte float once converted",)),
+        (np.r_[np.full(1, 1e300), np.ones(N - 1)], ("row 0 holds a value that is not a finite 4-byte float once converted",)),
+    ]
+    for src, words in cases:
+        with vh5.File(p, "r+") as f, pytest.raises(vh5.UnsupportedError) as e:
+            vh5.write_many_slices(src, f["so_ones"], [[0]], [[0]], [[N]], convert=src.dtype != np.float32)
+        for w in ("`/so_ones`", p.name, *words):
+            assert w in str(e.value), (w, str(e.value))
+        np.testing.assert_array_equal(h5py.File(p)["so_ones"][...], ones)
+    with vh5.File(p, "r+") as f:  # finite float64 values convert and write
+        vh5.write_many_slices(np.full(N, 2.0), f["so_ones"], [[0]], [[0]], [[N]], convert=True)
+    np.testing.assert_array_equal(h5py.File(p)["so_ones"][...], np.full(N, 2.0))
+    # readable chunks: inf among finite values, and 8-byte floats (64 bits is their precision)
+    for name, dtype in (("so_ones", "<f4"), ("so_ones_f8", "<f8")):
+        src = ones.astype(dtype)
+        src[5] = np.inf
+        with vh5.File(p, "r+") as f:
+            vh5.write_many_slices(src, f[name], [[0]], [[0]], [[N]])
+        with h5py.File(p) as f:
+            np.testing.assert_array_equal(f[name][...], src)
+    src = np.full(N, np.inf, "<f8")
+    with vh5.File(p, "r+") as f:
+        vh5.write_many_slices(src, f["so_ones_f8"], [[0]], [[0]], [[N]])
+    np.testing.assert_array_equal(h5py.File(p)["so_ones_f8"][...], src)
 
 
 @pytest.mark.skipif(vh5._lib.lib().h5py_bound, reason="the h5py-bound build runs on h5py's libhdf5, which has lzf")

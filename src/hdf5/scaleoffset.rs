@@ -1,0 +1,328 @@
+//! Scaleoffset chunks of 4-byte floats that libhdf5 writes but cannot decode.
+//!
+//! libhdf5's scaleoffset filter in float D-scale mode (`H5Pset_scaleoffset(H5Z_SO_FLOAT_DSCALE,
+//! D)`, `H5Zscaleoffset.c`, `H5Z_scaleoffset_precompress_3`) finds the minimum and maximum of
+//! a chunk's values (those further than 10^-D from the fill value when one is defined,
+//! starting from the first such value) and sizes the packed values from
+//! `llround(max * 10^D - min * 10^D)`, computed in the type (`float` here). When that
+//! difference is NaN - the chunk's first counted value is NaN, or all its counted values are
+//! the same infinity (or overflow to it when scaled) - `llround` gives `LLONG_MIN` on x86-64
+//! and the chunk is stored with a header of 64 bits per value (minval the infinity): more than
+//! a 4-byte float has. No libhdf5 decodes such a chunk: 2.0.0 and 2.2.0 refuse it ("minimum
+//! number of bits exceeds size of type"), 1.14.6 too; 1.10.8 has no such check and decodes it
+//! as zeros, silently (conformance seed 38 at 8000 cases: a row of `>f4` holding inf). 8-byte
+//! floats are not affected (64 bits is their full precision: stored as they are). The encoder
+//! is the same in every version (2.2.0 included).
+//!
+//! So vh5:
+//! - reads ([`ReadGuard`], with a libhdf5 older than 2.0.0, whose decoder does not check the
+//!   header): before each `H5Dread` reaches a chunk of such a dataset it fetches the chunk's
+//!   stored bytes, undoes the filters after scaleoffset (deflate, shuffle, fletcher32; an nbit
+//!   with nothing to pack passes them on) and refuses the read (`Hdf5`, naming the dataset,
+//!   the chunk and why) when the header says more than 32 bits per value;
+//! - writes ([`WriteGuard`], every libhdf5): checks every chunk it is about to write whole
+//!   (vh5 writes each touched chunk once, from a buffer holding all its elements inside the
+//!   extent) with libhdf5's own rule and refuses (`Unsupported`) a chunk that would be stored
+//!   that way, before anything of it is written. Elements of an edge chunk outside the extent
+//!   count as the fill value (what libhdf5 puts there).
+
+use std::collections::HashSet;
+
+use hdf5_sys::h5i::hid_t;
+
+use super::chunk::{chunk_state, convert, file_size, fill_element, flush_dataset, is_partial_edge, opened_read_write, read_raw_chunk, ChunkLayout, ChunkState};
+use super::handle::dataset_name;
+use super::lock::H5Lock;
+use crate::codec::{parse_pipeline, Decoder, Filter};
+use crate::error::Result;
+
+const SCALEOFFSET: i32 = hdf5_sys::h5z::H5Z_FILTER_SCALEOFFSET;
+const NBIT: i32 = hdf5_sys::h5z::H5Z_FILTER_NBIT;
+
+/// Bytes of the header libhdf5's scaleoffset filter writes before the packed values.
+const HEADER_BYTES: usize = 21;
+
+/// The index in the pipeline and the client data of a float D-scale scaleoffset filter on
+/// 4-byte values, the one kind that can store chunks no libhdf5 decodes.
+fn float4_dscale(layout: &ChunkLayout) -> Option<(usize, &[u32])> {
+    let i = layout.filters.iter().position(|f| f.id == SCALEOFFSET)?;
+    let cd = &layout.filters[i].cd_values;
+    // [0] scale type 0 = D-scale, [3] class 1 = float, [4] element size (checked by chunk_layout)
+    (cd.len() >= 8 && cd[0] == 0 && cd[3] == 1 && cd[4] == 4).then_some((i, cd.as_slice()))
+}
+
+/// Whether libhdf5's scaleoffset encoder stores the chunk holding `values` (native 4-byte
+/// floats, all of the chunk's elements) with more bits per value than a float has: the rule
+/// of `H5Z_scaleoffset_precompress_3` / `_max_min_3` / `_check_3` for `float`, scale factor
+/// `d`, `fill` when the dataset's fill value is defined (values within 10^-d of it do not
+/// count; none counted gives 1 bit).
+pub fn stored_unreadable(values: impl IntoIterator<Item = f32>, fill: Option<f32>, d: i32) -> bool {
+    let tol = 10f64.powi(-d);
+    // `fabs((double)(buf[i] - filval)) < pow(10.0, -D_val)`: a NaN difference counts
+    let mut counted = values.into_iter().filter(|&x| fill.is_none_or(|f| (x - f).is_nan() || ((x - f) as f64).abs() >= tol));
+    let Some(first) = counted.next() else { return false };
+    let (mut min, mut max) = (first, first);
+    for x in counted {
+        if x > max {
+            max = x;
+        }
+        if x < min {
+            min = x;
+        }
+    }
+    let scale = 10f32.powi(d);
+    (max * scale - min * scale).is_nan()
+}
+
+/// Checks the chunks `H5Dread` is about to decode (see the module docs). One per reader.
+pub struct ReadGuard {
+    dset: hid_t,
+    chunk: Vec<u64>,
+    dont_filter_partial: bool,
+    so_index: usize,
+    /// The filters after scaleoffset vh5 undoes, with their index in the pipeline.
+    tail: Vec<(usize, Filter)>,
+    /// Decoded size bound for the tail: the largest scaleoffset output (64 bits per value).
+    limit: usize,
+    file_size: u64,
+    checked: HashSet<Vec<u64>>,
+    decoder: Decoder,
+    buf: Vec<u8>,
+}
+
+impl ReadGuard {
+    /// A guard for `dset` when its pipeline has a float D-scale scaleoffset on 4-byte values
+    /// and the linked libhdf5 (older than 2.0.0) does not check the header itself; `None`
+    /// otherwise, and when a filter after scaleoffset is one vh5 cannot undo (szip, an nbit
+    /// that packs, a plugin: the header is then not looked at).
+    pub fn new(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout) -> Result<Option<ReadGuard>> {
+        let (Some(chunk), Some((so_index, _))) = (&layout.chunk, float4_dscale(layout)) else { return Ok(None) };
+        if super::version::library_info(lock).is_ok_and(|v| v.major >= 2) {
+            return Ok(None);
+        }
+        let mut tail = Vec::new();
+        for (i, f) in layout.filters.iter().enumerate().skip(so_index + 1) {
+            if f.id == NBIT && f.cd_values.get(1) == Some(&1) {
+                continue; // nothing to pack: passes its input on
+            }
+            match parse_pipeline(&[(f.id, f.cd_values.as_slice())]) {
+                Some(p) => tail.push((i, p[0])),
+                None => return Ok(None),
+            }
+        }
+        let elems = chunk.iter().product::<u64>() as usize;
+        let file_size = file_size(lock, dset)?;
+        if opened_read_write(lock, dset)? {
+            flush_dataset(lock, dset)?; // chunks still in libhdf5's cache reach the file
+        }
+        Ok(Some(ReadGuard {
+            dset,
+            chunk: chunk.clone(),
+            dont_filter_partial: layout.dont_filter_partial,
+            so_index,
+            tail,
+            limit: HEADER_BYTES + elems.saturating_mul(8) + 1,
+            file_size,
+            checked: HashSet::new(),
+            decoder: Decoder::default(),
+            buf: Vec::new(),
+        }))
+    }
+
+    /// Check every chunk holding an element of the hyperslab `start`, `stride`, `count` of a
+    /// dataset of extent `shape`, each chunk once per guard.
+    pub fn check(&mut self, lock: &H5Lock, shape: &[u64], start: &[u64], stride: Option<&[u64]>, count: &[u64]) -> Result<()> {
+        let n = shape.len();
+        if n == 0 || n != self.chunk.len() || count.contains(&0) {
+            return Ok(());
+        }
+        // per axis, the chunk indices holding a selected element
+        let mut axes: Vec<Vec<u64>> = Vec::with_capacity(n);
+        for j in 0..n {
+            let (c, s, a) = (self.chunk[j].max(1), stride.map_or(1, |s| s[j]).max(1), start[j]);
+            let last = a + (count[j] - 1) * s;
+            if s <= c {
+                axes.push((a / c..=last / c).collect());
+            } else {
+                axes.push((0..count[j]).map(|k| (a + k * s) / c).collect());
+            }
+        }
+        let mut at = vec![0usize; n];
+        loop {
+            let origin: Vec<u64> = (0..n).map(|j| axes[j][at[j]] * self.chunk[j]).collect();
+            if !self.checked.contains(&origin) {
+                self.check_chunk(lock, shape, &origin)?;
+                self.checked.insert(origin);
+            }
+            let mut j = n;
+            loop {
+                if j == 0 {
+                    return Ok(());
+                }
+                j -= 1;
+                at[j] += 1;
+                if at[j] < axes[j].len() {
+                    break;
+                }
+                at[j] = 0;
+            }
+        }
+    }
+
+    fn check_chunk(&mut self, lock: &H5Lock, shape: &[u64], origin: &[u64]) -> Result<()> {
+        if self.dont_filter_partial && is_partial_edge(origin, &self.chunk, shape) {
+            return Ok(()); // stored without filters
+        }
+        let ChunkState::Stored { size } = chunk_state(lock, self.dset, origin) else { return Ok(()) };
+        if size > self.file_size {
+            return Ok(()); // not trusted: libhdf5 reads it and fails with its own reason
+        }
+        let Some(mask) = read_raw_chunk(lock, self.dset, origin, size, &mut self.buf)? else { return Ok(()) };
+        if mask & (1 << self.so_index) != 0 {
+            return Ok(());
+        }
+        let filters: Vec<Filter> = self.tail.iter().map(|&(_, f)| f).collect();
+        let tail_mask = self.tail.iter().enumerate().fold(0u32, |m, (k, &(i, _))| if i < 32 && mask & (1 << i) != 0 { m | 1 << k } else { m });
+        if self.decoder.decode(&filters, tail_mask, &mut self.buf, self.limit).is_err() || self.buf.len() < 4 {
+            return Ok(()); // damaged: libhdf5 decodes it and answers for it
+        }
+        let bits = u32::from_le_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+        if bits > 32 {
+            bail!(
+                Hdf5,
+                "dataset {}: the scaleoffset chunk at {origin:?} says {bits} bits per value, more than its 4-byte floats have: libhdf5 stores a chunk so \
+                 when its first counted value is NaN or all its counted values are the same infinity, and no libhdf5 decodes it (2.0 and 2.2 report \
+                 an error; libhdf5 {}, linked here, would return zeros): vh5 refuses the read",
+                dataset_name(lock, self.dset),
+                super::version::version_text(lock)
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Checks the chunks a write is about to store whole (see the module docs). One per write.
+pub struct WriteGuard {
+    dset: hid_t,
+    mem_type: hid_t,
+    mem_itemsize: usize,
+    /// Whether `mem_type` is the native float (no conversion needed).
+    native: bool,
+    scale: i32,
+    fill: Option<f32>,
+    /// Elements per chunk (libhdf5 encodes all of them, outside the extent too).
+    chunk_elems: u64,
+    values: Vec<u8>,
+    bkg: Vec<u8>,
+}
+
+impl WriteGuard {
+    /// A guard for writes of elements of `mem_type` (`mem_itemsize` bytes) into `dset`, when
+    /// its pipeline has a float D-scale scaleoffset on 4-byte values; `None` otherwise.
+    pub fn new(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout, mem_type: hid_t, mem_itemsize: usize) -> Result<Option<WriteGuard>> {
+        let (Some(chunk), Some((_, cd))) = (&layout.chunk, float4_dscale(layout)) else { return Ok(None) };
+        let float = *hdf5_sys::h5t::H5T_NATIVE_FLOAT;
+        let fill = if cd[7] == 1 {
+            let b = fill_element(lock, dset, float, 4)?;
+            Some(f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        } else {
+            None
+        };
+        let native = super::chunk::types_equal(lock, mem_type, float);
+        Ok(Some(WriteGuard { dset, mem_type, mem_itemsize, native, scale: cd[1] as i32, fill, chunk_elems: chunk.iter().product(), values: Vec::new(), bkg: Vec::new() }))
+    }
+
+    /// Refuse (`Unsupported`) to store the chunk at `origin` whose elements inside the
+    /// extent are `buf` (C order, `mem_type`) when libhdf5 would store it undecodable.
+    pub fn check(&mut self, lock: &H5Lock, origin: &[u64], buf: &[u8]) -> Result<()> {
+        let elems = buf.len() / self.mem_itemsize.max(1);
+        let (chunk_elems, fill, scale) = (self.chunk_elems, self.fill, self.scale);
+        let values = self.floats(lock, buf)?.chunks_exact(4).map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+        // outside the extent: the fill value (zeros when none is defined)
+        let outside = chunk_elems.saturating_sub(elems as u64).min(1) as usize;
+        let values = values.chain(std::iter::repeat_n(fill.unwrap_or(0.0), outside));
+        if stored_unreadable(values, fill, scale) {
+            bail!(
+                Unsupported,
+                "dataset {}: the chunk at {origin:?} would be stored by libhdf5's scaleoffset filter with 64 bits per value, more than its 4-byte floats \
+                 have (its first value apart from the fill value is NaN, or all of them are the same infinity), which no libhdf5 decodes (1.10 reads \
+                 zeros, 2.x an error): vh5 refuses to write it (nothing of this chunk was written)",
+                dataset_name(lock, self.dset)
+            );
+        }
+        Ok(())
+    }
+}
+
+impl WriteGuard {
+    /// `buf` (elements of `mem_type`) as native floats, converted as `H5Dwrite` converts.
+    fn floats<'a>(&'a mut self, lock: &H5Lock, buf: &'a [u8]) -> Result<&'a [u8]> {
+        if self.native {
+            return Ok(buf);
+        }
+        let elems = buf.len() / self.mem_itemsize.max(1);
+        self.values.clear();
+        self.values.extend_from_slice(buf);
+        self.values.resize(elems * self.mem_itemsize.max(4), 0);
+        self.bkg.clear();
+        self.bkg.resize(elems * 4, 0);
+        convert(lock, self.mem_type, *hdf5_sys::h5t::H5T_NATIVE_FLOAT, elems, &mut self.values, &mut self.bkg)?;
+        Ok(&self.values[..elems * 4])
+    }
+
+    /// For writes that libhdf5 merges into the chunks itself (`H5Dwrite` of a row, used when
+    /// the elements need a type conversion), where vh5 never holds a whole chunk: refuse
+    /// (`Unsupported`) a row `buf` (elements of `mem_type`) holding a value that is not a
+    /// finite float once converted. Stricter than [`WriteGuard::check`] (an infinity among
+    /// finite values is stored readably), but no chunk is stored undecodable from the row's
+    /// values; rows written before stay written.
+    pub fn check_row(&mut self, lock: &H5Lock, row: usize, buf: &[u8]) -> Result<()> {
+        if self.floats(lock, buf)?.chunks_exact(4).all(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]).is_finite()) {
+            return Ok(());
+        }
+        bail!(
+            Unsupported,
+            "dataset {}: row {row} holds a value that is not a finite 4-byte float once converted: libhdf5's scaleoffset filter may store its chunk with \
+             64 bits per value, which no libhdf5 decodes, and a converted write leaves the chunk to libhdf5 (write float32 values to have vh5 check each \
+             chunk): vh5 refuses the row",
+            dataset_name(lock, self.dset)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stored_unreadable;
+
+    #[test]
+    fn libhdf5s_rule_for_float_chunks() {
+        let inf = f32::INFINITY;
+        let nan = f32::NAN;
+        // fill value defined (0): values within 10^-3 of it do not count
+        let fill = Some(0.0);
+        assert!(stored_unreadable([inf; 5], fill, 3));
+        assert!(stored_unreadable([-inf, -inf, 0.0, 0.0], fill, 3));
+        assert!(stored_unreadable([0.0, inf, 0.0, inf], fill, 3));
+        assert!(stored_unreadable([nan, 1.0, 2.0], fill, 3));
+        // the first COUNTED value
+        assert!(stored_unreadable([0.0, nan, 1.0], fill, 3));
+        // huge values that overflow to the same infinity when scaled
+        assert!(stored_unreadable([3e38, 3e38], fill, 3));
+        // readable: finite range, inf with finite values (full precision), both infinities,
+        // NaN after the first counted value (libhdf5 stores another value, readably)
+        assert!(!stored_unreadable([1.0, 2.0, 3.0], fill, 3));
+        assert!(!stored_unreadable([1.0, inf, 2.0], fill, 3));
+        assert!(!stored_unreadable([inf, 1.0], fill, 3));
+        assert!(!stored_unreadable([-inf, inf], fill, 3));
+        assert!(!stored_unreadable([1.0, nan, 2.0], fill, 3));
+        // all fill
+        assert!(!stored_unreadable([0.0, 0.0], fill, 3));
+        // no fill value: every value counts
+        assert!(stored_unreadable([inf, inf], None, 3));
+        assert!(!stored_unreadable([0.0, inf], None, 3));
+        assert!(stored_unreadable([nan, 0.0], None, 3));
+        // fill value inf: inf - inf is NaN, not within 10^-3: infinities count all the same
+        assert!(stored_unreadable([inf, inf], Some(inf), 3));
+        assert!(!stored_unreadable([inf, 1.0, 2.0], Some(inf), 3));
+    }
+}
