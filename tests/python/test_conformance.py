@@ -634,7 +634,11 @@ def test_chunk_btree_key_off_the_chunk_grid_refused(tmp_path):
             r = subprocess.run([sys.executable, "-c", code, f, out], env=env, capture_output=True, text=True, timeout=60)
             assert r.returncode == 0, r.stderr[-1500:]
             if want:
-                assert want in r.stdout and "bad coordinate offset" in r.stdout, (planner, r.stdout)
+                # vh5's own check (it reads the B-tree with libhdf5 1.10); a newer libhdf5
+                # (the static 2.2 build) refuses the key itself first, with its own message
+                assert "bad coordinate offset" in r.stdout, (planner, r.stdout)
+                if __import__("vh5").hdf5_version().version[:2] == (1, 10):
+                    assert want in r.stdout, (planner, r.stdout)
             else:
                 with h5py.File(path) as h:
                     np.testing.assert_array_equal(np.load(out), h["d"][...])
