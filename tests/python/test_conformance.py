@@ -541,6 +541,35 @@ def test_numeric_size_or_compound_member_damaged_refused_before_libhdf5_opens_it
         assert f["d"].shape == tuple(spec["shape"])
 
 
+def test_nbit_nothing_to_pack_flag_of_any_nonzero_value_counts(tmp_path):
+    """Seed 54 at 8000 cases, case 5786 (metadata byte 1174): a flipped byte of nbit's client
+    data [1] (1 -> 3080193) in a shuffle + nbit + deflate pipeline. libhdf5 tests that value
+    for non-zero: nbit still has nothing to do, and libhdf5 1.10 reads the scrambled values
+    of a pass-through nbit between filters; vh5 only counted the value 1 as pass-through and
+    read them. Now any non-zero value counts, and the read is refused as for the undamaged
+    file."""
+    import numpy as np
+
+    spec = {"alloc": "incr", "chunks": [1, 32], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "never", "fillvalue": False,
+            "filters": [["shuffle"], ["nbit"], ["deflate", 3]], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [12, 32],
+            "resize": [6, 32], "seed": 1015926630, "shape": [9, 32], "type": "cmpd_packed", "written": "part"}
+    path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
+    C.build(spec, path)
+    X.apply(path, bad, [m for m in X.mutations(path, spec["seed"]) if m[3] == "metadata byte 1174"][0])
+    with h5py.File(bad, "r") as f:
+        assert f["d"].id.get_create_plist().get_filter(1)[2][1] == 3080193
+    vh5 = __import__("vh5")
+    for p in (path, bad):
+        with vh5.File(p) as f:
+            d = f["d"]
+            dst = np.zeros(d.shape, d.dtype.newbyteorder("="))
+            if vh5.hdf5_version().version >= (2, 2, 0):
+                vh5.read_many_slices(d, dst, [[0, 0]], [[0, 0]], [list(d.shape)])
+                continue
+            with pytest.raises(vh5.UnsupportedError, match=r"\[shuffle, nbit, deflate\].*nbit has nothing to do here"):
+                vh5.read_many_slices(d, dst, [[0, 0]], [[0, 0]], [list(d.shape)])
+
+
 def test_filter_pipeline_message_damaged_refused_before_libhdf5_opens_it(tmp_path):
     """Seed 43 at 8000 cases, case 6059: one flipped byte (metadata byte 915) in the name
     length of a fletcher32 + nbit pipeline message (16 -> 31248 bytes, past the message's 80):
