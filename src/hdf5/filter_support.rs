@@ -21,7 +21,7 @@
 //!   libhdf5 1.10.8 and 2.2.0 alike: the values, or a fletcher32 failure, vary run to run.
 //!
 //! - Before libhdf5 2.2.0, nbit and scaleoffset with nothing to do (nbit on a type of full
-//!   precision, client data [1] = 1; integer scaleoffset keeping every bit) hand on the
+//!   precision, client data [1] non-zero; integer scaleoffset keeping every bit) hand on the
 //!   capacity of their buffer instead of its data length (fixed by HDF5 pull request 6389,
 //!   "fix nbit/scaleoffset no-op return values"; the 2.2.0 sources return the length). When
 //!   a filter after them in write order (deflate, fletcher32, ...) leaves a buffer larger than
@@ -103,7 +103,7 @@ pub fn pipeline_problem(filters: &[FilterSpec], chunk_bytes: u64, avail: impl Fn
     let mut before: Vec<String> = Vec::new();
     for f in filters {
         let name = filter_name(f.id);
-        let compressing_nbit = f.id == NBIT && f.cd_values.get(1).copied() != Some(1);
+        let compressing_nbit = f.id == NBIT && !nbit_has_nothing_to_do(&f.cd_values);
         if !avail(f.id) {
             before.push(format!("{name} (not in this libhdf5: counted as skipped)"));
             continue;
@@ -134,11 +134,18 @@ pub fn pipeline_problem(filters: &[FilterSpec], chunk_bytes: u64, avail: impl Fn
     None
 }
 
+/// Whether nbit's client data say there is nothing to pack: libhdf5 tests `cd_values[1]` for
+/// non-zero (`H5Z__filter_nbit`), so any non-zero value (1 as libhdf5 writes it, or a damaged
+/// one: seed 54 at 8000 cases, 1 -> 3080193) makes the filter pass its input on.
+pub fn nbit_has_nothing_to_do(cd: &[u32]) -> bool {
+    cd.get(1).is_some_and(|&v| v != 0)
+}
+
 /// Whether an nbit / scaleoffset filter passes its input through unchanged (see the module docs).
 fn passes_through(f: &FilterSpec) -> bool {
     let cd = &f.cd_values;
     match f.id {
-        NBIT => cd.get(1) == Some(&1),
+        NBIT => nbit_has_nothing_to_do(cd),
         SCALEOFFSET => cd.len() > 4 && cd[0] == 2 && u64::from(cd[1]) == u64::from(cd[4]) * 8,
         _ => false,
     }
@@ -337,7 +344,9 @@ mod tests {
         // every pass-through counts, not only the first
         assert!(passthrough_write_problem(&[nop.clone(), deflate.clone(), nop.clone()], all).is_some());
         // nbit that packs bits returns its own length
-        assert_eq!(passthrough_write_problem(&[deflate, f(NBIT, &[8, 0, 64, 1, 8, 0, 12, 0])], all), None);
+        assert_eq!(passthrough_write_problem(&[deflate.clone(), f(NBIT, &[8, 0, 64, 1, 8, 0, 12, 0])], all), None);
+        // any non-zero client data [1] means nothing to pack, as libhdf5 reads it
+        assert!(passthrough_write_problem(&[deflate, f(NBIT, &[8, 3080193, 64, 1, 8, 0, 64, 0])], all).is_some());
     }
 
     #[test]

@@ -102,7 +102,7 @@ impl ReadGuard {
         }
         let mut tail = Vec::new();
         for (i, f) in layout.filters.iter().enumerate().skip(so_index + 1) {
-            if f.id == NBIT && f.cd_values.get(1) == Some(&1) {
+            if f.id == NBIT && super::filter_support::nbit_has_nothing_to_do(&f.cd_values) {
                 continue; // nothing to pack: passes its input on
             }
             match parse_pipeline(&[(f.id, f.cd_values.as_slice())]) {

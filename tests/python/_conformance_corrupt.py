@@ -59,6 +59,35 @@ def size_entries(path, name="d"):
     return out
 
 
+def pipeline_type_fields(path, name="d"):
+    """Offsets of the 2-byte type field of the filter pipeline message (type 11) of dataset
+    `name` in a version-1 object header (no checksum: a flip there goes unnoticed), found by
+    searching the file for the message header and the start of its data (version, filter
+    count); [] for other datasets."""
+    with h5py.File(path, "r") as f:
+        dcpl = f[name].id.get_create_plist()
+        if dcpl.get_layout() != h5py.h5d.CHUNKED or not dcpl.get_nfilters():
+            return []
+        n = dcpl.get_nfilters()
+    with open(path, "rb") as fh:
+        b = fh.read()
+    out, at = [], b.find(b"\x0b\x00")
+    while at >= 0:
+        if at + 10 <= len(b) and b[at + 5: at + 8] == b"\0\0\0" and b[at + 8] == 1 and b[at + 9] == n:
+            out.append(at)
+        at = b.find(b"\x0b\x00", at + 1)
+    return out
+
+
+def loses_pipeline(fields, mut):
+    """Whether the flip `mut` changes the type of the pipeline message (`fields`, from
+    :func:`pipeline_type_fields` of the undamaged file): libhdf5 then ignores the message and
+    reads the filtered chunks as unfiltered ones, shorter than a chunk (libhdf5 < 2.2 reads the
+    rest as uninitialised memory, h5py's 2.0 as well)."""
+    kind, off, _, _ = mut
+    return kind == "metadata flip" and any(at <= off < at + 2 for at in fields)
+
+
 def shrinks_size_entry(entries, mut):
     """Whether the flip `mut` makes an unfiltered chunk's stored-size entry (`entries`, from
     :func:`size_entries` of the undamaged file) smaller than the chunk (libhdf5 < 2.2 then

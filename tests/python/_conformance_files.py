@@ -359,7 +359,7 @@ def unreliable_pipeline(path, name="d"):
     for fid, cd in filters:
         if fid > 6:
             continue
-        packs = fid == 5 and (len(cd) < 2 or cd[1] != 1)
+        packs = fid == 5 and (len(cd) < 2 or cd[1] == 0)
         if (fid == 6 or packs) and n != chunk_bytes:
             return f"filter {fid} after a filter that changed the chunk's length"
         if fid == 4:
@@ -372,7 +372,7 @@ def unreliable_pipeline(path, name="d"):
     # that leaves a buffer larger than its data (vh5 refuses it with its libhdf5 1.10)
     used = [(fid, cd) for fid, cd in filters if fid <= 6]
     for i, (fid, cd) in enumerate(used):
-        through = (fid == 5 and len(cd) > 1 and cd[1] == 1) or (fid == 6 and len(cd) > 4 and cd[0] == 2 and cd[1] == cd[4] * 8)
+        through = (fid == 5 and len(cd) > 1 and cd[1] != 0) or (fid == 6 and len(cd) > 4 and cd[0] == 2 and cd[1] == cd[4] * 8)
         if through and i > 0 and any(g not in (2, 4) for g, _ in used[i + 1:]):
             return f"pass-through filter {fid} between filters (libhdf5 < 2.2.0)"
     return None
@@ -390,7 +390,7 @@ def cut_pipeline(path, name="d"):
             return None
         used = [dcpl.get_filter(i)[:3:2] for i in range(dcpl.get_nfilters())]
     used = [(fid, cd) for fid, cd in used if fid <= 6]
-    through = [(fid == 5 and len(cd) > 1 and cd[1] == 1) or (fid == 6 and len(cd) > 4 and cd[0] == 2 and cd[1] == cd[4] * 8) for fid, cd in used]
+    through = [(fid == 5 and len(cd) > 1 and cd[1] != 0) or (fid == 6 and len(cd) > 4 and cd[0] == 2 and cd[1] == cd[4] * 8) for fid, cd in used]
     for i in range(len(used)):
         before = [used[j][0] for j in range(i) if not through[j]]
         if through[i] and before and before[-1] == 1:

@@ -100,6 +100,8 @@ CORRUPT_CONFIGS = [("auto", 2), ("chunks", 2), ("rows", 1)]
 #: parameters, memory bounds, h5py sources, payloads), or they showed no divergence here.
 #: Feature of a damaged copy whose flip made an unfiltered chunk's stored-size entry smaller.
 SHRUNK_SIZE_ENTRY = "damage: unfiltered chunk's size entry smaller than the chunk"
+#: Feature of a damaged copy whose flip changed the type of the filter pipeline message.
+LOST_PIPELINE = "damage: filter pipeline message type (filtered chunks read as unfiltered)"
 KNOWN_DIVERGENCES = {
     # Inside libhdf5 1.10's scaleoffset decoder (no length checks on a damaged chunk; vh5 does
     # not decode scaleoffset: libhdf5 does, in every planner): run-to-run different bytes.
@@ -110,6 +112,13 @@ KNOWN_DIVERGENCES = {
     # chunks through libhdf5's H5Dread (its chunk index refuses the entry): the tail differs from
     # process to process in every planner (seed 28 at 8000 cases, case 6691: metadata byte 1096).
     18: ("libhdf5 < 2.2: unfiltered chunk whose size entry is smaller than the chunk reads uninitialised bytes", {SHRUNK_SIZE_ENTRY}),
+    # The same through a flipped byte of the pipeline message's type (version-1 object header,
+    # no checksum): libhdf5 ignores the message, the dataset is unfiltered and its filtered
+    # chunks are shorter than a chunk; h5py's 2.0 and 1.10.8 alike read the rest as
+    # uninitialised memory (heap pointers in h5py's answer; seed 48 at 8000 cases, case 6622,
+    # metadata byte 905; seed 70, case 7710, metadata byte 920). vh5 reads what libhdf5 1.10
+    # reads (it has no pipeline to check either).
+    20: ("libhdf5 < 2.2: a damaged pipeline message type leaves filtered chunks read as unfiltered ones: uninitialised bytes", {LOST_PIPELINE}),
     # libhdf5's szip filter (libaec) decodes a damaged szip stream without an error and leaves
     # what it did not decode as it was: h5py (2.0) and vh5's rows planner (1.10.8's H5Dread)
     # alike read different values from process to process (seeds 31 and 32 at 8000 cases:
@@ -274,12 +283,15 @@ def run_corruption(suite, specs, workdir, first_id):
         # left out of the table like the spec's read and write cases (render_table)
         unreliable = [C.UNRELIABLE] if spec["layout"] == "chunked" and C.unreliable_pipeline(path) else []
         entries = X.size_entries(path) if any(m[0] == "metadata flip" for m in muts) else []
+        pline = X.pipeline_type_fields(path) if any(m[0] == "metadata flip" for m in muts) else []
         for j, m in enumerate(muts):
             bad = os.path.join(workdir, f"s{k}-m{j}.h5")
             X.apply(path, bad, m)
             feats = ["corrupt: " + m[0], "op: read"] + (["filtered"] if spec["filters"] else []) + unreliable
             if X.shrinks_size_entry(entries, m):
                 feats.append(SHRUNK_SIZE_ENTRY)
+            if X.loses_pipeline(pline, m):
+                feats.append(LOST_PIPELINE)
             case = R.Case(first_id + len(cases), spec, "read", feats)
             case.op = "corrupt"
             case.mutation = m[3]
@@ -574,6 +586,35 @@ def test_numeric_size_or_compound_member_damaged_refused_before_libhdf5_opens_it
     _open_refused_in_child(bad, "HDF5Error", ["datatype message is damaged", words, "bad.h5"], listed=True)
     with __import__("vh5").File(path) as f:  # the undamaged file: opened as before
         assert f["d"].shape == tuple(spec["shape"])
+
+
+def test_nbit_nothing_to_pack_flag_of_any_nonzero_value_counts(tmp_path):
+    """Seed 54 at 8000 cases, case 5786 (metadata byte 1174): a flipped byte of nbit's client
+    data [1] (1 -> 3080193) in a shuffle + nbit + deflate pipeline. libhdf5 tests that value
+    for non-zero: nbit still has nothing to do, and libhdf5 1.10 reads the scrambled values
+    of a pass-through nbit between filters; vh5 only counted the value 1 as pass-through and
+    read them. Now any non-zero value counts, and the read is refused as for the undamaged
+    file."""
+    import numpy as np
+
+    spec = {"alloc": "incr", "chunks": [1, 32], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "never", "fillvalue": False,
+            "filters": [["shuffle"], ["nbit"], ["deflate", 3]], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [12, 32],
+            "resize": [6, 32], "seed": 1015926630, "shape": [9, 32], "type": "cmpd_packed", "written": "part"}
+    path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
+    C.build(spec, path)
+    X.apply(path, bad, [m for m in X.mutations(path, spec["seed"]) if m[3] == "metadata byte 1174"][0])
+    with h5py.File(bad, "r") as f:
+        assert f["d"].id.get_create_plist().get_filter(1)[2][1] == 3080193
+    vh5 = __import__("vh5")
+    for p in (path, bad):
+        with vh5.File(p) as f:
+            d = f["d"]
+            dst = np.zeros(d.shape, d.dtype.newbyteorder("="))
+            if vh5.hdf5_version().version >= (2, 2, 0):
+                vh5.read_many_slices(d, dst, [[0, 0]], [[0, 0]], [list(d.shape)])
+                continue
+            with pytest.raises(vh5.UnsupportedError, match=r"\[shuffle, nbit, deflate\].*nbit has nothing to do here"):
+                vh5.read_many_slices(d, dst, [[0, 0]], [[0, 0]], [list(d.shape)])
 
 
 def test_filter_pipeline_message_damaged_refused_before_libhdf5_opens_it(tmp_path):
