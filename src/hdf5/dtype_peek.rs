@@ -31,7 +31,7 @@
 //! variable-length (base type); array (rank, 3 reserved bytes before version 3, dimensions,
 //! permutations before version 3, base type). Any other class or version, or a message that
 //! ends early, says nothing: libhdf5 then decodes (and judges) it as before. Pure Rust over
-//! the message's bytes; recursion bounded by [`MAX_DEPTH`].
+//! the message's bytes; recursion bounded by `MAX_DEPTH` (64) levels.
 
 /// Nesting of datatypes walked (each level is at least 8 bytes of the message).
 const MAX_DEPTH: usize = 64;
@@ -93,24 +93,13 @@ fn walk(m: &[u8], at: usize, depth: usize, ck: bool) -> W<(usize, u64)> {
         return Err(Stop::Unknown);
     }
     let p = at + 8;
-    if matches!(head & 0x0f, 0 | 1 | 4) && !ck {
-        // libhdf5 >= 2.0 (`H5T_is_numeric_with_unusual_unused_bits`, headers without a
-        // checksum): size > 1 byte, precision < size * 8 and size * 8 > 2 * (precision + offset)
-        let (offset, prec) = (uint(m, p, 2)?, uint(m, p + 2, 2)?);
-        if size > 1 && prec < size * 8 && size * 8 > 2 * (prec + offset) {
-            return Err(Stop::Damaged(format!(
-                "a number of {size} bytes with {prec} bits of precision at bit offset {offset}: unusually many unused bits (datatype message byte {at})"
-            )));
-        }
-    }
     let end = match head & 0x0f {
-        0 => {
-            atomic_bits(m, p, size, at)?;
+        class @ (0 | 4) => {
+            atomic_bits(m, p, class, size, at, ck)?;
             p + 4
         }
-        4 => p + 4,
         1 => {
-            float_fields(m, p, flags, size, at)?;
+            float_fields(m, p, flags, size, at, ck)?;
             p + 12
         }
         2 => p + 2,
@@ -142,12 +131,20 @@ fn walk(m: &[u8], at: usize, depth: usize, ck: bool) -> W<(usize, u64)> {
     Ok((end, size))
 }
 
-/// Check the bit offset and precision of a fixed-point or floating-point type of `size`
-/// bytes (properties at `p`): offset + precision must fit in the type's bits. Returns the
-/// precision.
-fn atomic_bits(m: &[u8], p: usize, size: u64, at: usize) -> W<u64> {
+/// Check the bit offset and precision of a fixed-point (class 0), floating-point (1) or
+/// bitfield (4) type of `size` bytes (properties at `p`). Without a header checksum (`ck`
+/// false), libhdf5 >= 2.0's `H5T_is_numeric_with_unusual_unused_bits`: more than one byte,
+/// precision < size * 8 and size * 8 > 2 * (precision + offset). For numbers (not bitfields):
+/// offset + precision must fit in the type's bits. Returns the precision.
+fn atomic_bits(m: &[u8], p: usize, class: usize, size: u64, at: usize, ck: bool) -> W<u64> {
     let (offset, prec) = (uint(m, p, 2)?, uint(m, p + 2, 2)?);
-    if offset + prec > size.saturating_mul(8) {
+    let bits = size.saturating_mul(8);
+    if !ck && size > 1 && prec < bits && bits > 2 * (prec + offset) {
+        return Err(Stop::Damaged(format!(
+            "a number of {size} bytes with {prec} bits of precision at bit offset {offset}: unusually many unused bits (datatype message byte {at})"
+        )));
+    }
+    if class != 4 && offset + prec > bits {
         return Err(Stop::Damaged(format!("a number type of {size} bytes with bit offset {offset} and precision {prec} (datatype message byte {at})")));
     }
     Ok(prec)
@@ -157,8 +154,8 @@ fn atomic_bits(m: &[u8], p: usize, size: u64, at: usize) -> W<u64> {
 /// what `H5Tset_fields` requires of every type libhdf5 creates (and libhdf5 >= 2.0 checks when
 /// decoding one): a known normalization, sign bit, exponent and mantissa inside the
 /// precision, exponent and mantissa not empty, no two fields overlapping.
-fn float_fields(m: &[u8], p: usize, flags: u64, size: u64, at: usize) -> W<()> {
-    let prec = atomic_bits(m, p, size, at)?;
+fn float_fields(m: &[u8], p: usize, flags: u64, size: u64, at: usize, ck: bool) -> W<()> {
+    let prec = atomic_bits(m, p, 1, size, at, ck)?;
     let sign = (flags >> 8) & 0xff;
     let (epos, esize, mpos, msize) = (uint(m, p + 4, 1)?, uint(m, p + 5, 1)?, uint(m, p + 6, 1)?, uint(m, p + 7, 1)?);
     let why = if (flags >> 4) & 3 == 3 {
@@ -230,22 +227,39 @@ mod tests {
         assert_eq!(type_damage(&int_prec(9764868, 32), true), None);
     }
 
+    /// A compound of `size` bytes (version 1, 2 or 3) with members "re" and "im", integers of
+    /// `msize` bytes at byte offsets `offsets`.
+    fn compound_of(version: u8, size: u32, msize: u32, offsets: [u32; 2]) -> Vec<u8> {
+        let mut c = head(6, version, 2, size);
+        for (name, off) in [(&b"re"[..], offsets[0]), (b"im", offsets[1])] {
+            let start = c.len();
+            c.extend_from_slice(name);
+            c.push(0);
+            if version < 3 {
+                c.resize(start + (name.len() + 8) / 8 * 8, 0);
+                c.extend_from_slice(&off.to_le_bytes());
+                if version == 1 {
+                    c.extend_from_slice(&[0; 28]);
+                }
+            } else {
+                c.extend_from_slice(&off.to_le_bytes()[..offset_bytes(u64::from(size))]);
+            }
+            c.extend(int(msize));
+        }
+        c
+    }
+
     #[test]
     fn compound_member_past_the_compound_is_damage() {
-        // version-3 compound of `size` bytes, members "r" at 0 and "i" at 8, 8-byte integers
-        let c16 = |size: u32| {
-            let mut c = head(6, 3, 2, size);
-            for (name, off) in [(b"r", 0u8), (b"i", 8)] {
-                c.extend_from_slice(name);
-                c.push(0);
-                c.push(off);
-                c.extend(int(8));
-            }
-            c
-        };
-        assert_eq!(type_damage_v2(&c16(16)), None);
-        let why = type_damage_v2(&c16(12)).expect("damage");
-        assert!(why.contains("compound member 1 of 8 bytes at offset 8 reaches past the compound's 12 bytes"), "{why}");
+        for version in [1, 2, 3] {
+            assert_eq!(type_damage_v2(&compound_of(version, 16, 8, [0, 8])), None, "version {version}");
+            // padding after the last member, members out of order: still inside
+            assert_eq!(type_damage_v2(&compound_of(version, 24, 8, [16, 0])), None, "version {version}");
+            let why = type_damage_v2(&compound_of(version, 12, 8, [0, 8])).expect("damage");
+            assert!(why.contains("compound member 1 of 8 bytes at offset 8 reaches past the compound's 12 bytes"), "{why}");
+            // members larger than the compound (a flipped size byte)
+            assert!(type_damage_v2(&compound_of(version, 2, 4, [0, 0])).is_some(), "version {version}");
+        }
     }
 
     /// A datatype header: class, version, class bits, size.

@@ -232,20 +232,13 @@ impl Plan {
 
     /// The two strided blocks a piece copies between: in a chunk buffer whose element at
     /// dataset coordinates `origin` is at byte 0 with byte strides `chunk_strides`, and in the
-    /// caller's array `array`. `dataset_step` / `array_step` are the row's step tables of the
-    /// two sides (`None` = all 1; row `p.row`, `ndim` columns); an axis where the piece has one
-    /// element never steps (`geometry::axis_stride`). The one chunk-intersection primitive of
-    /// reads (chunk -> array) and writes (array -> chunk).
-    pub fn block(&self, p: &PieceKey, origin: &[u64], chunk_strides: &[isize], array: &ArrayLayout, dataset_step: Option<&[u64]>, array_step: Option<&[u64]>) -> PieceBlock {
-        let mut b = PieceBlock::new();
-        self.block_into(p, origin, chunk_strides, array, (dataset_step, array_step), &mut b);
-        b
-    }
-
-    /// [`Plan::block`] into `b`, reused from piece to piece: only its offsets and first `ndim`
-    /// entries are written (a fresh [`PieceBlock`] is ~800 bytes to zero, per piece). `steps`:
-    /// the dataset's and the array's step tables.
-    pub fn block_into(&self, p: &PieceKey, origin: &[u64], chunk_strides: &[isize], array: &ArrayLayout, steps: (Option<&[u64]>, Option<&[u64]>), b: &mut PieceBlock) {
+    /// caller's array `array`. `steps` are the row's step tables of the dataset and the array
+    /// (`None` = all 1; row `p.row`, `ndim` columns); an axis where the piece has one element
+    /// never steps (`geometry::axis_stride`). The one chunk-intersection primitive of reads
+    /// (chunk -> array) and writes (array -> chunk). Written into `b`, reused from piece to
+    /// piece: only its offsets and first `ndim` entries are written (a fresh [`PieceBlock`] is
+    /// ~800 bytes to zero, per piece).
+    pub fn block(&self, p: &PieceKey, origin: &[u64], chunk_strides: &[isize], array: &ArrayLayout, steps: (Option<&[u64]>, Option<&[u64]>), b: &mut PieceBlock) {
         let n = self.ndim;
         let (s, a, c) = self.piece(p);
         let step = |t: Option<&[u64]>, j: usize| t.map_or(1, |t| t[p.row * n + j]);

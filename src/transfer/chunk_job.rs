@@ -161,7 +161,7 @@ impl Shared<'_> {
         dense_strides(dims, itemsize, &mut cstr[..n]);
         let mut b = PieceBlock::new();
         for p in &self.plan.pieces[self.plan.groups[group].1.clone()] {
-            self.plan.block_into(p, origin, &cstr[..n], self.ctx.layout, (self.table.src_step, self.table.dst_step), &mut b);
+            self.plan.block(p, origin, &cstr[..n], self.ctx.layout, (self.table.src_step, self.table.dst_step), &mut b);
             // SAFETY: pieces planned here belong to rows whose destinations overlap no other
             // row's, and the pieces of one row are disjoint: no other thread writes these
             // elements (see the module docs).

@@ -117,7 +117,7 @@ impl MergeCtx<'_> {
         let mut b = PieceBlock::new();
         for p in group {
             // The dataset is the row's destination side, the array its source side.
-            self.plan.block_into(p, origin, dense, &src.layout, (self.table.dst_step, self.table.src_step), &mut b);
+            self.plan.block(p, origin, dense, &src.layout, (self.table.dst_step, self.table.src_step), &mut b);
             copy_strided_runs(src.buf, b.array_off, &b.array_strides[..n], buf, b.chunk_off, &b.chunk_strides[..n], &b.counts[..n], src.layout.itemsize)?;
         }
         Ok(())

@@ -72,7 +72,9 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
         );
     }
     crate::hdf5::external::check_dataset(l, dset)?;
-    crate::hdf5::filter_support::check_pipeline(l, dset, &crate::hdf5::chunk::chunk_layout(l, dset)?, true)?;
+    // The dataset's chunking and filters, read once for the checks below.
+    let layout = crate::hdf5::chunk::chunk_layout(l, dset)?;
+    crate::hdf5::filter_support::check_pipeline(l, dset, &layout, true)?;
     // SAFETY: dset is an open dataset (checked); lock held.
     let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
     let finfo = classify(l, ftype.id())?;
@@ -114,10 +116,9 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
         // one H5Dwrite per row instead: libhdf5 merges partial chunks in the file type.
         (Layout::Chunked, Some(chunk)) if finfo.dtype == Some(src.dtype) => {
             let grid = ChunkGrid::new(&dshape, &chunk)?;
-            write_chunked(l, dset, mem.id(), &mut writer, &grid, src, table, clip, &mut stats)?;
+            write_chunked(l, dset, mem.id(), &mut writer, (&grid, &layout), src, table, clip, &mut stats)?;
         }
         _ => {
-            let layout = crate::hdf5::chunk::chunk_layout(l, dset)?;
             let mut guard = WriteGuard::new(l, dset, &layout, mem.id(), itemsize)?;
             // libhdf5 reads the stored chunks a row writes in part: checked as reads check them
             let mut stored = ReadGuard::new(l, dset, &layout)?;
@@ -194,7 +195,7 @@ fn write_chunked(
     dset: hid_t,
     mem_type: hid_t,
     writer: &mut HyperslabWriter,
-    grid: &ChunkGrid,
+    (grid, layout): (&ChunkGrid, &crate::hdf5::chunk::ChunkLayout),
     src: &SrcArray,
     table: &SliceTable,
     clip: bool,
@@ -223,12 +224,11 @@ fn write_chunked(
     // 2. One chunk at a time: raw (filters run by vh5 on worker threads) when vh5 implements
     //    the whole pipeline and no type conversion is needed, else through H5Dwrite.
     let ctx = MergeCtx { table, src, plan: &plan, n };
-    let layout = crate::hdf5::chunk::chunk_layout(l, dset)?;
     // Chunks read for a partial update are checked as reads check them (scaleoffset headers
     // libhdf5 1.10 would decode as zeros): see `crate::hdf5::scaleoffset`.
     let guarded_reader = || -> Result<HyperslabReader> {
         let mut reader = HyperslabReader::new(l, dset, mem_type, itemsize)?;
-        if let Some(mut guard) = ReadGuard::new(l, dset, &layout)? {
+        if let Some(mut guard) = ReadGuard::new(l, dset, layout)? {
             reader.set_check(Box::new(move |l, shape, start, stride, count| guard.check(l, shape, start, stride, count)));
         }
         Ok(reader)
@@ -239,7 +239,7 @@ fn write_chunked(
     }
     let mut reader = guarded_reader()?;
     let fill_never = layout.fill_never;
-    let mut so_guard = WriteGuard::new(l, dset, &layout, mem_type, itemsize)?;
+    let mut so_guard = WriteGuard::new(l, dset, layout, mem_type, itemsize)?;
     let mut buf: Vec<u8> = Vec::new();
     let mut covered: Vec<u8> = Vec::new();
     let mut written_per_row = vec![0u32; table.nslices];
