@@ -387,3 +387,61 @@ fn unfiltered_chunks_outer_step_read_whole() {
     }
     ffi_close(&[d, f]);
 }
+
+/// Calls whose chunks are all in the decoded-chunk cache are copied row by row in row order
+/// from it (`transfer::cached_gather`): multi-chunk rows, file-side steps larger than a chunk,
+/// destination steps and overlapping destinations (the later row wins) give the reference's
+/// answer; a bad row is refused before anything is written; a call touching one chunk the
+/// cache lacks falls back to the planner (one miss) with the same answer.
+#[test]
+fn cached_gather_row_order_steps_overlaps_and_errors() {
+    let tmp = TempDir::new("planner-gather");
+    let p = tmp.path("g.h5");
+    let shape = [30u64, 20];
+    let data = f64s((0..600).map(|x| x as f64 * 0.5));
+    let sp = Spec { shape: shape.to_vec(), chunk: vec![10, 10], dtype: Dtype::Float64, big: true, shuffle: true, gzip: true, fletcher: false };
+    create(&p, &sp, &0f64.to_ne_bytes(), &data, &[(vec![0, 0], shape.to_vec())]);
+    let src: Vec<u8> = data.clone();
+    let (f, d) = ffi_open(&p, "x");
+    let dst_shape = [16u64, 24];
+    let strides = ArrayLayout::c_strides(&dst_shape, 8).unwrap();
+    let init = f64s((0..16 * 24).map(|x| -(x as f64)));
+    let row = |s: [u64; 2], dd: [u64; 2], c: [u64; 2], ss: [u64; 2], ds: [u64; 2]| TRow { s: s.to_vec(), d: dd.to_vec(), c: c.to_vec(), ss: ss.to_vec(), ds: ds.to_vec() };
+    // Touches the four chunks of rows 0-19 (fills the cache).
+    let warm = [row([0, 0], [0, 0], [16, 20], [1, 1], [1, 1]), row([4, 0], [0, 0], [16, 20], [1, 1], [1, 1])];
+    let mut buf = init.clone();
+    let st = read(d, &mut buf, Dtype::Float64, &dst_shape, &warm, false, PlannerMode::Auto, 2).unwrap();
+    assert_eq!(st.cache_misses, 4, "{st:?}");
+    let rows = [
+        row([3, 2], [0, 0], [12, 15], [1, 1], [1, 1]),   // four chunks
+        row([0, 1], [2, 3], [4, 2], [5, 11], [1, 2]),    // steps past a chunk on both axes
+        row([9, 9], [1, 1], [2, 2], [1, 1], [1, 1]),     // overlaps row 0: wins
+        row([19, 19], [15, 23], [1, 1], [1, 1], [1, 1]), // one element, last chunk
+    ];
+    let mut want = init.clone();
+    reference(&src, &shape, &mut want, &dst_shape, &strides, 0, 8, &rows, false).unwrap();
+    for threads in [1, 2] {
+        let mut got = init.clone();
+        let st = read(d, &mut got, Dtype::Float64, &dst_shape, &rows, false, PlannerMode::Auto, threads).unwrap();
+        assert_eq!(as_f64(&got), as_f64(&want), "threads {threads}");
+        assert_eq!((st.cache_hits, st.cache_misses, st.hdf5_reads, st.rows_read), (4, 0, 0, 4), "{st:?}");
+    }
+    // A bad last row: refused, nothing written.
+    let mut bad = rows.to_vec();
+    bad.push(row([29, 0], [0, 0], [2, 1], [1, 1], [1, 1]));
+    let mut got = init.clone();
+    let e = read(d, &mut got, Dtype::Float64, &dst_shape, &bad, false, PlannerMode::Auto, 1).unwrap_err();
+    assert!(e.message.contains("row 4"), "{e}");
+    assert_eq!(got, init);
+    // Chunk (2, 0) is not cached: the planner reads it, the rest are hits.
+    let mut more = rows.to_vec();
+    more.push(row([25, 5], [10, 10], [5, 5], [1, 1], [1, 1]));
+    let mut want = init.clone();
+    reference(&src, &shape, &mut want, &dst_shape, &strides, 0, 8, &more, false).unwrap();
+    let mut got = init.clone();
+    let st = read(d, &mut got, Dtype::Float64, &dst_shape, &more, false, PlannerMode::Auto, 2).unwrap();
+    assert_eq!(as_f64(&got), as_f64(&want));
+    // (Hits count fetches: the overlapping rows 0 and 2 run one by one.)
+    assert!(st.cache_misses == 1 && st.cache_hits >= 4, "{st:?}");
+    ffi_close(&[d, f]);
+}

@@ -2,6 +2,8 @@
 //! row pieces from it, decoding compressed chunks ourselves on worker threads.
 //!
 //! Per call (chunked datasets, `VH5_PLANNER` = `auto` or `chunks`):
+//! 0. when every chunk the rows touch is in the dataset's decoded-chunk cache, the rows are
+//!    copied from it in row order with no plan ([`super::cached_gather`]) and the call ends.
 //! 1. validate rows, compute each row's destination box and find rows whose boxes overlap
 //!    ([`plan::overlapping_rows`]); those run last, one `H5Dread` per row in row order, so the
 //!    later row wins exactly as in the baseline. Every other row is cut into pieces by chunk
@@ -51,6 +53,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hdf5_sys::h5i::hid_t;
 
+use super::cached_gather::gather_cached;
 use super::checks::vh5_pipeline;
 pub(crate) use super::chunk_job::Convert;
 use super::chunk_job::{Fetcher, Shared};
@@ -112,6 +115,16 @@ pub(crate) fn read_chunked(
     stats: &mut ReadStats,
 ) -> Result<Option<ReadStats>> {
     let grid = ChunkGrid::new(ctx.src_shape, chunk)?;
+    let form = match raw {
+        Some(RawKind::Swap(u)) => (1u8, u),
+        _ => (0u8, ctx.itemsize),
+    };
+    // Every chunk the rows touch already decoded in the cache: copied row by row, no plan.
+    if let Some(c) = cache.filter(|c| c.capacity() > 0 && raw.is_some() && vh5_pipeline(filter_specs).is_some()) {
+        if gather_cached(table, ctx, &grid, c, form, stats)? {
+            return Ok(Some(*stats));
+        }
+    }
     let rp = plan_rows(table, ctx, &grid)?;
     let d = decide_chunks(&rp.plan, table, chunk, ctx.itemsize, convert, filter_specs, mode);
     if mode == PlannerMode::Auto && d.nwhole == 0 && !d.checked {
@@ -145,10 +158,6 @@ pub(crate) fn read_chunked(
     // everything for nothing: a scan is not cached).
     let cache = cache.filter(|c| raw_ok && raw.is_some() && c.capacity() > 0);
     let keep = cache.is_some_and(|c| (d.nwhole as u64).saturating_mul(d.chunk_bytes.max(d.stored_bytes)) <= c.capacity());
-    let form = match raw {
-        Some(RawKind::Swap(u)) => (1u8, u),
-        _ => (0u8, ctx.itemsize),
-    };
     let shared = Shared {
         plan: &rp.plan,
         grid: &grid,
@@ -191,9 +200,10 @@ pub(crate) fn read_chunked(
             run_pipeline(l, reader, &shared, &fetcher, &d.whole, Crew::size(num_threads(), d.nwhole, worth, big, batch), d.filtered)?
         }
     };
+    hdf5_reads += read_overlapping_rows(l, reader, &shared, &fetcher, &rp, d.checked && !d.too_big, stats)?;
+    // (After the overlapping rows: their fetches look in the cache too.)
     stats.cache_hits += fetcher.hits.load(Ordering::Relaxed);
     stats.cache_misses += fetcher.misses.load(Ordering::Relaxed);
-    hdf5_reads += read_overlapping_rows(l, reader, &shared, &fetcher, &rp, d.checked && !d.too_big, stats)?;
     stats.chunks_read += d.nwhole;
     stats.raw_chunks += raw_chunks;
     stats.hdf5_reads += hdf5_reads;

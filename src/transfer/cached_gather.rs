@@ -1,0 +1,123 @@
+//! Calls served whole by the decoded-chunk cache: rows copied in row order straight from the
+//! cached chunks, with no plan (no pieces to sort, no chunk jobs, no workers).
+//!
+//! Repeated small reads of a small dataset (test1.nc's `tas`, 16 chunks: 10,000 random 1x4x4
+//! rows per call) find every chunk cached after the first call; the planner then spent most
+//! of each call cutting rows into pieces, sorting them by chunk and scattering them chunk by
+//! chunk. Here each row's pieces are copied as they are cut. Rows run in row order, so a row
+//! whose destination overlaps an earlier row's overwrites it, as the baseline's one
+//! `H5Dread` per row does.
+//!
+//! Two passes: the first validates every row (the errors of the planned path, from the same
+//! checks, before anything is written); the second copies row by row, looking each chunk up
+//! in the cache once. At the first chunk the cache lacks it stops and the planner runs as
+//! before, writing every row again (each destination element ends with the value of the
+//! last row writing it, as in any path). Taken only when the chunk grid has at most
+//! [`LOOKUP_MAX_CHUNKS`] chunks (the per-call lookup table) and, with more than one thread,
+//! the call copies at most [`GATHER_MAX_BYTES`] (larger copies pay for the planner's workers).
+
+use std::sync::Arc;
+
+use super::options::num_threads;
+use super::rows::Ctx;
+use super::stats::ReadStats;
+use crate::error::Result;
+use crate::geometry::{axis_stride, row_counts, row_steps, SliceTable, MAX_RANK};
+use crate::hdf5::chunk_cache::{CacheKey, ChunkCache};
+use crate::plan::grid::ChunkGrid;
+
+/// Grids with more chunks than this never take this path (its lookup table holds one slot
+/// per chunk of the grid: 128 KiB at most).
+pub(crate) const LOOKUP_MAX_CHUNKS: u64 = 16 << 10;
+
+/// With more than one thread, calls copying more than this many bytes go to the planner,
+/// whose workers scatter cached chunks in parallel.
+pub(crate) const GATHER_MAX_BYTES: u64 = 4 << 20;
+
+/// Read the rows of `table` into `ctx.dst` from the chunks `cache` holds in memory form
+/// `form` ([`CacheKey::form`], [`CacheKey::unit`]). Returns `Ok(false)`, `stats` untouched,
+/// when the call is not served whole by the cache (see the module docs); errors are those of
+/// row validation (`InvalidArgument`, `OutOfBounds`, nothing written) and of the copy's
+/// bounds checks. Makes no libhdf5 call.
+pub(crate) fn gather_cached(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, cache: &ChunkCache, form: (u8, usize), stats: &mut ReadStats) -> Result<bool> {
+    let n = grid.ndim();
+    let Some(nchunks) = grid.nchunks().filter(|&c| c <= LOOKUP_MAX_CHUNKS) else { return Ok(false) };
+    // Pass 1: validate every row (nothing written on a bad row, as in the planned path).
+    let mut count = [0u64; MAX_RANK];
+    let (mut rows, mut elements) = (0usize, 0u64);
+    for i in 0..table.nslices {
+        if row_counts(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip, ["dataset", "destination"], &mut count[..n])? {
+            rows += 1;
+            elements += count[..n].iter().product::<u64>();
+        }
+    }
+    if num_threads() > 1 && elements.saturating_mul(ctx.itemsize as u64) > GATHER_MAX_BYTES {
+        return Ok(false);
+    }
+    let mut hits: Vec<Option<Arc<Vec<u8>>>> = vec![None; nchunks as usize];
+    let Some(distinct) = copy_rows(table, ctx, grid, (cache, form), &mut hits)? else { return Ok(false) };
+    stats.rows_read += rows;
+    stats.rows_skipped += table.nslices - rows;
+    stats.elements += elements;
+    stats.chunks_read += distinct;
+    stats.raw_chunks += distinct;
+    stats.cache_hits += distinct;
+    Ok(true)
+}
+
+/// Pass 2 of [`gather_cached`]: every row (all validated) piece by piece, in row order, from
+/// the cached chunks, each looked up once (into `hits`, one slot per chunk of the grid).
+/// Returns the chunks looked up, or `None` at the first chunk the cache lacks (rows before
+/// it written: the planner then writes every row again).
+fn copy_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, (cache, form): (&ChunkCache, (u8, usize)), hits: &mut [Option<Arc<Vec<u8>>>]) -> Result<Option<usize>> {
+    let n = grid.ndim();
+    let itemsize = ctx.itemsize;
+    let chunk_bytes = grid.chunk().iter().product::<u64>().saturating_mul(itemsize as u64);
+    let mut cstr = [0isize; MAX_RANK];
+    let mut acc = itemsize as isize;
+    for j in (0..n).rev() {
+        cstr[j] = acc;
+        acc *= grid.chunk()[j] as isize;
+    }
+    let (mut count, mut ss, mut ds) = ([0u64; MAX_RANK], [1u64; MAX_RANK], [1u64; MAX_RANK]);
+    let (mut sst, mut dst, mut cnt, mut at) = ([0isize; MAX_RANK], [0isize; MAX_RANK], [0usize; MAX_RANK], [0u64; MAX_RANK]);
+    let (mut res, mut distinct) = (Ok(true), 0usize);
+    for i in 0..table.nslices {
+        if !row_counts(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip, ["dataset", "destination"], &mut count[..n])? {
+            continue;
+        }
+        row_steps(table, i, &count[..n], &mut ss[..n], &mut ds[..n]);
+        let (s0, d0) = (&table.src_start[i * n..i * n + n], &table.dst_start[i * n..i * n + n]);
+        grid.for_each_piece(s0, &count[..n], &ss[..n], |p| {
+            if !matches!(res, Ok(true)) {
+                return;
+            }
+            let linear = grid.linear_index(p.chunk_coord);
+            let slot = &mut hits[linear as usize];
+            if slot.is_none() {
+                *slot = cache.get(&CacheKey { chunk: linear, form: form.0, unit: form.1 }).filter(|b| b.len() as u64 == chunk_bytes);
+                let Some(_) = slot else {
+                    res = Ok(false);
+                    return;
+                };
+                distinct += 1;
+            }
+            let buf = slot.as_ref().expect("looked up above");
+            let mut so = 0usize;
+            for j in 0..n {
+                so += (p.src_start[j] - p.chunk_coord[j] * grid.chunk()[j]) as usize * cstr[j] as usize;
+                sst[j] = axis_stride(p.count[j], cstr[j], ss[j]);
+                dst[j] = axis_stride(p.count[j], ctx.layout.strides[j] as isize, ds[j]);
+                cnt[j] = p.count[j] as usize;
+                at[j] = d0[j] + p.row_offset[j] * ds[j];
+            }
+            // SAFETY: this thread alone writes the caller's buffer during the call (no worker
+            // runs); `copy_in` bounds-checks both blocks.
+            res = unsafe { ctx.dst.copy_in(buf, so, &sst[..n], ctx.layout.byte_offset(&at[..n]), &dst[..n], &cnt[..n], itemsize) }.map(|_| true);
+        });
+        if !std::mem::replace(&mut res, Ok(true))? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(distinct))
+}
