@@ -83,8 +83,16 @@ fn copy_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, (cache, form): (&C
     let (mut sst, mut dst, mut cnt, mut at) = ([0isize; MAX_RANK], [0isize; MAX_RANK], [0usize; MAX_RANK], [0u64; MAX_RANK]);
     let (mut res, mut distinct) = (Ok(true), 0usize);
     for i in 0..table.nslices {
-        if !row_counts(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip, ["dataset", "destination"], &mut count[..n])? {
-            continue;
+        // Validated by pass 1: without clipping the counts are the table's.
+        if ctx.clip {
+            if !row_counts(table, i, ctx.src_shape, ctx.dst_shape, true, ["dataset", "destination"], &mut count[..n])? {
+                continue;
+            }
+        } else {
+            count[..n].copy_from_slice(&table.count[i * n..i * n + n]);
+            if count[..n].contains(&0) {
+                continue;
+            }
         }
         row_steps(table, i, &count[..n], &mut ss[..n], &mut ds[..n]);
         let (s0, d0) = (&table.src_start[i * n..i * n + n], &table.dst_start[i * n..i * n + n]);
