@@ -271,6 +271,13 @@ def build_cases(specs, workdir):
 TASK_TIMEOUT = float(os.environ.get("VH5_CONFORMANCE_TASK_TIMEOUT", "120"))
 
 
+#: What a worker's stderr shows when it died of its address-space limit (the worker sets it:
+#: VH5_CONFORMANCE_WORKER_MEMORY, default 3 GiB, see _conformance_worker.limit_memory): Rust's
+#: "memory allocation of N bytes failed" abort, C++'s std::bad_alloc, Python's MemoryError.
+#: Such a task stays a crash (the test fails): the limit bounds the machine, it excuses nothing.
+MEMORY_LIMIT_WORDS = (b"memory allocation of", b"std::bad_alloc", b"MemoryError")
+
+
 def _last_start(out):
     """The task id of the last line of `out` when it is a "start" record, else None."""
     try:
@@ -336,6 +343,8 @@ def run_batch(tasks, planner, threads, workdir, tag):
         if code != 0 and started is not None and started not in done:
             sig = -code if code < 0 else None
             status = f"timeout ({TASK_TIMEOUT:.0f} s, killed)" if hung == started else f"signal {sig}" if sig else f"exit {code}"
+            if hung != started and any(w in stderr for w in MEMORY_LIMIT_WORDS):
+                status = f"memory limit ({status})"  # still a crash: see VH5_CONFORMANCE_WORKER_MEMORY
             results[started] = {"outcome": "crash", "status": status, "msg": stderr.decode(errors="replace")[-400:]}
         elif any(i not in done for i in todo):
             raise RuntimeError(f"worker {tag} stopped outside a task (exit {code}): {stderr.decode(errors='replace')[-2000:]}")

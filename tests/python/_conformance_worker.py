@@ -17,6 +17,8 @@ import hashlib
 import json
 import os
 import pickle
+import re
+import resource
 import shutil
 import sys
 
@@ -173,8 +175,51 @@ def do_build(t):
     return {"outcome": "ok"}
 
 
+#: Address-space limit of a worker (``VH5_CONFORMANCE_WORKER_MEMORY``: bytes, or with a K / M /
+#: G suffix; 0 = none). libhdf5 (h5py's 2.0 building a file, 1.10.8 under vh5's ``rows``
+#: planner) allocates what a damaged file claims: seed 108 at 8000 cases grew workers to 7-10 GB.
+DEFAULT_WORKER_MEMORY = "3G"
+
+
+def memory_limit():
+    """The worker's address-space limit in bytes from the environment (None: unlimited)."""
+    raw = os.environ.get("VH5_CONFORMANCE_WORKER_MEMORY", DEFAULT_WORKER_MEMORY).strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(raw[-1:], 1)
+    n = int(float(raw[:-1] if scale > 1 else raw) * scale)
+    return n if n > 0 else None
+
+
+#: A vh5 refusal that is an allocation failure under the worker's cap (vh5's own
+#: VH5_ERR_NO_MEMORY, or libhdf5's "memory allocation failed" in its error stack): recorded as
+#: a crash, never as a refusal libhdf5 may share ("refused (libhdf5 too)"). Not libhdf5's
+#: "No space available for allocation" alone: its szip filter reports every failed decode so.
+NO_MEMORY = re.compile(r"(?i)memory allocation failed")
+#: Except known divergence #21 (docs/ROBUSTNESS.md): libhdf5's szip filter allocates the
+#: decoded size a chunk's szip header claims (up to 4 GiB) before decoding; a claim above the
+#: cap fails there, in libhdf5 (1.10.8 under vh5, 2.0 under h5py) alike: a refusal.
+SZIP_CLAIM = "memory allocation failed for szip decompression"
+
+
+def out_of_memory(r):
+    msg = r.get("msg") or ""
+    return r.get("status") == "VH5_ERR_NO_MEMORY" or (bool(NO_MEMORY.search(msg)) and SZIP_CLAIM not in msg)
+
+
+def limit_memory():
+    """Cap this process's address space (never raising a lower limit already set)."""
+    n = memory_limit()
+    if n is None:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        n = min(n, hard)
+    if soft == resource.RLIM_INFINITY or n < soft:
+        resource.setrlimit(resource.RLIMIT_AS, (n, hard))
+
+
 def main():
     batch, results = sys.argv[1], sys.argv[2]
+    limit_memory()
     with open(batch, "rb") as fh:
         tasks = pickle.load(fh)
     scratch = os.path.dirname(os.path.abspath(results))
@@ -194,9 +239,14 @@ def main():
                     r = do_build(t)
                 else:
                     r = do_oracle(t)
+            except MemoryError as e:  # the worker's limit (limit_memory), not a refusal
+                r = {"outcome": "crash", "status": "memory limit", "msg": f"MemoryError: {e}"[:4000]}
             except Exception as e:  # noqa: BLE001 - every vh5 refusal is an outcome
                 r = err(e)
+                if t["kind"] in ("read", "write") and out_of_memory(r):
+                    r = {"outcome": "crash", "status": f"memory limit ({r['status']})", "msg": r["msg"]}
             r["id"] = t["id"]
+            r["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # peak so far: finds a task that grew
             out.write(json.dumps(r) + "\n")
             out.flush()
 

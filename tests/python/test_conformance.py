@@ -711,3 +711,26 @@ def _cli_info_names(bad, word):
     if os.path.exists(cli):
         r = subprocess.run([cli, "info", bad], capture_output=True, text=True, timeout=60)
         assert r.returncode in (0, 1) and word in (r.stdout + r.stderr), (r.returncode, r.stdout + r.stderr)
+
+
+def test_worker_memory_limit_is_a_crash_not_a_refusal(tmp_path, monkeypatch):
+    """Seed 108 at 8000 cases grew conformance workers to 7-10 GB (libhdf5 under h5py building
+    a file, libhdf5 1.10.8 under the rows planner). Every worker caps its address space
+    (VH5_CONFORMANCE_WORKER_MEMORY, default 3 GiB); a task that reaches the cap is recorded as
+    a crash with status "memory limit" (the test fails), never as a refusal. Here the
+    destination of a read (2 GiB) does not fit under a 256 MiB cap."""
+    import numpy as np
+
+    path = str(tmp_path / "s.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("d", data=np.arange(4, dtype=np.uint8))
+    monkeypatch.setenv("VH5_CONFORMANCE_WORKER_MEMORY", "256M")
+    z = np.zeros((1, 1), np.uint64)
+    task = {"kind": "read", "path": path, "name": "d", "rows": (z, z, z + 1, z + 1, z + 1), "dst_shape": (1 << 31,),
+            "dst_layout": "C", "native_size": 1, "expected": None, "oracle_error": None, "mask": None}
+    res = R.run_batch([task], "auto", 1, str(tmp_path), "memory")
+    assert res[0]["outcome"] == "crash" and res[0]["status"] == "memory limit", res[0]
+    import types
+
+    for oracle_failed in (None, "libhdf5 refused too"):  # a crash fails whatever libhdf5 said
+        assert classify(types.SimpleNamespace(features=[]), res[0], None, oracle_failed)[0] == "FAIL"
