@@ -24,6 +24,7 @@ use super::stats::ReadStats;
 use crate::error::Result;
 use crate::geometry::{axis_stride, row_counts, row_steps, SliceTable, MAX_RANK};
 use crate::hdf5::chunk_cache::{CacheKey, ChunkCache};
+use crate::hdf5::lock::{released, H5Lock};
 use crate::plan::grid::ChunkGrid;
 
 /// Grids with more chunks than this never take this path (its lookup table holds one slot
@@ -38,8 +39,10 @@ pub(crate) const GATHER_MAX_BYTES: u64 = 4 << 20;
 /// `form` ([`CacheKey::form`], [`CacheKey::unit`]). Returns `Ok(false)`, `stats` untouched,
 /// when the call is not served whole by the cache (see the module docs); errors are those of
 /// row validation (`InvalidArgument`, `OutOfBounds`, nothing written) and of the copy's
-/// bounds checks. Makes no libhdf5 call.
-pub(crate) fn gather_cached(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, cache: &ChunkCache, form: (u8, usize), stats: &mut ReadStats) -> Result<bool> {
+/// bounds checks. Makes no libhdf5 call: the libhdf5 lock `l` is released while rows are
+/// copied (other threads' libhdf5 calls run meanwhile; the cache and its chunks are shared
+/// `Arc`s of the dataset's facts, which the caller holds).
+pub(crate) fn gather_cached(l: &H5Lock, table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, cache: &ChunkCache, form: (u8, usize), stats: &mut ReadStats) -> Result<bool> {
     let n = grid.ndim();
     let Some(nchunks) = grid.nchunks().filter(|&c| c <= LOOKUP_MAX_CHUNKS) else { return Ok(false) };
     // Pass 1: validate every row (nothing written on a bad row, as in the planned path).
@@ -55,7 +58,9 @@ pub(crate) fn gather_cached(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, cac
         return Ok(false);
     }
     let mut hits: Vec<Option<Arc<Vec<u8>>>> = vec![None; nchunks as usize];
-    let Some(distinct) = copy_rows(table, ctx, grid, (cache, form), &mut hits)? else { return Ok(false) };
+    // SAFETY: `copy_rows` makes no libhdf5 call.
+    let copied = unsafe { released(l, || copy_rows(table, ctx, grid, (cache, form), &mut hits)) };
+    let Some(distinct) = copied? else { return Ok(false) };
     stats.rows_read += rows;
     stats.rows_skipped += table.nslices - rows;
     stats.elements += elements;

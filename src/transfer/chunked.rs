@@ -121,7 +121,7 @@ pub(crate) fn read_chunked(
     };
     // Every chunk the rows touch already decoded in the cache: copied row by row, no plan.
     if let Some(c) = cache.filter(|c| c.capacity() > 0 && raw.is_some() && vh5_pipeline(filter_specs).is_some()) {
-        if gather_cached(table, ctx, &grid, c, form, stats)? {
+        if gather_cached(l, table, ctx, &grid, c, form, stats)? {
             return Ok(Some(*stats));
         }
     }
