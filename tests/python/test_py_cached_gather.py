@@ -17,7 +17,6 @@ outside the destination's own elements are checked untouched.
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,7 @@ import pytest
 import vh5
 
 h5py = pytest.importorskip("h5py")
+from _testkit import h5py_filter_kwargs, run_threads  # noqa: E402
 from _tmpdirs import module_tmp  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -60,13 +60,7 @@ def random_data(shape, dtype, seed):
 def write_dataset(shape, chunks, dtype, filt, partial, seed):
     """(path, h5py's read of the whole dataset in native byte order)."""
     data = random_data(shape, dtype, seed)
-    kw = {"chunks": chunks}
-    if filt == "gzip":
-        kw["compression"] = "gzip"
-    elif filt == "shuffle_gzip":
-        kw.update(compression="gzip", shuffle=True)
-    elif filt == "fletcher32":
-        kw["fletcher32"] = True
+    kw = {"chunks": chunks, **h5py_filter_kwargs(filt)}
     path = new_path()
     fill = np.asarray(7 if dtype.kind in "iu" else -1.5).astype(dtype)
     with h5py.File(path, "w") as f:
@@ -335,9 +329,5 @@ def test_cached_gather_two_threads():
                 except Exception as e:  # noqa: BLE001 - reported by the main thread
                     errors.append(e)
 
-            ts = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join()
+            run_threads(worker, [(k,) for k in range(2)])
             assert not errors, errors

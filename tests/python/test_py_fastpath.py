@@ -5,11 +5,11 @@ threads at once, layouts changed in place), and a closed dataset. Every result i
 with numpy slicing of an h5py read.
 """
 
-import threading
 
 import numpy as np
 import pytest
 import vh5  # noqa: E402
+from _testkit import run_threads  # noqa: E402
 from _tmpdirs import module_tmp  # noqa: E402
 
 h5py = pytest.importorskip("h5py")
@@ -91,11 +91,7 @@ def test_dst_layout_cache_per_thread_and_layout_changes(data_file):
             except Exception as e:  # pragma: no cover - reported below
                 errors.append(repr(e))
 
-        ts = [threading.Thread(target=job, args=(s,)) for s in range(4)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+        run_threads(job, [(s,) for s in range(4)])
         assert not errors, errors
 
         # One array object whose layout changes in place between calls (shape and strides).

@@ -9,13 +9,13 @@ import os
 import pickle
 import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
 
 h5py = pytest.importorskip("h5py")
 import vh5  # noqa: E402
+from _testkit import run_threads  # noqa: E402
 from vh5 import _cache  # noqa: E402
 
 LIBVER = ("earliest", "v110")
@@ -135,11 +135,7 @@ def test_file_cache_is_bounded_and_thread_safe(tmp_path):
             except Exception as e:  # pragma: no cover - reported below
                 errors.append(e)
 
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_threads(work, [(i,) for i in range(8)])
         assert not errors and len(results) == 160 and all(results)
         assert len(_cache.cached_keys()) <= 3
         # a handle whose entry was evicted still reads (eviction drops, never closes)

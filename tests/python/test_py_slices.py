@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 import vh5  # noqa: E402
 
 h5py = pytest.importorskip("h5py")
+from _testkit import h5py_filter_kwargs  # noqa: E402
 from _tmpdirs import module_tmp  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -116,15 +117,9 @@ def write_dataset(shape, dtype, layout, chunks, partial, seed, fillvalue=None):
         info = np.iinfo(dtype)
         data = rng.integers(max(info.min, -1000), min(info.max, 1000), size=shape, endpoint=True).astype(dtype)
     path = new_path()
-    kw = {}
+    kw = h5py_filter_kwargs(layout)
     if chunks is not None:
         kw["chunks"] = chunks
-    if layout == "gzip":
-        kw["compression"] = "gzip"
-    if layout == "shuffle_gzip":
-        kw.update(compression="gzip", shuffle=True)
-    if layout == "fletcher32":
-        kw["fletcher32"] = True
     with h5py.File(path, "w") as f:
         fv = fillvalue if fillvalue is not None else (7 if dtype.kind in "iu" else -1.5)
         d = f.create_dataset("data", shape=shape, dtype=dtype, fillvalue=np.asarray(fv).astype(dtype), **kw)
