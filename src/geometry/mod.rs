@@ -3,4 +3,4 @@
 
 pub mod table;
 
-pub use table::{axis_step, axis_stride, c_contiguous_block, check_rows, row, row_counts, row_named, row_steps, ArrayLayout, Row, SliceTable, MAX_RANK};
+pub use table::{axis_step, axis_stride, c_contiguous_block, check_rows, row, row_counts, row_named, row_steps, validated_row_counts, ArrayLayout, Row, SliceTable, MAX_RANK};

@@ -117,6 +117,19 @@ pub fn row_steps(t: &SliceTable, i: usize, count: &[u64], src_out: &mut [u64], d
     }
 }
 
+/// [`row_counts`] of a row already validated by it (same table, shapes and `clip`): its
+/// counts into `count_out` (`ndim` entries), `Ok(false)` when it copies nothing. Without
+/// `clip` the counts are the table's, read with no check (a second pass over a table pays no
+/// validation again); with `clip` they are computed (and checked) by [`row_counts`].
+pub fn validated_row_counts(t: &SliceTable, i: usize, src_shape: &[u64], dst_shape: &[u64], clip: bool, count_out: &mut [u64]) -> Result<bool> {
+    if clip {
+        return row_counts(t, i, src_shape, dst_shape, true, ["dataset", "destination"], count_out);
+    }
+    let n = t.ndim;
+    count_out.copy_from_slice(&t.count[i * n..i * n + n]);
+    Ok(!count_out.contains(&0))
+}
+
 /// The validation of [`row_named`] without building a [`Row`] (cheap enough for per-row use
 /// in hot loops): writes the row's counts, clipped with `clip`, into `count_out` (`ndim`
 /// entries) and returns `Ok(true)`, or `Ok(false)` when the row copies nothing. Same errors.

@@ -10,6 +10,8 @@
 //! axis (`k0`), how many elements it holds per axis (`count`) and the dataset coordinate of
 //! its first element (`src_start`; consecutive elements are `step` apart as in the row).
 
+use std::ops::ControlFlow;
+
 use crate::error::Result;
 use crate::geometry::MAX_RANK;
 
@@ -132,11 +134,19 @@ impl ChunkGrid {
     /// selection must lie inside the dataset and every count and step be >= 1) touches, with
     /// the part of the selection inside it. Chunks come in C order of their grid coordinates.
     pub fn for_each_piece(&self, start: &[u64], count: &[u64], step: &[u64], mut f: impl FnMut(&Piece)) {
+        let _: ControlFlow<()> = self.try_for_each_piece(start, count, step, |p| {
+            f(p);
+            ControlFlow::Continue(())
+        });
+    }
+
+    /// [`ChunkGrid::for_each_piece`] that stops at the first piece for which `f` returns
+    /// `Break`, returning it (`Continue` when every piece was visited).
+    pub fn try_for_each_piece<B>(&self, start: &[u64], count: &[u64], step: &[u64], mut f: impl FnMut(&Piece) -> ControlFlow<B>) -> ControlFlow<B> {
         let n = self.ndim();
         debug_assert!(start.len() == n && count.len() == n && step.len() == n);
         if n == 0 {
-            f(&Piece { chunk_coord: &[], row_offset: &[], count: &[], src_start: &[] });
-            return;
+            return f(&Piece { chunk_coord: &[], row_offset: &[], count: &[], src_start: &[] });
         }
         // A selection inside one chunk (the common row of many-row calls): one piece, no
         // per-axis lists (their allocations were a third of the planning of 65,536 one-chunk
@@ -152,8 +162,7 @@ impl ChunkGrid {
             cc[j] = q;
         }
         if one {
-            f(&Piece { chunk_coord: &cc[..n], row_offset: &ZEROS[..n], count, src_start: start });
-            return;
+            return f(&Piece { chunk_coord: &cc[..n], row_offset: &ZEROS[..n], count, src_start: start });
         }
         let (mut ro, mut ct) = ([0u64; MAX_RANK], [0u64; MAX_RANK]);
         // Per-axis pieces, then their Cartesian product (odometer over the axes).
@@ -171,12 +180,12 @@ impl ChunkGrid {
                 ct[j] = p.n;
                 ss[j] = start[j] + p.k0 * step[j];
             }
-            f(&Piece { chunk_coord: &cc[..n], row_offset: &ro[..n], count: &ct[..n], src_start: &ss[..n] });
+            f(&Piece { chunk_coord: &cc[..n], row_offset: &ro[..n], count: &ct[..n], src_start: &ss[..n] })?;
             // advance the odometer, last axis fastest
             let mut j = n;
             loop {
                 if j == 0 {
-                    return;
+                    return ControlFlow::Continue(());
                 }
                 j -= 1;
                 idx[j] += 1;

@@ -16,13 +16,15 @@
 //! [`LOOKUP_MAX_CHUNKS`] chunks (the per-call lookup table) and, with more than one thread,
 //! the call copies at most [`GATHER_MAX_BYTES`] (larger copies pay for the planner's workers).
 
+use std::cell::RefCell;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use super::options::num_threads;
 use super::rows::Ctx;
 use super::stats::ReadStats;
 use crate::error::Result;
-use crate::geometry::{axis_stride, row_counts, row_steps, SliceTable, MAX_RANK};
+use crate::geometry::{axis_stride, row_counts, row_steps, validated_row_counts, SliceTable, MAX_RANK};
 use crate::hdf5::chunk_cache::{CacheKey, ChunkCache};
 use crate::hdf5::lock::{released, H5Lock};
 use crate::plan::grid::ChunkGrid;
@@ -35,16 +37,39 @@ pub(crate) const LOOKUP_MAX_CHUNKS: u64 = 16 << 10;
 /// whose workers scatter cached chunks in parallel.
 pub(crate) const GATHER_MAX_BYTES: u64 = 4 << 20;
 
+/// What [`gather_cached`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gathered {
+    /// Every row copied from the cache: the call is done.
+    Done,
+    /// Every row validated (nothing to report), but the call is left to the planner: a chunk
+    /// was missing from the cache, or the copy is big enough for the planner's workers. The
+    /// planner may skip validating the rows again ([`validated_row_counts`]).
+    Validated,
+    /// Not tried (the grid has more than [`LOOKUP_MAX_CHUNKS`] chunks): nothing checked.
+    Declined,
+}
+
+/// One looked-up chunk per slot of the grid (`None`: not looked up yet in this call).
+type Hits = Vec<Option<Arc<Vec<u8>>>>;
+
+thread_local! {
+    /// The calling thread's lookup table, kept between calls (all slots `None` between
+    /// calls: no chunk is held alive by it); allocating up to 128 KiB of fresh slots per
+    /// call cost page faults on the largest grids.
+    static HITS: RefCell<Hits> = const { RefCell::new(Vec::new()) };
+}
+
 /// Read the rows of `table` into `ctx.dst` from the chunks `cache` holds in memory form
-/// `form` ([`CacheKey::form`], [`CacheKey::unit`]). Returns `Ok(false)`, `stats` untouched,
-/// when the call is not served whole by the cache (see the module docs); errors are those of
-/// row validation (`InvalidArgument`, `OutOfBounds`, nothing written) and of the copy's
-/// bounds checks. Makes no libhdf5 call: the libhdf5 lock `l` is released while rows are
-/// copied (other threads' libhdf5 calls run meanwhile; the cache and its chunks are shared
-/// `Arc`s of the dataset's facts, which the caller holds).
-pub(crate) fn gather_cached(l: &H5Lock, table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, cache: &ChunkCache, form: (u8, usize), stats: &mut ReadStats) -> Result<bool> {
+/// `form` ([`CacheKey::form`], [`CacheKey::unit`]). Returns [`Gathered::Done`] when every row
+/// was copied, else what was checked (`stats` untouched; see the module docs); errors are
+/// those of row validation (`InvalidArgument`, `OutOfBounds`, nothing written) and of the
+/// copy's bounds checks. Makes no libhdf5 call: the libhdf5 lock `l` is released while rows
+/// are copied (other threads' libhdf5 calls run meanwhile; the cache and its chunks are
+/// shared `Arc`s of the dataset's facts, which the caller holds).
+pub(crate) fn gather_cached(l: &H5Lock, table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, cache: &ChunkCache, form: (u8, usize), stats: &mut ReadStats) -> Result<Gathered> {
     let n = grid.ndim();
-    let Some(nchunks) = grid.nchunks().filter(|&c| c <= LOOKUP_MAX_CHUNKS) else { return Ok(false) };
+    let Some(nchunks) = grid.nchunks().filter(|&c| c <= LOOKUP_MAX_CHUNKS) else { return Ok(Gathered::Declined) };
     // Pass 1: validate every row (nothing written on a bad row, as in the planned path).
     let mut count = [0u64; MAX_RANK];
     let (mut rows, mut elements) = (0usize, 0u64);
@@ -55,19 +80,31 @@ pub(crate) fn gather_cached(l: &H5Lock, table: &SliceTable, ctx: &Ctx, grid: &Ch
         }
     }
     if num_threads() > 1 && elements.saturating_mul(ctx.itemsize as u64) > GATHER_MAX_BYTES {
-        return Ok(false);
+        return Ok(Gathered::Validated);
     }
-    let mut hits: Vec<Option<Arc<Vec<u8>>>> = vec![None; nchunks as usize];
+    let mut hits = HITS.with(|h| std::mem::take(&mut *h.borrow_mut()));
+    hits.resize(nchunks as usize, None);
     // SAFETY: `copy_rows` makes no libhdf5 call.
     let copied = unsafe { released(l, || copy_rows(table, ctx, grid, (cache, form), &mut hits)) };
-    let Some(distinct) = copied? else { return Ok(false) };
+    // Drop the chunks looked up (the cache decides how long they live), keep the slots.
+    hits.iter_mut().for_each(|h| *h = None);
+    HITS.with(|h| *h.borrow_mut() = hits);
+    let Some(distinct) = copied? else { return Ok(Gathered::Validated) };
     stats.rows_read += rows;
     stats.rows_skipped += table.nslices - rows;
     stats.elements += elements;
     stats.chunks_read += distinct;
     stats.raw_chunks += distinct;
     stats.cache_hits += distinct;
-    Ok(true)
+    Ok(Gathered::Done)
+}
+
+/// Why the piece walk of [`copy_rows`] stopped early.
+enum Stop {
+    /// A chunk the cache lacks.
+    Miss,
+    /// The copy's bounds check failed.
+    Failed(crate::error::Error),
 }
 
 /// Pass 2 of [`gather_cached`]: every row (all validated) piece by piece, in row order, from
@@ -86,33 +123,21 @@ fn copy_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, (cache, form): (&C
     }
     let (mut count, mut ss, mut ds) = ([0u64; MAX_RANK], [1u64; MAX_RANK], [1u64; MAX_RANK]);
     let (mut sst, mut dst, mut cnt, mut at) = ([0isize; MAX_RANK], [0isize; MAX_RANK], [0usize; MAX_RANK], [0u64; MAX_RANK]);
-    let (mut res, mut distinct) = (Ok(true), 0usize);
+    let mut distinct = 0usize;
     for i in 0..table.nslices {
-        // Validated by pass 1: without clipping the counts are the table's.
-        if ctx.clip {
-            if !row_counts(table, i, ctx.src_shape, ctx.dst_shape, true, ["dataset", "destination"], &mut count[..n])? {
-                continue;
-            }
-        } else {
-            count[..n].copy_from_slice(&table.count[i * n..i * n + n]);
-            if count[..n].contains(&0) {
-                continue;
-            }
+        if !validated_row_counts(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip, &mut count[..n])? {
+            continue;
         }
         row_steps(table, i, &count[..n], &mut ss[..n], &mut ds[..n]);
         let (s0, d0) = (&table.src_start[i * n..i * n + n], &table.dst_start[i * n..i * n + n]);
-        grid.for_each_piece(s0, &count[..n], &ss[..n], |p| {
-            if !matches!(res, Ok(true)) {
-                return;
-            }
+        let walk = grid.try_for_each_piece(s0, &count[..n], &ss[..n], |p| {
             let linear = grid.linear_index(p.chunk_coord);
             let slot = &mut hits[linear as usize];
             if slot.is_none() {
                 *slot = cache.get(&CacheKey { chunk: linear, form: form.0, unit: form.1 }).filter(|b| b.len() as u64 == chunk_bytes);
-                let Some(_) = slot else {
-                    res = Ok(false);
-                    return;
-                };
+                if slot.is_none() {
+                    return ControlFlow::Break(Stop::Miss);
+                }
                 distinct += 1;
             }
             let buf = slot.as_ref().expect("looked up above");
@@ -126,10 +151,15 @@ fn copy_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, (cache, form): (&C
             }
             // SAFETY: this thread alone writes the caller's buffer during the call (no worker
             // runs); `copy_in` bounds-checks both blocks.
-            res = unsafe { ctx.dst.copy_in(buf, so, &sst[..n], ctx.layout.byte_offset(&at[..n]), &dst[..n], &cnt[..n], itemsize) }.map(|_| true);
+            match unsafe { ctx.dst.copy_in(buf, so, &sst[..n], ctx.layout.byte_offset(&at[..n]), &dst[..n], &cnt[..n], itemsize) } {
+                Ok(_) => ControlFlow::Continue(()),
+                Err(e) => ControlFlow::Break(Stop::Failed(e)),
+            }
         });
-        if !std::mem::replace(&mut res, Ok(true))? {
-            return Ok(None);
+        match walk {
+            ControlFlow::Continue(()) => {}
+            ControlFlow::Break(Stop::Miss) => return Ok(None),
+            ControlFlow::Break(Stop::Failed(e)) => return Err(e),
         }
     }
     Ok(Some(distinct))

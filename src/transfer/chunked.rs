@@ -53,7 +53,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hdf5_sys::h5i::hid_t;
 
-use super::cached_gather::gather_cached;
+use super::cached_gather::{gather_cached, Gathered};
 use super::checks::vh5_pipeline;
 pub(crate) use super::chunk_job::Convert;
 use super::chunk_job::{Fetcher, Shared};
@@ -63,7 +63,7 @@ use super::rows::{read_row, Ctx, RawKind};
 use super::stats::ReadStats;
 use crate::codec::{Decoder, Filter};
 use crate::error::Result;
-use crate::geometry::{row, row_counts, row_steps, SliceTable, MAX_RANK};
+use crate::geometry::{row, row_counts, row_steps, validated_row_counts, SliceTable, MAX_RANK};
 use crate::hdf5::chunk::{file_size, flush_dataset, opened_read_write, FilterSpec};
 use crate::hdf5::chunk_cache::ChunkCache;
 use crate::hdf5::chunk_index::IndexSlot;
@@ -119,14 +119,21 @@ pub(crate) fn read_chunked(
         Some(RawKind::Swap(u)) => (1u8, u),
         _ => (0u8, ctx.itemsize),
     };
+    let pipeline = vh5_pipeline(filter_specs);
+    // The decoded-chunk cache holds chunks vh5 decodes whole (its pipeline) fetched raw in
+    // their memory form (no libhdf5 conversion).
+    let cache = cache.filter(|c| c.capacity() > 0 && raw.is_some() && pipeline.is_some());
     // Every chunk the rows touch already decoded in the cache: copied row by row, no plan.
-    if let Some(c) = cache.filter(|c| c.capacity() > 0 && raw.is_some() && vh5_pipeline(filter_specs).is_some()) {
-        if gather_cached(l, table, ctx, &grid, c, form, stats)? {
-            return Ok(Some(*stats));
+    let mut validated = false;
+    if let Some(c) = cache {
+        match gather_cached(l, table, ctx, &grid, c, form, stats)? {
+            Gathered::Done => return Ok(Some(*stats)),
+            Gathered::Validated => validated = true,
+            Gathered::Declined => {}
         }
     }
-    let rp = plan_rows(table, ctx, &grid)?;
-    let d = decide_chunks(&rp.plan, table, chunk, ctx.itemsize, convert, filter_specs, mode);
+    let rp = plan_rows(table, ctx, &grid, validated)?;
+    let d = decide_chunks(&rp.plan, table, chunk, ctx.itemsize, convert, pipeline, mode);
     if mode == PlannerMode::Auto && d.nwhole == 0 && !d.checked {
         return Ok(None);
     }
@@ -153,10 +160,10 @@ pub(crate) fn read_chunked(
         Some(slot) if raw_ok && crate::hdf5::chunk_index::wanted(d.nwhole) => slot.get(l, dset, &grid, filter_specs.is_empty().then_some(d.stored_bytes))?,
         _ => None,
     };
-    // The decoded-chunk cache: only for bytes in the memory form (no libhdf5 conversion);
-    // chunks are kept only when all the call's whole chunks fit (a larger read would evict
-    // everything for nothing: a scan is not cached).
-    let cache = cache.filter(|c| raw_ok && raw.is_some() && c.capacity() > 0);
+    // (`cache` is given only when `raw_ok`: pipeline decoded by vh5, bytes raw.) Chunks are
+    // kept only when all the call's whole chunks fit (a larger read would evict everything
+    // for nothing: a scan is not cached).
+    debug_assert!(cache.is_none() || raw_ok);
     let keep = cache.is_some_and(|c| (d.nwhole as u64).saturating_mul(d.chunk_bytes.max(d.stored_bytes)) <= c.capacity());
     let shared = Shared {
         plan: &rp.plan,
@@ -222,10 +229,10 @@ struct RowPlan {
     elements: u64,
 }
 
-/// One pass over the rows (validating every one): destination boxes and pieces of the rows
-/// that copy something; rows whose destination overlaps another row's are left out of the
-/// plan (they run last, in row order).
-fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid) -> Result<RowPlan> {
+/// One pass over the rows (validating every one unless `validated`: the cached gather did):
+/// destination boxes and pieces of the rows that copy something; rows whose destination
+/// overlaps another row's are left out of the plan (they run last, in row order).
+fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, validated: bool) -> Result<RowPlan> {
     let n = ctx.src_shape.len();
     // Sized once for the common case (one piece per row): growing them by doubling moved
     // and page-faulted fresh memory on every call (test1.nc: 10,000 rows of 1x4x4).
@@ -240,7 +247,11 @@ fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid) -> Result<RowPlan>
     // row zeroed and copied ~1.3 KB, a fifth of the planning of 65,536 one-chunk rows).
     let (mut count, mut ss, mut ds) = ([0u64; MAX_RANK], [1u64; MAX_RANK], [1u64; MAX_RANK]);
     for i in 0..table.nslices {
-        if !row_counts(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip, ["dataset", "destination"], &mut count[..n])? {
+        let copies = match validated {
+            true => validated_row_counts(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip, &mut count[..n])?,
+            false => row_counts(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip, ["dataset", "destination"], &mut count[..n])?,
+        };
+        if !copies {
             continue;
         }
         let base = i * n;
@@ -284,11 +295,9 @@ struct Decision {
 
 /// Decide per chunk group of `plan`: whole or pieces (`plan::decide`, every chunk whole
 /// for checked reads, none when chunks exceed [`max_chunk_bytes`]).
-fn decide_chunks(plan: &Plan, table: &SliceTable, chunk: &[u64], itemsize: usize, convert: Option<Convert>, filter_specs: &[FilterSpec], mode: PlannerMode) -> Decision {
-    let filtered = !filter_specs.is_empty();
-    // Partial edge chunks stored unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, not
-    // flagged in their filter mask): libhdf5 reads every chunk of such datasets.
-    let filters = vh5_pipeline(filter_specs);
+fn decide_chunks(plan: &Plan, table: &SliceTable, chunk: &[u64], itemsize: usize, convert: Option<Convert>, filters: Option<Vec<Filter>>, mode: PlannerMode) -> Decision {
+    // (An empty pipeline is `Some(vec![])`.)
+    let filtered = filters.as_ref().is_none_or(|f| !f.is_empty());
     let checked = filtered && filters.is_some();
     let chunk_elems = chunk.iter().try_fold(1u64, |a, &b| a.checked_mul(b)).unwrap_or(u64::MAX);
     let chunk_bytes = chunk_elems.saturating_mul(itemsize as u64);
