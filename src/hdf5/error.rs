@@ -28,7 +28,8 @@ use crate::error::{Error, ErrorKind};
 pub struct H5Session {
     saved_func: H5E_auto2_t,
     saved_data: *mut c_void,
-    outermost: bool,
+    /// This session silenced printing (the thread's outermost, printing was on): it restores it.
+    restore: bool,
     lock: H5Lock,
 }
 
@@ -55,24 +56,31 @@ pub fn session() -> H5Session {
         d.set(v + 1);
         v
     });
-    let outermost = depth == 0;
-    if outermost {
+    let mut restore = depth == 0;
+    if restore {
         // SAFETY: we hold the lock; the out-pointers are valid locals.
         unsafe {
-            if H5Eget_auto2(H5E_DEFAULT, &mut saved_func, &mut saved_data) < 0 {
-                saved_func = None;
-                saved_data = std::ptr::null_mut();
+            let known = H5Eget_auto2(H5E_DEFAULT, &mut saved_func, &mut saved_data) >= 0;
+            if known && saved_func.is_none() {
+                // Printing is off already (h5py turns it off on import): nothing to set or
+                // restore (two libhdf5 calls of a ~5 us single-row read).
+                restore = false;
+            } else {
+                if !known {
+                    saved_func = None;
+                    saved_data = std::ptr::null_mut();
+                }
+                H5Eset_auto2(H5E_DEFAULT, None, std::ptr::null_mut());
             }
-            H5Eset_auto2(H5E_DEFAULT, None, std::ptr::null_mut());
         }
     }
-    H5Session { saved_func, saved_data, outermost, lock }
+    H5Session { saved_func, saved_data, restore, lock }
 }
 
 impl Drop for H5Session {
     fn drop(&mut self) {
         DEPTH.with(|d| d.set(d.get() - 1));
-        if self.outermost {
+        if self.restore {
             // SAFETY: we still hold the lock (the `lock` field drops after this body runs);
             // restores exactly what `session()` saved.
             unsafe {
