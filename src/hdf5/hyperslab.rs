@@ -96,7 +96,7 @@ impl<'l> HyperslabReader<'l> {
         self.mem_type = mem_type;
     }
 
-    /// Run `check` before every read from now on (e.g. `scaleoffset::ReadGuard::check`: the
+    /// Run `check` before every read from now on (e.g. `chunk_guard::ReadGuard::check`: the
     /// chunks a read reaches, checked before libhdf5 decodes them).
     pub fn set_check(&mut self, check: SelectionCheck<'l>) {
         self.check = Some(check);

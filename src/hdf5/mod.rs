@@ -3,19 +3,21 @@
 //! ([`types`]), files and datasets ([`dataset`]), hyperslab reads ([`hyperslab`]) and
 //! writes ([`write`]), per-dataset cached facts ([`meta`]), raw chunk access ([`chunk`]) and
 //! the refusal of storage in other files ([`external`]), of filter pipelines libhdf5 cannot
-//! decode reliably ([`filter_support`]) and of scaleoffset chunks it stores undecodable
-//! ([`scaleoffset`]). Differences between libhdf5 versions (1.10 .. 2.x)
+//! decode reliably ([`filter_support`]), of scaleoffset chunks it stores undecodable
+//! ([`scaleoffset`]) and of stored chunks whose headers libhdf5 would trust
+//! ([`chunk_guard`]: szip's claimed size, scaleoffset's bits per value). Differences between libhdf5 versions (1.10 .. 2.x)
 //! live in [`compat`] only.
 //!
 //! Every libhdf5 call vh5 makes happens while holding the lock of an [`error::H5Session`].
 //!
 //! Imports run one way, from the top of this list down; no module imports one above it:
-//! `dataset` -> `meta` -> `filter_support` -> `scaleoffset` -> `chunk`, `external` -> `hyperslab`, `write`, `types` -> `handle` ->
+//! `dataset` -> `meta` -> `chunk_guard` -> `filter_support` -> `scaleoffset` -> `chunk`, `external` -> `hyperslab`, `write`, `types` -> `handle` ->
 //! `error` -> `lock`; any of them may import `compat`, which imports none.
 
 pub mod chunk;
 pub mod chunk_btree;
 pub mod chunk_cache;
+pub mod chunk_guard;
 pub mod chunk_index;
 pub mod compat;
 pub mod dataset;

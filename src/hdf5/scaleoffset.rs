@@ -15,29 +15,25 @@
 //! is the same in every version (2.2.0 included).
 //!
 //! So vh5:
-//! - reads ([`ReadGuard`], with a libhdf5 older than 2.0.0, whose decoder does not check the
-//!   header): before each `H5Dread` reaches a chunk of such a dataset it fetches the chunk's
-//!   stored bytes, undoes the filters after scaleoffset (deflate, shuffle, fletcher32; an nbit
-//!   with nothing to pack passes them on) and refuses the read (`Hdf5`, naming the dataset,
-//!   the chunk and why) when the header says more than 32 bits per value;
+//! - reads (`chunk_guard::ReadGuard`, with a libhdf5 older than 2.0.0, whose decoder
+//!   does not check the header): before each `H5Dread` reaches a chunk of such a dataset it
+//!   fetches the chunk's stored bytes, undoes the filters after scaleoffset (deflate, shuffle,
+//!   fletcher32; an nbit with nothing to pack passes them on) and refuses the read (`Hdf5`,
+//!   naming the dataset, the chunk and why) when the header says more than 32 bits per value;
 //! - writes ([`WriteGuard`], every libhdf5): checks every chunk it is about to write whole
 //!   (vh5 writes each touched chunk once, from a buffer holding all its elements inside the
 //!   extent) with libhdf5's own rule and refuses (`Unsupported`) a chunk that would be stored
 //!   that way, before anything of it is written. Elements of an edge chunk outside the extent
 //!   count as the fill value (what libhdf5 puts there).
 
-use std::collections::HashSet;
-
 use hdf5_sys::h5i::hid_t;
 
-use super::chunk::{chunk_state, convert, file_size, fill_element, flush_dataset, is_partial_edge, opened_read_write, read_raw_chunk, ChunkLayout, ChunkState};
+use super::chunk::{convert, fill_element, ChunkLayout};
 use super::handle::dataset_name;
 use super::lock::H5Lock;
-use crate::codec::{parse_pipeline, Decoder, Filter};
 use crate::error::Result;
 
 const SCALEOFFSET: i32 = hdf5_sys::h5z::H5Z_FILTER_SCALEOFFSET;
-const NBIT: i32 = hdf5_sys::h5z::H5Z_FILTER_NBIT;
 
 /// Bytes of the header libhdf5's scaleoffset filter writes before the packed values.
 const HEADER_BYTES: usize = 21;
@@ -74,131 +70,33 @@ pub fn stored_unreadable(values: impl IntoIterator<Item = f32>, fill: Option<f32
     (max * scale - min * scale).is_nan()
 }
 
-/// Checks the chunks `H5Dread` is about to decode (see the module docs). One per reader.
-pub struct ReadGuard {
-    dset: hid_t,
-    chunk: Vec<u64>,
-    dont_filter_partial: bool,
-    so_index: usize,
-    /// The filters after scaleoffset vh5 undoes, with their index in the pipeline.
-    tail: Vec<(usize, Filter)>,
-    /// Decoded size bound for the tail: the largest scaleoffset output (64 bits per value).
-    limit: usize,
-    file_size: u64,
-    checked: HashSet<Vec<u64>>,
-    decoder: Decoder,
-    buf: Vec<u8>,
+/// The position in the pipeline of a float D-scale scaleoffset filter on 4-byte values (see
+/// [`float4_dscale`]): the chunks a read reaches are checked by
+/// `chunk_guard::ReadGuard` with [`check_float4_bits`].
+pub fn float4_dscale_index(layout: &ChunkLayout) -> Option<usize> {
+    float4_dscale(layout).map(|(i, _)| i)
 }
 
-impl ReadGuard {
-    /// A guard for `dset` when its pipeline has a float D-scale scaleoffset on 4-byte values
-    /// and the linked libhdf5 (older than 2.0.0) does not check the header itself; `None`
-    /// otherwise, and when a filter after scaleoffset is one vh5 cannot undo (szip, an nbit
-    /// that packs, a plugin: the header is then not looked at).
-    pub fn new(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout) -> Result<Option<ReadGuard>> {
-        let (Some(chunk), Some((so_index, _))) = (&layout.chunk, float4_dscale(layout)) else { return Ok(None) };
-        if super::version::library_info(lock).is_ok_and(|v| v.major >= 2) {
-            return Ok(None);
-        }
-        let mut tail = Vec::new();
-        for (i, f) in layout.filters.iter().enumerate().skip(so_index + 1) {
-            if f.id == NBIT && super::filter_support::nbit_has_nothing_to_do(&f.cd_values) {
-                continue; // nothing to pack: passes its input on
-            }
-            match parse_pipeline(&[(f.id, f.cd_values.as_slice())]) {
-                Some(p) => tail.push((i, p[0])),
-                None => return Ok(None),
-            }
-        }
-        let elems = chunk.iter().product::<u64>() as usize;
-        let file_size = file_size(lock, dset)?;
-        if opened_read_write(lock, dset)? {
-            flush_dataset(lock, dset)?; // chunks still in libhdf5's cache reach the file
-        }
-        Ok(Some(ReadGuard {
-            dset,
-            chunk: chunk.clone(),
-            dont_filter_partial: layout.dont_filter_partial,
-            so_index,
-            tail,
-            limit: HEADER_BYTES + elems.saturating_mul(8) + 1,
-            file_size,
-            checked: HashSet::new(),
-            decoder: Decoder::default(),
-            buf: Vec::new(),
-        }))
-    }
+/// The most bytes libhdf5's scaleoffset encoder stores for a chunk of `elems` values (its
+/// header and 64 bits per value).
+pub fn largest_output(elems: u64) -> u64 {
+    elems.saturating_mul(8).saturating_add(HEADER_BYTES as u64 + 1)
+}
 
-    /// Check every chunk holding an element of the hyperslab `start`, `stride`, `count` of a
-    /// dataset of extent `shape`, each chunk once per guard.
-    pub fn check(&mut self, lock: &H5Lock, shape: &[u64], start: &[u64], stride: Option<&[u64]>, count: &[u64]) -> Result<()> {
-        let n = shape.len();
-        if n == 0 || n != self.chunk.len() || count.contains(&0) {
-            return Ok(());
-        }
-        // per axis, the chunk indices holding a selected element
-        let mut axes: Vec<Vec<u64>> = Vec::with_capacity(n);
-        for j in 0..n {
-            let (c, s, a) = (self.chunk[j].max(1), stride.map_or(1, |s| s[j]).max(1), start[j]);
-            let last = a + (count[j] - 1) * s;
-            if s <= c {
-                axes.push((a / c..=last / c).collect());
-            } else {
-                axes.push((0..count[j]).map(|k| (a + k * s) / c).collect());
-            }
-        }
-        let mut at = vec![0usize; n];
-        loop {
-            let origin: Vec<u64> = (0..n).map(|j| axes[j][at[j]] * self.chunk[j]).collect();
-            if !self.checked.contains(&origin) {
-                self.check_chunk(lock, shape, &origin)?;
-                self.checked.insert(origin);
-            }
-            let mut j = n;
-            loop {
-                if j == 0 {
-                    return Ok(());
-                }
-                j -= 1;
-                at[j] += 1;
-                if at[j] < axes[j].len() {
-                    break;
-                }
-                at[j] = 0;
-            }
-        }
+/// Refuse (`Hdf5`) the scaleoffset chunk at `origin` of `dset` (float D-scale, 4-byte floats)
+/// whose header says `bits` per value when that is more than a 4-byte float has.
+pub fn check_float4_bits(lock: &H5Lock, dset: hid_t, origin: &[u64], bits: u32) -> Result<()> {
+    if bits > 32 {
+        bail!(
+            Hdf5,
+            "dataset {}: the scaleoffset chunk at {origin:?} says {bits} bits per value, more than its 4-byte floats have: libhdf5 stores a chunk so \
+             when its first counted value is NaN or all its counted values are the same infinity, and no libhdf5 decodes it (2.0 and 2.2 report \
+             an error; libhdf5 {}, linked here, would return zeros): vh5 refuses the read",
+            dataset_name(lock, dset),
+            super::version::version_text(lock)
+        );
     }
-
-    fn check_chunk(&mut self, lock: &H5Lock, shape: &[u64], origin: &[u64]) -> Result<()> {
-        if self.dont_filter_partial && is_partial_edge(origin, &self.chunk, shape) {
-            return Ok(()); // stored without filters
-        }
-        let ChunkState::Stored { size } = chunk_state(lock, self.dset, origin) else { return Ok(()) };
-        if size > self.file_size {
-            return Ok(()); // not trusted: libhdf5 reads it and fails with its own reason
-        }
-        let Some(mask) = read_raw_chunk(lock, self.dset, origin, size, &mut self.buf)? else { return Ok(()) };
-        if mask & (1 << self.so_index) != 0 {
-            return Ok(());
-        }
-        let filters: Vec<Filter> = self.tail.iter().map(|&(_, f)| f).collect();
-        let tail_mask = self.tail.iter().enumerate().fold(0u32, |m, (k, &(i, _))| if i < 32 && mask & (1 << i) != 0 { m | 1 << k } else { m });
-        if self.decoder.decode(&filters, tail_mask, &mut self.buf, self.limit).is_err() || self.buf.len() < 4 {
-            return Ok(()); // damaged: libhdf5 decodes it and answers for it
-        }
-        let bits = u32::from_le_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
-        if bits > 32 {
-            bail!(
-                Hdf5,
-                "dataset {}: the scaleoffset chunk at {origin:?} says {bits} bits per value, more than its 4-byte floats have: libhdf5 stores a chunk so \
-                 when its first counted value is NaN or all its counted values are the same infinity, and no libhdf5 decodes it (2.0 and 2.2 report \
-                 an error; libhdf5 {}, linked here, would return zeros): vh5 refuses the read",
-                dataset_name(lock, self.dset),
-                super::version::version_text(lock)
-            );
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// Checks the chunks a write is about to store whole (see the module docs). One per write.

@@ -144,8 +144,15 @@ ALLOWED_REFUSALS = {
     "layout: external storage (H5Pset_external)": ("files pointing at other files: refused by default (security)", r"(?i)external"),
     "layout: virtual (source in the same file)": ("files pointing at other files: refused by default (security)", r"(?i)virtual"),
 }
+#: vh5 refuses a chunk whose szip header claims more decoded bytes than an szip filter can be
+#: given for that chunk, or that is shorter than the header, before libhdf5 allocates the claim
+#: (src/hdf5/chunk_guard.rs; seed 108 spec 740 and seed 116 spec 1043 at 8000 cases: claims of
+#: 3.7 GB and 810 MB for chunks of 12 and 20 bytes, formerly known divergence #21).
+SZIP_CLAIM = r"the szip header of the chunk at \[[0-9, ]*\] claims \d+ decoded bytes|fewer than szip's 4-byte header"
+ALLOWED_REFUSALS["filter: szip"] = ("a chunk whose szip header claims more bytes than the chunk can decode to: libhdf5 allocates the claim", SZIP_CLAIM)
 if __import__("vh5").hdf5_version().origin == "vendored":  # the static-hdf5 build: hdf5-metno-src builds HDF5 without szip
-    ALLOWED_REFUSALS["filter: szip"] = ("the static-hdf5 build's libhdf5 has no szip", r"has no ('[^']*', )*'szip'")  # unnamed in the file: every filter it lacks is listed
+    # unnamed in the file: every filter it lacks is listed
+    ALLOWED_REFUSALS["filter: szip"] = ("the static-hdf5 build's libhdf5 has no szip", r"has no ('[^']*', )*'szip'|" + SZIP_CLAIM)
 
 COLUMNS = [("read", p) for p in R.PLANNERS] + [("write", p) for p in R.PLANNERS]
 

@@ -1,0 +1,302 @@
+//! Stored chunks checked before libhdf5 decodes them: the headers of filters vh5 does not
+//! decode itself, where libhdf5's decoder trusts a header it should not.
+//!
+//! Every read that lets libhdf5 decode chunks (`H5Dread` through a
+//! [`super::HyperslabReader`], and the chunks libhdf5 reads to merge a partial write) runs a
+//! [`ReadGuard`] first when the dataset's pipeline has such a filter: before the read reaches
+//! a chunk, the guard fetches the chunk's stored bytes (`H5Dread_chunk`, once per chunk and
+//! guard), undoes the filters that come after the checked one in the pipeline (deflate,
+//! shuffle, fletcher32; an nbit with nothing to pack passes its input on; filters the chunk's
+//! filter mask says were skipped are skipped) and looks at the header the checked filter's
+//! decoder will see. Two headers are checked:
+//!
+//! - **szip** (every libhdf5: `H5Z__filter_szip` in 1.10 .. 2.x): the first 4 bytes (little
+//!   endian) say how many bytes the chunk decodes to, and libhdf5 allocates that many before
+//!   libaec decodes anything, up to 4 GiB per chunk, whatever the chunk holds (conformance
+//!   seed 108 at 8000 cases: a 12-byte chunk claiming 3,700,293,827 bytes; seed 116: a 20-byte
+//!   chunk stored unencoded under a mask saying szip was applied, whose first bytes claim
+//!   810,723,495 bytes that libaec then fills: 832 MB of RSS for a 6 KB file). An encoder
+//!   writes the size of its input there, which is at most the chunk's size in the file type
+//!   grown by the filters before szip ([`szip_bound`]); a larger claim, or fewer than the 4
+//!   header bytes (libhdf5 reads the header past such a chunk and hands libaec a length of
+//!   `nbytes - 4`, wrapped), is refused (`Hdf5`, naming the dataset, the chunk, the claim and
+//!   the bound) before libhdf5 sees the chunk. Memory then stays bounded by the chunks read.
+//! - **scaleoffset**, float D-scale on 4-byte floats, with a libhdf5 older than 2.0.0 (see
+//!   [`super::scaleoffset`]): a header saying more than 32 bits per value is refused
+//!   (libhdf5 1.10 decodes such a chunk as zeros, silently; 2.x refuses it itself).
+//!
+//! A chunk whose stored bytes vh5 cannot undo to the header (a filter after the checked one
+//! that vh5 does not implement and the mask says was applied, a damaged stream, a stored size
+//! past the end of the file) is left to libhdf5, which answers for it.
+
+use std::collections::HashSet;
+
+use hdf5_sys::h5i::hid_t;
+
+use super::chunk::{chunk_state, file_size, file_type_size, flush_dataset, is_partial_edge, opened_read_write, read_raw_chunk, ChunkLayout, ChunkState};
+use super::handle::dataset_name;
+use super::lock::H5Lock;
+use super::scaleoffset;
+use crate::codec::{parse_pipeline, Decoder, Filter};
+use crate::error::Result;
+
+const DEFLATE: i32 = hdf5_sys::h5z::H5Z_FILTER_DEFLATE;
+const SHUFFLE: i32 = hdf5_sys::h5z::H5Z_FILTER_SHUFFLE;
+const FLETCHER32: i32 = hdf5_sys::h5z::H5Z_FILTER_FLETCHER32;
+const SZIP: i32 = hdf5_sys::h5z::H5Z_FILTER_SZIP;
+const NBIT: i32 = hdf5_sys::h5z::H5Z_FILTER_NBIT;
+const SCALEOFFSET: i32 = hdf5_sys::h5z::H5Z_FILTER_SCALEOFFSET;
+
+/// What a checked header must satisfy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Header {
+    /// scaleoffset, float D-scale, 4-byte floats: at most 32 bits per value.
+    ScaleoffsetFloat4,
+    /// szip: 4 header bytes claiming at most `bound` decoded bytes.
+    Szip { bound: u64 },
+}
+
+/// One filter whose header is checked.
+struct Peek {
+    /// Its position in the pipeline (bit of the chunk's filter mask).
+    index: usize,
+    /// The filters after it (undone first on a read), with their positions; `None`: one vh5
+    /// cannot undo (a chunk that applied it is not looked at).
+    tail: Vec<(usize, Option<Filter>)>,
+    /// Most bytes the tail may decode to (the checked filter's largest output).
+    limit: usize,
+    header: Header,
+}
+
+/// Checks the chunks libhdf5 is about to decode (see the module docs). One per reader; it
+/// remembers the chunks it checked.
+pub struct ReadGuard {
+    dset: hid_t,
+    chunk: Vec<u64>,
+    dont_filter_partial: bool,
+    file_size: u64,
+    peeks: Vec<Peek>,
+    checked: HashSet<Vec<u64>>,
+    decoder: Decoder,
+    raw: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+/// The filters after position `index` of the pipeline as vh5 undoes them (see [`Peek::tail`]).
+fn tail_after(layout: &ChunkLayout, index: usize) -> Vec<(usize, Option<Filter>)> {
+    let mut tail = Vec::new();
+    for (i, f) in layout.filters.iter().enumerate().skip(index + 1) {
+        if f.id == NBIT && super::filter_support::nbit_has_nothing_to_do(&f.cd_values) {
+            continue; // nothing to pack: passes its input on
+        }
+        tail.push((i, parse_pipeline(&[(f.id, f.cd_values.as_slice())]).map(|p| p[0])));
+    }
+    tail
+}
+
+/// The most bytes an szip filter at position `index` of the pipeline can be given to encode
+/// (what its header claims for a chunk it encoded): the chunk's size in the file type
+/// (`chunk_bytes`, `elems` elements) grown by the filters before it, each by at least its
+/// largest growth (deflate: zlib's worst case is n + n/1000 + 12; fletcher32 and szip: 4
+/// bytes; scaleoffset: its 21-byte header and at most 64 bits per value; shuffle and nbit:
+/// none). `None` when a filter before it is one whose output vh5 cannot bound (a plugin):
+/// such claims are not checked.
+pub fn szip_bound(layout: &ChunkLayout, index: usize, chunk_bytes: u64, elems: u64) -> Option<u64> {
+    let mut n = chunk_bytes;
+    for f in &layout.filters[..index] {
+        n = match f.id {
+            DEFLATE => n.saturating_add(n / 8).saturating_add(64),
+            SHUFFLE | NBIT => n,
+            FLETCHER32 | SZIP => n.saturating_add(4),
+            SCALEOFFSET => n.max(elems.saturating_mul(8).saturating_add(64)),
+            _ => return None,
+        };
+    }
+    Some(n)
+}
+
+impl ReadGuard {
+    /// A guard for `dset` when its pipeline has a header to check (see the module docs);
+    /// `None` otherwise (also for datasets that are not chunked).
+    pub fn new(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout) -> Result<Option<ReadGuard>> {
+        let Some(chunk) = &layout.chunk else { return Ok(None) };
+        let elems = chunk.iter().try_fold(1u64, |a, &c| a.checked_mul(c)).unwrap_or(u64::MAX);
+        let mut peeks = Vec::new();
+        if let Some(index) = scaleoffset::float4_dscale_index(layout) {
+            if super::version::library_info(lock).is_ok_and(|v| v.major < 2) {
+                let limit = usize::try_from(scaleoffset::largest_output(elems)).unwrap_or(usize::MAX);
+                peeks.push(Peek { index, tail: tail_after(layout, index), limit, header: Header::ScaleoffsetFloat4 });
+            }
+        }
+        for (index, f) in layout.filters.iter().enumerate() {
+            if f.id != SZIP {
+                continue;
+            }
+            let chunk_bytes = elems.saturating_mul(file_type_size(lock, dset)?);
+            if let Some(bound) = szip_bound(layout, index, chunk_bytes, elems) {
+                // szip's output: the 4 header bytes and at most its input (H5Z__filter_szip)
+                let limit = usize::try_from(bound.saturating_add(4)).unwrap_or(usize::MAX);
+                peeks.push(Peek { index, tail: tail_after(layout, index), limit, header: Header::Szip { bound } });
+            }
+        }
+        if peeks.is_empty() {
+            return Ok(None);
+        }
+        let file_size = file_size(lock, dset)?;
+        if opened_read_write(lock, dset)? {
+            flush_dataset(lock, dset)?; // chunks still in libhdf5's cache reach the file
+        }
+        Ok(Some(ReadGuard {
+            dset,
+            chunk: chunk.clone(),
+            dont_filter_partial: layout.dont_filter_partial,
+            file_size,
+            peeks,
+            checked: HashSet::new(),
+            decoder: Decoder::default(),
+            raw: Vec::new(),
+            buf: Vec::new(),
+        }))
+    }
+
+    /// Check every chunk holding an element of the hyperslab `start`, `stride`, `count` of a
+    /// dataset of extent `shape`, each chunk once per guard.
+    pub fn check(&mut self, lock: &H5Lock, shape: &[u64], start: &[u64], stride: Option<&[u64]>, count: &[u64]) -> Result<()> {
+        let n = shape.len();
+        if n == 0 || n != self.chunk.len() || count.contains(&0) {
+            return Ok(());
+        }
+        // per axis, the chunk indices holding a selected element
+        let mut axes: Vec<Vec<u64>> = Vec::with_capacity(n);
+        for j in 0..n {
+            let (c, s, a) = (self.chunk[j].max(1), stride.map_or(1, |s| s[j]).max(1), start[j]);
+            let last = a + (count[j] - 1) * s;
+            if s <= c {
+                axes.push((a / c..=last / c).collect());
+            } else {
+                axes.push((0..count[j]).map(|k| (a + k * s) / c).collect());
+            }
+        }
+        let mut at = vec![0usize; n];
+        loop {
+            let origin: Vec<u64> = (0..n).map(|j| axes[j][at[j]] * self.chunk[j]).collect();
+            if !self.checked.contains(&origin) {
+                self.check_chunk(lock, shape, &origin)?;
+                self.checked.insert(origin);
+            }
+            let mut j = n;
+            loop {
+                if j == 0 {
+                    return Ok(());
+                }
+                j -= 1;
+                at[j] += 1;
+                if at[j] < axes[j].len() {
+                    break;
+                }
+                at[j] = 0;
+            }
+        }
+    }
+
+    fn check_chunk(&mut self, lock: &H5Lock, shape: &[u64], origin: &[u64]) -> Result<()> {
+        if self.dont_filter_partial && is_partial_edge(origin, &self.chunk, shape) {
+            return Ok(()); // stored without filters
+        }
+        let ChunkState::Stored { size } = chunk_state(lock, self.dset, origin) else { return Ok(()) };
+        if size > self.file_size {
+            return Ok(()); // not trusted: libhdf5 reads it and fails with its own reason
+        }
+        let Some(mask) = read_raw_chunk(lock, self.dset, origin, size, &mut self.raw)? else { return Ok(()) };
+        let skipped = |i: usize| i < 32 && mask & (1 << i) != 0;
+        for p in &self.peeks {
+            if skipped(p.index) {
+                continue;
+            }
+            // The tail as the chunk applied it: filters it skipped are skipped again.
+            let (mut filters, mut tail_mask, mut undoable) = (Vec::new(), 0u32, true);
+            for &(i, f) in &p.tail {
+                match f {
+                    Some(f) => {
+                        if skipped(i) {
+                            tail_mask |= 1 << filters.len();
+                        }
+                        filters.push(f);
+                    }
+                    None => undoable &= skipped(i),
+                }
+            }
+            if !undoable {
+                continue; // a filter vh5 cannot undo lies on top: libhdf5 decodes it
+            }
+            self.buf.clear();
+            self.buf.extend_from_slice(&self.raw);
+            if self.decoder.decode(&filters, tail_mask, &mut self.buf, p.limit).is_err() || self.buf.len() > p.limit {
+                continue; // damaged: libhdf5 decodes it and answers for it
+            }
+            check_header(lock, self.dset, origin, p.header, &self.buf)?;
+        }
+        Ok(())
+    }
+}
+
+/// Refuse (`Hdf5`) the chunk at `origin` when `bytes` (what the checked filter's decoder is
+/// given) break `header`'s rule.
+fn check_header(lock: &H5Lock, dset: hid_t, origin: &[u64], header: Header, bytes: &[u8]) -> Result<()> {
+    match header {
+        Header::ScaleoffsetFloat4 => {
+            if bytes.len() < 4 {
+                return Ok(()); // damaged: libhdf5 refuses it itself
+            }
+            scaleoffset::check_float4_bits(lock, dset, origin, u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+        }
+        Header::Szip { bound } => {
+            let Some(claim) = bytes.get(..4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) else {
+                bail!(
+                    Hdf5,
+                    "dataset {}: the szip-encoded chunk at {origin:?} has {} bytes, fewer than szip's 4-byte header (libhdf5 would read the header \
+                     past the chunk's bytes): the chunk is corrupted; vh5 refuses the read",
+                    dataset_name(lock, dset),
+                    bytes.len()
+                );
+            };
+            if u64::from(claim) > bound {
+                bail!(
+                    Hdf5,
+                    "dataset {}: the szip header of the chunk at {origin:?} claims {claim} decoded bytes, more than the {bound} an szip filter \
+                     can be given for this chunk: the chunk is corrupted (libhdf5 would allocate the claimed size before decoding it); vh5 refuses \
+                     the read",
+                    dataset_name(lock, dset)
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hdf5::chunk::FilterSpec;
+
+    fn layout(ids: &[i32]) -> ChunkLayout {
+        let filters = ids.iter().map(|&id| FilterSpec { id, flags: 0, cd_values: Vec::new() }).collect();
+        ChunkLayout { chunk: Some(vec![10]), filters, dont_filter_partial: false, fill_never: false }
+    }
+
+    #[test]
+    fn szip_bound_grows_by_the_filters_before_szip() {
+        // szip first: the chunk's bytes
+        assert_eq!(szip_bound(&layout(&[SZIP, DEFLATE]), 0, 40, 10), Some(40));
+        // shuffle / nbit keep the size, fletcher32 adds its checksum
+        assert_eq!(szip_bound(&layout(&[SHUFFLE, NBIT, FLETCHER32, SZIP]), 3, 40, 10), Some(44));
+        // deflate may grow (zlib's worst case is far below n + n/8 + 64)
+        assert_eq!(szip_bound(&layout(&[DEFLATE, SZIP]), 1, 4000, 1000), Some(4564));
+        // scaleoffset: up to 64 bits per value and its header
+        assert_eq!(szip_bound(&layout(&[SCALEOFFSET, SZIP]), 1, 40, 10), Some(144));
+        // a plugin before szip: nothing known, nothing checked
+        assert_eq!(szip_bound(&layout(&[32001, SZIP]), 1, 40, 10), None);
+        // saturates instead of wrapping
+        assert_eq!(szip_bound(&layout(&[DEFLATE, SZIP]), 1, u64::MAX, u64::MAX), Some(u64::MAX));
+    }
+}
