@@ -30,6 +30,7 @@
 //! past the end of the file) is left to libhdf5, which answers for it.
 
 use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use hdf5_sys::h5i::hid_t;
 
@@ -46,6 +47,10 @@ const FLETCHER32: i32 = hdf5_sys::h5z::H5Z_FILTER_FLETCHER32;
 const SZIP: i32 = hdf5_sys::h5z::H5Z_FILTER_SZIP;
 const NBIT: i32 = hdf5_sys::h5z::H5Z_FILTER_NBIT;
 const SCALEOFFSET: i32 = hdf5_sys::h5z::H5Z_FILTER_SCALEOFFSET;
+
+/// Most chunk origins a [`CheckedChunks`] set holds (~15 MB at rank 2); it is emptied when
+/// full.
+const MAX_CHECKED: usize = 1 << 18;
 
 /// What a checked header must satisfy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,15 +73,20 @@ struct Peek {
     header: Header,
 }
 
+/// Origins of the chunks a guard found sound (each checked once): one guard's, or shared by
+/// the guards of every read of a dataset whose stored chunks cannot change
+/// (`meta::DatasetMeta::guarded_chunks`).
+pub type CheckedChunks = Arc<Mutex<HashSet<Vec<u64>>>>;
+
 /// Checks the chunks libhdf5 is about to decode (see the module docs). One per reader; it
-/// remembers the chunks it checked.
+/// remembers the chunks it found sound.
 pub struct ReadGuard {
     dset: hid_t,
     chunk: Vec<u64>,
     dont_filter_partial: bool,
     file_size: u64,
     peeks: Vec<Peek>,
-    checked: HashSet<Vec<u64>>,
+    checked: CheckedChunks,
     decoder: Decoder,
     raw: Vec<u8>,
     buf: Vec<u8>,
@@ -117,8 +127,10 @@ pub fn szip_bound(layout: &ChunkLayout, index: usize, chunk_bytes: u64, elems: u
 
 impl ReadGuard {
     /// A guard for `dset` when its pipeline has a header to check (see the module docs);
-    /// `None` otherwise (also for datasets that are not chunked).
-    pub fn new(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout) -> Result<Option<ReadGuard>> {
+    /// `None` otherwise (also for datasets that are not chunked). `shared`: chunks earlier
+    /// guards of the dataset found sound, and where this one records its own (else it keeps
+    /// its own set).
+    pub fn new(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout, shared: Option<CheckedChunks>) -> Result<Option<ReadGuard>> {
         let Some(chunk) = &layout.chunk else { return Ok(None) };
         let elems = chunk.iter().try_fold(1u64, |a, &c| a.checked_mul(c)).unwrap_or(u64::MAX);
         let mut peeks = Vec::new();
@@ -152,7 +164,7 @@ impl ReadGuard {
             dont_filter_partial: layout.dont_filter_partial,
             file_size,
             peeks,
-            checked: HashSet::new(),
+            checked: shared.unwrap_or_default(),
             decoder: Decoder::default(),
             raw: Vec::new(),
             buf: Vec::new(),
@@ -164,6 +176,11 @@ impl ReadGuard {
     pub fn check(&mut self, lock: &H5Lock, shape: &[u64], start: &[u64], stride: Option<&[u64]>, count: &[u64]) -> Result<()> {
         let n = shape.len();
         if n == 0 || n != self.chunk.len() || count.contains(&0) {
+            return Ok(());
+        }
+        // Every chunk of the grid found sound already (repeated reads of a read-only file).
+        let grid_chunks = (0..n).try_fold(1u64, |a, j| a.checked_mul(shape[j].div_ceil(self.chunk[j].max(1))));
+        if grid_chunks.is_some_and(|g| self.checked.lock().unwrap_or_else(|p| p.into_inner()).len() as u64 >= g) {
             return Ok(());
         }
         // per axis, the chunk indices holding a selected element
@@ -180,9 +197,13 @@ impl ReadGuard {
         let mut at = vec![0usize; n];
         loop {
             let origin: Vec<u64> = (0..n).map(|j| axes[j][at[j]] * self.chunk[j]).collect();
-            if !self.checked.contains(&origin) {
+            if !self.checked.lock().unwrap_or_else(|p| p.into_inner()).contains(&origin) {
                 self.check_chunk(lock, shape, &origin)?;
-                self.checked.insert(origin);
+                let mut checked = self.checked.lock().unwrap_or_else(|p| p.into_inner());
+                if checked.len() >= MAX_CHECKED {
+                    checked.clear(); // bounded memory: they are checked again when read again
+                }
+                checked.insert(origin);
             }
             let mut j = n;
             loop {

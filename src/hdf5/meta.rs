@@ -17,6 +17,7 @@ use hdf5_sys::h5i::hid_t;
 
 use super::chunk::{chunk_layout, ChunkLayout};
 use super::chunk_cache::ChunkCache;
+use super::chunk_guard::CheckedChunks;
 use super::chunk_index::IndexSlot;
 use super::handle::{dataset_name, Handle};
 use super::hyperslab::{space_dims, SpaceCache};
@@ -52,6 +53,9 @@ pub struct DatasetMeta {
     chunks: OnceLock<ChunkCache>,
     /// The dataset's chunk index (when `fixed_extent`; built by the first read that wants it).
     index: IndexSlot,
+    /// Chunks whose headers [`super::chunk_guard::ReadGuard`] found sound, kept for later calls
+    /// (when `fixed_extent` and `own`: the stored chunks cannot change in this process).
+    guarded: CheckedChunks,
 }
 
 impl DatasetMeta {
@@ -76,6 +80,13 @@ impl DatasetMeta {
     /// vh5 (an h5py dataset's id): then every raw chunk goes through libhdf5 (`H5Dread_chunk`).
     pub fn chunk_index(&self) -> Option<&IndexSlot> {
         (self.fixed_extent && self.own).then_some(&self.index)
+    }
+
+    /// The chunks found sound by earlier reads' guards, to share with this read's
+    /// [`super::chunk_guard::ReadGuard`]; `None` (every call checks again) when the stored
+    /// chunks may change in this process (as for [`DatasetMeta::chunk_index`]).
+    pub fn guarded_chunks(&self) -> Option<CheckedChunks> {
+        (self.fixed_extent && self.own).then(|| Arc::clone(&self.guarded))
     }
 }
 
@@ -127,7 +138,18 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
     let fixed_extent = extent_is_fixed(lock, dset);
     let elsewhere = super::external::storage_elsewhere(lock, dset)?;
     let own = super::handle::opened_by_vh5(dset);
-    let m = Arc::new(DatasetMeta { ftype, finfo, layout, elsewhere, fixed_extent, own, spaces: Mutex::new(None), chunks: OnceLock::new(), index: IndexSlot::default() });
+    let m = Arc::new(DatasetMeta {
+        ftype,
+        finfo,
+        layout,
+        elsewhere,
+        fixed_extent,
+        own,
+        spaces: Mutex::new(None),
+        chunks: OnceLock::new(),
+        index: IndexSlot::default(),
+        guarded: CheckedChunks::default(),
+    });
     let old = {
         let mut g = CACHE.lock().unwrap_or_else(|p| p.into_inner());
         let c = g.get_or_insert_with(HashMap::new);

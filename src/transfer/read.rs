@@ -70,7 +70,7 @@ fn read_rows(dset: hid_t, dst: &mut DstArray, table: &SliceTable, flags: u32) ->
         Some(slot) => HyperslabReader::with_cache(l, dset, mem.id(), itemsize, slot)?,
         None => HyperslabReader::new(l, dset, mem.id(), itemsize)?,
     };
-    if let Some(mut guard) = crate::hdf5::chunk_guard::ReadGuard::new(l, dset, &meta.layout)? {
+    if let Some(mut guard) = crate::hdf5::chunk_guard::ReadGuard::new(l, dset, &meta.layout, meta.guarded_chunks())? {
         reader.set_check(Box::new(move |l, shape, start, stride, count| guard.check(l, shape, start, stride, count)));
     }
     let src_shape: Vec<u64> = reader.shape().to_vec();

@@ -122,7 +122,7 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
         _ => {
             let mut guard = WriteGuard::new(l, dset, &layout, mem.id(), itemsize)?;
             // libhdf5 reads the stored chunks a row writes in part: checked as reads check them
-            let mut stored = ReadGuard::new(l, dset, &layout)?;
+            let mut stored = ReadGuard::new(l, dset, &layout, None)?;
             write_rows(l, &mut writer, &dshape, src, table, clip, (guard.as_mut(), stored.as_mut()), &mut stats)?
         }
     }
@@ -229,7 +229,7 @@ fn write_chunked(
     // libhdf5 1.10 would decode as zeros): see `crate::hdf5::scaleoffset`.
     let guarded_reader = || -> Result<HyperslabReader> {
         let mut reader = HyperslabReader::new(l, dset, mem_type, itemsize)?;
-        if let Some(mut guard) = ReadGuard::new(l, dset, layout)? {
+        if let Some(mut guard) = ReadGuard::new(l, dset, layout, None)? {
             reader.set_check(Box::new(move |l, shape, start, stride, count| guard.check(l, shape, start, stride, count)));
         }
         Ok(reader)
