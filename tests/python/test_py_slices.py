@@ -434,3 +434,39 @@ def test_out_of_bounds_message_keeps_large_coordinates():
         vh5.read_many_slices(f["x"], np.zeros((2, 2)), big, np.zeros((1, 2), np.uint64), np.ones((1, 2), np.uint64))
     assert str(2**64 - 1) in str(exc.value), str(exc.value)
     assert "HDF5 id" not in str(exc.value)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="silent wrong answer / heap leak: a stored chunk shorter than the chunk size in an unfiltered "
+    "dataset (what a damaged filter pipeline message leaves) is accepted, and the missing tail of the "
+    "chunk reaches the destination as stale heap bytes (heap addresses, other datasets' data) instead "
+    "of VH5_ERR_HDF5 'wrong decoded size'",
+)
+def test_short_stored_chunk_never_leaks_stale_bytes():
+    path = new_path("shortchunk")
+    nchunks, width = 40, 1000
+    with h5py.File(path, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("good", data=np.full((nchunks, width), 0xABABABABABABABAB, "<u8"), chunks=(1, width))
+        d = f.create_dataset("short", shape=(nchunks, width), chunks=(1, width), dtype="<u8")
+        for i in range(nchunks):
+            d.id.write_direct_chunk((i, 0), np.full(width, 0x1111111111111111, "<u8").tobytes()[:-5])
+    # The 5 missing bytes of each chunk's last element may read as zeros or as the file's next
+    # bytes (the next chunk, 0x11...: what libhdf5 1.10's H5Dread returns), or be refused; never
+    # as bytes of an earlier read or of the heap. (h5py's libhdf5 2.0 is no oracle here: it leaks too.)
+    allowed_top = [0, 0x1111111111]
+    with vh5.File(path) as f:
+        for fill in [0xCCCCCCCCCCCCCCCC, 0x3333333333333333] * 5:
+            f["good"][...]
+            out = np.full((nchunks, width), fill, "<u8")
+            try:
+                vh5.read_many_slices(f["short"], out, [0, 0], [0, 0], [nchunks, width])
+            except vh5.HDF5Error:
+                continue
+            assert (out[:, :-1] == 0x1111111111111111).all()
+            assert (out[:, -1] & 0xFFFFFF == 0x111111).all()
+            top = out[:, -1] >> np.uint64(24)
+            stale = sorted({hex(int(t)) for t in top if int(t) not in allowed_top})
+            assert not stale, f"stale top bytes of chunk tails: {stale[:5]}"
+            whole = f["short"][...]
+            assert np.isin(whole[:, -1] >> np.uint64(24), allowed_top).all(), "d[...] returned stale bytes"
