@@ -368,3 +368,21 @@ def test_compat_unpackb_string_and_long_double_arrays_like_msgpack_numpy():
     got, want = compat.unpackb(p), msgpack_numpy.unpackb(p)
     for k in doc:
         assert got[k].dtype == want[k].dtype and (got[k] == want[k]).all(), k
+
+
+# ----------------------------------------------------------------------------- found by the tryout
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bad error: a CBOR map with an array (or map) key, valid CBOR that cbor2 decodes with a "
+    "tuple key, makes decode_document raise a bare TypeError (unhashable type: 'list') with no "
+    "byte offset instead of a result or a vh5.Error",
+)
+def test_cbor_map_with_array_key():
+    body = cbor2.dumps({(1, 2): 3, "a": 1})
+    try:
+        doc = vh5.decode_document(body)
+    except vh5.Error:
+        return
+    assert doc == cbor2.loads(body)

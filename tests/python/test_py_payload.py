@@ -600,3 +600,34 @@ def test_reductionist_count_as_bytes_negative_refused(order):
     off = bad.index(np.array([3, -4], o + "i8").tobytes()) + 8
     with pytest.raises(vh5.MalformedError, match=f"count element 1 at byte {off} .*negative"):
         vh5.decode_payload(bad)
+
+
+# ----------------------------------------------------------------------------- found by the tryout
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bad error: the Python layer rewrites every number of 15+ digits in a payload error as "
+    "'(an HDF5 id)', hiding the declared length / shape the message is about",
+)
+def test_malformed_message_keeps_large_numbers():
+    body = cbor2.dumps({"bytes": b"\0" * 8, "dtype": "float64", "shape": [123456789012345678], "byte_order": "little"})
+    with pytest.raises(vh5.MalformedError) as exc:
+        vh5.decode_payload(body)
+    assert "123456789012345678" in str(exc.value), str(exc.value)
+    assert "HDF5 id" not in str(exc.value)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bad error: an empty payload whose shape has a zero axis and an axis >= 2**63 is accepted "
+    "by the library but numpy's 'Maximum allowed dimension exceeded' ValueError escapes instead "
+    "of a vh5.Error",
+)
+def test_zero_size_payload_with_huge_axis_raises_vh5_error():
+    body = cbor2.dumps({"bytes": b"", "dtype": "float64", "shape": [0, 2**64 - 1], "byte_order": "little"})
+    try:
+        p = vh5.decode_payload(body)
+    except vh5.Error:
+        return
+    assert p.data.size == 0
