@@ -218,6 +218,66 @@ impl Reader<'_> {
         Ok(None)
     }
 
+    /// The raw-data-chunk B-tree node at `addr` (keys of `ks` bytes): its level (checked
+    /// against `want_level`, the level its parent implies) and entries, and its body (keys and
+    /// child addresses, the last key included).
+    #[cfg(not(hdf5_1_14))]
+    fn node(&self, addr: u64, want_level: Option<u8>, ks: usize) -> R<(u8, usize, Vec<u8>)> {
+        let (sa, hdr) = (self.sa, 8 + 2 * self.sa);
+        let h = self.read(addr, hdr as u64, "B-tree node")?;
+        if &h[..4] != b"TREE" || h[4] != 1 {
+            return Err(format!("B-tree node at address {addr}: not a raw-data-chunk node (signature {:?}, type {})", &h[..4], h[4]));
+        }
+        let level = h[5];
+        if want_level.is_some_and(|w| w != level) || level > MAX_LEVEL {
+            return Err(format!("B-tree node at address {addr}: level {level}, expected {want_level:?}"));
+        }
+        let entries = le(&h, 6, 2).unwrap_or(0) as usize;
+        let body = self.read(addr + hdr as u64, (entries * (ks + sa) + ks) as u64, "B-tree node")?;
+        Ok((level, entries, body))
+    }
+
+    /// The entry of the chunk whose key offsets (the chunk's dataset offsets and the element
+    /// offset 0: `dimensionality` values) are `target` in the version-1 B-tree of raw data
+    /// chunks at `root`: (stored size, filter mask, address), `None` when the tree holds no
+    /// such chunk. One node read per level: at each internal node the last child whose left
+    /// key is not after `target` (keys compare as libhdf5's `H5D__btree_cmp3`, offset by offset).
+    #[cfg(not(hdf5_1_14))]
+    pub fn lookup(&self, root: u64, dimensionality: usize, target: &[u64]) -> R<Option<(u32, u32, u64)>> {
+        let (sa, ks) = (self.sa, 8 + 8 * dimensionality);
+        let (mut addr, mut want_level) = (root, None);
+        for _ in 0..=MAX_LEVEL {
+            let (level, entries, body) = self.node(addr, want_level, ks)?;
+            let key = |e: usize| (0..dimensionality).map(|j| le(&body, e * (ks + sa) + 8 + 8 * j, 8).ok_or_else(|| "B-tree node truncated".to_string())).collect::<R<Vec<u64>>>();
+            let child = |e: usize| le(&body, e * (ks + sa) + ks, sa).ok_or_else(|| "B-tree node truncated".to_string());
+            if level == 0 {
+                for e in 0..entries {
+                    if key(e)? == target {
+                        let k = e * (ks + sa);
+                        let size = le(&body, k, 4).ok_or("B-tree node truncated")? as u32;
+                        let mask = le(&body, k + 4, 4).ok_or("B-tree node truncated")? as u32;
+                        return Ok(Some((size, mask, child(e)?)));
+                    }
+                }
+                return Ok(None);
+            }
+            let mut pick = None;
+            for e in 0..entries {
+                if key(e)?.as_slice() > target {
+                    break;
+                }
+                pick = Some(e);
+            }
+            let Some(e) = pick else { return Ok(None) };
+            addr = child(e)?;
+            if self.undefined(addr) {
+                return Err(format!("B-tree node entry {e}: no address"));
+            }
+            want_level = Some(level - 1);
+        }
+        Err(format!("B-tree deeper than {MAX_LEVEL} levels"))
+    }
+
     /// Walk the version-1 B-tree of raw data chunks at `root` (keys of `dimensionality`
     /// offsets), calling `f(offsets, stored size, filter mask, chunk address)` for every
     /// chunk; more than `limit` chunks is an error.
@@ -225,7 +285,6 @@ impl Reader<'_> {
     pub fn btree(&self, root: u64, dimensionality: usize, limit: u64, f: &mut ChunkVisitor<'_>) -> R<()> {
         let sa = self.sa;
         let ks = 8 + 8 * dimensionality;
-        let hdr = 8 + 2 * sa;
         let mut stack: Vec<(u64, Option<u8>)> = vec![(root, None)];
         let (mut leaves, mut nodes) = (0u64, 0u64);
         let mut coords = vec![0u64; dimensionality];
@@ -234,16 +293,7 @@ impl Reader<'_> {
             if nodes > limit.saturating_mul(2).saturating_add(64) {
                 return Err("B-tree: more nodes than chunks".into());
             }
-            let h = self.read(addr, hdr as u64, "B-tree node")?;
-            if &h[..4] != b"TREE" || h[4] != 1 {
-                return Err(format!("B-tree node at address {addr}: not a raw-data-chunk node (signature {:?}, type {})", &h[..4], h[4]));
-            }
-            let level = h[5];
-            if want_level.is_some_and(|w| w != level) || level > MAX_LEVEL {
-                return Err(format!("B-tree node at address {addr}: level {level}, expected {want_level:?}"));
-            }
-            let entries = le(&h, 6, 2).unwrap_or(0) as usize;
-            let body = self.read(addr + hdr as u64, (entries * (ks + sa) + ks) as u64, "B-tree node")?;
+            let (level, entries, body) = self.node(addr, want_level, ks)?;
             for e in 0..entries {
                 let k = e * (ks + sa);
                 let child = le(&body, k + ks, sa).ok_or("B-tree node truncated")?;

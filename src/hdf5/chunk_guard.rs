@@ -35,11 +35,13 @@ use std::sync::{Arc, Mutex};
 use hdf5_sys::h5i::hid_t;
 
 use super::chunk::{chunk_state, file_size, file_type_size, flush_dataset, is_partial_edge, opened_read_write, read_raw_chunk, ChunkLayout, ChunkState};
+use super::chunk_index::BtreeSizes;
 use super::handle::dataset_name;
 use super::lock::H5Lock;
 use super::scaleoffset;
 use crate::codec::{parse_pipeline, Decoder, Filter};
 use crate::error::Result;
+use crate::geometry::MAX_RANK;
 
 const DEFLATE: i32 = hdf5_sys::h5z::H5Z_FILTER_DEFLATE;
 const SHUFFLE: i32 = hdf5_sys::h5z::H5Z_FILTER_SHUFFLE;
@@ -48,9 +50,8 @@ const SZIP: i32 = hdf5_sys::h5z::H5Z_FILTER_SZIP;
 const NBIT: i32 = hdf5_sys::h5z::H5Z_FILTER_NBIT;
 const SCALEOFFSET: i32 = hdf5_sys::h5z::H5Z_FILTER_SCALEOFFSET;
 
-/// Most chunk origins a [`CheckedChunks`] set holds (~15 MB at rank 2); it is emptied when
-/// full.
-const MAX_CHECKED: usize = 1 << 18;
+/// Most chunks a [`CheckedChunks`] set holds (~16 MB); it is emptied when full.
+const MAX_CHECKED: usize = 1 << 20;
 
 /// What a checked header must satisfy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,10 +74,43 @@ struct Peek {
     header: Header,
 }
 
-/// Origins of the chunks a guard found sound (each checked once): one guard's, or shared by
-/// the guards of every read of a dataset whose stored chunks cannot change
-/// (`meta::DatasetMeta::guarded_chunks`).
-pub type CheckedChunks = Arc<Mutex<HashSet<Vec<u64>>>>;
+/// C-order linear indices (on the chunk grid) of the chunks a guard found sound (each checked
+/// once): one guard's, or shared by the guards of every read of a dataset whose stored chunks
+/// and extent cannot change (`meta::DatasetMeta::guarded_chunks`).
+pub type CheckedChunks = Arc<Mutex<HashSet<u64>>>;
+
+/// The stored-size check of an unfiltered dataset's chunks (see [`ReadGuard`]): the file
+/// type's size and the B-tree reader are set up when the first chunk is checked.
+struct Unfiltered {
+    elems: u64,
+    /// Bytes every stored chunk holds.
+    want: Option<u64>,
+    /// The dataset's B-tree (`Err`: vh5 cannot read it; nothing is checked).
+    sizes: Option<std::result::Result<BtreeSizes, String>>,
+}
+
+impl Unfiltered {
+    /// Refuse (`Hdf5`) the chunk at `origin` when the B-tree says it holds other than a
+    /// chunk's bytes.
+    fn check(&mut self, lock: &H5Lock, dset: hid_t, chunk: &[u64], origin: &[u64]) -> Result<()> {
+        let want = match self.want {
+            Some(w) => w,
+            None => *self.want.insert(self.elems.saturating_mul(file_type_size(lock, dset)?)),
+        };
+        let sizes = self.sizes.get_or_insert_with(|| BtreeSizes::open(lock, dset, chunk));
+        let Ok(Some(size)) = sizes.as_ref().map(|s| s.stored_size(origin).ok().flatten()) else { return Ok(()) };
+        if size != want {
+            bail!(
+                Hdf5,
+                "dataset {}: the chunk at {origin:?} is stored as {size} bytes (its B-tree entry), an unfiltered chunk holds {want}: the chunk index is \
+                 corrupted (libhdf5 {}, linked here, would fill the difference from uninitialised memory; 2.2 refuses it too): vh5 refuses the read",
+                dataset_name(lock, dset),
+                super::version::version_text(lock)
+            );
+        }
+        Ok(())
+    }
+}
 
 /// Checks the chunks libhdf5 is about to decode (see the module docs). One per reader; it
 /// remembers the chunks it found sound.
@@ -85,11 +119,19 @@ pub struct ReadGuard {
     chunk: Vec<u64>,
     dont_filter_partial: bool,
     file_size: u64,
+    /// An unfiltered dataset of a read-only file (libhdf5 < 2.2): its stored chunk sizes checked.
+    unfiltered: Option<Unfiltered>,
     peeks: Vec<Peek>,
     checked: CheckedChunks,
     decoder: Decoder,
     raw: Vec<u8>,
     buf: Vec<u8>,
+}
+
+/// Whether the linked libhdf5 is older than `version` (major, minor); asked once.
+fn linked_below(lock: &H5Lock, version: (u32, u32)) -> bool {
+    static LINKED: std::sync::OnceLock<Option<(u32, u32)>> = std::sync::OnceLock::new();
+    LINKED.get_or_init(|| super::version::library_info(lock).ok().map(|v| (v.major, v.minor))).is_some_and(|v| v < version)
 }
 
 /// The filters after position `index` of the pipeline as vh5 undoes them (see [`Peek::tail`]).
@@ -135,7 +177,7 @@ impl ReadGuard {
         let elems = chunk.iter().try_fold(1u64, |a, &c| a.checked_mul(c)).unwrap_or(u64::MAX);
         let mut peeks = Vec::new();
         if let Some(index) = scaleoffset::float4_dscale_index(layout) {
-            if super::version::library_info(lock).is_ok_and(|v| v.major < 2) {
+            if linked_below(lock, (2, 0)) {
                 let limit = usize::try_from(scaleoffset::largest_output(elems)).unwrap_or(usize::MAX);
                 peeks.push(Peek { index, tail: tail_after(layout, index), limit, header: Header::ScaleoffsetFloat4 });
             }
@@ -151,18 +193,32 @@ impl ReadGuard {
                 peeks.push(Peek { index, tail: tail_after(layout, index), limit, header: Header::Szip { bound } });
             }
         }
-        if peeks.is_empty() {
+        // libhdf5 before 2.2 reads an unfiltered chunk stored shorter than a chunk and fills
+        // the rest from uninitialised memory of its chunk cache (other datasets' values, heap
+        // addresses: found by fuzzing a damaged pipeline message); 2.2 refuses it itself.
+        // Checked from the file's B-tree (libhdf5 1.10 reports the chunk's size for an
+        // unfiltered chunk whatever its B-tree entry says), so only for files open read-only
+        // (`shared`: see `meta::DatasetMeta::guarded_chunks`).
+        let unfiltered = layout.filters.is_empty() && shared.is_some() && cfg!(not(hdf5_1_14)) && linked_below(lock, (2, 2));
+        if peeks.is_empty() && !unfiltered {
             return Ok(None);
         }
-        let file_size = file_size(lock, dset)?;
-        if opened_read_write(lock, dset)? {
-            flush_dataset(lock, dset)?; // chunks still in libhdf5's cache reach the file
-        }
+        // (The peeks read stored bytes: chunks still in libhdf5's cache must reach the file.)
+        let file_size = match peeks.is_empty() {
+            true => u64::MAX,
+            false => {
+                if opened_read_write(lock, dset)? {
+                    flush_dataset(lock, dset)?;
+                }
+                file_size(lock, dset)?
+            }
+        };
         Ok(Some(ReadGuard {
             dset,
             chunk: chunk.clone(),
             dont_filter_partial: layout.dont_filter_partial,
             file_size,
+            unfiltered: unfiltered.then_some(Unfiltered { elems, want: None, sizes: None }),
             peeks,
             checked: shared.unwrap_or_default(),
             decoder: Decoder::default(),
@@ -172,38 +228,51 @@ impl ReadGuard {
     }
 
     /// Check every chunk holding an element of the hyperslab `start`, `stride`, `count` of a
-    /// dataset of extent `shape`, each chunk once per guard.
+    /// dataset of extent `shape`, each chunk once per guard (or per shared set).
     pub fn check(&mut self, lock: &H5Lock, shape: &[u64], start: &[u64], stride: Option<&[u64]>, count: &[u64]) -> Result<()> {
         let n = shape.len();
-        if n == 0 || n != self.chunk.len() || count.contains(&0) {
+        if n == 0 || n > MAX_RANK || n != self.chunk.len() || count.contains(&0) {
             return Ok(());
         }
-        // Every chunk of the grid found sound already (repeated reads of a read-only file).
-        let grid_chunks = (0..n).try_fold(1u64, |a, j| a.checked_mul(shape[j].div_ceil(self.chunk[j].max(1))));
-        if grid_chunks.is_some_and(|g| self.checked.lock().unwrap_or_else(|p| p.into_inner()).len() as u64 >= g) {
+        // The grid's extent in chunks, and whether every chunk was found sound already
+        // (repeated reads of a read-only file).
+        let mut grid = [0u64; MAX_RANK];
+        for j in 0..n {
+            grid[j] = shape[j].div_ceil(self.chunk[j].max(1));
+        }
+        let total = grid[..n].iter().try_fold(1u64, |a, &g| a.checked_mul(g));
+        if total.is_some_and(|t| self.checked.lock().unwrap_or_else(|p| p.into_inner()).len() as u64 >= t) {
             return Ok(());
         }
-        // per axis, the chunk indices holding a selected element
-        let mut axes: Vec<Vec<u64>> = Vec::with_capacity(n);
+        // Per axis, the chunk coordinates holding a selected element: a range when the stride
+        // stays within a chunk, else listed.
+        let (mut lo, mut hi) = ([0u64; MAX_RANK], [0u64; MAX_RANK]);
+        let mut listed: Vec<Vec<u64>> = Vec::new();
         for j in 0..n {
             let (c, s, a) = (self.chunk[j].max(1), stride.map_or(1, |s| s[j]).max(1), start[j]);
-            let last = a + (count[j] - 1) * s;
-            if s <= c {
-                axes.push((a / c..=last / c).collect());
-            } else {
-                axes.push((0..count[j]).map(|k| (a + k * s) / c).collect());
+            (lo[j], hi[j]) = (a / c, (a + (count[j] - 1) * s) / c);
+            if s > c {
+                listed.resize(n, Vec::new());
+                listed[j] = (0..count[j]).map(|k| (a + k * s) / c).collect();
+                (lo[j], hi[j]) = (0, count[j] - 1);
             }
         }
-        let mut at = vec![0usize; n];
+        let mut at = lo;
+        let mut origin = [0u64; MAX_RANK];
         loop {
-            let origin: Vec<u64> = (0..n).map(|j| axes[j][at[j]] * self.chunk[j]).collect();
-            if !self.checked.lock().unwrap_or_else(|p| p.into_inner()).contains(&origin) {
-                self.check_chunk(lock, shape, &origin)?;
+            let mut linear = 0u64;
+            for j in 0..n {
+                let coord = listed.get(j).filter(|l| !l.is_empty()).map_or(at[j], |l| l[at[j] as usize]);
+                origin[j] = coord * self.chunk[j];
+                linear = linear.wrapping_mul(grid[j]).wrapping_add(coord);
+            }
+            if !self.checked.lock().unwrap_or_else(|p| p.into_inner()).contains(&linear) {
+                self.check_chunk(lock, shape, &origin[..n])?;
                 let mut checked = self.checked.lock().unwrap_or_else(|p| p.into_inner());
                 if checked.len() >= MAX_CHECKED {
                     checked.clear(); // bounded memory: they are checked again when read again
                 }
-                checked.insert(origin);
+                checked.insert(linear);
             }
             let mut j = n;
             loop {
@@ -212,10 +281,10 @@ impl ReadGuard {
                 }
                 j -= 1;
                 at[j] += 1;
-                if at[j] < axes[j].len() {
+                if at[j] <= hi[j] {
                     break;
                 }
-                at[j] = 0;
+                at[j] = lo[j];
             }
         }
     }
@@ -223,6 +292,9 @@ impl ReadGuard {
     fn check_chunk(&mut self, lock: &H5Lock, shape: &[u64], origin: &[u64]) -> Result<()> {
         if self.dont_filter_partial && is_partial_edge(origin, &self.chunk, shape) {
             return Ok(()); // stored without filters
+        }
+        if let Some(u) = &mut self.unfiltered {
+            return u.check(lock, self.dset, &self.chunk, origin);
         }
         let ChunkState::Stored { size } = chunk_state(lock, self.dset, origin) else { return Ok(()) };
         if size > self.file_size {

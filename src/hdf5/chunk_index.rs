@@ -277,6 +277,56 @@ pub fn build(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, unfiltered_bytes: Opt
     Ok(idx)
 }
 
+/// Stored sizes of single chunks, read from the file's version-1 B-tree of raw data chunks
+/// (layout message version 3) of a dataset whose file is open read-only: what libhdf5 1.10
+/// does not report for an unfiltered chunk (`H5Dget_chunk_storage_size` answers the chunk's
+/// size whatever the B-tree says, and 1.10 reads only what the B-tree says into a chunk-sized
+/// buffer). One node read per B-tree level and chunk; no lock needed after [`BtreeSizes::open`].
+#[cfg_attr(hdf5_1_14, allow(dead_code))]
+pub struct BtreeSizes {
+    view: FileView,
+    root: u64,
+    dimensionality: usize,
+}
+
+impl BtreeSizes {
+    /// The B-tree of `dset` (chunk shape `chunk`), or `Err(reason)` when vh5 cannot read it
+    /// (another file driver, another chunk index, libhdf5 >= 1.12: vh5 reads no object header
+    /// address there). Lock held; the file must be open read-only.
+    #[cfg(not(hdf5_1_14))]
+    pub fn open(lock: &H5Lock, dset: hid_t, chunk: &[u64]) -> std::result::Result<BtreeSizes, String> {
+        let oh = object_header_address(lock, dset)?;
+        let view = FileView::open(lock, dset)?;
+        let (root, dimensionality, chunk_dims) = view.reader().layout(oh)?;
+        let n = chunk.len();
+        if dimensionality != n + 1 || chunk_dims.len() < n || chunk_dims[..n] != *chunk {
+            return Err(format!("layout message: {dimensionality} dimensions, chunk {chunk_dims:?}; the dataset has {n} axes, chunk {chunk:?}"));
+        }
+        Ok(BtreeSizes { view, root, dimensionality })
+    }
+
+    /// (libhdf5 >= 1.12: vh5 reads no B-tree.)
+    #[cfg(hdf5_1_14)]
+    pub fn open(_lock: &H5Lock, _dset: hid_t, _chunk: &[u64]) -> std::result::Result<BtreeSizes, String> {
+        Err("libhdf5 >= 1.12: vh5 reads no B-tree".into())
+    }
+
+    /// The stored size of the chunk whose first element is at `origin`, `None` when the
+    /// B-tree holds no such chunk; `Err(reason)` when a node cannot be read.
+    #[cfg(not(hdf5_1_14))]
+    pub fn stored_size(&self, origin: &[u64]) -> std::result::Result<Option<u64>, String> {
+        let mut target = origin.to_vec();
+        target.push(0);
+        Ok(self.view.reader().lookup(self.root, self.dimensionality, &target)?.map(|(size, _, _)| u64::from(size)))
+    }
+
+    /// (libhdf5 >= 1.12: never opened.)
+    #[cfg(hdf5_1_14)]
+    pub fn stored_size(&self, _origin: &[u64]) -> std::result::Result<Option<u64>, String> {
+        Err("libhdf5 >= 1.12: vh5 reads no B-tree".into())
+    }
+}
+
 /// What vh5 needs to read an open file's bytes itself, gathered once per use from libhdf5:
 /// the file descriptor libhdf5 reads through (duplicated: it stays valid after the lock is
 /// released), the file's length, the base address (the superblock's offset, i.e. the user
