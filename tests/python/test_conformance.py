@@ -827,3 +827,25 @@ def test_forked_build_dying_takes_its_worker_down_the_same_way():
             "W.in_own_process(lambda: os.kill(os.getpid(), signal.SIGSEGV))\nprint('survived')")
     r = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parent)], capture_output=True, text=True, timeout=60)
     assert r.returncode == -11 and "survived" not in r.stdout, (r.returncode, r.stdout, r.stderr[-1000:])
+
+
+def test_fixed_string_fill_value_is_the_drawn_value_not_a_heap_address(tmp_path):
+    """Seed 121 at 8000 cases, specs 94, 161 and 385 (``S7`` with a fill value): the fill value
+    stored in the file, and so every unwritten element libhdf5 and vh5 read, was the first 7
+    bytes of a heap address (different from run to run, ``0x7f...``): h5py >= 3.7's
+    ``PropDCID.set_fill_value`` passes a fixed-length ``S`` array like a variable-length string.
+    The builder now sets such fill values through libhdf5 itself (_conformance_files.set_fill_value)."""
+    import numpy as np
+
+    spec = {"alloc": "early", "chunks": [12, 1], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "ifset", "fillvalue": True,
+            "filters": [], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [None, 3], "resize": [9, 3],
+            "seed": 1109717225, "shape": [8, 3], "type": "S7", "written": "all"}
+    path = str(tmp_path / "s.h5")
+    C.build(spec, path)
+    drawn = C.values("S7", 1, np.random.default_rng(spec["seed"]))[0]  # build's first draw
+    assert len(drawn.rstrip(b"\0")) == 7  # (a pointer has at most 6 significant bytes)
+    with h5py.File(path, "r") as f:
+        assert f["d"].fillvalue == drawn
+        assert list(f["d"][8, [0, 2]]) == [drawn, drawn]  # the row the resize added, not written after it
+    full, _ = C.oracle_read(path)
+    assert full[8, 0].tobytes() == drawn
