@@ -32,8 +32,8 @@ Oracles and rules (a failure prints the case and its spec; reproduce one spec wi
   (parts not written included). Where h5py's answer contradicts libhdf5's read before the
   write + the rows (and that model is exact), the spec is built again alone in a fresh
   process: libhdf5 2.0 corrupts a build worker's heap on some specs
-  (``_conformance_run.reference_doubt``; the scaleoffset / szip specs that do are each built in
-  a child forked for it, ``_conformance_run.HEAP_DAMAGING_FILTERS``). Run under three settings (auto/2, chunks/1, rows/4 threads).
+  (``_conformance_run.reference_doubt``; the scaleoffset / szip / nbit specs that do are each
+  built in a child forked for it, ``_conformance_run.HEAP_DAMAGING_FILTERS``). Run under three settings (auto/2, chunks/1, rows/4 threads).
   Where libhdf5 2.0 fails to write the rows or to read its own result back, vh5's result
   (read by h5py) must equal libhdf5's read of the file before the write with the rows applied
   in numpy.
@@ -789,15 +789,16 @@ def _build_pids(specs, workdir):
     return {k: p.pop() for k, p in pids.items()}
 
 
-def test_scaleoffset_or_szip_spec_built_in_a_process_no_later_spec_shares(tmp_path):
-    """libhdf5 2.0 writes out of its heap blocks building scaleoffset and szip specs (valgrind);
-    build workers ran hundreds of specs in one process and later specs got silently wrong
-    references (seed 121 at 8000 cases, specs 490 and 572). Such a spec is now built in a child
-    forked for it: neither the spec after it nor the one before runs in its process, while
-    other specs of the same worker still share one (no fresh interpreter per spec)."""
+def test_scaleoffset_szip_or_nbit_spec_built_in_a_process_no_later_spec_shares(tmp_path):
+    """libhdf5 2.0 writes out of its heap blocks building scaleoffset, szip and nbit specs
+    (valgrind); build workers ran hundreds of specs in one process and later specs got silently
+    wrong references (seed 121 at 8000 cases, specs 490 and 572). Such a spec is now built in a
+    child forked for it: neither the spec after it nor the one before runs in its process,
+    while other specs of the same worker still share one (no fresh interpreter per spec)."""
     specs = [_small_spec(1), _small_spec(2, [("scaleoffset",)]), _small_spec(3),
              _small_spec(4), _small_spec(5, [("szip",)]), _small_spec(6)]  # build-a: 0-2, build-b: 3-5
     assert [R.damages_heap(s) for s in specs] == [False, True, False, False, True, False]
+    assert R.damages_heap(_small_spec(7, [("deflate", 4), ("nbit",)]))
     pid = _build_pids(specs, str(tmp_path))
     for before, damaging, after in ((0, 1, 2), (3, 4, 5)):
         assert pid[damaging] not in (pid[before], pid[after]), pid
