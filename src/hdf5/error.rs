@@ -178,8 +178,8 @@ pub fn newer_format(stack: &str) -> Option<String> {
 /// '<name>' is not registered`: the linked libhdf5 was built without it, e.g. szip, or it is a
 /// plugin not found on `HDF5_PLUGIN_PATH`); `None` otherwise.
 /// When the file stores no name for the filter (`required filter (name unavailable) is not
-/// registered`) the name is `?` ([`name_dataset_of_missing_filter`] puts the pipeline's
-/// missing filters in its place).
+/// registered`) the name is `?` (the caller puts the pipeline's
+/// missing filters in its place: `filter_support::name_dataset_of_missing_filter`).
 pub fn missing_filter(stack: &str) -> Option<String> {
     stack.lines().rev().find_map(|l| {
         let rest = l.split_once("required filter ")?.1;
@@ -193,23 +193,6 @@ pub fn missing_filter(stack: &str) -> Option<String> {
 
 /// The words after the filter's name in every missing-filter error of [`hdf5_error`].
 pub const MISSING_FILTER: &str = ", which this dataset's stored chunks need";
-
-/// `e` with the dataset (`/name` in `file`) named in front when it is a missing-filter error
-/// of [`hdf5_error`] (made deep in a read or write, where the dataset is not known); any
-/// other error unchanged. Takes the libhdf5 lock only for a missing-filter error.
-pub fn name_dataset_of_missing_filter(dset: hid_t, e: Error) -> Error {
-    if e.kind != ErrorKind::Unsupported || !e.message.contains(MISSING_FILTER) {
-        return e;
-    }
-    let s = session();
-    let mut message = e.message;
-    let unnamed = format!("'?' filter{MISSING_FILTER}");
-    if message.contains(&unnamed) {
-        let names = super::filter_support::unavailable_filters(s.lock(), dset).join("', '");
-        message = message.replacen(&unnamed, &format!("'{names}' filter{MISSING_FILTER}"), 1);
-    }
-    Error::new(e.kind, format!("dataset {}: {message}", super::handle::dataset_name(s.lock(), dset)))
-}
 
 /// The words of every [`newer_format_error`] message (to recognise it).
 pub const NEWER_FORMAT: &str = "written with a newer HDF5 format than the linked libhdf5";

@@ -48,9 +48,10 @@
 use hdf5_sys::h5i::hid_t;
 
 use super::chunk::{ChunkLayout, FilterSpec};
+use super::error::{session, MISSING_FILTER};
 use super::handle::dataset_name;
 use super::lock::H5Lock;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 
 use hdf5_sys::h5z::{
     H5Z_FILTER_DEFLATE as DEFLATE, H5Z_FILTER_FLETCHER32 as FLETCHER32, H5Z_FILTER_NBIT as NBIT, H5Z_FILTER_SCALEOFFSET as SCALEOFFSET, H5Z_FILTER_SHUFFLE as SHUFFLE,
@@ -279,6 +280,23 @@ fn check_writable_pipeline(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout) -> 
         super::version::version_text(lock),
         filter_name(f.id)
     )
+}
+
+/// `e` with the dataset (`/name` in `file`) named in front when it is a missing-filter error
+/// of `error::hdf5_error` (made deep in a read or write, where the dataset is not known); any
+/// other error unchanged. Takes the libhdf5 lock only for a missing-filter error.
+pub fn name_dataset_of_missing_filter(dset: hid_t, e: Error) -> Error {
+    if e.kind != ErrorKind::Unsupported || !e.message.contains(MISSING_FILTER) {
+        return e;
+    }
+    let s = session();
+    let mut message = e.message;
+    let unnamed = format!("'?' filter{MISSING_FILTER}");
+    if message.contains(&unnamed) {
+        let names = unavailable_filters(s.lock(), dset).join("', '");
+        message = message.replacen(&unnamed, &format!("'{names}' filter{MISSING_FILTER}"), 1);
+    }
+    Error::new(e.kind, format!("dataset {}: {message}", dataset_name(s.lock(), dset)))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! Every libhdf5 call vh5 makes happens while holding the lock of an [`error::H5Session`].
 //!
 //! Imports run one way, from the top of this list down; no module imports one above it:
-//! `dataset` -> `meta` -> `chunk_guard` -> `filter_support` -> `scaleoffset` -> `chunk`, `external` -> `hyperslab`, `write`, `types` -> `handle` ->
+//! `dataset` -> `meta` -> `chunk_guard` -> `chunk_index`, `filter_support` -> `scaleoffset` -> `chunk`, `external` -> `hyperslab`, `write`, `types` -> `handle` ->
 //! `error` -> `lock`; any of them may import `compat`, which imports none.
 
 pub mod chunk;
