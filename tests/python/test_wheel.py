@@ -256,7 +256,8 @@ def test_python_suite_against_the_installed_wheel(venv, tmp_path):
     skips = sorted({ln for ln in r.stdout.splitlines() if ln.startswith("SKIPPED")})
     print(f"\nfresh venv, installed wheel: {' '.join(SUITE)}: {tail}\n" + "\n".join(skips))
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
-    assert " passed" in tail and "failed" not in tail, tail
+    # ("xfailed" is an expected failure, not a failure: strict xfail tests of open bugs.)
+    assert " passed" in tail and not re.search(r"\b\d+ failed", tail), tail
 
 
 # The launcher's decisions, on stand-in files (no build needed).
