@@ -123,7 +123,8 @@ pub struct ReadGuard {
     unfiltered: Option<Unfiltered>,
     peeks: Vec<Peek>,
     checked: CheckedChunks,
-    decoder: Decoder,
+    /// Made on first use (an inflater's state is ~10 KB: most guards never decode).
+    decoder: Option<Decoder>,
     raw: Vec<u8>,
     buf: Vec<u8>,
 }
@@ -221,7 +222,7 @@ impl ReadGuard {
             unfiltered: unfiltered.then_some(Unfiltered { elems, want: None, sizes: None }),
             peeks,
             checked: shared.unwrap_or_default(),
-            decoder: Decoder::default(),
+            decoder: None,
             raw: Vec::new(),
             buf: Vec::new(),
         }))
@@ -324,7 +325,8 @@ impl ReadGuard {
             }
             self.buf.clear();
             self.buf.extend_from_slice(&self.raw);
-            if self.decoder.decode(&filters, tail_mask, &mut self.buf, p.limit).is_err() || self.buf.len() > p.limit {
+            let decoder = self.decoder.get_or_insert_with(Decoder::default);
+            if decoder.decode(&filters, tail_mask, &mut self.buf, p.limit).is_err() || self.buf.len() > p.limit {
                 continue; // damaged: libhdf5 decodes it and answers for it
             }
             check_header(lock, self.dset, origin, p.header, &self.buf)?;
