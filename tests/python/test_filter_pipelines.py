@@ -449,3 +449,41 @@ print("ok", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
         out = _run_planner(script, planner).split()
         assert out[0] == "ok", (planner, out)
         assert int(out[1]) < 400, f"{planner}: peak RSS {out[1]} MB: the claimed size was allocated"
+
+
+def test_chunk_size_entry_past_the_file_refused_before_libhdf5_allocates(tmp_path):
+    """A pipeline libhdf5 decodes (scaleoffset, nbit, szip, plugins): libhdf5 allocates a
+    filtered chunk's stored size, a number of the chunk index, before reading it (conformance
+    seed 136 at 8000 cases: a flipped B-tree key of a 1-element scaleoffset chunk, "memory
+    allocation failed for raw data chunk" under the suite's memory cap). vh5 refuses a chunk
+    whose stored size exceeds the file, in every planner, naming the chunk; the other chunks
+    read as h5py reads them."""
+    import struct
+
+    p = tmp_path / "bigkey.h5"
+    data = (np.arange(40) * 7 % 23).astype("<i2")
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        f.create_dataset("d", data=data, chunks=(8,), scaleoffset=0)
+        info = f["d"].id.get_chunk_info_by_coord((16,))
+    b = bytearray(p.read_bytes())
+    at = b.index(struct.pack("<IIQQ", info.size, 0, 16, 0))  # the B-tree key of chunk [16]
+    struct.pack_into("<I", b, at, 0xF0000000)
+    p.write_bytes(bytes(b))
+    script = f"""
+import numpy as np, resource, vh5
+with vh5.File({str(p)!r}) as f:
+    good = np.zeros(8, "<i2")
+    vh5.read_many_slices(f["d"], good, [[24]], [[0]], [[8]])
+    assert (good == {data[24:32].tolist()!r}).all(), good
+    for first, count in ((16, 8), (0, 40), (20, 1)):
+        try:
+            vh5.read_many_slices(f["d"], np.zeros(count, "<i2"), [[first]], [[0]], [[count]])
+        except vh5.HDF5Error as e:
+            assert "the chunk at [16] stores 4026531840 bytes, more than the whole file" in str(e), str(e)
+        else:
+            raise AssertionError("read without error")
+print("ok", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+    for planner in ("auto", "chunks", "rows"):
+        out = _run_planner(script, planner).split()
+        assert out[0] == "ok" and int(out[1]) < 400, (planner, out)
