@@ -419,13 +419,9 @@ def test_float16_to_int64_convert_keeps_negative_values():
     np.testing.assert_array_equal(out, vals.astype("i8"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bad error: the Python layer replaces every number of 15+ digits in a library message "
-    "by '(an HDF5 id)', so an out-of-bounds src_start of 2**64-1 is reported as "
-    "'src_start (an HDF5 id) is outside the dataset extent'",
-)
 def test_out_of_bounds_message_keeps_large_coordinates():
+    """A coordinate of 2**64-1 is data, not a libhdf5 id: the message shows it (the Python
+    layer used to rewrite every number of 15+ digits as '(an HDF5 id)')."""
     path = new_path("bigcoord")
     with h5py.File(path, "w", libver=("earliest", "v110")) as f:
         f.create_dataset("x", data=np.arange(12.0).reshape(3, 4))
