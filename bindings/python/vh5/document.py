@@ -16,7 +16,7 @@ import numpy as np
 from . import _dtypes
 from ._errors import check, error
 from ._lib import PayloadView, lib
-from .payload import _as_bytes_array
+from .payload import _as_bytes_array, numpy_view
 
 __all__ = ["decode_document", "Tag", "Simple"]
 
@@ -108,14 +108,15 @@ def _count(raw: np.ndarray, fmt: int):
     return ni.value, nv.value
 
 
-def _array(raw: np.ndarray, v: PayloadView) -> np.ndarray:
-    """The numpy view (read-only) of one payload_view."""
+def _array(raw: np.ndarray, v: PayloadView, at: int) -> np.ndarray:
+    """The numpy view (read-only) of one payload_view (``at``: its item's byte offset, for
+    messages)."""
     dt = _dtypes.to_numpy(v.dtype, v.itemsize, v.byte_order)
     off, nb = int(v.data_offset), int(v.data_len)
     if off + nb > raw.size:
         raise error("VH5_ERR_PANIC", f"library returned data [{off}, {off + nb}) outside a {raw.size}-byte buffer")
     shape = tuple(int(v.shape[i]) for i in range(int(v.ndim)))
-    a = raw[off : off + nb].view(dt).reshape(shape, order="F" if v.fortran_order else "C")
+    a = numpy_view(raw[off : off + nb].view(dt), shape, bool(v.fortran_order), f"the array at byte {at}")
     a.flags.writeable = False
     return a
 
@@ -130,7 +131,9 @@ def _build(raw, items, views, *, bytes_as, key_bytes, text, tag, ext, map_hook, 
     dlen = items["data_len"].tolist()
     vals = items["value"].tolist()
     fvals = items["value"].view(np.float64).tolist() if K_FLOAT in kinds else None
-    arrays = [_array(raw, v) for v in views]
+    at = np.flatnonzero(items["kind"] == K_VIEW) if views else ()
+    view_at = dict(zip(items["value"][at].tolist(), items["offset"][at].tolist())) if views else {}
+    arrays = [_array(raw, v, view_at.get(j, 0)) for j, v in enumerate(views)]
     # frames: [kind, container, remaining, pending key or _NOKEY, tag number]
     stack = []
     i, n = 0, len(kinds)
@@ -250,7 +253,8 @@ def decode_document(buf, format: str | None = None):
     Raises:
         vh5.MalformedError, vh5.UnsupportedError, vh5.DtypeError, vh5.ServerError,
         vh5.InvalidArgumentError: as ``payload_decode_document`` (truncated or malformed
-        input, nesting deeper than 64, pickled or structured msgpack-numpy arrays, ...).
+        input, nesting deeper than 64, pickled or structured msgpack-numpy arrays, an empty
+        array whose shape numpy cannot hold such as ``[0, 2**64 - 1]``, ...).
         ValueError: ``format`` unknown.
     """
     fmt = DOC_FORMATS.get(format)
