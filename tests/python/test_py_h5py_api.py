@@ -355,6 +355,39 @@ def test_error_messages_speak_python(tmp_path):
     assert any(f"'/x' of {p!r}" in m and "r+" in m for m in messages), messages[1]
 
 
+def test_python_message_names_only_the_ids_a_message_gives():
+    """Only a number the library gives as an id ("dataset_id N", "libhdf5 id N", "dataset N")
+    is rewritten: into what it names when the call knows it, else "(an HDF5 id)". Coordinates,
+    byte counts and shapes keep their digits however long."""
+    from vh5._errors import python_message
+
+    did, fid = 360287970189639681, 72057594037927936
+    ids = {did: "dataset '/x' of 'f.h5'", fid: "file 'f.h5'"}
+    assert python_message(f"dataset_id {did} is not an open dataset id", ids) == "dataset '/x' of 'f.h5' is not an open dataset id"
+    assert python_message(f"taking a reference to dataset id {did}", ids) == "taking a reference to dataset '/x' of 'f.h5'"
+    assert python_message(f"dataset {did} belongs to a file opened read-only", ids).startswith("dataset '/x' of 'f.h5' belongs")
+    assert python_message(f"flushing file id {fid} before closing it", ids) == "flushing file 'f.h5' before closing it"
+    assert python_message(f"closing libhdf5 id {did + 1}", ids) == "closing libhdf5 id (an HDF5 id)"
+    big = 2**64 - 1
+    assert python_message(f"src_start {big} is outside the dataset extent 37", ids) == f"src_start {big} is outside the dataset extent 37"
+    # A coordinate equal to an id's value is still a coordinate.
+    assert python_message(f"src_start {did} is outside", ids) == f"src_start {did} is outside"
+    assert python_message("chunk shape has 3 axes, dataset 2", ids) == "chunk shape has 3 axes, dataset 2"
+
+
+def test_bad_hdf5_id_message_names_the_dataset(tmp_path):
+    """A libhdf5 id vh5 cannot use is reported by what the caller called it, not its digits."""
+    from vh5._datasets import Dataset
+
+    class Named:
+        filename = "f.h5"
+
+    with pytest.raises(vh5.InvalidHandleError) as e:
+        Dataset._from_hdf5_id(Named(), "/gone", 360287970189639681 + 12345)
+    assert "dataset '/gone' of 'f.h5'" in str(e.value), str(e.value)
+    assert not re.search(r"\d{15,}", str(e.value)), str(e.value)
+
+
 def test_readme_python_section_starts_h5py_style():
     readme = (Path(__file__).resolve().parents[2] / "bindings" / "python" / "README.md").read_text()
     first_code = readme.split("```python", 1)[1].split("```", 1)[0]

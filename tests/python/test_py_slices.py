@@ -398,34 +398,54 @@ def test_gil_released_during_read():
 # ----------------------------------------------------------------------------- found by the tryout
 
 
-LIBHDF5_1_10 = vh5.hdf5_version().version[:2] == (1, 10)
+#: libhdf5 before 1.14.4 converts float16 to 64-bit integers wrongly (H5T__conv_f_i: a 5-byte
+#: buffer for float16's 5-bit exponent, fixed by HDF5 pull request 4065).
+F16_TO_64BIT_BROKEN = vh5.hdf5_version().version < (1, 14, 4)
 
 
-@pytest.mark.skipif(not LIBHDF5_1_10, reason="reproduced against libhdf5 1.10.8 only")
-@pytest.mark.xfail(
-    strict=True,
-    reason="silent wrong answer: convert=True of a float16 dataset into int64 returns garbage for "
-    "negative values (-1.0 -> -9223370937343148033): libhdf5 1.10's soft float->int conversion, "
-    "which vh5 hands the chunk to unchecked",
-)
-def test_float16_to_int64_convert_keeps_negative_values():
-    vals = np.array([0.0, 1.0, -1.0, -129.0, 2.5, -2048.0], "<f2")
+@pytest.mark.parametrize("dt", ["i8", "u8"])
+def test_float16_to_64bit_int_convert_never_silently_wrong(dt):
+    """convert=True of a float16 dataset into int64 used to return garbage for negative values
+    on libhdf5 1.10 (-1.0 -> -9223370937343148033; uint64 reads past libhdf5's buffer): vh5
+    refuses float16 <-> 64-bit integer conversions, reads and writes, with a libhdf5 that has
+    the bug, and converts them as numpy does (in range) with one that does not. Every other
+    float -> integer conversion of libhdf5 1.10.8 was checked against libhdf5 2.0."""
+    vals = np.array([0.0, 1.0, -1.0, -129.0, 2.5, -2048.0, 65504.0], "<f2")
     path = new_path("f2conv")
     with h5py.File(path, "w", libver=("earliest", "v110")) as f:
         f.create_dataset("x", data=vals, chunks=(3,))
-    out = np.zeros(vals.shape, "i8")
-    with vh5.File(path) as f:
-        vh5.read_many_slices(f["x"], out, [0], [0], [vals.size], convert=True)
-    np.testing.assert_array_equal(out, vals.astype("i8"))
+        f.create_dataset("c", data=vals)  # contiguous
+        f.create_dataset("w", shape=vals.shape, dtype=dt)
+    # Negative values are out of uint64's range: libhdf5 1.10 clips them to 0 (its rule for
+    # float32 / float64 too), HDF5 2.0's float16 path casts as C does (as numpy): not compared.
+    inr = vals >= 0 if dt == "u8" else np.ones(vals.shape, bool)
+    want = np.where(inr, vals, 0).astype(dt)
+    with vh5.File(path, "r+") as f:
+        for name in ("x", "c"):
+            out = np.zeros(vals.shape, dt)
+            if F16_TO_64BIT_BROKEN:
+                with pytest.raises(vh5.DtypeError, match=f"cannot convert float16 to {np.dtype(dt).name}.*1\\.14\\.4"):
+                    vh5.read_many_slices(f[name], out, [0], [0], [vals.size], convert=True)
+            else:
+                vh5.read_many_slices(f[name], out, [0], [0], [vals.size], convert=True)
+                np.testing.assert_array_equal(out[inr], want[inr])
+            # narrower integers and floats are unaffected
+            out4 = np.zeros(vals.shape, "i4")
+            vh5.read_many_slices(f[name], out4, [0], [0], [vals.size], convert=True)
+            np.testing.assert_array_equal(out4, vals.astype("i4"))
+        if F16_TO_64BIT_BROKEN:
+            with pytest.raises(vh5.DtypeError, match="cannot convert float16 to"):
+                vh5.write_many_slices(vals, f["w"], [0], [0], [vals.size], convert=True)
+            vh5.write_many_slices(vals.astype("f4"), f["w"], [0], [0], [vals.size], convert=True)
+        else:
+            vh5.write_many_slices(vals, f["w"], [0], [0], [vals.size], convert=True)
+    with h5py.File(path) as f:
+        np.testing.assert_array_equal(f["w"][:][inr], want[inr])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bad error: the Python layer replaces every number of 15+ digits in a library message "
-    "by '(an HDF5 id)', so an out-of-bounds src_start of 2**64-1 is reported as "
-    "'src_start (an HDF5 id) is outside the dataset extent'",
-)
 def test_out_of_bounds_message_keeps_large_coordinates():
+    """A coordinate of 2**64-1 is data, not a libhdf5 id: the message shows it (the Python
+    layer used to rewrite every number of 15+ digits as '(an HDF5 id)')."""
     path = new_path("bigcoord")
     with h5py.File(path, "w", libver=("earliest", "v110")) as f:
         f.create_dataset("x", data=np.arange(12.0).reshape(3, 4))

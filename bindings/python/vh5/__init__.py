@@ -36,7 +36,7 @@ from ._hdf5info import HDF5Info, hdf5_version
 from ._pickle import allow_pickling
 from ._select import SliceTable, slice_table
 from ._slices import copy_many_slices, get_num_threads, read_many_slices, set_num_threads, write_many_slices
-from .document import Simple, Tag, decode_document
+from .document import FrozenDict, Simple, Tag, decode_document
 from .payload import Payload, decode_payload
 
 __version__ = "0.1.0"
@@ -47,6 +47,7 @@ __all__ = [
     "decode_document",
     "Tag",
     "Simple",
+    "FrozenDict",
     "File",
     "Group",
     "Dataset",

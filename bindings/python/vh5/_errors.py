@@ -290,24 +290,40 @@ _PYTHON_TERMS = (
 )
 
 _C_NAME = re.compile(r"\b(VH5_SLICES_|VH5_FILE_|VH5_GROUP_|PAYLOAD_)[A-Z_]+")
-_RAW_ID = re.compile(r"\b\d{15,}\b")
+#: How the library names a libhdf5 id in a message: the number right after "dataset_id",
+#: "file_id", "(libhdf5|dataset|file) id", "id", "dataset" or "file" (e.g. "dataset_id N is not
+#: an open ...", "closing libhdf5 id N", "dataset N belongs to a file opened read-only").
+#: Numbers anywhere else (coordinates, byte counts, shapes) are data and are never rewritten.
+_ID_MENTION = re.compile(r"\b(?:dataset_id|file_id|(?:(?:libhdf5|dataset|file) )?id|dataset|file) (-?\d+)\b")
+#: A number that is certainly a raw libhdf5 id (their type tag sits in the high bits).
+_RAW_ID_DIGITS = 15
 
 
 def python_message(message: str, ids=None) -> str:
     """``message`` in the Python API's terms: C flag and function names replaced by the
-    Python keywords (``_PYTHON_TERMS``), and raw libhdf5 ids (``ids``: ``{id: description}``,
-    e.g. ``{360287970189639681: "dataset '/x' of 'f.h5'"}``) by what they name. Any C flag
-    name or long id left over is replaced by a neutral word rather than shown."""
+    Python keywords (``_PYTHON_TERMS``), and the raw libhdf5 ids the message names (``ids``:
+    ``{id: description}``, e.g. ``{360287970189639681: "dataset '/x' of 'f.h5'"}``) by what
+    they name. Only a number the message gives as an id (see ``_ID_MENTION``) is an id: a
+    long one not in ``ids`` becomes "(an HDF5 id)" (meaningless to a Python user), and every
+    other number (a coordinate or byte count of 2**64-1, a shape) is kept as written. Any
+    C flag name left over is replaced by a neutral word rather than shown."""
     if "VH5_" in message or "PAYLOAD_" in message or "payload_copy_data" in message:
         for c_text, py_text in _PYTHON_TERMS:
             message = message.replace(c_text, py_text)
-    if ids:
-        for ident, desc in ids.items():
-            message = re.sub(rf"(?:dataset |file |id )?\b{int(ident)}\b", desc, message)
+    named = {int(k): v for k, v in ids.items()} if ids else {}
+
+    def name_id(m: re.Match) -> str:
+        digits = m.group(1)
+        desc = named.get(int(digits))
+        if desc is not None:
+            return desc
+        if len(digits.lstrip("-")) >= _RAW_ID_DIGITS:
+            return m.group(0)[: m.start(1) - m.start(0)] + "(an HDF5 id)"
+        return m.group(0)
+
+    message = _ID_MENTION.sub(name_id, message)
     if _C_NAME.search(message):
         message = _C_NAME.sub("(a flag)", message)
-    if _RAW_ID.search(message):
-        message = _RAW_ID.sub("(an HDF5 id)", message)
     return message
 
 

@@ -10,15 +10,16 @@ counts as an array: a msgpack-numpy map (a map with a key ``nd``), an RFC 8746 t
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Mapping
 
 import numpy as np
 
 from . import _dtypes
 from ._errors import check, error
 from ._lib import PayloadView, lib
-from .payload import _as_bytes_array
+from .payload import _as_bytes_array, numpy_view
 
-__all__ = ["decode_document", "Tag", "Simple"]
+__all__ = ["decode_document", "Tag", "Simple", "FrozenDict"]
 
 DOC_FORMATS = {None: 0, "auto": 0, "cbor": 1, "msgpack": 2}
 (K_MAP, K_ARRAY, K_TEXT, K_BYTES, K_UINT, K_NEGINT, K_FLOAT, K_BOOL, K_NIL, K_UNDEF, K_SIMPLE, K_TAG, K_EXT, K_VIEW) = (
@@ -60,6 +61,49 @@ class Tag:
 
     def __repr__(self):
         return f"vh5.Tag({self.tag}, {self.value!r})"
+
+
+class FrozenDict(Mapping):
+    """An immutable, hashable mapping: what :func:`decode_document` makes of a CBOR map used
+    as a map key (as cbor2's ``frozendict``). Equal to any mapping with the same items."""
+
+    __slots__ = ("_d", "_h")
+
+    def __init__(self, items=()):
+        self._d = dict(items)
+        self._h = None
+
+    def __getitem__(self, key):
+        return self._d[key]
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self):
+        return len(self._d)
+
+    def __hash__(self):
+        if self._h is None:
+            self._h = hash(frozenset(self._d.items()))
+        return self._h
+
+    def __repr__(self):
+        return f"vh5.FrozenDict({self._d!r})"
+
+
+def _frozen(v):
+    """``v`` made hashable for use as a map key, as cbor2 decodes a key: lists (arrays) as
+    tuples, dicts (maps) as :class:`FrozenDict`, byte strings as ``bytes``, a tag's value
+    likewise, at every depth. Anything else (a numpy array) is returned as is."""
+    if isinstance(v, list):
+        return tuple(_frozen(x) for x in v)
+    if isinstance(v, dict):
+        return FrozenDict((_frozen(k), _frozen(x)) for k, x in v.items())
+    if isinstance(v, memoryview):
+        return v.tobytes()
+    if isinstance(v, Tag):
+        return Tag(v.tag, _frozen(v.value))
+    return v
 
 
 class Simple(int):
@@ -108,20 +152,25 @@ def _count(raw: np.ndarray, fmt: int):
     return ni.value, nv.value
 
 
-def _array(raw: np.ndarray, v: PayloadView) -> np.ndarray:
-    """The numpy view (read-only) of one payload_view."""
+def _array(raw: np.ndarray, v: PayloadView, at: int) -> np.ndarray:
+    """The numpy view (read-only) of one payload_view (``at``: its item's byte offset, for
+    messages)."""
     dt = _dtypes.to_numpy(v.dtype, v.itemsize, v.byte_order)
     off, nb = int(v.data_offset), int(v.data_len)
     if off + nb > raw.size:
         raise error("VH5_ERR_PANIC", f"library returned data [{off}, {off + nb}) outside a {raw.size}-byte buffer")
     shape = tuple(int(v.shape[i]) for i in range(int(v.ndim)))
-    a = raw[off : off + nb].view(dt).reshape(shape, order="F" if v.fortran_order else "C")
+    a = numpy_view(raw[off : off + nb].view(dt), shape, bool(v.fortran_order), f"the array at byte {at}")
     a.flags.writeable = False
     return a
 
 
-def _build(raw, items, views, *, bytes_as, key_bytes, text, tag, ext, map_hook, list_hook, numpy_scalar):
-    """Build the object tree from the pre-order item list (iteratively: no recursion)."""
+def _build(
+    raw, items, views, *, bytes_as, key_bytes, text, tag, ext, map_hook, list_hook, numpy_scalar, key_errors=False
+):
+    """Build the object tree from the pre-order item list (iteratively: no recursion).
+    ``key_errors``: an unhashable map key raises vh5.UnsupportedError naming its byte offset
+    (else Python's TypeError, as msgpack raises it)."""
     mv = memoryview(raw)
     kinds = items["kind"].tolist()
     flags = items["flags"].tolist()
@@ -130,21 +179,25 @@ def _build(raw, items, views, *, bytes_as, key_bytes, text, tag, ext, map_hook, 
     dlen = items["data_len"].tolist()
     vals = items["value"].tolist()
     fvals = items["value"].view(np.float64).tolist() if K_FLOAT in kinds else None
-    arrays = [_array(raw, v) for v in views]
-    # frames: [kind, container, remaining, pending key or _NOKEY, tag number]
+    at = np.flatnonzero(items["kind"] == K_VIEW) if views else ()
+    view_at = dict(zip(items["value"][at].tolist(), items["offset"][at].tolist())) if views else {}
+    arrays = [_array(raw, v, view_at.get(j, 0)) for j, v in enumerate(views)]
+    # frames: [kind, container, remaining, pending key or _NOKEY, tag number, first item,
+    # the pending key's first item]
     stack = []
     i, n = 0, len(kinds)
     root = None
     while i < n:
         k = kinds[i]
+        start = i
         if k == K_MAP or k == K_ARRAY or k == K_TAG:
             c = children[i]
             if k == K_TAG:
-                stack.append([k, None, 1, _NOKEY, vals[i]])
+                stack.append([k, None, 1, _NOKEY, vals[i], i, 0])
                 i += 1
                 continue
             if c:
-                stack.append([k, {} if k == K_MAP else [], c, _NOKEY, 0])
+                stack.append([k, {} if k == K_MAP else [], c, _NOKEY, 0, i, 0])
                 i += 1
                 continue
             v = map_hook({}) if k == K_MAP else list_hook([])
@@ -187,8 +240,14 @@ def _build(raw, items, views, *, bytes_as, key_bytes, text, tag, ext, map_hook, 
             if f[0] == K_MAP:
                 if f[3] is _NOKEY:
                     f[3] = key_bytes(v)
+                    f[6] = start
                 else:
-                    f[1][f[3]] = v
+                    try:
+                        f[1][f[3]] = v
+                    except TypeError:
+                        if not key_errors:
+                            raise
+                        raise _unhashable_key(items, f[6], f[3]) from None
                     f[3] = _NOKEY
             elif f[0] == K_ARRAY:
                 f[1].append(v)
@@ -198,10 +257,31 @@ def _build(raw, items, views, *, bytes_as, key_bytes, text, tag, ext, map_hook, 
             if f[2]:
                 break
             stack.pop()
+            start = f[5]
             v = map_hook(f[1]) if f[0] == K_MAP else list_hook(f[1]) if f[0] == K_ARRAY else tag(f[4], f[1])
     if stack or i != n:
         raise error("VH5_ERR_MALFORMED", "document item list ended inside a container")
     return root
+
+
+def _unhashable_key(items, j: int, key) -> Exception:
+    """The error for a map key Python cannot hash (``j``: its first item)."""
+
+    def holds_array(v):
+        if isinstance(v, np.ndarray):
+            return True
+        if isinstance(v, Tag):
+            return holds_array(v.value)
+        if isinstance(v, Mapping):
+            return any(holds_array(k) or holds_array(x) for k, x in v.items())
+        return isinstance(v, tuple) and any(holds_array(x) for x in v)
+
+    if holds_array(key):
+        what = "is or holds an array (a numpy array is not hashable)"
+    else:
+        what = f"is not hashable ({type(key).__name__})"
+    at = int(items["offset"][j])
+    return error("VH5_ERR_UNSUPPORTED", f"map key at byte {at} {what}: it cannot be a Python dict key")
 
 
 class _NoKey:
@@ -220,7 +300,9 @@ def _bytes_view(mv, off, n):
 
 
 def _key(v):
-    return v.tobytes() if isinstance(v, memoryview) else v
+    if isinstance(v, memoryview):
+        return v.tobytes()
+    return _frozen(v) if isinstance(v, (list, dict, Tag)) else v
 
 
 def _ident(x):
@@ -247,10 +329,18 @@ def decode_document(buf, format: str | None = None):
         CBOR tags as :class:`Tag`; msgpack extension types as ``msgpack.ExtType`` when msgpack
         is installed, else ``(code, bytes)``.
 
+        Map keys are made hashable as cbor2 decodes them: an array key becomes a ``tuple``, a
+        map key a :class:`FrozenDict` (equal to a dict of the same items), at every depth,
+        with byte strings inside as ``bytes`` and a tag's value likewise (so
+        ``decode_document(cbor2.dumps({(1, (2, 3)): 4}))`` is ``{(1, (2, 3)): 4}``). A key
+        that is or holds an array (numpy has no hashable array) raises
+        :class:`vh5.UnsupportedError` naming the key's byte offset.
+
     Raises:
         vh5.MalformedError, vh5.UnsupportedError, vh5.DtypeError, vh5.ServerError,
         vh5.InvalidArgumentError: as ``payload_decode_document`` (truncated or malformed
-        input, nesting deeper than 64, pickled or structured msgpack-numpy arrays, ...).
+        input, nesting deeper than 64, pickled or structured msgpack-numpy arrays, an empty
+        array whose shape numpy cannot hold such as ``[0, 2**64 - 1]``, ...).
         ValueError: ``format`` unknown.
     """
     fmt = DOC_FORMATS.get(format)
@@ -270,6 +360,7 @@ def decode_document(buf, format: str | None = None):
         map_hook=_ident,
         list_hook=_ident,
         numpy_scalar=lambda a: a[()],
+        key_errors=True,
     )
 
 

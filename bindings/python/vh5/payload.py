@@ -56,6 +56,31 @@ def _as_bytes_array(buf) -> np.ndarray:
     return np.frombuffer(mv, dtype=np.uint8)
 
 
+_INTP_MAX = np.iinfo(np.intp).max
+
+
+def numpy_view(flat: np.ndarray, shape: tuple, fortran: bool, where: str) -> np.ndarray:
+    """``flat`` (the data bytes viewed as the element type) reshaped to ``shape``.
+
+    The library accepts any shape whose element count times item size fits in 64 bits, so an
+    empty array may declare an axis numpy cannot hold: numpy needs every axis, and the
+    product of the non-zero axes times the item size, to be at most ``2**63 - 1`` (e.g.
+    ``[0, 2**64 - 1]``, ``[0, 2**62, 2**62]``). Such a shape raises
+    :class:`vh5.UnsupportedError` naming it and ``where`` (the array's byte offset), not
+    numpy's bare ``ValueError``."""
+    size = flat.dtype.itemsize
+    for n in shape:
+        if n:
+            size *= n
+    if size > _INTP_MAX or any(n > _INTP_MAX for n in shape):
+        raise error(
+            "VH5_ERR_UNSUPPORTED",
+            f"{where}: shape {list(shape)} (item size {flat.dtype.itemsize}) has no numpy equivalent: numpy needs "
+            f"every axis, and the product of the non-zero axes times the item size, to be at most 2**63-1",
+        )
+    return flat.reshape(shape, order="F" if fortran else "C")
+
+
 class Payload:
     """The decoded view of one array payload. Created by :func:`decode_payload`.
 
@@ -143,7 +168,7 @@ class Payload:
         if off + n > raw.size:
             raise error("VH5_ERR_PANIC", f"library returned data [{off}, {off + n}) outside a {raw.size}-byte buffer")
         flat = raw[off : off + n].view(self.dtype)
-        return flat.reshape(self.shape, order="F" if fortran else "C")
+        return numpy_view(flat, self.shape, fortran, f"the {self.format} payload (data at byte {off})")
 
     def _decode_count(self, raw: np.ndarray, view: PayloadView):
         form = int(view.count_form)
@@ -255,7 +280,8 @@ def decode_payload(buf, *, require_aligned: bool = False, require_native: bool =
         vh5.MalformedError: not a well-formed message (truncated, wrong types, data length not
             prod(shape) x item size, ...); the message names the key and byte offset.
         vh5.UnsupportedError: well-formed but refused (pickled msgpack objects, indefinite
-            lengths, too many axes, ...).
+            lengths, too many axes, an empty array's shape numpy cannot hold such as
+            ``[0, 2**64 - 1]``, ...).
         vh5.ServerError: the bytes are a server's JSON error body; the message is the server's.
         vh5.DtypeError: unknown dtype name.
         vh5.MisalignedError, vh5.ByteOrderError: with ``require_aligned`` / ``require_native``.
