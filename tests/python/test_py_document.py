@@ -81,9 +81,16 @@ scalars = st.one_of(
     st.binary(max_size=20),
 )
 leaves = st.one_of(scalars, arrays())
+#: Keys msgpack-numpy's decoder takes for its own markers (a map holding one is read as an
+#: encoded array or complex number, and the reference itself raises on a generated one:
+#: hypothesis drew {b'complex': ..., b'data': ...} once).
+MSGPACK_NUMPY_MARKERS = {b"nd", b"complex", "nd", "complex"}
 documents = st.recursive(
     leaves,
-    lambda kids: st.one_of(st.lists(kids, max_size=5), st.dictionaries(st.one_of(st.text(max_size=8), st.binary(max_size=8)), kids, max_size=5)),
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=5),
+        st.dictionaries(st.one_of(st.text(max_size=8), st.binary(max_size=8)), kids, max_size=5).filter(lambda d: not MSGPACK_NUMPY_MARKERS & d.keys()),
+    ),
     max_leaves=20,
 )
 
