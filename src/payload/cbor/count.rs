@@ -165,10 +165,24 @@ pub(crate) fn check_count_bytes(data: &[u8], dt: Dtype, order: ByteOrder, offset
         return Ok(());
     }
     let msb = if order == ByteOrder::Big || item == 1 { 0 } else { item - 1 };
-    let Some(i) = data.chunks_exact(item).position(|c| c[msb] & 0x80 != 0) else {
-        return Ok(());
-    };
-    Err(bad_count_bytes(data, i, dt, order, offset))
+    let bad = |block: &[u8]| block.chunks_exact(item).position(|c| c[msb] & 0x80 != 0);
+    // Blocks of 4 KiB tested without an early exit (the compiler vectorizes the OR of every
+    // count's top byte: a 378 MB Reductionist message's counts were checked at ~6 GB/s one
+    // count at a time), the first bad count located inside the block that has one.
+    const BLOCK: usize = 4096;
+    let whole = data.len() / item * item;
+    let mut at = 0;
+    while at < whole {
+        let end = (at + BLOCK / item * item).min(whole);
+        let block = &data[at..end];
+        let any = block.chunks_exact(item).fold(0u8, |acc, c| acc | c[msb]) & 0x80 != 0;
+        if any {
+            let i = at / item + bad(block).expect("a count with its top bit set");
+            return Err(bad_count_bytes(data, i, dt, order, offset));
+        }
+        at = end;
+    }
+    Ok(())
 }
 
 /// `Malformed` for fixed-width count `i` of `data` (type `dt` in `order`, starting at input
@@ -211,6 +225,29 @@ mod tests {
         // [_ 1, [_ 2, 3], []]
         assert_eq!(walk(&[0x9f, 0x01, 0x9f, 0x02, 0x03, 0xff, 0x80, 0xff]).unwrap(), (vec![1, 2, 3], true));
         assert_eq!(walk(&[0x80]).unwrap(), (vec![], false));
+    }
+
+    #[test]
+    fn count_bytes_checked_block_by_block_name_the_first_bad_count() {
+        // 10,000 counts (several 4 KiB blocks), one bad count at 7,777 and one after it: the
+        // first is named, whatever the width and byte order; none bad: accepted.
+        for (dt, item) in [(Dtype::Int64, 8), (Dtype::Int32, 4), (Dtype::UInt64, 8), (Dtype::Int16, 2)] {
+            for order in [ByteOrder::Little, ByteOrder::Big] {
+                let mut data = vec![0x11u8; 10_000 * item];
+                for c in data.chunks_exact_mut(item) {
+                    let msb = if order == ByteOrder::Big { 0 } else { item - 1 };
+                    c[msb] = 0x7f;
+                }
+                assert!(check_count_bytes(&data, dt, order, 100).is_ok(), "{dt:?} {order:?}");
+                for bad in [9_000, 7_777] {
+                    let msb = if order == ByteOrder::Big { 0 } else { item - 1 };
+                    data[bad * item + msb] = 0x80;
+                }
+                let e = check_count_bytes(&data, dt, order, 100).unwrap_err();
+                assert_eq!(e.kind, ErrorKind::Malformed);
+                assert!(e.message.contains(&format!("count element 7777 at byte {}", 100 + 7_777 * item)), "{dt:?} {order:?}: {}", e.message);
+            }
+        }
     }
 
     #[test]
