@@ -374,6 +374,31 @@ print("ok", len(ref.files))
         assert out.strip() == f"ok {len(ref)}", (planner, out)
 
 
+#: Prelude of the planner scripts: `refused(call, *words)` runs `call` and requires a
+#: vh5.HDF5Error whose message holds every word.
+REFUSED = """
+import numpy as np, vh5
+
+def refused(call, *words):
+    try:
+        call()
+    except vh5.HDF5Error as e:
+        missing = [w for w in words if w not in str(e)]
+        assert not missing, (missing, str(e))
+    else:
+        raise AssertionError("no error: " + repr(words))
+"""
+
+
+def _bounded_in_every_planner(script):
+    """`script` (it raises on a wrong answer) under every planner, each process's peak RSS
+    under 400 MB (a size claimed by a damaged chunk was not allocated)."""
+    script += "\nimport resource\nprint('ok', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    for planner in ("auto", "chunks", "rows"):
+        out = _run_planner(script, planner).split()
+        assert out[0] == "ok" and int(out[1]) < 400, (planner, out)
+
+
 def _run_planner(script, planner):
     """`script` in a fresh Python under VH5_PLANNER=planner (read once per process); its
     stdout. Fails with its stderr when it fails."""
@@ -416,8 +441,7 @@ def test_szip_header_claiming_more_than_its_chunk_refused_before_libhdf5_allocat
             else:
                 ds.write_direct_chunk((N,), claim.to_bytes(4, "little") + stored[4:], 0)
                 ds.write_direct_chunk((2 * N,), b"\x01\x02", 0)
-    script = f"""
-import numpy as np, resource, vh5
+    script = REFUSED + f"""
 N = {N}
 with vh5.File({str(p)!r}) as f:
     for name in ("szip", "szip_deflate", "szip_f32"):
@@ -429,26 +453,12 @@ with vh5.File({str(p)!r}) as f:
         # the whole dataset (its first bad chunk is named), then each bad chunk alone
         for first, start, words in ((0, N, claimed), (N, N, claimed), (2 * N, 2 * N, short)):
             dst = np.zeros(4 * N, "<i4")
-            try:
-                vh5.read_many_slices(f[name], dst, [[first], [start]], [[0], [0]], [[4 * N - first], [N]])
-            except vh5.HDF5Error as e:
-                for w in (f"`/{{name}}`", *words, "vh5 refuses the read"):
-                    assert w in str(e), (name, w, str(e))
-            else:
-                raise AssertionError(name + ": read without error")
+            read = lambda: vh5.read_many_slices(f[name], dst, [[first], [start]], [[0], [0]], [[4 * N - first], [N]])  # noqa: E731
+            refused(read, f"`/{{name}}`", *words, "vh5 refuses the read")
 with vh5.File({str(p)!r}, "r+") as f:
-    try:
-        vh5.write_many_slices(np.ones(5, "<i4"), f["szip"], [[0]], [[N + 3]], [[5]])
-    except vh5.HDF5Error as e:
-        assert "claims {claim} decoded bytes" in str(e), str(e)
-    else:
-        raise AssertionError("write merging into the chunk went through")
-print("ok", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    refused(lambda: vh5.write_many_slices(np.ones(5, "<i4"), f["szip"], [[0]], [[N + 3]], [[5]]), "claims {claim} decoded bytes")
 """
-    for planner in ("auto", "chunks", "rows"):
-        out = _run_planner(script, planner).split()
-        assert out[0] == "ok", (planner, out)
-        assert int(out[1]) < 400, f"{planner}: peak RSS {out[1]} MB: the claimed size was allocated"
+    _bounded_in_every_planner(script)
 
 
 def test_chunk_size_entry_past_the_file_refused_before_libhdf5_allocates(tmp_path):
@@ -469,21 +479,13 @@ def test_chunk_size_entry_past_the_file_refused_before_libhdf5_allocates(tmp_pat
     at = b.index(struct.pack("<IIQQ", info.size, 0, 16, 0))  # the B-tree key of chunk [16]
     struct.pack_into("<I", b, at, 0xF0000000)
     p.write_bytes(bytes(b))
-    script = f"""
-import numpy as np, resource, vh5
+    script = REFUSED + f"""
 with vh5.File({str(p)!r}) as f:
     good = np.zeros(8, "<i2")
     vh5.read_many_slices(f["d"], good, [[24]], [[0]], [[8]])
     assert (good == {data[24:32].tolist()!r}).all(), good
     for first, count in ((16, 8), (0, 40), (20, 1)):
-        try:
-            vh5.read_many_slices(f["d"], np.zeros(count, "<i2"), [[first]], [[0]], [[count]])
-        except vh5.HDF5Error as e:
-            assert "the chunk at [16] stores 4026531840 bytes, more than the whole file" in str(e), str(e)
-        else:
-            raise AssertionError("read without error")
-print("ok", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+        read = lambda: vh5.read_many_slices(f["d"], np.zeros(count, "<i2"), [[first]], [[0]], [[count]])  # noqa: E731
+        refused(read, "the chunk at [16] stores 4026531840 bytes, more than the whole file")
 """
-    for planner in ("auto", "chunks", "rows"):
-        out = _run_planner(script, planner).split()
-        assert out[0] == "ok" and int(out[1]) < 400, (planner, out)
+    _bounded_in_every_planner(script)
