@@ -486,6 +486,10 @@ with vh5.File({str(p)!r}) as f:
     assert (good == {data[24:32].tolist()!r}).all(), good
     for first, count in ((16, 8), (0, 40), (20, 1)):
         read = lambda: vh5.read_many_slices(f["d"], np.zeros(count, "<i2"), [[first]], [[0]], [[count]])  # noqa: E731
-        refused(read, "the chunk at [16] stores 4026531840 bytes, more than the whole file")
+        refused(read, *WORDS)
 """
+    # vh5's own refusal where it reads the size from libhdf5 1.10's lookup; a later libhdf5
+    # may refuse the entry itself first (any error, memory still bounded).
+    words = ["the chunk at [16] stores 4026531840 bytes, more than the whole file"] if vh5.hdf5_version().version < (1, 12, 0) else []
+    script = script.replace("*WORDS", repr(words)[1:-1] or "")
     _bounded_in_every_planner(script)

@@ -458,7 +458,7 @@ def test_out_of_bounds_message_keeps_large_coordinates():
 
 @pytest.mark.xfail(
     (1, 12, 0) <= vh5.hdf5_version().version < (2, 2, 0),
-    strict=True,
+    strict=False,  # what the uninitialised memory holds varies: it may happen to pass
     reason="a build against libhdf5 1.12 .. 2.1 (the h5py-bound builds): vh5 reads no B-tree there and "
     "libhdf5 before 2.2 fills a short unfiltered chunk from uninitialised memory (known divergence #18)",
 )
