@@ -55,7 +55,7 @@ const SZIP: i32 = hdf5_sys::h5z::H5Z_FILTER_SZIP;
 const NBIT: i32 = hdf5_sys::h5z::H5Z_FILTER_NBIT;
 const SCALEOFFSET: i32 = hdf5_sys::h5z::H5Z_FILTER_SCALEOFFSET;
 
-/// Most chunks a [`CheckedChunks`] set holds (~16 MB); it is emptied when full.
+/// Most chunks a [`CheckedChunks`] set holds (~16 MB); chunks past it are checked whenever read.
 const MAX_CHECKED: usize = 1 << 20;
 
 /// What a checked header must satisfy.
@@ -281,10 +281,12 @@ impl ReadGuard {
             if !self.checked.lock().unwrap_or_else(|p| p.into_inner()).contains(&linear) {
                 self.check_chunk(lock, shape, &origin[..n])?;
                 let mut checked = self.checked.lock().unwrap_or_else(|p| p.into_inner());
-                if checked.len() >= MAX_CHECKED {
-                    checked.clear(); // bounded memory: they are checked again when read again
+                // Bounded memory: past the cap, chunks are checked again whenever read (not the
+                // whole set emptied: every read of a grid of more chunks than the cap then
+                // checked every chunk again, 5.7 -> 11.3 s for 1.1M chunks in `rows` mode).
+                if checked.len() < MAX_CHECKED {
+                    checked.insert(linear);
                 }
-                checked.insert(linear);
             }
             let mut j = n;
             loop {

@@ -136,7 +136,7 @@ pub(crate) fn memory_type(l: &H5Lock, dir: Direction, ftype: hid_t, finfo: &Type
     Ok(match finfo.dtype {
         None => bail!(
             Unsupported,
-            "dataset has a {}: vh5 {} fixed-size types only",
+            "dataset type not supported ({}): vh5 {} fixed-size types only",
             finfo.unsupported.as_deref().unwrap_or("unsupported type"),
             if dir == Direction::Read { "reads" } else { "writes" }
         ),

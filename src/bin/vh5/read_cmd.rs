@@ -279,7 +279,7 @@ fn read(o: &ReadOpts) -> Result<()> {
     let d = h5::open_dataset(l, f.id(), &o.dataset)?;
     let info = h5::dataset_info(l, d.id())?;
     let Some(dtype) = info.dtype.dtype else {
-        return Err(Error::new(vh5::error::ErrorKind::Unsupported, format!("dataset {} has a {}", o.dataset, info.dtype.description)));
+        return Err(Error::new(vh5::error::ErrorKind::Unsupported, format!("dataset {}: type not supported ({})", o.dataset, info.dtype.description)));
     };
     let n = info.shape.len();
     let t = match (&o.table, o.random) {
