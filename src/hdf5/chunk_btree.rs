@@ -248,11 +248,20 @@ impl Reader<'_> {
         let (mut addr, mut want_level) = (root, None);
         for _ in 0..=MAX_LEVEL {
             let (level, entries, body) = self.node(addr, want_level, ks)?;
-            let key = |e: usize| (0..dimensionality).map(|j| le(&body, e * (ks + sa) + 8 + 8 * j, 8).ok_or_else(|| "B-tree node truncated".to_string())).collect::<R<Vec<u64>>>();
+            // Key `e` against `target`, offset by offset, read in place (no key built).
+            let cmp = |e: usize| -> R<std::cmp::Ordering> {
+                for (j, &t) in target.iter().enumerate().take(dimensionality) {
+                    let k = le(&body, e * (ks + sa) + 8 + 8 * j, 8).ok_or("B-tree node truncated")?;
+                    if k != t {
+                        return Ok(k.cmp(&t));
+                    }
+                }
+                Ok(std::cmp::Ordering::Equal)
+            };
             let child = |e: usize| le(&body, e * (ks + sa) + ks, sa).ok_or_else(|| "B-tree node truncated".to_string());
             if level == 0 {
                 for e in 0..entries {
-                    if key(e)? == target {
+                    if cmp(e)?.is_eq() {
                         let k = e * (ks + sa);
                         let size = le(&body, k, 4).ok_or("B-tree node truncated")? as u32;
                         let mask = le(&body, k + 4, 4).ok_or("B-tree node truncated")? as u32;
@@ -263,7 +272,7 @@ impl Reader<'_> {
             }
             let mut pick = None;
             for e in 0..entries {
-                if key(e)?.as_slice() > target {
+                if cmp(e)?.is_gt() {
                     break;
                 }
                 pick = Some(e);

@@ -188,11 +188,16 @@ impl ReadGuard {
                 peeks.push(Peek { index, tail: tail_after(layout, index), limit, header: Header::ScaleoffsetFloat4 });
             }
         }
+        // (The file type's size asked once, and only for a pipeline with szip.)
+        let mut chunk_bytes = None;
         for (index, f) in layout.filters.iter().enumerate() {
             if f.id != SZIP {
                 continue;
             }
-            let chunk_bytes = elems.saturating_mul(file_type_size(lock, dset)?);
+            let chunk_bytes = match chunk_bytes {
+                Some(b) => b,
+                None => *chunk_bytes.insert(elems.saturating_mul(file_type_size(lock, dset)?)),
+            };
             if let Some(bound) = szip_bound(layout, index, chunk_bytes, elems) {
                 // szip's output: the 4 header bytes and at most its input (H5Z__filter_szip)
                 let limit = usize::try_from(bound.saturating_add(4)).unwrap_or(usize::MAX);
