@@ -29,10 +29,12 @@
 //! that vh5 does not implement and the mask says was applied, a damaged stream) is left to
 //! libhdf5, which answers for it. A chunk of a pipeline libhdf5 decodes whose stored size (a
 //! number of the chunk index) exceeds the file is refused: libhdf5 allocates that size before
-//! reading the chunk. And on libhdf5 1.10 builds, files open read-only, an unfiltered chunk
-//! whose B-tree entry says other than a chunk's bytes is refused: libhdf5 < 2.2 fills the
-//! difference from uninitialised memory (its `H5Dget_chunk_storage_size` reports the chunk's
-//! size, so vh5 looks the entry up in the file's B-tree itself).
+//! reading the chunk. And with libhdf5 before 2.2 (1.10 and >= 1.14 builds), files open
+//! read-only, an unfiltered chunk whose chunk index entry says other than a chunk's bytes is
+//! refused: libhdf5 < 2.2 fills the difference from uninitialised memory (its
+//! `H5Dget_chunk_storage_size` reports the chunk's size, so vh5 reads the entries itself:
+//! [`super::stored_sizes`]). Once every chunk of a read-only dataset is known sound, its
+//! reads build no guard.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -40,10 +42,10 @@ use std::sync::{Arc, Mutex};
 use hdf5_sys::h5i::hid_t;
 
 use super::chunk::{chunk_state, file_size, file_type_size, flush_dataset, is_partial_edge, opened_read_write, read_raw_chunk, ChunkLayout, ChunkState};
-use super::chunk_index::BtreeSizes;
 use super::handle::dataset_name;
 use super::lock::H5Lock;
 use super::scaleoffset;
+use super::stored_sizes::{StoredSizes, Verdict};
 use crate::codec::{parse_pipeline, Decoder, Filter};
 use crate::error::Result;
 use crate::geometry::MAX_RANK;
@@ -79,41 +81,72 @@ struct Peek {
     header: Header,
 }
 
-/// C-order linear indices (on the chunk grid) of the chunks a guard found sound (each checked
-/// once): one guard's, or shared by the guards of every read of a dataset whose stored chunks
-/// and extent cannot change (`meta::DatasetMeta::guarded_chunks`).
-pub type CheckedChunks = Arc<Mutex<HashSet<u64>>>;
+/// What the guards of one dataset found (see [`CheckedChunks`]).
+#[derive(Default)]
+pub struct Checked {
+    /// C-order linear indices (on the chunk grid) of the chunks found sound (each checked once).
+    sound: HashSet<u64>,
+    /// Every stored chunk of the dataset found sound: its guards have nothing left to do.
+    all_sound: bool,
+    /// An unfiltered dataset's stored chunk sizes, read at its first check (see [`Unfiltered`]).
+    sizes: Option<Arc<std::result::Result<StoredSizes, String>>>,
+}
 
-/// The stored-size check of an unfiltered dataset's chunks (see [`ReadGuard`]): the file
-/// type's size and the B-tree reader are set up when the first chunk is checked.
+/// What one guard found, or what the guards of every read of a dataset whose stored chunks
+/// and extent cannot change share (`meta::DatasetMeta::guarded_chunks`).
+pub type CheckedChunks = Arc<Mutex<Checked>>;
+
+impl std::fmt::Debug for Checked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checked").field("sound", &self.sound.len()).field("all_sound", &self.all_sound).field("sizes_read", &self.sizes.is_some()).finish()
+    }
+}
+
+fn locked(c: &CheckedChunks) -> std::sync::MutexGuard<'_, Checked> {
+    c.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The stored-size check of an unfiltered dataset's chunks (see [`ReadGuard`] and
+/// [`super::stored_sizes`]); its sizes are read at the first check and shared by the
+/// dataset's guards.
 struct Unfiltered {
     elems: u64,
-    /// Bytes every stored chunk holds.
-    want: Option<u64>,
-    /// The dataset's B-tree (`Err`: vh5 cannot read it; nothing is checked).
-    sizes: Option<std::result::Result<BtreeSizes, String>>,
 }
 
 impl Unfiltered {
-    /// Refuse (`Hdf5`) the chunk at `origin` when the B-tree says it holds other than a
+    /// Refuse (`Hdf5`) the chunk at `origin` when the chunk index says it holds other than a
     /// chunk's bytes.
-    fn check(&mut self, lock: &H5Lock, dset: hid_t, chunk: &[u64], origin: &[u64]) -> Result<()> {
-        let want = match self.want {
-            Some(w) => w,
-            None => *self.want.insert(self.elems.saturating_mul(file_type_size(lock, dset)?)),
+    fn check(&self, lock: &H5Lock, dset: hid_t, chunk: &[u64], origin: &[u64], shared: &CheckedChunks) -> Result<()> {
+        let sizes = {
+            let mut g = locked(shared);
+            match &g.sizes {
+                Some(s) => Arc::clone(s),
+                None => {
+                    let s = file_type_size(lock, dset).map_err(|x| x.message).and_then(|t| StoredSizes::open(lock, dset, chunk, self.elems.saturating_mul(t)));
+                    g.all_sound |= s.as_ref().is_ok_and(|s| s.all_sound());
+                    Arc::clone(g.sizes.insert(Arc::new(s)))
+                }
+            }
         };
-        let sizes = self.sizes.get_or_insert_with(|| BtreeSizes::open(lock, dset, chunk));
-        let Ok(Some(size)) = sizes.as_ref().map(|s| s.stored_size(origin).ok().flatten()) else { return Ok(()) };
-        if size != want {
-            bail!(
+        let Ok(sizes) = sizes.as_ref() else { return Ok(()) };
+        match sizes.verdict(origin) {
+            Ok(Verdict::Odd(size)) => bail!(
                 Hdf5,
-                "dataset {}: the chunk at {origin:?} is stored as {size} bytes (its B-tree entry), an unfiltered chunk holds {want}: the chunk index is \
-                 corrupted (libhdf5 {}, linked here, would fill the difference from uninitialised memory; 2.2 refuses it too): vh5 refuses the read",
+                "dataset {}: the chunk at {origin:?} is stored as {size} bytes (its chunk index entry), an unfiltered chunk holds {}: the chunk index \
+                 is corrupted (libhdf5 {}, linked here, would fill the difference from uninitialised memory; 2.2 refuses it too): vh5 refuses the read",
+                dataset_name(lock, dset),
+                sizes.want(),
+                super::version::version_text(lock)
+            ),
+            Ok(Verdict::Unplaced(why)) => bail!(
+                Hdf5,
+                "dataset {}: {why}: the chunk index is corrupted (libhdf5 {}, linked here, would fill the difference from uninitialised memory; 2.2 \
+                 refuses it too): vh5 refuses reads of this dataset",
                 dataset_name(lock, dset),
                 super::version::version_text(lock)
-            );
+            ),
+            Ok(Verdict::Sound) | Err(_) => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -180,6 +213,9 @@ impl ReadGuard {
     /// its own set).
     pub fn new(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout, shared: Option<CheckedChunks>) -> Result<Option<ReadGuard>> {
         let Some(chunk) = &layout.chunk else { return Ok(None) };
+        if shared.as_ref().is_some_and(|c| locked(c).all_sound) {
+            return Ok(None); // repeated reads of a read-only dataset found sound throughout
+        }
         let elems = chunk.iter().try_fold(1u64, |a, &c| a.checked_mul(c)).unwrap_or(u64::MAX);
         let mut peeks = Vec::new();
         if let Some(index) = scaleoffset::float4_dscale_index(layout) {
@@ -207,10 +243,10 @@ impl ReadGuard {
         // libhdf5 before 2.2 reads an unfiltered chunk stored shorter than a chunk and fills
         // the rest from uninitialised memory of its chunk cache (other datasets' values, heap
         // addresses: found by fuzzing a damaged pipeline message); 2.2 refuses it itself.
-        // Checked from the file's B-tree (libhdf5 1.10 reports the chunk's size for an
-        // unfiltered chunk whatever its B-tree entry says), so only for files open read-only
-        // (`shared`: see `meta::DatasetMeta::guarded_chunks`).
-        let unfiltered = layout.filters.is_empty() && shared.is_some() && cfg!(not(hdf5_1_14)) && linked_below(lock, (2, 2));
+        // Checked from the file's chunk index (libhdf5 reports the chunk's size for an
+        // unfiltered chunk whatever its index entry says: see `super::stored_sizes`), so only
+        // for files open read-only (`shared`: see `meta::DatasetMeta::guarded_chunks`).
+        let unfiltered = layout.filters.is_empty() && shared.is_some() && linked_below(lock, (2, 2));
         // A pipeline libhdf5 decodes (vh5 fetches its chunks raw only when it decodes them
         // itself, checking their sizes first): libhdf5 allocates a filtered chunk's stored
         // size, a number of the chunk index, before reading it (conformance seed 136 at 8000
@@ -235,7 +271,7 @@ impl ReadGuard {
             chunk: chunk.clone(),
             dont_filter_partial: layout.dont_filter_partial,
             file_size,
-            unfiltered: unfiltered.then_some(Unfiltered { elems, want: None, sizes: None }),
+            unfiltered: unfiltered.then_some(Unfiltered { elems }),
             peeks,
             checked: shared.unwrap_or_default(),
             decoder: None,
@@ -258,8 +294,12 @@ impl ReadGuard {
             grid[j] = shape[j].div_ceil(self.chunk[j].max(1));
         }
         let total = grid[..n].iter().try_fold(1u64, |a, &g| a.checked_mul(g));
-        if total.is_some_and(|t| self.checked.lock().unwrap_or_else(|p| p.into_inner()).len() as u64 >= t) {
-            return Ok(());
+        {
+            let mut g = locked(&self.checked);
+            g.all_sound |= total.is_some_and(|t| g.sound.len() as u64 >= t);
+            if g.all_sound {
+                return Ok(());
+            }
         }
         // Per axis, the chunk coordinates holding a selected element: a range when the stride
         // stays within a chunk, else listed.
@@ -283,14 +323,17 @@ impl ReadGuard {
                 origin[j] = coord * self.chunk[j];
                 linear = linear.wrapping_mul(grid[j]).wrapping_add(coord);
             }
-            if !self.checked.lock().unwrap_or_else(|p| p.into_inner()).contains(&linear) {
+            if !locked(&self.checked).sound.contains(&linear) {
                 self.check_chunk(lock, shape, &origin[..n])?;
-                let mut checked = self.checked.lock().unwrap_or_else(|p| p.into_inner());
+                let mut g = locked(&self.checked);
+                if g.all_sound {
+                    return Ok(()); // (the whole chunk index was read and found sound)
+                }
                 // Bounded memory: past the cap, chunks are checked again whenever read (not the
                 // whole set emptied: every read of a grid of more chunks than the cap then
                 // checked every chunk again, 5.7 -> 11.3 s for 1.1M chunks in `rows` mode).
-                if checked.len() < MAX_CHECKED {
-                    checked.insert(linear);
+                if g.sound.len() < MAX_CHECKED {
+                    g.sound.insert(linear);
                 }
             }
             let mut j = n;
@@ -312,8 +355,8 @@ impl ReadGuard {
         if self.dont_filter_partial && is_partial_edge(origin, &self.chunk, shape) {
             return Ok(()); // stored without filters
         }
-        if let Some(u) = &mut self.unfiltered {
-            return u.check(lock, self.dset, &self.chunk, origin);
+        if let Some(u) = &self.unfiltered {
+            return u.check(lock, self.dset, &self.chunk, origin, &self.checked);
         }
         let ChunkState::Stored { size } = chunk_state(lock, self.dset, origin) else { return Ok(()) };
         if size > self.file_size && opened_read_write(lock, self.dset)? {

@@ -277,56 +277,6 @@ pub fn build(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, unfiltered_bytes: Opt
     Ok(idx)
 }
 
-/// Stored sizes of single chunks, read from the file's version-1 B-tree of raw data chunks
-/// (layout message version 3) of a dataset whose file is open read-only: what libhdf5 1.10
-/// does not report for an unfiltered chunk (`H5Dget_chunk_storage_size` answers the chunk's
-/// size whatever the B-tree says, and 1.10 reads only what the B-tree says into a chunk-sized
-/// buffer). One node read per B-tree level and chunk; no lock needed after [`BtreeSizes::open`].
-#[cfg_attr(hdf5_1_14, allow(dead_code))]
-pub struct BtreeSizes {
-    view: FileView,
-    root: u64,
-    dimensionality: usize,
-}
-
-impl BtreeSizes {
-    /// The B-tree of `dset` (chunk shape `chunk`), or `Err(reason)` when vh5 cannot read it
-    /// (another file driver, another chunk index, libhdf5 >= 1.12: vh5 reads no object header
-    /// address there). Lock held; the file must be open read-only.
-    #[cfg(not(hdf5_1_14))]
-    pub fn open(lock: &H5Lock, dset: hid_t, chunk: &[u64]) -> std::result::Result<BtreeSizes, String> {
-        let oh = object_header_address(lock, dset)?;
-        let view = FileView::open(lock, dset)?;
-        let (root, dimensionality, chunk_dims) = view.reader().layout(oh)?;
-        let n = chunk.len();
-        if dimensionality != n + 1 || chunk_dims.len() < n || chunk_dims[..n] != *chunk {
-            return Err(format!("layout message: {dimensionality} dimensions, chunk {chunk_dims:?}; the dataset has {n} axes, chunk {chunk:?}"));
-        }
-        Ok(BtreeSizes { view, root, dimensionality })
-    }
-
-    /// (libhdf5 >= 1.12: vh5 reads no B-tree.)
-    #[cfg(hdf5_1_14)]
-    pub fn open(_lock: &H5Lock, _dset: hid_t, _chunk: &[u64]) -> std::result::Result<BtreeSizes, String> {
-        Err("libhdf5 >= 1.12: vh5 reads no B-tree".into())
-    }
-
-    /// The stored size of the chunk whose first element is at `origin`, `None` when the
-    /// B-tree holds no such chunk; `Err(reason)` when a node cannot be read.
-    #[cfg(not(hdf5_1_14))]
-    pub fn stored_size(&self, origin: &[u64]) -> std::result::Result<Option<u64>, String> {
-        let mut target = origin.to_vec();
-        target.push(0);
-        Ok(self.view.reader().lookup(self.root, self.dimensionality, &target)?.map(|(size, _, _)| u64::from(size)))
-    }
-
-    /// (libhdf5 >= 1.12: never opened.)
-    #[cfg(hdf5_1_14)]
-    pub fn stored_size(&self, _origin: &[u64]) -> std::result::Result<Option<u64>, String> {
-        Err("libhdf5 >= 1.12: vh5 reads no B-tree".into())
-    }
-}
-
 /// What vh5 needs to read an open file's bytes itself, gathered once per use from libhdf5:
 /// the file descriptor libhdf5 reads through (duplicated: it stays valid after the lock is
 /// released), the file's length, the base address (the superblock's offset, i.e. the user
@@ -462,50 +412,71 @@ fn finish(mut out: Vec<(u64, Entry)>, limit: u64, what: &str) -> std::result::Re
 /// pass over any chunk index type), sorted by linear index.
 #[cfg(hdf5_1_14)]
 fn iterate(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, view: &FileView) -> std::result::Result<Vec<(u64, Entry)>, String> {
-    use hdf5_sys::h5::{haddr_t, hsize_t};
     let (limit, maxdims) = expected_chunks(lock, dset)?;
-    // An extensible-array index whose unlimited axis is not the first: libhdf5 (up to 2.2
-    // at least) iterates it in another order than it looks chunks up, so `H5Dchunk_iter`
-    // reports another chunk's coordinates for an entry (a sparse dataset can even pass
-    // the count and grid checks). The B-tree of a layout version 3 file with such axes is not told
-    // apart (no object header address on libhdf5 >= 1.12): libhdf5 reads both.
-    let unlimited: Vec<usize> = (0..maxdims.len()).filter(|&j| maxdims[j] == hdf5_sys::h5s::H5S_UNLIMITED).collect();
-    if unlimited.len() == 1 && unlimited[0] != 0 {
-        return Err(format!("one unlimited axis ({}) that is not the first: an extensible-array index, which H5Dchunk_iter reports in another chunk order", unlimited[0]));
+    if let Some(why) = iteration_order_differs(&maxdims) {
+        return Err(why);
     }
     // Chunk addresses are absolute since libhdf5 1.14.4; before, relative to the base
     // address (the user block's end).
     let info = super::version::library_info(lock).map_err(|x| x.message)?;
     let add = if (info.major, info.minor, info.release) < (1, 14, 4) { view.base } else { 0 };
+    let mut out = Vec::with_capacity(capacity(grid, limit));
+    chunk_iter(lock, dset, grid.ndim(), &mut |coord, mask, addr, size| {
+        if out.len() as u64 >= limit {
+            return Err(format!("H5Dchunk_iter reports more than the {limit} chunks libhdf5 counts"));
+        }
+        out.push(check_entry(grid, coord, size, mask, addr.checked_add(add), view.len, "H5Dchunk_iter")?);
+        Ok(())
+    })?;
+    finish(out, limit, "H5Dchunk_iter")
+}
 
+/// Why `H5Dchunk_iter` cannot be trusted to name the chunk of each entry of a dataset of
+/// maximal dimensions `maxdims`, or `None`. An extensible-array index whose unlimited axis
+/// is not the first: libhdf5 (up to 2.2 at least) iterates it in another order than it looks
+/// chunks up, so `H5Dchunk_iter` reports another chunk's coordinates for an entry (a sparse
+/// dataset can even pass the count and grid checks). The B-tree of a layout version 3 file
+/// with such axes is not told apart (no object header address on libhdf5 >= 1.12).
+#[cfg(hdf5_1_14)]
+pub(super) fn iteration_order_differs(maxdims: &[u64]) -> Option<String> {
+    let unlimited: Vec<usize> = (0..maxdims.len()).filter(|&j| maxdims[j] == hdf5_sys::h5s::H5S_UNLIMITED).collect();
+    (unlimited.len() == 1 && unlimited[0] != 0)
+        .then(|| format!("one unlimited axis ({}) that is not the first: an extensible-array index, which H5Dchunk_iter reports in another chunk order", unlimited[0]))
+}
+
+/// A [`chunk_iter`] callback: `(offset, filter_mask, address, stored_size)`.
+#[cfg(hdf5_1_14)]
+pub(super) type Visit<'a> = &'a mut dyn FnMut(&[u64], u32, u64, u64) -> std::result::Result<(), String>;
+
+/// One `H5Dchunk_iter` pass over `dset`'s chunk index: `visit(offset, filter_mask, address,
+/// stored_size)` for every allocated chunk (`offset`: the dataset offset of the chunk's first
+/// element on each of the `ndim` axes, since libhdf5 1.14.0; `address` as libhdf5 reports it,
+/// see [`iterate`]). The first `Err` stops the pass and is returned; the callback never
+/// unwinds into libhdf5 (`catch_unwind`). Lock held.
+#[cfg(hdf5_1_14)]
+pub(super) fn chunk_iter(lock: &H5Lock, dset: hid_t, ndim: usize, visit: Visit<'_>) -> std::result::Result<(), String> {
+    use hdf5_sys::h5::{haddr_t, hsize_t};
     struct Iter<'a> {
-        grid: &'a ChunkGrid,
-        add: u64,
-        file_len: u64,
-        limit: u64,
-        out: Vec<(u64, Entry)>,
+        ndim: usize,
+        visit: Visit<'a>,
         err: Option<String>,
     }
-    /// `H5D_chunk_iter_op_t`: check and keep one entry; negative (stop, failure) on the
-    /// first bad one, more entries than libhdf5 counts, or a panic (never unwinds into C).
-    extern "C" fn visit(offset: *const hsize_t, mask: std::ffi::c_uint, addr: haddr_t, size: hsize_t, data: *mut c_void) -> c_int {
+    /// `H5D_chunk_iter_op_t`: hand one entry on; negative (stop, failure) on the first
+    /// `Err` or a panic (never unwinds into C).
+    extern "C" fn cb(offset: *const hsize_t, mask: std::ffi::c_uint, addr: haddr_t, size: hsize_t, data: *mut c_void) -> c_int {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             // SAFETY: `data` is the `Iter` handed to H5Dchunk_iter below, alive and not
             // otherwise borrowed during the call.
             let it = unsafe { &mut *(data as *mut Iter<'_>) };
-            let n = it.grid.ndim();
-            if offset.is_null() || it.out.len() as u64 >= it.limit {
-                it.err = Some(format!("H5Dchunk_iter reports more than the {} chunks libhdf5 counts", it.limit));
+            if offset.is_null() {
+                it.err = Some("H5Dchunk_iter reports an entry without its offset".into());
                 return -1;
             }
             // SAFETY: libhdf5 passes the chunk's offset on every axis (and one more for the
             // element size), valid during the call.
-            let coord = unsafe { std::slice::from_raw_parts(offset, n) };
-            match check_entry(it.grid, coord, size, mask, addr.checked_add(it.add), it.file_len, "H5Dchunk_iter") {
-                Ok(e) => {
-                    it.out.push(e);
-                    0
-                }
+            let coord = unsafe { std::slice::from_raw_parts(offset, it.ndim) };
+            match (it.visit)(coord, mask, addr, size) {
+                Ok(()) => 0,
                 Err(why) => {
                     it.err = Some(why);
                     -1
@@ -514,19 +485,19 @@ fn iterate(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, view: &FileView) -> std
         }));
         r.unwrap_or(-1)
     }
-    let mut it = Iter { grid, add, file_len: view.len, limit, out: Vec::with_capacity(capacity(grid, limit)), err: None };
-    // SAFETY: valid dataset id; lock held; `visit` reads `it` only during this call.
-    let r = unsafe { hdf5_sys::h5d::H5Dchunk_iter(dset, hdf5_sys::h5p::H5P_DEFAULT, Some(visit), &mut it as *mut Iter<'_> as *mut c_void) };
+    let mut it = Iter { ndim, visit, err: None };
+    // SAFETY: valid dataset id; lock held; `cb` reads `it` only during this call.
+    let r = unsafe { hdf5_sys::h5d::H5Dchunk_iter(dset, hdf5_sys::h5p::H5P_DEFAULT, Some(cb), &mut it as *mut Iter<'_> as *mut c_void) };
     if r < 0 {
         let stack = super::error::take_stack(lock);
         return Err(it.err.unwrap_or_else(|| format!("H5Dchunk_iter failed (or its callback panicked); libhdf5 error stack:{stack}")));
     }
-    finish(it.out, limit, "H5Dchunk_iter")
+    Ok(())
 }
 
 /// The address of `dset`'s object header (relative to the base address).
 #[cfg(not(hdf5_1_12))]
-fn object_header_address(lock: &H5Lock, dset: hid_t) -> std::result::Result<u64, String> {
+pub(super) fn object_header_address(lock: &H5Lock, dset: hid_t) -> std::result::Result<u64, String> {
     let mut info = std::mem::MaybeUninit::<hdf5_sys::h5o::H5O_info1_t>::zeroed();
     // SAFETY: valid dataset id; lock held; `info` is a local of the struct libhdf5 1.10 fills.
     if unsafe { hdf5_sys::h5o::H5Oget_info2(dset, info.as_mut_ptr(), hdf5_sys::h5o::H5O_INFO_BASIC) } < 0 {
@@ -563,12 +534,12 @@ pub fn btree_root_damage(_lock: &H5Lock, _dset: hid_t) -> Option<String> {
 /// On libhdf5 1.12 object addresses are tokens: no walk of the file's own index (and no
 /// `H5Dchunk_iter` in the bindings before 1.14).
 #[cfg(all(hdf5_1_12, not(hdf5_1_14)))]
-fn object_header_address(_lock: &H5Lock, _dset: hid_t) -> std::result::Result<u64, String> {
+pub(super) fn object_header_address(_lock: &H5Lock, _dset: hid_t) -> std::result::Result<u64, String> {
     Err("libhdf5 >= 1.12: vh5 reads no object header address".into())
 }
 
 /// `H5Dget_num_chunks` over the whole dataset, and the dataset's maximal dimensions.
-fn expected_chunks(lock: &H5Lock, dset: hid_t) -> std::result::Result<(u64, Vec<u64>), String> {
+pub(super) fn expected_chunks(lock: &H5Lock, dset: hid_t) -> std::result::Result<(u64, Vec<u64>), String> {
     // SAFETY: valid dataset id; lock held; out-pointer is a local.
     unsafe {
         let space = Handle::new(lock, hdf5_sys::h5d::H5Dget_space(dset), "H5Dget_space").map_err(|x| x.message)?;

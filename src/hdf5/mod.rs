@@ -5,13 +5,14 @@
 //! the refusal of storage in other files ([`external`]), of filter pipelines libhdf5 cannot
 //! decode reliably ([`filter_support`]), of scaleoffset chunks it stores undecodable
 //! ([`scaleoffset`]) and of stored chunks whose headers libhdf5 would trust
-//! ([`chunk_guard`]: szip's claimed size, scaleoffset's bits per value). Differences between libhdf5 versions (1.10 .. 2.x)
+//! ([`chunk_guard`]: szip's claimed size, scaleoffset's bits per value, unfiltered chunks'
+//! stored sizes from [`stored_sizes`]). Differences between libhdf5 versions (1.10 .. 2.x)
 //! live in [`compat`] only.
 //!
 //! Every libhdf5 call vh5 makes happens while holding the lock of an [`error::H5Session`].
 //!
 //! Imports run one way, from the top of this list down; no module imports one above it:
-//! `dataset` -> `meta` -> `chunk_guard` -> `chunk_index`, `filter_support` -> `scaleoffset` -> `chunk`, `external` -> `hyperslab`, `write`, `types` -> `handle` ->
+//! `dataset` -> `meta` -> `chunk_guard` -> `stored_sizes` -> `chunk_index`, `filter_support` -> `scaleoffset` -> `chunk`, `external` -> `hyperslab`, `write`, `types` -> `handle` ->
 //! `error` -> `lock`; any of them may import `compat`, which imports none.
 
 pub mod chunk;
@@ -32,6 +33,7 @@ pub mod links;
 pub mod lock;
 pub mod meta;
 pub mod scaleoffset;
+pub mod stored_sizes;
 pub mod types;
 pub mod version;
 pub mod write;

@@ -456,10 +456,13 @@ def test_out_of_bounds_message_keeps_large_coordinates():
     assert "HDF5 id" not in str(exc.value)
 
 
+SHORT_CHUNKS_REFUSED_BY_VH5 = not (1, 12, 0) <= vh5.hdf5_version().version < (1, 14, 0) and vh5.hdf5_version().version < (2, 2, 0)
+
+
 @pytest.mark.xfail(
-    (1, 12, 0) <= vh5.hdf5_version().version < (2, 2, 0),
+    (1, 12, 0) <= vh5.hdf5_version().version < (1, 14, 0),
     strict=False,  # what the uninitialised memory holds varies: it may happen to pass
-    reason="a build against libhdf5 1.12 .. 2.1 (the h5py-bound builds): vh5 reads no B-tree there and "
+    reason="a build against libhdf5 1.12: vh5 reads no chunk index there and "
     "libhdf5 before 2.2 fills a short unfiltered chunk from uninitialised memory (known divergence #18)",
 )
 def test_short_stored_chunk_never_leaks_stale_bytes():
@@ -467,9 +470,10 @@ def test_short_stored_chunk_never_leaks_stale_bytes():
     damaged filter pipeline message leaves; found by fuzzing): libhdf5 before 2.2 reads only
     those bytes into a chunk-sized buffer of its chunk cache and hands on the rest as it was
     (other datasets' values, heap addresses), and reports the chunk's full size to
-    `H5Dget_chunk_storage_size`. vh5 (libhdf5 1.10 builds, files open read-only) looks the
-    chunk up in the file's B-tree itself and refuses the read, in every planner
-    (src/hdf5/chunk_guard.rs); libhdf5 2.2 refuses it too."""
+    `H5Dget_chunk_storage_size`. vh5 (libhdf5 1.10 and >= 1.14 builds, files open read-only)
+    reads the chunk's index entry itself (1.10: its own B-tree lookup; >= 1.14: one
+    `H5Dchunk_iter` pass) and refuses the read, in every planner (src/hdf5/chunk_guard.rs,
+    src/hdf5/stored_sizes.rs); libhdf5 2.2 refuses it too."""
     path = new_path("shortchunk")
     nchunks, width = 40, 1000
     with h5py.File(path, "w", libver=("earliest", "v110")) as f:
@@ -481,7 +485,7 @@ def test_short_stored_chunk_never_leaks_stale_bytes():
     # bytes (the next chunk, 0x11...: what libhdf5 1.10's H5Dread returns), or be refused; never
     # as bytes of an earlier read or of the heap. (h5py's libhdf5 2.0 is no oracle here: it leaks too.)
     allowed_top = [0, 0x1111111111]
-    if vh5.hdf5_version().version < (1, 12, 0):
+    if SHORT_CHUNKS_REFUSED_BY_VH5:
         with vh5.File(path) as f:  # every read reaching a short chunk is refused, naming it
             for start, count in (([0, 0], [nchunks, width]), ([7, 990], [1, 10]), ([3, 0], [2, 5])):
                 with pytest.raises(vh5.HDF5Error, match=rf"the chunk at \[{start[0]}, 0\] is stored as 7995 bytes"):
@@ -504,12 +508,13 @@ def test_short_stored_chunk_never_leaks_stale_bytes():
             assert np.isin(whole[:, -1] >> np.uint64(24), allowed_top).all(), "d[...] returned stale bytes"
 
 
-@pytest.mark.skipif(vh5.hdf5_version().version >= (1, 12, 0), reason="vh5 reads the B-tree itself only with libhdf5 1.10")
+@pytest.mark.skipif(not SHORT_CHUNKS_REFUSED_BY_VH5, reason="vh5 reads unfiltered chunks' stored sizes itself only with libhdf5 1.10 and 1.14 .. 2.1")
 def test_short_stored_chunk_found_deep_in_a_many_level_btree():
     """The stored-size check of unfiltered chunks looks each chunk up in the file's version-1
-    B-tree (one node per level, src/hdf5/chunk_btree.rs `lookup`): with 3,000 chunks the tree
-    has internal levels; the short chunk is found wherever it sits, and every other chunk
-    (1-D and 2-D grids, edge chunks) reads as h5py reads it, one-row calls included."""
+    B-tree (1.10: one node per level, src/hdf5/chunk_btree.rs `lookup`; >= 1.14: one
+    `H5Dchunk_iter` pass): with 3,000 chunks the tree has internal levels; the short chunk is
+    found wherever it sits, and every other chunk (1-D and 2-D grids, edge chunks) reads as
+    h5py reads it, one-row calls included."""
     path = new_path("deepbtree")
     with h5py.File(path, "w", libver=("earliest", "v110")) as f:
         one = f.create_dataset("one", shape=(3000 * 16,), dtype="<i4", chunks=(16,))

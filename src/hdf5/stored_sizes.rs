@@ -1,0 +1,148 @@
+//! Stored sizes of an unfiltered dataset's chunks as its chunk index records them, for the
+//! chunk guard ([`super::chunk_guard`]): libhdf5 before 2.2 reads an unfiltered chunk whose
+//! index entry says fewer bytes than a chunk holds into a chunk-sized buffer and hands on
+//! the rest as it was, yet reports the chunk's full size to `H5Dget_chunk_storage_size`
+//! (`H5D__get_chunk_storage_size` returns the layout's chunk size when the pipeline is empty,
+//! 1.10 .. 2.x), so vh5 reads the entries itself:
+//!
+//! - **libhdf5 1.10** (cfg not `hdf5_1_14`): a lookup per chunk in the file's version-1
+//!   B-tree (layout message version 3), through vh5's own reader of the file
+//!   ([`super::chunk_btree`]), one node read per level. `H5Dchunk_iter` does not exist there
+//!   and `H5Dget_chunk_info_by_coord` scans the index on every call.
+//! - **libhdf5 >= 1.14** (cfg `hdf5_1_14`): one `H5Dchunk_iter` pass over the dataset's
+//!   chunk index, whatever its type, keeping only the entries whose size differs (libhdf5's
+//!   `H5Dget_chunk_info_by_coord` scans the index on every call there too: 2 ms for a chunk
+//!   near the end of 65,536, libhdf5 2.0). Where `H5Dchunk_iter` names entries by other
+//!   chunks' coordinates (see [`super::chunk_index`]: one unlimited axis that is not the
+//!   first), a differing entry cannot be placed: every check of the dataset is refused.
+//! - **libhdf5 1.12**: nothing read (object addresses are tokens; no `H5Dchunk_iter` in the
+//!   bindings): no check.
+//!
+//! Only for files open read-only (their chunk index cannot change while vh5 uses it).
+
+#[cfg(hdf5_1_14)]
+use std::collections::HashMap;
+
+use hdf5_sys::h5i::hid_t;
+
+#[cfg(not(hdf5_1_14))]
+use super::chunk_index::{object_header_address, FileView};
+use super::lock::H5Lock;
+
+/// The stored sizes of one unfiltered dataset's chunks (see the module docs).
+pub struct StoredSizes {
+    /// Bytes every stored chunk holds (a chunk's elements in the file type).
+    want: u64,
+    how: How,
+}
+
+enum How {
+    /// vh5's lookups in the version-1 B-tree.
+    #[cfg(not(hdf5_1_14))]
+    Btree { view: FileView, root: u64, dimensionality: usize },
+    /// The entries of another size than `want`, by the dataset offset of their chunk's first
+    /// element; `unplaced`: why such an entry cannot be placed (every check refused).
+    #[cfg(hdf5_1_14)]
+    Scanned { odd: HashMap<Vec<u64>, u64>, unplaced: Option<String> },
+}
+
+/// What the index says of one chunk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not stored, or stored as a chunk's bytes.
+    Sound,
+    /// Stored as this many bytes, not a chunk's.
+    Odd(u64),
+    /// The index holds an entry of another size that cannot be placed on a chunk (why).
+    Unplaced(String),
+}
+
+impl StoredSizes {
+    /// The stored sizes of the unfiltered dataset `dset` (chunk shape `chunk`, `want` bytes
+    /// per stored chunk), or `Err(reason)` when vh5 cannot read them (another file driver or
+    /// chunk index on 1.10, libhdf5 1.12, a failing libhdf5 call): nothing is checked then.
+    /// Lock held; the file must be open read-only.
+    #[cfg(not(hdf5_1_14))]
+    pub fn open(lock: &H5Lock, dset: hid_t, chunk: &[u64], want: u64) -> std::result::Result<StoredSizes, String> {
+        let oh = object_header_address(lock, dset)?;
+        let view = FileView::open(lock, dset)?;
+        let (root, dimensionality, chunk_dims) = view.reader().layout(oh)?;
+        let n = chunk.len();
+        if dimensionality != n + 1 || chunk_dims.len() < n || chunk_dims[..n] != *chunk {
+            return Err(format!("layout message: {dimensionality} dimensions, chunk {chunk_dims:?}; the dataset has {n} axes, chunk {chunk:?}"));
+        }
+        Ok(StoredSizes { want, how: How::Btree { view, root, dimensionality } })
+    }
+
+    /// (libhdf5 >= 1.14: one `H5Dchunk_iter` pass, see the module docs.)
+    #[cfg(hdf5_1_14)]
+    pub fn open(lock: &H5Lock, dset: hid_t, chunk: &[u64], want: u64) -> std::result::Result<StoredSizes, String> {
+        let maxdims = max_dims(lock, dset)?;
+        let mut odd = HashMap::new();
+        let mut first: Option<(Vec<u64>, u64, u64)> = None;
+        super::chunk_index::chunk_iter(lock, dset, chunk.len(), &mut |coord, _mask, addr, size| {
+            if size != want {
+                odd.insert(coord.to_vec(), size);
+                first.get_or_insert_with(|| (coord.to_vec(), size, addr));
+            }
+            Ok(())
+        })?;
+        let unplaced = match (super::chunk_index::iteration_order_differs(&maxdims), first) {
+            (Some(why), Some((coord, size, addr))) => Some(format!(
+                "its chunk index holds {} entries of another size than an unfiltered chunk's {want} bytes (one of {size} bytes at file address {addr}, \
+                 reported at dataset offset {coord:?}), and libhdf5 does not say which chunks they are ({why})",
+                odd.len()
+            )),
+            _ => None,
+        };
+        Ok(StoredSizes { want, how: How::Scanned { odd, unplaced } })
+    }
+
+    /// Bytes every stored chunk holds.
+    pub fn want(&self) -> u64 {
+        self.want
+    }
+
+    /// Whether every stored chunk is known to hold [`Self::want`] bytes (libhdf5 >= 1.14:
+    /// known once open; 1.10: chunks are looked up one by one).
+    pub fn all_sound(&self) -> bool {
+        match &self.how {
+            #[cfg(not(hdf5_1_14))]
+            How::Btree { .. } => false,
+            #[cfg(hdf5_1_14)]
+            How::Scanned { odd, .. } => odd.is_empty(),
+        }
+    }
+
+    /// What the index says of the chunk whose first element is at `origin`; `Err(reason)`
+    /// when a B-tree node cannot be read (the chunk is left unchecked).
+    pub fn verdict(&self, origin: &[u64]) -> std::result::Result<Verdict, String> {
+        let size = match &self.how {
+            #[cfg(not(hdf5_1_14))]
+            How::Btree { view, root, dimensionality } => {
+                let mut target = origin.to_vec();
+                target.push(0);
+                view.reader().lookup(*root, *dimensionality, &target)?.map(|(size, _, _)| u64::from(size))
+            }
+            #[cfg(hdf5_1_14)]
+            How::Scanned { odd, unplaced } => {
+                if let Some(why) = unplaced {
+                    return Ok(Verdict::Unplaced(why.clone()));
+                }
+                odd.get(origin).copied()
+            }
+        };
+        Ok(match size {
+            Some(size) if size != self.want => Verdict::Odd(size),
+            _ => Verdict::Sound,
+        })
+    }
+}
+
+/// The maximal dimensions of `dset`'s dataspace. Lock held.
+#[cfg(hdf5_1_14)]
+fn max_dims(lock: &H5Lock, dset: hid_t) -> std::result::Result<Vec<u64>, String> {
+    // SAFETY: valid dataset id; lock held.
+    let space = super::handle::Handle::new(lock, unsafe { hdf5_sys::h5d::H5Dget_space(dset) }, "H5Dget_space").map_err(|x| x.message)?;
+    Ok(super::hyperslab::space_dims(lock, space.id()).map_err(|x| x.message)?.1)
+}
