@@ -19,6 +19,25 @@
 //!   not whole 8-byte pixels) hand on in general is not. Observed: scaleoffset then szip on
 //!   `>f8`, and nbit + fletcher32 then szip on `<u8`, read uninitialised bytes (valgrind) in
 //!   libhdf5 1.10.8 and 2.2.0 alike: the values, or a fletcher32 failure, vary run to run.
+//!   With a partial pixel libaec 1.1's encoder also writes past its buffer (writes aborted in
+//!   "free()" with libhdf5 1.10.8, 2.0.0 and 2.2.0). A number type nbit packs is the
+//!   exception whose length is known: `elements * precision / 8 + 1` bytes whatever the data
+//!   ([`nbit_packed_len`]); szip after it (shuffle, fletcher32 between them or not) is
+//!   accepted when that is whole pixels and szip keeps every bit (next point).
+//! - szip codes samples of the type's precision (`H5Z_set_local_szip`: 1 .. 24 bits at bit
+//!   offset 0, other than 8 and 16, stay as they are) in pixels of 1, 2 or 4 bytes and keeps
+//!   only those low bits of each pixel: right for the chunk's elements, whose other bits are
+//!   zero, wrong for what any filter before szip hands on (packed bits, shuffled bytes, a
+//!   checksum, a compressed stream). Observed: `<u4` at 12 bits of precision with shuffle, then
+//!   szip reads other values (no error) in libhdf5 1.10.8, 2.0.0 and 2.2.0; with nbit,
+//!   fletcher32 or deflate before szip, other values or "szip_filter: decompression failed".
+//!   The sweep behind both points (integers of 1 .. 8 bytes, both orders, precisions and
+//!   offsets, EC / NN, 2 .. 32 pixels per block, odd chunk sizes, random and constant data;
+//!   nbit, [shuffle | fletcher32], szip written and read back by 1.10.8, 2.0.0 and 2.2.0):
+//!   of 4432 cases the 886 this rule accepts were written by all three and read back exact in
+//!   every pairing (none of the 111 writes that aborted or failed); the rest read wrong,
+//!   failed, aborted or read right by chance (szip skipped, as an optional filter,
+//!   on chunks it could not shrink; all-zero data).
 //!
 //! - Before libhdf5 2.2.0, nbit and scaleoffset with nothing to do (nbit on a type of full
 //!   precision, client data [1] non-zero; integer scaleoffset keeping every bit) hand on the
@@ -101,7 +120,12 @@ fn szip_pixel_bytes(bpp: u32) -> u64 {
 pub fn pipeline_problem(filters: &[FilterSpec], chunk_bytes: u64, avail: impl Fn(i32) -> bool) -> Option<String> {
     // The chunk's length as the next filter receives it: `None` once it depends on the data.
     let mut len = Some(chunk_bytes);
+    // Whether what the next filter receives is still the chunk's elements at their length
+    // (only shuffle and filters with nothing to do so far).
+    let mut elements = true;
     let mut before: Vec<String> = Vec::new();
+    // The filters so far that changed the bytes (all but those with nothing to do).
+    let mut changed: Vec<String> = Vec::new();
     for f in filters {
         let name = filter_name(f.id);
         let compressing_nbit = f.id == NBIT && !nbit_has_nothing_to_do(&f.cd_values);
@@ -110,29 +134,76 @@ pub fn pipeline_problem(filters: &[FilterSpec], chunk_bytes: u64, avail: impl Fn
             continue;
         }
         if f.id == SCALEOFFSET || compressing_nbit {
-            if len != Some(chunk_bytes) {
+            if !elements {
                 return Some(format!(
                     "{name} comes after {} in the pipeline: it encodes its input as the chunk's {chunk_bytes} bytes of elements, which they changed",
                     before.join(", ")
                 ));
             }
         } else if f.id == SZIP {
-            let px = szip_pixel_bytes(f.cd_values.get(2).copied().unwrap_or(64));
-            if px > 1 && len.is_none_or(|l| l % px != 0) {
-                let got = len.map_or_else(|| "a data-dependent number of bytes".to_string(), |l| format!("{l} bytes"));
-                let after = if before.is_empty() { String::new() } else { format!(" after {}", before.join(", ")) };
-                return Some(format!("szip{after} receives {got}, not whole {px}-byte pixels: libaec drops the rest and libhdf5 decodes it as uninitialised memory"));
+            if let Some(why) = szip_problem(&f.cd_values, len, &before, &changed) {
+                return Some(why);
             }
         }
         len = match f.id {
             SHUFFLE => len,
             FLETCHER32 => len.map(|l| l + 4),
-            NBIT if !compressing_nbit => len,
+            NBIT if compressing_nbit => nbit_packed_len(&f.cd_values, chunk_bytes),
+            NBIT => len,
             _ => None,
         };
+        elements &= f.id == SHUFFLE || (f.id == NBIT && !compressing_nbit);
+        if !passes_through(f) {
+            changed.push(name.clone());
+        }
         before.push(name);
     }
     None
+}
+
+/// Why szip (client data `cd`: options, pixels per block, bits per pixel, pixels per
+/// scanline) cannot code what the filters `before` it hand on (`len` bytes, `None` when that
+/// depends on the data; `changed`: those of them that changed the bytes), or `None`.
+///
+/// - libaec codes `bpp`-bit samples in pixels of 1, 2 or 4 bytes ([`szip_pixel_bytes`]; 32
+///   and 64 bits as interleaved bytes) and keeps only the low `bpp` bits of each. libhdf5
+///   takes `bpp` from the type's precision (`H5Z_set_local_szip`: a precision of 1 .. 24 bits
+///   at bit offset 0, other than 8 and 16, stays as it is), right for the chunk's elements
+///   (their other bits are zero), wrong for the bytes any filter before szip hands on (packed
+///   bits, shuffled bytes, a checksum, a compressed stream): values read back wrong or fail to
+///   decode.
+/// - Past the last whole pixel of its input, libaec (1.0.6 and 1.1.4 alike) leaves bytes
+///   undecoded or the decode fails, and its encoder may write past its buffer.
+fn szip_problem(cd: &[u32], len: Option<u64>, before: &[String], changed: &[String]) -> Option<String> {
+    let bpp = cd.get(2).copied().unwrap_or(64);
+    let px = szip_pixel_bytes(bpp);
+    if !changed.is_empty() && u64::from(bpp) != 8 * px {
+        return Some(format!(
+            "szip codes {bpp}-bit samples (the type's precision) in {px}-byte pixels and keeps only their low {bpp} bits, but what {} hand{} on uses \
+             every bit: values decode wrong or not at all",
+            changed.join(", "),
+            if changed.len() == 1 { "s" } else { "" }
+        ));
+    }
+    if px > 1 && len.is_none_or(|l| l % px != 0) {
+        let got = len.map_or_else(|| "a data-dependent number of bytes".to_string(), |l| format!("{l} bytes"));
+        let after = if before.is_empty() { String::new() } else { format!(" after {}", before.join(", ")) };
+        return Some(format!("szip{after} receives {got}, not whole {px}-byte pixels: libaec drops the rest and libhdf5 decodes it as uninitialised memory"));
+    }
+    None
+}
+
+/// The number of bytes nbit hands on when it packs an atomic type (client data `cd`:
+/// parameter count, nothing-to-do flag, element count, class 1 = atomic, size, order,
+/// precision, offset): `H5Z__nbit_compress` packs `precision` bits of each element and reports
+/// the index of the byte it would write next + 1, `elements * precision / 8 + 1` whatever the
+/// data (one byte more than it wrote when the bits end on a byte boundary: nbit never reads
+/// it back). `None` for compound and array types, or client data that do not describe the
+/// chunk's `chunk_bytes` bytes.
+fn nbit_packed_len(cd: &[u32], chunk_bytes: u64) -> Option<u64> {
+    let [_, _, n, class, size, _, prec, off, ..] = *cd else { return None };
+    let (n, size, prec, off) = (u64::from(n), u64::from(size), u64::from(prec), u64::from(off));
+    (class == 1 && n.checked_mul(size) == Some(chunk_bytes) && prec > 0 && prec + off <= 8 * size).then(|| n * prec / 8 + 1)
 }
 
 /// Whether nbit's client data say there is nothing to pack: libhdf5 tests `cd_values[1]` for
@@ -384,5 +455,39 @@ mod tests {
         // nbit with nothing to pack (cd[1] = 1) leaves the length as it is
         assert_eq!(pipeline_problem(&[f(NBIT, &[8, 1, 64, 1, 8, 0, 64, 0]), f(FLETCHER32, &[]), f(SZIP, &[169, 8, 32, 64])], 256, all), None);
         assert!(pipeline_problem(&[f(NBIT, &[8, 0, 64, 1, 8, 0, 12, 0]), sz64], 512, all).is_some());
+    }
+
+    #[test]
+    fn nbit_then_szip_on_whole_pixels_of_full_samples() {
+        let all = |_| true;
+        // nbit client data: [count, nothing to do, elements, atomic, size, order, precision, offset]
+        let nbit = |n: u32, size: u32, prec: u32, off: u32| f(NBIT, &[8, 0, n, 1, size, 0, prec, off]);
+        let szip = |bpp: u32| f(SZIP, &[169, 8, bpp, 1000]);
+        // <u2 at 5 bits, offset 3: szip codes all 16 bits; 1000 * 5 / 8 + 1 = 626 bytes
+        assert_eq!(pipeline_problem(&[nbit(1000, 2, 5, 3), szip(16)], 2000, all), None);
+        assert_eq!(pipeline_problem(&[nbit(1000, 2, 5, 3), f(SHUFFLE, &[2]), szip(16)], 2000, all), None);
+        // 4400 * 3 / 8 + 1 = 1651: a byte past the last whole pixel (libaec: decode fails)
+        let why = pipeline_problem(&[nbit(4400, 2, 3, 8), szip(16)], 8800, all).unwrap();
+        assert!(why.contains("szip after nbit receives 1651 bytes, not whole 2-byte pixels"), "{why}");
+        // <i8 at 40 bits: 999 * 5 + 1 = 4996 bytes, + fletcher32's 4 = whole 8-byte pixels
+        assert_eq!(pipeline_problem(&[nbit(999, 8, 40, 0), f(FLETCHER32, &[]), szip(64)], 7992, all), None);
+        assert!(pipeline_problem(&[nbit(999, 8, 40, 0), szip(64)], 7992, all).unwrap().contains("4996 bytes"));
+        // <i4 at 12 bits (1000 * 12 / 8 + 1 = 1501 bytes): szip keeps 12 of each 16 bits
+        let why = pipeline_problem(&[nbit(1000, 4, 12, 0), szip(12)], 4000, all).unwrap();
+        assert!(why.starts_with("szip codes 12-bit samples (the type's precision) in 2-byte pixels"), "{why}");
+        assert!(why.contains("what nbit hands on uses every bit"), "{why}");
+        // the same narrow szip first, or after filters with nothing to do, codes the elements
+        assert_eq!(pipeline_problem(&[szip(12)], 4000, all), None);
+        assert_eq!(pipeline_problem(&[f(NBIT, &[8, 1, 1000, 1, 4, 0, 32, 0]), szip(12)], 4000, all), None);
+        // ... after shuffle, fletcher32 or deflate it does not (shuffle: wrong values, no error)
+        for first in [f(SHUFFLE, &[4]), f(FLETCHER32, &[]), f(DEFLATE, &[4])] {
+            assert!(pipeline_problem(&[first, szip(12)], 4000, all).unwrap().contains("keeps only their low 12 bits"));
+        }
+        assert!(pipeline_problem(&[f(SHUFFLE, &[4]), f(FLETCHER32, &[]), szip(20)], 4000, all).unwrap().contains("what shuffle, fletcher32 hand on"));
+        // compound nbit, or client data not describing the chunk: length unknown
+        assert!(pipeline_problem(&[f(NBIT, &[10, 0, 1000, 3, 4, 2, 1, 4, 0, 12]), szip(32)], 4000, all).unwrap().contains("data-dependent"));
+        assert!(pipeline_problem(&[nbit(999, 4, 16, 16), szip(32)], 4000, all).unwrap().contains("data-dependent"));
+        // a packed nbit's output is no longer the chunk's elements: scaleoffset after it is refused
+        assert!(pipeline_problem(&[f(NBIT, &[8, 0, 1, 1, 1, 0, 7, 0]), f(SCALEOFFSET, &[2, 0, 1, 0, 1, 0, 0, 0])], 1, all).is_some());
     }
 }

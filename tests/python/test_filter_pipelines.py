@@ -493,3 +493,103 @@ with vh5.File({str(p)!r}) as f:
     words = ["the chunk at [16] stores 4026531840 bytes, more than the whole file"] if vh5.hdf5_version().version < (1, 12, 0) else []
     script = script.replace("*WORDS", repr(words)[1:-1] or "")
     _bounded_in_every_planner(script)
+
+
+def _nbit_szip_file(p, specs):
+    """h5py writes 1-d datasets of reduced-precision integers: name -> (base dtype, precision,
+    offset, chunk, filters in write order); 2.5 chunks of values within the precision."""
+    ref = {}
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        for name, (base, prec, off, chunk, filters) in specs.items():
+            t = h5py.h5t.py_create(np.dtype(base)).copy()
+            t.set_precision(prec)
+            t.set_offset(off)
+            dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            dcpl.set_chunk((chunk,))
+            for fl in filters:
+                if fl == "nbit":
+                    dcpl.set_filter(h5z.FILTER_NBIT, 0, ())
+                elif fl == "szip":
+                    dcpl.set_szip(h5z.SZIP_NN_OPTION_MASK, 8)
+                else:
+                    {"shuffle": dcpl.set_shuffle, "fletcher32": dcpl.set_fletcher32}[fl]()
+            data = (np.arange(chunk * 5 // 2, dtype=np.uint64) * 2654435761 % (1 << (prec - 1))).astype(base)
+            ds = h5py.h5d.create(f.id, name.encode(), t, h5py.h5s.create_simple(data.shape), dcpl=dcpl)
+            ds.write(h5py.h5s.ALL, h5py.h5s.ALL, data)
+            ref[name] = f[name][...]
+    return ref
+
+
+def _raw_read(p, name, base):
+    """vh5 reads a reduced-precision integer as raw records of libhdf5's native integer for
+    its precision (`H5Tget_native_type`: 1 byte for 5 bits)."""
+    with vh5.File(p) as f:
+        ds = f[name]
+        dst = np.zeros(ds.shape, ds.dtype)
+        vh5.read_many_slices(ds, dst, [[0]], [[0]], [list(ds.shape)])
+    return dst.view(f"{np.dtype(base).kind}{dst.itemsize}").astype(np.dtype(base).newbyteorder("="))
+
+
+def _raw_write(p, name, values):
+    with vh5.File(p, "r+") as f:
+        ds = f[name]
+        native = values.astype(f"{values.dtype.kind}{ds.dtype.itemsize}")
+        vh5.write_many_slices(np.ascontiguousarray(native).view(ds.dtype), ds, [[0]], [[0]], [list(ds.shape)])
+
+
+@pytest.mark.skipif(NO_SZIP or not h5z.filter_avail(h5z.FILTER_SZIP), reason="no szip in vh5's or h5py's libhdf5")
+def test_nbit_then_szip_on_whole_full_pixels_reads_and_writes_as_h5py(tmp_path):
+    """nbit packs a number type into elements * precision / 8 + 1 bytes whatever the data;
+    szip after it (shuffle or fletcher32 between them or not) decodes exactly in libhdf5
+    1.10.8, 2.0.0 and 2.2.0 when that is whole pixels and szip codes every bit of them
+    (precision at a bit offset, or of 25 bits and more: szip's samples are the type's size)."""
+    specs = {
+        "u2p5_nbit_szip": ("<u2", 5, 3, 1000, ["nbit", "szip"]),  # 626 bytes, 16-bit samples
+        "u2p5_nbit_shuffle_szip": (">u2", 5, 3, 1000, ["nbit", "shuffle", "szip"]),
+        "i8p40_nbit_f32_szip": ("<i8", 40, 0, 999, ["nbit", "fletcher32", "szip"]),  # 4996 + 4 bytes
+    }
+    p = tmp_path / "nbit_szip_ok.h5"
+    ref = _nbit_szip_file(p, specs)
+    for name, (base, prec, _, _, _) in specs.items():
+        np.testing.assert_array_equal(_raw_read(p, name, base), ref[name], err_msg=name)
+        new = ((ref[name].astype(np.uint64) * 7 + 3) % (1 << (prec - 1))).astype(base)
+        _raw_write(p, name, new)
+        with h5py.File(p) as f:
+            np.testing.assert_array_equal(f[name][...], new, err_msg=name)
+        np.testing.assert_array_equal(_raw_read(p, name, base), new, err_msg=name)
+
+
+@pytest.mark.skipif(NO_SZIP or not h5z.filter_avail(h5z.FILTER_SZIP), reason="no szip in vh5's or h5py's libhdf5")
+def test_nbit_then_szip_refused_where_szip_loses_bits_or_bytes(tmp_path):
+    """szip of a type's precision of 1 .. 24 bits at offset 0 (other than 8 and 16) keeps
+    only those low bits of each pixel: after nbit (or shuffle) libhdf5 reads other values or
+    fails; nbit's output not whole pixels leaves bytes undecoded. Reads and writes refused."""
+    specs = {
+        "u2p12_nbit_szip": ("<u2", 12, 0, 1000, ["nbit", "szip"]),
+        "u2p12_shuffle_szip": ("<u2", 12, 0, 1000, ["shuffle", "szip"]),
+        "i8p40_nbit_szip": ("<i8", 40, 0, 999, ["nbit", "szip"]),
+    }
+    p = tmp_path / "nbit_szip_refused.h5"
+    ref = _nbit_szip_file(p, specs)
+    why = {
+        "u2p12_nbit_szip": "szip codes 12-bit samples (the type's precision) in 2-byte pixels and keeps only their low 12 bits, but what nbit",
+        "u2p12_shuffle_szip": "keeps only their low 12 bits, but what shuffle hands on",
+        "i8p40_nbit_szip": "szip after nbit receives 4996 bytes, not whole 8-byte pixels",
+    }
+    for name, (base, _, _, _, filters) in specs.items():
+        for op, args in ((_raw_read, (p, name, base)), (_raw_write, (p, name, ref[name]))):
+            with pytest.raises(vh5.UnsupportedError) as e:
+                op(*args)
+            msg = str(e.value)
+            for w in (f"`/{name}`", p.name, f"[{', '.join(filters)}]", why[name]):
+                assert w in msg, (w, msg)
+
+
+def test_reduced_precision_integer_named_in_the_unsupported_dtype_message(tmp_path):
+    """ds[...] of an nbit dataset of reduced-precision integers (opaque records for vh5) says
+    so, not that the type is a compound, enum, string or opaque one."""
+    p = tmp_path / "nbit_u2.h5"
+    _nbit_szip_file(p, {"u2p12_nbit": ("<u2", 12, 0, 100, ["nbit"])})
+    with vh5.File(p) as f, pytest.raises(vh5.UnsupportedError) as e:
+        f["u2p12_nbit"][...]
+    assert "numbers with reduced precision or a bit offset (the nbit filter is in its pipeline)" in str(e.value), str(e.value)

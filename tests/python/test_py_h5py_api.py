@@ -193,7 +193,7 @@ def test_unsupported_selections_are_refused_naming_axis(files):
 def test_non_numeric_types_are_refused_not_returned_as_bytes(files):
     f, h = files
     assert h["compound"].dtype.names == ("a", "b")
-    with pytest.raises(vh5.UnsupportedError, match="'/compound' of .*compound, enum, string or opaque"):
+    with pytest.raises(vh5.UnsupportedError, match="'/compound' of .*compound, enum, string, opaque or bitfield type"):
         f["compound"][()]
     with pytest.raises(vh5.UnsupportedError):
         f["compound"].read_direct(np.zeros(1, "V12"))

@@ -206,10 +206,20 @@ class Dataset(Handle):
                 "(variable-length string, vlen or reference): read it with h5py",
             )
         if dt.kind == "V":
+            # vh5 reports every type without a plain numpy dtype as opaque records: compound,
+            # enum, string, opaque, bitfield, and numbers whose bits are not numpy's layout
+            # (reduced precision or a bit offset: what nbit datasets store).
+            kind = (
+                "numbers with reduced precision or a bit offset (the nbit filter is in its pipeline), "
+                "or a compound, enum, string or opaque type"
+                if "nbit" in self.filters
+                else "a compound, enum, string, opaque or bitfield type, "
+                "or numbers with reduced precision or a bit offset"
+            )
             raise error(
                 "VH5_ERR_UNSUPPORTED",
-                f"dataset {self.name!r} of {self.file.filename!r} has a compound, enum, string or opaque element "
-                f"type: vh5 moves it only as raw records in libhdf5's native layout ({dt}), not as h5py's "
+                f"dataset {self.name!r} of {self.file.filename!r} has an element type numpy has no dtype for ({kind}): "
+                f"vh5 moves it only as raw records of libhdf5's native memory type ({dt}), not as h5py's values, "
                 f"named fields or strings. Read it with h5py, or pass a np.dtype({dt.str!r}) destination to "
                 "vh5.read_many_slices for the raw records",
             )
