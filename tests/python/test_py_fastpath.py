@@ -150,3 +150,41 @@ def test_fast_path_dst_descriptions_cached_and_flags_kept(data_file):
         again = np.zeros((20, 3))
         vh5.read_many_slices(d, again, src, dst, cnt)
         assert np.array_equal(first, want) and np.array_equal(again, want)
+
+
+def test_one_row_tables_given_as_lists_match_arrays_and_errors(data_file):
+    """One row given as lists / tuples of Python ints (``[5, 2]``) takes a shortcut in
+    `_marshal.tables` (one uint64 array for all tables, ~1/10 of the general path's cost):
+    same result as uint64 tables, steps included; anything else (a negative, a bool, a
+    float, a numpy integer, a value past 2**64-1, a wrong length, a missing table) goes the
+    general path and gets its value or its error."""
+    path, data = data_file
+    with vh5.File(path) as f:
+        d = f.dataset("x")
+        for src, cnt, step in [([5, 2], [4, 3], None), ((0, 0), (2, 2), (3, 5)), ([59, 49], [1, 1], [1, 1])]:
+            out, ref = np.zeros((4, 3)), np.zeros((4, 3))
+            vh5.read_many_slices(d, out, src, [0, 0], cnt, step)
+            a = lambda t: None if t is None else np.array([t], np.uint64)  # noqa: E731
+            vh5.read_many_slices(d, ref, a(src), a([0, 0]), a(cnt), a(step))
+            np.testing.assert_array_equal(out, ref)
+            st = step or (1, 1)
+            want = data[src[0] : src[0] + (cnt[0] - 1) * st[0] + 1 : st[0], src[1] : src[1] + (cnt[1] - 1) * st[1] + 1 : st[1]]
+            np.testing.assert_array_equal(out[: cnt[0], : cnt[1]], want)
+        # values the shortcut leaves to the general path: numpy ints, a 1-D array
+        out = np.zeros((4, 3))
+        vh5.read_many_slices(d, out, [np.int64(5), np.uint8(2)], np.array([0, 0]), [4, 3])
+        np.testing.assert_array_equal(out, data[5:9, 2:5])
+        bad = [
+            (([-1, 0], [0, 0], [1, 1]), ValueError, "negative"),
+            (([0, 0], [0, 0], [1.5, 1]), TypeError, "integers"),
+            (([0, 0], [0, 0], [1]), ValueError, "columns"),
+            (([0, 2**64], [0, 0], [1, 1]), ValueError, "holds 18446744073709551616, outside the range of uint64"),
+        ]
+        for args, exc, words in bad:
+            with pytest.raises(exc, match=words):
+                vh5.read_many_slices(d, np.zeros((4, 3)), *args)
+        # a bool is an int to Python, not a coordinate to the shortcut: the general path's
+        # value (numpy reads True as 1)
+        out = np.zeros((4, 3))
+        vh5.read_many_slices(d, out, [True, 0], [0, 0], [1, 1])
+        assert out[0, 0] == data[1, 0]

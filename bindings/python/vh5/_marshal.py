@@ -178,6 +178,28 @@ def fast_tables(ndim: int, given):
     return [None if a is None else (a if a.dtype == U64 else a.view(U64)) for a in given], nslices
 
 
+def one_row_tables(ndim: int, given):
+    """The common interactive call of :func:`tables`: one row, every given table a list or
+    tuple of ``ndim`` non-negative Python ints (``[5, 0]``), steps None or the same. One
+    (k, ndim) uint64 array holds them all (a third of the general path's cost). Returns None
+    when the general path is needed (it also produces the errors)."""
+    rows = []
+    for a in given:
+        if a is None:
+            continue
+        if type(a) not in (list, tuple) or len(a) != ndim:
+            return None
+        for v in a:
+            if type(v) is not int or v < 0 or v > 0xFFFFFFFFFFFFFFFF:
+                return None
+        rows.append(a)
+    if len(rows) < 3 or given[0] is None or given[1] is None or given[2] is None:
+        return None
+    block = np.array(rows, dtype=U64).reshape(len(rows), 1, ndim)
+    it = iter(block)
+    return [None if a is None else next(it) for a in given], 1
+
+
 def tables(ndim: int, src_start, dst_start, count, src_step=None, dst_step=None):
     """Broadcast the coordinate arrays into C-contiguous uint64 tables of shape (nslices, ndim).
 
@@ -192,6 +214,8 @@ def tables(ndim: int, src_start, dst_start, count, src_step=None, dst_step=None)
     """
     given = [src_start, dst_start, count, src_step, dst_step]
     fast = fast_tables(ndim, given)
+    if fast is None:
+        fast = one_row_tables(ndim, given)
     if fast is not None:
         return fast
     arrays = []
@@ -204,6 +228,10 @@ def tables(ndim: int, src_start, dst_start, count, src_step=None, dst_step=None)
         arr = np.asarray(a)
         if arr.dtype.kind not in "iu":
             if arr.size == 0 and arr.dtype.kind in "fO":
+                arr = arr.astype(np.uint64)
+            elif arr.dtype.kind == "O" and all(type(v) is int for v in arr.flat):
+                if (big := next((v for v in arr.flat if not 0 <= v <= 0xFFFFFFFFFFFFFFFF), None)) is not None:
+                    raise ValueError(f"{name} holds {big}, outside the range of uint64 coordinates (0 .. 2**64-1)")
                 arr = arr.astype(np.uint64)
             else:
                 raise TypeError(
