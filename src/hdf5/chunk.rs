@@ -18,6 +18,7 @@ use hdf5_sys::h5z::H5Z_FILTER_SCALEOFFSET;
 use super::error::{check, clear_stack};
 use super::handle::{dataset_name, Handle};
 use super::lock::H5Lock;
+use crate::codec::{parse_pipeline, Filter};
 use crate::error::Result;
 
 /// One filter of a dataset's pipeline, as stored in its creation property list.
@@ -30,6 +31,22 @@ pub struct FilterSpec {
     pub flags: u32,
     /// Client data values (for shuffle: the element size in bytes).
     pub cd_values: Vec<u32>,
+}
+
+/// The dataset's filter pipeline (as libhdf5 reports it) as filters vh5 runs itself, or
+/// `None` when some filter is not one vh5 implements (see [`parse_pipeline`], the one parser;
+/// an empty pipeline is `Some(vec![])`).
+pub fn vh5_pipeline(specs: &[FilterSpec]) -> Option<Vec<Filter>> {
+    parse_pipeline(&specs.iter().map(|f| (f.id, f.cd_values.as_slice())).collect::<Vec<_>>())
+}
+
+/// Whether vh5 decodes every filter of this non-empty pipeline itself (deflate, shuffle,
+/// fletcher32): then every chunk a read touches is decoded by vh5's checked decoder, in every
+/// planner mode, and a corrupt chunk is refused the same way everywhere
+/// (`transfer::chunked::read_chunked`); libhdf5 decodes the chunks of any other non-empty
+/// pipeline (which the chunk guard checks first: [`super::chunk_guard`]).
+pub fn vh5_decodes(specs: &[FilterSpec]) -> bool {
+    !specs.is_empty() && vh5_pipeline(specs).is_some()
 }
 
 /// The storage facts the planner needs about a dataset.

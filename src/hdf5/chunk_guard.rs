@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex};
 
 use hdf5_sys::h5i::hid_t;
 
-use super::chunk::{chunk_state, file_size, file_type_size, flush_dataset, is_partial_edge, opened_read_write, read_raw_chunk, ChunkLayout, ChunkState};
+use super::chunk::{chunk_state, file_size, file_type_size, flush_dataset, is_partial_edge, opened_read_write, read_raw_chunk, vh5_decodes, ChunkLayout, ChunkState};
 use super::handle::dataset_name;
 use super::lock::H5Lock;
 use super::scaleoffset;
@@ -252,7 +252,7 @@ impl ReadGuard {
         // size, a number of the chunk index, before reading it (conformance seed 136 at 8000
         // cases: a flipped B-tree key of a scaleoffset chunk, "memory allocation failed for
         // raw data chunk"); a size past the end of the file is refused first.
-        let sized = !layout.filters.is_empty() && parse_pipeline(&layout.filters.iter().map(|f| (f.id, f.cd_values.as_slice())).collect::<Vec<_>>()).is_none();
+        let sized = !layout.filters.is_empty() && !vh5_decodes(&layout.filters);
         if peeks.is_empty() && !unfiltered && !sized {
             return Ok(None);
         }

@@ -4,11 +4,9 @@
 
 use hdf5_sys::h5i::hid_t;
 
-use crate::codec::{parse_pipeline, Filter};
 use crate::dtype::Dtype;
 use crate::error::Result;
 use crate::geometry::{ArrayLayout, SliceTable};
-use crate::hdf5::chunk::FilterSpec;
 use crate::hdf5::lock::H5Lock;
 use crate::hdf5::types::{conversion_exists, mem_type_for, mem_type_of, mem_type_swapped, MemType, TypeInfo};
 
@@ -19,13 +17,6 @@ pub const SLICES_CLIP: u32 = 1;
 pub const SLICES_CONVERT: u32 = 2;
 /// Flag (reads only): the destination's elements are in the byte order opposite to the host's.
 pub const SLICES_SWAPPED: u32 = 4;
-
-/// The dataset's filter pipeline (as libhdf5 reports it) as filters vh5 runs itself, or
-/// `None` when some filter is not one vh5 implements (see [`parse_pipeline`], the one parser;
-/// an empty pipeline is `Some(vec![])`).
-pub(crate) fn vh5_pipeline(specs: &[FilterSpec]) -> Option<Vec<Filter>> {
-    parse_pipeline(&specs.iter().map(|f| (f.id, f.cd_values.as_slice())).collect::<Vec<_>>())
-}
 
 /// Which way elements move; it only changes the wording of errors and the direction of a
 /// libhdf5 conversion.

@@ -54,7 +54,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use hdf5_sys::h5i::hid_t;
 
 use super::cached_gather::{gather_cached, Gathered};
-use super::checks::vh5_pipeline;
 pub(crate) use super::chunk_job::Convert;
 use super::chunk_job::{Fetcher, Shared};
 use super::options::{max_chunk_bytes, num_threads, PlannerMode};
@@ -64,6 +63,7 @@ use super::stats::ReadStats;
 use crate::codec::{Decoder, Filter};
 use crate::error::Result;
 use crate::geometry::{row, row_counts, row_steps, validated_row_counts, SliceTable, MAX_RANK};
+use crate::hdf5::chunk::vh5_pipeline;
 use crate::hdf5::chunk::{file_size, flush_dataset, opened_read_write, FilterSpec};
 use crate::hdf5::chunk_cache::ChunkCache;
 use crate::hdf5::chunk_index::IndexSlot;
@@ -79,13 +79,6 @@ use crate::plan::pieces::{overlapping_rows, push_dst_box, Plan};
 /// threads decoding at once capped so that the extra memory of a call stays within
 /// (threads + 1) x chunk size (see [`read_chunked`]).
 pub(crate) const BIG_CHUNK_BYTES: usize = 8 << 20;
-
-/// Whether vh5 decodes every filter of this pipeline itself (deflate, shuffle, fletcher32):
-/// then every chunk a read touches is decoded by vh5's checked decoder, in every planner
-/// mode, and a corrupt chunk is refused the same way everywhere (see [`read_chunked`]).
-pub(crate) fn vh5_decodes(specs: &[FilterSpec]) -> bool {
-    !specs.is_empty() && vh5_pipeline(specs).is_some()
-}
 
 /// Read a chunked dataset with the planner. Returns `Ok(None)` (nothing done) when `auto`
 /// finds no chunk worth reading whole: the caller then runs the row path.

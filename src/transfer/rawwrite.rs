@@ -26,7 +26,6 @@ use std::sync::{mpsc, Mutex};
 
 use hdf5_sys::h5i::hid_t;
 
-use super::checks::vh5_pipeline;
 use super::merge::{ranges, report, MergeCtx, SrcArray};
 use super::options::{max_workers, num_threads};
 use super::pipeline::{spawn_workers, ChunkOutcome};
@@ -37,6 +36,7 @@ use crate::engine::copy::copy_strided_runs;
 use crate::engine::copy::dense_strides;
 use crate::error::{Error, Result};
 use crate::geometry::MAX_RANK;
+use crate::hdf5::chunk::vh5_pipeline;
 use crate::hdf5::chunk::{chunk_layout, chunk_state, fill_element, flush_dataset, read_raw_chunk, types_equal, ChunkState};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::handle::Handle;

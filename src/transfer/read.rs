@@ -108,7 +108,7 @@ fn read_rows(dset: hid_t, dst: &mut DstArray, table: &SliceTable, flags: u32) ->
         // the same way everywhere): no row path, no one-row fast path.
         // (Partial edge chunks stored unfiltered, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, skip the
         // pipeline in vh5's decoder as in libhdf5's.)
-        let checked = super::chunked::vh5_decodes(&meta.layout.filters);
+        let checked = crate::hdf5::chunk::vh5_decodes(&meta.layout.filters);
         if checked || (mode != PlannerMode::Rows && !(mode == PlannerMode::Auto && single_small_row(table, &ctx, chunk)?)) {
             let raw = raw_kind(l, ftype.id(), mem.id(), finfo, dst.dtype, itemsize, swapped);
             let convert = Convert { ftype: ftype.id(), mtype: mem.id(), file_itemsize: finfo.file_itemsize };
