@@ -116,13 +116,15 @@ struct Unfiltered {
 impl Unfiltered {
     /// Refuse (`Hdf5`) the chunk at `origin` when the chunk index says it holds other than a
     /// chunk's bytes.
-    fn check(&self, lock: &H5Lock, dset: hid_t, chunk: &[u64], origin: &[u64], shared: &CheckedChunks) -> Result<()> {
+    /// `shape`: the dataset's extent.
+    fn check(&self, lock: &H5Lock, dset: hid_t, (chunk, shape): (&[u64], &[u64]), origin: &[u64], shared: &CheckedChunks) -> Result<()> {
         let sizes = {
             let mut g = locked(shared);
             match &g.sizes {
                 Some(s) => Arc::clone(s),
                 None => {
-                    let s = file_type_size(lock, dset).map_err(|x| x.message).and_then(|t| StoredSizes::open(lock, dset, chunk, self.elems.saturating_mul(t)));
+                    let nchunks = shape.iter().zip(chunk).try_fold(1u64, |a, (&s, &c)| a.checked_mul(s.div_ceil(c.max(1)))).unwrap_or(u64::MAX);
+                    let s = file_type_size(lock, dset).map_err(|x| x.message).and_then(|t| StoredSizes::open(lock, dset, chunk, nchunks, self.elems.saturating_mul(t)));
                     g.all_sound |= s.as_ref().is_ok_and(|s| s.all_sound());
                     Arc::clone(g.sizes.insert(Arc::new(s)))
                 }
@@ -145,7 +147,12 @@ impl Unfiltered {
                 dataset_name(lock, dset),
                 super::version::version_text(lock)
             ),
-            Ok(Verdict::Sound) | Err(_) => Ok(()),
+            Ok(Verdict::Sound) | Err(_) => {
+                if sizes.all_sound() {
+                    locked(shared).all_sound = true; // (a walk of the whole index found no other size)
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -356,7 +363,7 @@ impl ReadGuard {
             return Ok(()); // stored without filters
         }
         if let Some(u) = &self.unfiltered {
-            return u.check(lock, self.dset, &self.chunk, origin, &self.checked);
+            return u.check(lock, self.dset, (&self.chunk, shape), origin, &self.checked);
         }
         let ChunkState::Stored { size } = chunk_state(lock, self.dset, origin) else { return Ok(()) };
         if size > self.file_size && opened_read_write(lock, self.dset)? {

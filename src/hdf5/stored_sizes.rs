@@ -7,8 +7,11 @@
 //!
 //! - **libhdf5 1.10** (cfg not `hdf5_1_14`): a lookup per chunk in the file's version-1
 //!   B-tree (layout message version 3), through vh5's own reader of the file
-//!   ([`super::chunk_btree`]), one node read per level. `H5Dchunk_iter` does not exist there
-//!   and `H5Dget_chunk_info_by_coord` scans the index on every call.
+//!   ([`super::chunk_btree`]), one node read per level (~5 us); once a dataset's lookups pass
+//!   a sixteenth of its chunks (at least [`WALK_AFTER`]), one walk of the whole tree instead,
+//!   keeping the entries of another size (a 1M-chunk whole read in the `rows` planner looked
+//!   up every chunk: +5 s). `H5Dchunk_iter` does not exist there and
+//!   `H5Dget_chunk_info_by_coord` scans the index on every call.
 //! - **libhdf5 >= 1.14** (cfg `hdf5_1_14`): one `H5Dchunk_iter` pass over the dataset's
 //!   chunk index, whatever its type, keeping only the entries whose size differs (libhdf5's
 //!   `H5Dget_chunk_info_by_coord` scans the index on every call there too: 2 ms for a chunk
@@ -20,8 +23,11 @@
 //!
 //! Only for files open read-only (their chunk index cannot change while vh5 uses it).
 
-#[cfg(hdf5_1_14)]
 use std::collections::HashMap;
+#[cfg(not(hdf5_1_14))]
+use std::sync::atomic::{AtomicU64, Ordering};
+#[cfg(not(hdf5_1_14))]
+use std::sync::OnceLock;
 
 use hdf5_sys::h5i::hid_t;
 
@@ -37,14 +43,23 @@ pub struct StoredSizes {
 }
 
 enum How {
-    /// vh5's lookups in the version-1 B-tree.
+    /// vh5's lookups in the version-1 B-tree (`lookups` so far), then one walk of it
+    /// (`walked`: the entries of another size, or why the walk failed: lookups go on).
     #[cfg(not(hdf5_1_14))]
-    Btree { view: FileView, root: u64, dimensionality: usize },
+    Btree { view: FileView, root: u64, dimensionality: usize, nchunks: u64, lookups: AtomicU64, walked: OnceLock<std::result::Result<Odd, String>> },
     /// The entries of another size than `want`, by the dataset offset of their chunk's first
     /// element; `unplaced`: why such an entry cannot be placed (every check refused).
     #[cfg(hdf5_1_14)]
-    Scanned { odd: HashMap<Vec<u64>, u64>, unplaced: Option<String> },
+    Scanned { odd: Odd, unplaced: Option<String> },
 }
+
+/// Stored sizes other than a chunk's, by the dataset offset of the chunk's first element.
+type Odd = HashMap<Vec<u64>, u64>;
+
+/// Lookups of one dataset's chunks before its whole B-tree is walked, at least (more for a
+/// dataset of more than 16 times as many chunks: the walk's cost grows with the tree).
+#[cfg(not(hdf5_1_14))]
+pub const WALK_AFTER: u64 = 256;
 
 /// What the index says of one chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,9 +76,10 @@ impl StoredSizes {
     /// The stored sizes of the unfiltered dataset `dset` (chunk shape `chunk`, `want` bytes
     /// per stored chunk), or `Err(reason)` when vh5 cannot read them (another file driver or
     /// chunk index on 1.10, libhdf5 1.12, a failing libhdf5 call): nothing is checked then.
+    /// `nchunks`: the chunks of the dataset's grid (the most entries its index may hold).
     /// Lock held; the file must be open read-only.
     #[cfg(not(hdf5_1_14))]
-    pub fn open(lock: &H5Lock, dset: hid_t, chunk: &[u64], want: u64) -> std::result::Result<StoredSizes, String> {
+    pub fn open(lock: &H5Lock, dset: hid_t, chunk: &[u64], nchunks: u64, want: u64) -> std::result::Result<StoredSizes, String> {
         let oh = object_header_address(lock, dset)?;
         let view = FileView::open(lock, dset)?;
         let (root, dimensionality, chunk_dims) = view.reader().layout(oh)?;
@@ -71,12 +87,12 @@ impl StoredSizes {
         if dimensionality != n + 1 || chunk_dims.len() < n || chunk_dims[..n] != *chunk {
             return Err(format!("layout message: {dimensionality} dimensions, chunk {chunk_dims:?}; the dataset has {n} axes, chunk {chunk:?}"));
         }
-        Ok(StoredSizes { want, how: How::Btree { view, root, dimensionality } })
+        Ok(StoredSizes { want, how: How::Btree { view, root, dimensionality, nchunks, lookups: AtomicU64::new(0), walked: OnceLock::new() } })
     }
 
     /// (libhdf5 >= 1.14: one `H5Dchunk_iter` pass, see the module docs.)
     #[cfg(hdf5_1_14)]
-    pub fn open(lock: &H5Lock, dset: hid_t, chunk: &[u64], want: u64) -> std::result::Result<StoredSizes, String> {
+    pub fn open(lock: &H5Lock, dset: hid_t, chunk: &[u64], _nchunks: u64, want: u64) -> std::result::Result<StoredSizes, String> {
         let maxdims = max_dims(lock, dset)?;
         let mut odd = HashMap::new();
         let mut first: Option<(Vec<u64>, u64, u64)> = None;
@@ -108,7 +124,7 @@ impl StoredSizes {
     pub fn all_sound(&self) -> bool {
         match &self.how {
             #[cfg(not(hdf5_1_14))]
-            How::Btree { .. } => false,
+            How::Btree { walked, .. } => walked.get().is_some_and(|w| w.as_ref().is_ok_and(|odd| odd.is_empty())),
             #[cfg(hdf5_1_14)]
             How::Scanned { odd, .. } => odd.is_empty(),
         }
@@ -119,10 +135,20 @@ impl StoredSizes {
     pub fn verdict(&self, origin: &[u64]) -> std::result::Result<Verdict, String> {
         let size = match &self.how {
             #[cfg(not(hdf5_1_14))]
-            How::Btree { view, root, dimensionality } => {
-                let mut target = origin.to_vec();
-                target.push(0);
-                view.reader().lookup(*root, *dimensionality, &target)?.map(|(size, _, _)| u64::from(size))
+            How::Btree { view, root, dimensionality, nchunks, lookups, walked } => {
+                let due = lookups.fetch_add(1, Ordering::Relaxed) >= WALK_AFTER.max(nchunks / 16);
+                let odd = match due {
+                    true => walked.get_or_init(|| walk_odd(view, *root, *dimensionality, *nchunks, self.want)).as_ref().ok(),
+                    false => walked.get().and_then(|w| w.as_ref().ok()),
+                };
+                match odd {
+                    Some(odd) => odd.get(origin).copied(),
+                    None => {
+                        let mut target = origin.to_vec();
+                        target.push(0);
+                        view.reader().lookup(*root, *dimensionality, &target)?.map(|(size, _, _)| u64::from(size))
+                    }
+                }
             }
             #[cfg(hdf5_1_14)]
             How::Scanned { odd, unplaced } => {
@@ -137,6 +163,25 @@ impl StoredSizes {
             _ => Verdict::Sound,
         })
     }
+}
+
+/// One walk of the version-1 B-tree at `root`: its entries of another size than `want`, or
+/// why the walk failed (a node that cannot be read, an entry off the element offset 0, more
+/// entries than the grid's `nchunks`).
+#[cfg(not(hdf5_1_14))]
+fn walk_odd(view: &FileView, root: u64, dimensionality: usize, nchunks: u64, want: u64) -> std::result::Result<Odd, String> {
+    let mut odd = Odd::new();
+    view.reader().btree(root, dimensionality, nchunks, &mut |coord: &[u64], size: u32, _mask: u32, _addr: u64| {
+        let (origin, element) = coord.split_at(dimensionality - 1);
+        if element.first().is_some_and(|&e| e != 0) {
+            return Err(format!("B-tree entry at dataset offset {origin:?}: element offset {element:?} (0 expected)"));
+        }
+        if u64::from(size) != want {
+            odd.insert(origin.to_vec(), u64::from(size));
+        }
+        Ok(())
+    })?;
+    Ok(odd)
 }
 
 /// The maximal dimensions of `dset`'s dataspace. Lock held.
