@@ -5,8 +5,8 @@
 //! ([`hard_conversion`]): compiler casts ("hard" paths, libhdf5 1.14.4+ with `_Float16` for
 //! float16 in native byte order) are not refused. The rules were found by comparing every
 //! float16 value, and edge values of every other source, against numpy's `astype` and
-//! against libhdf5 1.10.8, 1.14.2, 1.14.6 and 2.0.0 (`tests/python/test_py_float16_conversions.py`,
-//! docs/ROBUSTNESS.md).
+//! against libhdf5 1.10.8, 1.14.2, 1.14.6, 2.0.0 and 2.2.0
+//! (`tests/python/test_py_float16_conversions.py`, docs/ROBUSTNESS.md).
 
 use hdf5_sys::h5i::hid_t;
 
@@ -25,17 +25,17 @@ pub(crate) enum Broken {
     /// pull request 4065 sized the buffer to the destination (libhdf5 1.14.4).
     F16ToI64,
     /// A float (float16 / float32 / float64) -> signed integer by software (`H5T__conv_f_i`)
-    /// from libhdf5 1.14.4 on (rewritten by pull request 4065; unchanged in 2.0.0): a value in
+    /// from libhdf5 1.14.4 on (rewritten by pull request 4065; unchanged through 2.2.0): a value in
     /// (-0.5, 0) is shifted out whole, which that code takes for an underflow, and becomes the
     /// integer's minimum (-0.3 -> -2147483648 in an int32) instead of 0. Unsigned destinations
     /// are not affected.
     FloatToSignedInt,
     /// int32 / int64 / uint32 / uint64 -> float16 by software (`H5T__conv_i_f`, every
-    /// version): overflow is tested as `exponent > all-ones` instead of `>=`, so an integer
+    /// version through 2.2.0): overflow is tested as `exponent > all-ones` instead of `>=`, so an integer
     /// whose float16 exponent would be exactly 16 (|v| from 65568 to 131039) becomes NaN
     /// instead of infinity. Narrower integers cannot reach it.
     IntToF16,
-    /// float32 / float64 -> float16 by software (`H5T__conv_f_f`, every version): exact ties
+    /// float32 / float64 -> float16 by software (`H5T__conv_f_f`, every version through 2.2.0): exact ties
     /// round away from zero (2049.0 -> 2050, not 2048), some values rounding to a subnormal
     /// round down, and values from 65520 to 65536 become +-65504 instead of +-infinity (it
     /// skips the rounding that would overflow). Before 2.0.0 also the rounding carry of every
