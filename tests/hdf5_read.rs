@@ -373,14 +373,19 @@ fn dtypes_bool_complex_float16_and_conversion() {
     assert_eq!(st, VH5_OK, "{m}");
     assert_eq!(as_f64(&buf), vec![1.5, -2.0, 65504.0]);
     // float16 -> int64 / uint64: libhdf5 before 1.14.4 returns garbage for negative values
-    // and reads past its buffer (H5T__conv_f_i): refused there, converted by a newer one.
+    // and reads past its buffer (H5T__conv_f_i): refused there, converted by a newer one,
+    // except that a big-endian float16 (always converted by software) into a signed integer
+    // is refused from 1.14.4 on for another bug of that function (-0.3 becomes the minimum).
     let (mut major, mut minor, mut release) = (0u32, 0u32, 0u32);
     assert_eq!(unsafe { vh5::ffi::version::vh5_hdf5_version(&mut major, &mut minor, &mut release, std::ptr::null_mut()) }, VH5_OK);
     let fixed = (major, minor, release) >= (1, 14, 4);
     for (dtype, want) in [(Dtype::Int64, [1u64, (-2i64) as u64, 65504]), (Dtype::UInt64, [1, 0, 65504])] {
         let mut buf = vec![0u8; 24];
         let (st, m) = ffi_read(d, &mut buf, 0, dtype, 8, &[3], None, &[r(&[0], &[0], &[3])], VH5_SLICES_CONVERT, false);
-        if fixed {
+        if fixed && dtype == Dtype::Int64 {
+            assert_eq!(st, VH5_ERR_DTYPE, "{m}");
+            assert!(m.contains("cannot convert float16 to int64") && m.contains("integer's minimum"), "{m}");
+        } else if fixed {
             assert_eq!(st, VH5_OK, "{m}");
             assert_eq!(buf.chunks(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect::<Vec<_>>(), want);
         } else {

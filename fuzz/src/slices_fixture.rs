@@ -11,7 +11,7 @@ use hdf5_sys::h5d::{H5Dclose, H5Dopen2, H5Dread};
 use hdf5_sys::h5f::{H5Fclose, H5Fopen, H5F_ACC_RDONLY};
 use hdf5_sys::h5p::H5P_DEFAULT;
 use hdf5_sys::h5s::H5S_ALL;
-use hdf5_sys::h5t::{H5Tclose, H5Tconvert};
+use hdf5_sys::h5t::{H5Tclose, H5Tcompiler_conv, H5Tconvert};
 use vh5::dtype::Dtype;
 
 use crate::common::{create_file, data_for, ffi_open, h5type, size_of, write_block, DsSpec, TempDir};
@@ -39,6 +39,25 @@ fn read_as(path: &std::path::Path, name: &str, nelem: usize, d: Dtype) -> Option
         st >= 0
     };
     ok.then_some(buf)
+}
+
+/// Whether libhdf5 converts between dataset `s` and an array of `d` with a compiler cast
+/// (`H5Tcompiler_conv`): reading into a native array, into a byte-swapped one (a big-endian
+/// type, on the little-endian hosts the fuzz runs on), and writing from a native array.
+fn hard_paths(s: &Spec, d: Dtype) -> [bool; 3] {
+    let session = vh5::hdf5::session();
+    let _l = session.lock();
+    let (file, native, swapped) = (h5type(s.dtype, s.big, false), h5type(d, false, true), h5type(d, true, false));
+    // SAFETY: type ids created above and closed here; H5Tcompiler_conv only compares them.
+    unsafe {
+        let hard = |a, b| H5Tcompiler_conv(a, b) > 0;
+        let r = [hard(file, native), hard(file, swapped), hard(native, file)];
+        hdf5_sys::h5e::H5Eclear2(hdf5_sys::h5e::H5E_DEFAULT);
+        for t in [file, native, swapped] {
+            H5Tclose(t);
+        }
+        r
+    }
 }
 
 struct Spec {
@@ -117,7 +136,8 @@ fn build(rw: bool) -> Vec<FixtureDs> {
                     }
                 }
                 let id = if rw { open_ds(file, s.name) } else { ffi_open(&path, s.name).1 };
-                FixtureDs { name: s.name.to_string(), shape: s.shape.to_vec(), dtype: s.dtype.code(), id, whole }
+                let hard = vh5::dtype::ALL_NUMERIC.iter().map(|&d| (d.code(), hard_paths(s, d))).collect();
+                FixtureDs { name: s.name.to_string(), shape: s.shape.to_vec(), dtype: s.dtype.code(), id, whole, hard }
             })
             .collect();
         drop(tmp); // unlinks the file; the open ids keep it readable

@@ -434,6 +434,20 @@ pub fn conversion_exists(lock: &H5Lock, src: hid_t, dst: hid_t) -> bool {
     }
 }
 
+/// Whether libhdf5 converts `src` to `dst` with a compiler cast (a "hard" conversion,
+/// `H5Tcompiler_conv`) rather than with one of its software conversion functions
+/// (`H5T__conv_f_f`, `H5T__conv_i_f`, `H5T__conv_f_i`, ...). Types in a non-native byte
+/// order, and float16 before libhdf5 1.14.4 (or in a libhdf5 built without `_Float16`),
+/// always take a software path. False when libhdf5 has no path at all.
+pub fn hard_conversion(lock: &H5Lock, src: hid_t, dst: hid_t) -> bool {
+    // SAFETY: valid type ids; we hold the lock.
+    let r = unsafe { H5Tcompiler_conv(src, dst) };
+    if r < 0 {
+        super::error::clear_stack(lock);
+    }
+    r > 0
+}
+
 /// The memory type vh5 reads a dataset of file type `file_type` (described by `info`) with
 /// when no conversion is asked for: the native type of the same dtype ([`mem_type_for`]), or
 /// for [`Dtype::Opaque`] the native memory type of the file type. `Unsupported` for types vh5

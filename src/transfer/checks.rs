@@ -4,6 +4,7 @@
 
 use hdf5_sys::h5i::hid_t;
 
+use super::broken_conversions::linked_bug;
 use crate::dtype::Dtype;
 use crate::error::Result;
 use crate::geometry::{ArrayLayout, SliceTable};
@@ -84,32 +85,19 @@ pub(crate) fn check_array(dir: Direction, table: &SliceTable, layout: &ArrayLayo
     Ok(())
 }
 
-/// `Dtype` error for a conversion the linked libhdf5 gets wrong: float16 to a 64-bit integer
-/// before libhdf5 1.14.4. Its soft float-to-integer conversion (`H5T__conv_f_i`) works in a
-/// buffer of `2**esize / 8 + 1` bytes, 5 for float16's 5-bit exponent: a negative value is
-/// negated in those 40 bits and lands in an int64 as garbage (-1.0 -> -9223370937343148033),
-/// and every value is copied out of the buffer 64 bits at a time, reading 3 bytes past it
-/// (uint64 too). Narrower integers and wider floats are converted correctly (checked against
-/// libhdf5 2.0 and numpy for every float16 value). HDF5 pull request 4065 sized the buffer to
-/// the destination (libhdf5 1.14.4).
-fn refuse_broken_conversion(l: &H5Lock, from: Dtype, to: Dtype) -> Result<()> {
-    if from != Dtype::Float16 || !matches!(to, Dtype::Int64 | Dtype::UInt64) {
+/// `Dtype` error when the linked libhdf5 gets some values of the conversion from `from`
+/// (libhdf5 type `src`) to `to` (type `dst`) wrong (the rules and their evidence:
+/// `transfer::broken_conversions`): names the libhdf5, the pair, what goes wrong and what to
+/// do instead for the direction `dir`.
+fn refuse_broken_conversion(l: &H5Lock, dir: Direction, src: hid_t, dst: hid_t, from: Dtype, to: Dtype) -> Result<()> {
+    let Some(bug) = linked_bug(l, src, dst, from, to) else {
         return Ok(());
-    }
-    // A libhdf5 that does not report its version (none in practice) counts as an old one.
-    if crate::hdf5::version::library_info(l).is_ok_and(|v| (v.major, v.minor, v.release) >= (1, 14, 4)) {
-        return Ok(());
-    }
-    bail!(
-        Dtype,
-        "libhdf5 {} cannot convert {} to {}: its float-to-integer conversion works on a 5-byte buffer for 2-byte floats, which turns negative values \
-         into garbage (-1.0 becomes -9223370937343148033) and reads past the buffer for 64-bit integers (fixed in libhdf5 1.14.4, HDF5 pull request 4065); \
-         move the data as float32 (or int32) and convert it to {} with numpy's astype instead",
-        crate::hdf5::version::version_text(l),
-        from.name(),
-        to.name(),
-        to.name()
-    )
+    };
+    let instead = match dir {
+        Direction::Read => format!("read the dataset as {} (no conversion) and convert it to {} with numpy's astype instead", from.name(), to.name()),
+        Direction::Write => format!("convert the array to {} with numpy's astype and write that instead", to.name()),
+    };
+    bail!(Dtype, "libhdf5 {} cannot convert {} to {}: {}; {instead}", crate::hdf5::version::version_text(l), from.name(), to.name(), bug.what())
 }
 
 /// The memory type to move elements of the dataset (file type `ftype`, classified as
@@ -118,7 +106,8 @@ fn refuse_broken_conversion(l: &H5Lock, from: Dtype, to: Dtype) -> Result<()> {
 /// Same dtype: the file type's native memory type (big-endian files are converted by byte
 /// order only), or with `flags.swapped` the same type in the other byte order (see
 /// [`mem_type_swapped`]). Different dtypes: `Dtype` error, unless `convert` and libhdf5 has a
-/// conversion path in the transfer's direction (`flags.convert`). Types vh5 does not move (variable-length,
+/// conversion path in the transfer's direction (`flags.convert`) that it does not get wrong
+/// ([`refuse_broken_conversion`]). Types vh5 does not move (variable-length,
 /// references): `Unsupported`.
 pub(crate) fn memory_type(l: &H5Lock, dir: Direction, ftype: hid_t, finfo: &TypeInfo, dtype: Dtype, itemsize: usize, flags: Flags) -> Result<MemType> {
     let Flags { convert, swapped, .. } = flags;
@@ -142,9 +131,9 @@ pub(crate) fn memory_type(l: &H5Lock, dir: Direction, ftype: hid_t, finfo: &Type
             }
         }
         Some(fd) if convert && dtype != Dtype::Opaque => {
-            let (from, to) = if dir == Direction::Read { (fd, dtype) } else { (dtype, fd) };
-            refuse_broken_conversion(l, from, to)?;
             let m = if swapped { mem_type_swapped(l, dtype)? } else { mem_type_for(l, dtype)? };
+            let (src, dst, from, to) = if dir == Direction::Read { (ftype, m.id(), fd, dtype) } else { (m.id(), ftype, dtype, fd) };
+            refuse_broken_conversion(l, dir, src, dst, from, to)?;
             match dir {
                 Direction::Read if !conversion_exists(l, ftype, m.id()) => {
                     bail!(Dtype, "libhdf5 has no conversion from the dataset type ({fdesc}) to {}", dtype.name())

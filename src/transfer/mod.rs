@@ -3,6 +3,7 @@
 //! filtered chunks vh5 encodes through [`rawwrite`]), copies between two arrays in memory
 //! ([`memcopy`]), the checks they share ([`checks`]) and the process settings ([`options`]).
 
+pub(crate) mod broken_conversions;
 pub(crate) mod cached_gather;
 pub(crate) mod checks;
 pub(crate) mod chunk_job;

@@ -409,7 +409,21 @@ def test_float16_to_64bit_int_convert_never_silently_wrong(dt):
     on libhdf5 1.10 (-1.0 -> -9223370937343148033; uint64 reads past libhdf5's buffer): vh5
     refuses float16 <-> 64-bit integer conversions, reads and writes, with a libhdf5 that has
     the bug, and converts them as numpy does (in range) with one that does not. Every other
-    float -> integer conversion of libhdf5 1.10.8 was checked against libhdf5 2.0."""
+    float -> integer conversion of libhdf5 1.10.8 was checked against libhdf5 2.0. From
+    libhdf5 1.14.4 on, a float16 converted by software (a libhdf5 built without _Float16)
+    into a signed integer is refused for another bug (-0.3 becomes the minimum; see
+    test_py_float16_conversions.py): there either outcome is accepted."""
+
+    def converts(call, *args):
+        """Run ``call(*args, convert=True)``; False when vh5 refused it for libhdf5 1.14.4+'s
+        software float-to-signed-integer conversion (accepted only there)."""
+        try:
+            call(*args, convert=True)
+            return True
+        except vh5.DtypeError as e:
+            assert not F16_TO_64BIT_BROKEN and "integer's minimum" in str(e), str(e)
+            return False
+
     vals = np.array([0.0, 1.0, -1.0, -129.0, 2.5, -2048.0, 65504.0], "<f2")
     path = new_path("f2conv")
     with h5py.File(path, "w", libver=("earliest", "v110")) as f:
@@ -426,19 +440,18 @@ def test_float16_to_64bit_int_convert_never_silently_wrong(dt):
             if F16_TO_64BIT_BROKEN:
                 with pytest.raises(vh5.DtypeError, match=f"cannot convert float16 to {np.dtype(dt).name}.*1\\.14\\.4"):
                     vh5.read_many_slices(f[name], out, [0], [0], [vals.size], convert=True)
-            else:
-                vh5.read_many_slices(f[name], out, [0], [0], [vals.size], convert=True)
+            elif converts(vh5.read_many_slices, f[name], out, [0], [0], [vals.size]):
                 np.testing.assert_array_equal(out[inr], want[inr])
             # narrower integers and floats are unaffected
             out4 = np.zeros(vals.shape, "i4")
-            vh5.read_many_slices(f[name], out4, [0], [0], [vals.size], convert=True)
-            np.testing.assert_array_equal(out4, vals.astype("i4"))
+            if converts(vh5.read_many_slices, f[name], out4, [0], [0], [vals.size]):
+                np.testing.assert_array_equal(out4, vals.astype("i4"))
         if F16_TO_64BIT_BROKEN:
             with pytest.raises(vh5.DtypeError, match="cannot convert float16 to"):
                 vh5.write_many_slices(vals, f["w"], [0], [0], [vals.size], convert=True)
             vh5.write_many_slices(vals.astype("f4"), f["w"], [0], [0], [vals.size], convert=True)
-        else:
-            vh5.write_many_slices(vals, f["w"], [0], [0], [vals.size], convert=True)
+        elif not converts(vh5.write_many_slices, vals, f["w"], [0], [0], [vals.size]):
+            vh5.write_many_slices(vals.astype("f4"), f["w"], [0], [0], [vals.size], convert=True)
     with h5py.File(path) as f:
         np.testing.assert_array_equal(f["w"][:][inr], want[inr])
 

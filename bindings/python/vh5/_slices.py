@@ -106,7 +106,10 @@ def read_many_slices(
         src_step, dst_step: like the above, or None for 1 on every axis.
         clip: versioned-hdf5 semantics: clip every count to both extents and skip rows that
             become empty instead of raising :class:`vh5.OutOfBoundsError`.
-        convert: let libhdf5 convert between the file type and ``dst.dtype``.
+        convert: let libhdf5 convert between the file type and ``dst.dtype``. Conversions
+            the linked libhdf5 gets wrong for some values (e.g. float32 -> float16 or int32 ->
+            float16 before 1.14.4: 65520 -> 65504, 100000 -> NaN) raise :class:`vh5.DtypeError`
+            instead (docs/ROBUSTNESS.md).
 
     Returns:
         None. ``dst`` is modified in place.
@@ -115,7 +118,8 @@ def read_many_slices(
         vh5.OutOfBoundsError: a row reaches outside src or dst (without ``clip``); the message
             names the row and axis.
         vh5.InvalidArgumentError: ndim mismatch, step 0, read-only dst...
-        vh5.DtypeError: dtype mismatch without ``convert``; non-native dst byte order.
+        vh5.DtypeError: dtype mismatch without ``convert``; non-native dst byte order; a
+            conversion the linked libhdf5 gets wrong.
         vh5.HDF5Error: libhdf5 failed (message carries its error stack).
         vh5.IoError, vh5.NotFoundError: re-opening an h5py dataset failed.
         TypeError / ValueError: bad coordinate arrays (non-integer, negative, wrong shape)
@@ -236,7 +240,8 @@ def write_many_slices(
             instead of :class:`vh5.OutOfBoundsError`.
         convert: let libhdf5 convert ``src.dtype`` to the dataset's type (e.g. float64 ->
             int16); otherwise the dtypes must match (byte order aside: a big-endian dataset
-            is converted by libhdf5 from native order).
+            is converted by libhdf5 from native order). Conversions the linked libhdf5 gets
+            wrong for some values raise :class:`vh5.DtypeError` (as for reads).
 
     Chunked datasets are written chunk by chunk: each touched chunk is written once per call,
     read first only when the rows cover it in part. Data reaches the file at the latest

@@ -1,0 +1,141 @@
+//! Type conversions (`VH5_SLICES_CONVERT`) that the linked libhdf5 gets wrong for some values,
+//! refused with a `Dtype` error instead of returning (or storing) those values. Each rule
+//! names the libhdf5 software conversion function at fault and the versions it applies to;
+//! whether libhdf5 uses a software function at all is asked of libhdf5 itself
+//! ([`hard_conversion`]): compiler casts ("hard" paths, libhdf5 1.14.4+ with `_Float16` for
+//! float16 in native byte order) are not refused. The rules were found by comparing every
+//! float16 value, and edge values of every other source, against numpy's `astype` and
+//! against libhdf5 1.10.8, 1.14.2, 1.14.6, 2.0.0 and 2.2.0
+//! (`tests/python/test_py_float16_conversions.py`, docs/ROBUSTNESS.md).
+
+use hdf5_sys::h5i::hid_t;
+
+use crate::dtype::Dtype;
+use crate::hdf5::lock::H5Lock;
+use crate::hdf5::types::hard_conversion;
+use crate::hdf5::version::library_info;
+
+/// What a libhdf5 conversion gets wrong, and since / until which version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Broken {
+    /// float16 -> int64 / uint64 before 1.14.4: `H5T__conv_f_i` works in a buffer of
+    /// `2**esize / 8 + 1` bytes, 5 for float16's 5-bit exponent: a negative value is negated
+    /// in those 40 bits and lands in an int64 as garbage (-1.0 -> -9223370937343148033), and
+    /// every value is copied out 64 bits at a time, reading 3 bytes past the buffer. HDF5
+    /// pull request 4065 sized the buffer to the destination (libhdf5 1.14.4).
+    F16ToI64,
+    /// A float (float16 / float32 / float64) -> signed integer by software (`H5T__conv_f_i`)
+    /// from libhdf5 1.14.4 on (rewritten by pull request 4065; unchanged through 2.2.0): a value in
+    /// (-0.5, 0) is shifted out whole, which that code takes for an underflow, and becomes the
+    /// integer's minimum (-0.3 -> -2147483648 in an int32) instead of 0. Unsigned destinations
+    /// are not affected.
+    FloatToSignedInt,
+    /// int32 / int64 / uint32 / uint64 -> float16 by software (`H5T__conv_i_f`, every
+    /// version through 2.2.0): overflow is tested as `exponent > all-ones` instead of `>=`, so an integer
+    /// whose float16 exponent would be exactly 16 (|v| from 65568 to 131039) becomes NaN
+    /// instead of infinity. Narrower integers cannot reach it.
+    IntToF16,
+    /// float32 / float64 -> float16 by software (`H5T__conv_f_f`, every version through 2.2.0): exact ties
+    /// round away from zero (2049.0 -> 2050, not 2048), some values rounding to a subnormal
+    /// round down, and values from 65520 to 65536 become +-65504 instead of +-infinity (it
+    /// skips the rounding that would overflow). Before 2.0.0 also the rounding carry of every
+    /// value after a subnormal one in the same call is lost (its flag is set once per call):
+    /// 32767.0 becomes 16384.
+    FloatToF16,
+    /// float64 -> float32 by software (`H5T__conv_f_f`, a byte-order change: a big-endian
+    /// dataset or a byte-swapped array) before libhdf5 2.0.0: the rounding carry of every
+    /// value after a float32-subnormal one in the same call is lost: 16777215.9 becomes
+    /// 8388608, 0.99999999 becomes 0.5.
+    F64ToF32,
+}
+
+impl Broken {
+    /// What goes wrong, for the refusal's message.
+    pub(crate) fn what(self) -> &'static str {
+        match self {
+            Broken::F16ToI64 => {
+                "its float-to-integer conversion works on a 5-byte buffer for 2-byte floats, which turns negative values \
+                 into garbage (-1.0 becomes -9223370937343148033) and reads past the buffer for 64-bit integers (fixed in libhdf5 1.14.4, HDF5 pull request 4065)"
+            }
+            Broken::FloatToSignedInt => {
+                "its software float-to-integer conversion (H5T__conv_f_i, rewritten in libhdf5 1.14.4) turns negative values above -0.5 \
+                 (-0.3, -1e-7) into the integer's minimum instead of 0 (no fixed release known)"
+            }
+            Broken::IntToF16 => {
+                "its software integer-to-float conversion (H5T__conv_i_f, every libhdf5 version) gives NaN instead of infinity \
+                 for integers from 65568 to 131039 in magnitude"
+            }
+            Broken::FloatToF16 => {
+                "its software float-to-float conversion (H5T__conv_f_f, every libhdf5 version) rounds exact ties away from zero \
+                 (2049.0 becomes 2050, IEEE and numpy give 2048) and values from 65520 to 65536 to +-65504 instead of +-inf, \
+                 and before libhdf5 2.0.0 halves values whose rounding carries once a subnormal value went through the same call (32767.0 becomes 16384)"
+            }
+            Broken::F64ToF32 => {
+                "its software float-to-float conversion (H5T__conv_f_f, used when the byte order changes) halves values whose rounding carries \
+                 once a float32-subnormal value went through the same call (16777215.9 becomes 8388608; fixed in libhdf5 2.0.0)"
+            }
+        }
+    }
+}
+
+/// The bug of libhdf5 `version` converting `from` to `to`, `hard` telling whether libhdf5
+/// converts them with a compiler cast. The one rule table (the fuzz oracle's
+/// `conversion_refused` mirrors it).
+pub(crate) fn broken(version: (u32, u32, u32), hard: bool, from: Dtype, to: Dtype) -> Option<Broken> {
+    use Dtype::*;
+    let float = |d: Dtype| matches!(d, Float16 | Float32 | Float64);
+    if from == Float16 && matches!(to, Int64 | UInt64) && version < (1, 14, 4) {
+        return Some(Broken::F16ToI64);
+    }
+    if hard {
+        return None;
+    }
+    match (from, to) {
+        (f, Int8 | Int16 | Int32 | Int64) if float(f) && version >= (1, 14, 4) => Some(Broken::FloatToSignedInt),
+        (Int32 | Int64 | UInt32 | UInt64, Float16) => Some(Broken::IntToF16),
+        (Float32 | Float64, Float16) => Some(Broken::FloatToF16),
+        (Float64, Float32) if version < (2, 0, 0) => Some(Broken::F64ToF32),
+        _ => None,
+    }
+}
+
+/// What the linked libhdf5 gets wrong converting `from` (libhdf5 type `src`) to `to` (type
+/// `dst`), if anything ([`broken`]); `transfer::checks` refuses the transfer then.
+pub(crate) fn linked_bug(l: &H5Lock, src: hid_t, dst: hid_t, from: Dtype, to: Dtype) -> Option<Broken> {
+    // A libhdf5 that does not report its version (none in practice) counts as an old one.
+    let version = library_info(l).map_or((0, 0, 0), |v| (v.major, v.minor, v.release));
+    broken(version, hard_conversion(l, src, dst), from, to)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Dtype::*;
+
+    #[test]
+    fn rules_follow_the_libhdf5_version_and_path() {
+        let old = (1, 10, 8);
+        let mid = (1, 14, 6);
+        let new = (2, 0, 0);
+        // before 1.14.4 float16 has no hard path, and float16 -> 64-bit integers is broken either way
+        assert_eq!(broken(old, false, Float16, Int64), Some(Broken::F16ToI64));
+        assert_eq!(broken(old, false, Float16, Int32), None);
+        assert_eq!(broken(old, false, Float32, Int8), None);
+        assert_eq!(broken(mid, false, Float16, Int32), Some(Broken::FloatToSignedInt));
+        assert_eq!(broken(mid, false, Float64, Int64), Some(Broken::FloatToSignedInt));
+        assert_eq!(broken(mid, false, Float16, UInt32), None);
+        assert_eq!(broken(new, true, Float16, Int32), None);
+        for v in [old, mid, new] {
+            assert_eq!(broken(v, false, Int32, Float16), Some(Broken::IntToF16));
+            assert_eq!(broken(v, false, UInt64, Float16), Some(Broken::IntToF16));
+            assert_eq!(broken(v, false, Int16, Float16), None);
+            assert_eq!(broken(v, false, UInt16, Float16), None);
+            assert_eq!(broken(v, false, Float64, Float16), Some(Broken::FloatToF16));
+            assert_eq!(broken(v, false, Float16, Float32), None);
+            assert_eq!(broken(v, true, Float32, Float16), None);
+            assert_eq!(broken(v, true, Float64, Float32), None);
+        }
+        assert_eq!(broken(old, false, Float64, Float32), Some(Broken::F64ToF32));
+        assert_eq!(broken(new, false, Float64, Float32), None);
+    }
+}
