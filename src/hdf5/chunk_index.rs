@@ -89,6 +89,10 @@ use super::lock::H5Lock;
 use crate::error::Result;
 use crate::plan::grid::ChunkGrid;
 
+/// How the reason of a failed build begins when the chunk index is damaged (not merely one
+/// vh5 cannot use): [`IndexSlot::get`] refuses the read then instead of leaving it to libhdf5.
+const DAMAGED: &str = "the chunk index is damaged: ";
+
 /// Chunks whose bytes are compared with libhdf5's `H5Dread_chunk` before an index is used.
 pub const SAMPLES: usize = 8;
 
@@ -242,6 +246,7 @@ impl IndexSlot {
         let r = g.get_or_insert_with(|| build(lock, dset, grid, unfiltered_bytes).map(Arc::new));
         match r {
             Ok(ix) => Ok(Some(Arc::clone(ix))),
+            Err(why) if why.starts_with(DAMAGED) => bail!(Hdf5, "dataset {}: {why}: vh5 refuses the read", super::handle::dataset_name(lock, dset)),
             Err(why) if mode == IndexMode::Require => bail!(Hdf5, "dataset {}: no chunk index (VH5_CHUNK_INDEX=require): {why}", super::handle::dataset_name(lock, dset)),
             Err(_) => Ok(None),
         }
@@ -383,7 +388,16 @@ fn check_entry(grid: &ChunkGrid, coord: &[u64], size: u64, mask: u32, offset: Op
     let mut q = [0u64; crate::geometry::MAX_RANK];
     for j in 0..n {
         let c = grid.chunk()[j];
-        if c == 0 || coord[j] % c != 0 || coord[j] >= grid.shape()[j] {
+        if c != 0 && coord[j] % c != 0 {
+            // What libhdf5 2.x refuses ("bad coordinate offset", H5D__btree_decode_key) and
+            // 1.10 reads past: the chunk the key was written for reads as never written.
+            return Err(format!(
+                "{DAMAGED}{what} entry at dataset offset {coord:?}, not a multiple of the chunk shape {:?} on axis {j} (libhdf5 2.x refuses such a key: \
+                 'bad coordinate offset'; 1.10 would read its chunk as never written, the fill value)",
+                grid.chunk()
+            ));
+        }
+        if c == 0 || coord[j] >= grid.shape()[j] {
             return Err(format!("{what} entry at dataset offset {coord:?}: not a chunk origin inside the extent {:?}", grid.shape()));
         }
         q[j] = coord[j] / c;

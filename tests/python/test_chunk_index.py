@@ -287,3 +287,41 @@ def test_chunk_index_spans_chunks_in_any_file_order_and_gaps_read_like_h5py(tmp_
             rc, se, out = _read(p, name, index=index, planner=planner)
             assert rc == 0, (name, index, planner, se[-600:])
             assert np.array_equal(np.load(out), ref), (name, index, planner)
+
+
+def test_chunk_index_damaged_key_deep_in_the_btree_refused(tmp_path):
+    """Regression (new-user tryout, session 14): a leaf key of a two-level chunk B-tree whose
+    axis-0 offset is no multiple of the chunk shape. libhdf5 2.x refuses every read of the
+    dataset ("bad coordinate offset"); 1.10.8 looks the damaged chunk up in vain and reads it
+    as never written (the fill value: 150 zeros, VH5_OK, in every planner). vh5's own B-tree
+    walk (the chunk index build, libhdf5 1.10 builds) now tells such a key (damage) from an
+    index it merely cannot use and refuses the read, naming the dataset and the key. Only
+    root keys are checked at every dataset's first use; reads of fewer than 16 chunks build
+    no index, nor do `rows` reads of unfiltered datasets: those still get what libhdf5 1.10
+    reads."""
+    p0, p = tmp_path / "deep0.h5", tmp_path / "deep.h5"
+    a = np.arange(200 * 150, dtype="i4").reshape(200, 150) + 1
+    with h5py.File(p0, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("gz", data=a, chunks=(10, 15), compression="gzip", shuffle=True)  # 200 chunks, 2 levels
+        f.create_dataset("raw", data=a, chunks=(10, 15))
+    b = bytearray(p0.read_bytes())
+    leaves, i = [], 0
+    while (i := b.find(b"TREE", i + 1)) >= 0:
+        if b[i + 4] == 1 and b[i + 5] == 0:  # a node of the chunk B-tree, level 0
+            leaves.append(i)
+    assert len(leaves) >= 4, len(leaves)
+    for i in (leaves[0], leaves[-1]):  # one leaf of each dataset's tree (the trees are apart in the file)
+        k = i + 24 + 5 * (32 + 8)  # key 5 (node header 24 bytes; key 8 + 3 offsets, child address 8)
+        b[k + 9] ^= 0xA4  # axis-0 offset + 0xA4 * 256
+    p.write_bytes(bytes(b))
+    for name in ("gz", "raw"):
+        with h5py.File(p) as f:
+            if tuple(map(int, h5py.version.hdf5_version.split(".")[:2])) >= (2, 0):
+                with pytest.raises(OSError, match="bad coordinate offset"):
+                    f[name][...]
+        # (`rows` reads an unfiltered dataset through libhdf5's H5Dread, no index: not covered)
+        for planner in ("rows", "chunks", "auto") if name == "gz" else ("chunks", "auto"):
+            rc, se, _ = _read(p, name, "<i4", index="1", planner=planner)
+            assert rc == 1 and "VH5_OK" not in se, (name, planner, se[-600:])
+            if vh5.hdf5_version().version < (1, 12, 0):
+                assert "the chunk index is damaged" in se and "not a multiple of the chunk shape [10, 15] on axis 0" in se, (name, planner, se[-600:])
