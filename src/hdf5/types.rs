@@ -274,7 +274,7 @@ fn opaque_info(lock: &H5Lock, t: hid_t, class: H5T_class_t, size: usize, order: 
         mem_itemsize: mem_size,
         byte_order: order,
         plain: false,
-        description: format!("opaque: {class_name} of {size} bytes in the file, {mem_size} in memory{}", order_txt(order)),
+        description: format!("opaque: {class_name} of {size} bytes in the file{}, {mem_size} in memory{}", order_txt(order), if order.is_some() { " (native order)" } else { "" }),
         unsupported: None,
     })
 }

@@ -458,3 +458,18 @@ def test_write_refuses_big_endian_source_after_a_big_endian_read(tmp_path):
             vh5.write_many_slices(out, d, [0], [0], [4])
     with h5py.File(p, "r") as h:
         np.testing.assert_array_equal(h["x"][...], np.arange(4.0))
+
+
+def test_enum_dtype_message_gives_the_file_byte_order_to_the_file(tmp_path):
+    """Regression: the DTYPE message of a big-endian enum said "2 in memory (big-endian)",
+    but vh5 delivers enum records in native order; the byte order is the file's."""
+    p = str(tmp_path / "e.h5")
+    with h5py.File(p, "w", libver=LIBVER) as h:
+        h.create_dataset("e", data=np.array([0, 1, 200], ">u2"), dtype=h5py.enum_dtype({"R": 0, "G": 1, "B": 200}, basetype=">u2"))
+    with vh5.File(p) as f:
+        d = f["e"]
+        with pytest.raises(vh5.DtypeError, match=re.escape("enum of 2 bytes in the file (big-endian), 2 in memory (native order)")):
+            vh5.read_many_slices(d, np.zeros(3, "u2"), [0], [0], [3])
+        raw = np.zeros(3, "V2")
+        vh5.read_many_slices(d, raw, [0], [0], [3])
+        np.testing.assert_array_equal(raw.view("=u2"), [0, 1, 200])
