@@ -383,6 +383,7 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
     unsafe {
         check(lock, super::compat::visit(file, cb, &mut names as *mut _ as *mut _), format_args!("listing the objects of `{fname}`"))?;
     }
+    names.sort_by(|a, b| super::compat::path_order(a, b));
     // Read once for every object's peek (None: nothing is peeked, libhdf5 opens all).
     let view = super::chunk_index::FileView::open(lock, file).ok();
     let mut out = Vec::new();

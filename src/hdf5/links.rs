@@ -165,6 +165,7 @@ fn links(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8
     unsafe {
         check(lock, compat::iterate_by_name(loc, group.as_ptr(), &mut idx, link_cb, &mut list as *mut _ as *mut c_void, lapl), "H5Literate_by_name")?;
     }
+    list.names.sort_by(|a, b| compat::path_order(&a.1, &b.1));
     let gname = group.to_string_lossy();
     let mut out = Vec::with_capacity(list.names.len());
     for (t, name) in list.names {
@@ -220,5 +221,6 @@ fn visit(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8
     unsafe {
         check(lock, compat::visit_by_name(g.id(), c".".as_ptr(), visit_cb, &mut v as *mut _ as *mut c_void, H5P_DEFAULT), "H5Lvisit_by_name")?;
     }
+    v.out.sort_by(|a, b| compat::path_order(&a.1, &b.1));
     Ok(v.out)
 }

@@ -473,3 +473,66 @@ def test_enum_dtype_message_gives_the_file_byte_order_to_the_file(tmp_path):
         raw = np.zeros(3, "V2")
         vh5.read_many_slices(d, raw, [0], [0], [3])
         np.testing.assert_array_equal(raw.view("=u2"), [0, 1, 200])
+
+
+LIST_CODE = """
+import sys, vh5
+with vh5.File(sys.argv[1]) as f:
+    try:
+        print(sorted(f.keys()))
+    except vh5.HDF5Error as e:
+        print("HDF5Error", str(e)[:200])
+    try:
+        f.visit(lambda n: None)
+    except vh5.HDF5Error as e:
+        print("HDF5Error", str(e)[:200])
+"""
+
+
+def test_group_listing_with_a_damaged_link_heap_never_crashes(tmp_path):
+    """Regression (new-user tryout, session 14): a group of more than 8 links (dense storage:
+    a fractal heap and a name-hash B-tree, libver v110) whose heap block fails its checksum.
+    Listing it in name order made libhdf5 1.10.8 build a link table with malloc and free all
+    of it on the error path, filled or not: SIGSEGV / "free(): invalid pointer". vh5 lists
+    links in libhdf5's native order (the B-tree itself, no table) and sorts them by name:
+    every byte flipped in the heap block gives a clean error or the names, never a crash."""
+    import subprocess
+    import sys
+
+    p0 = tmp_path / "dense.h5"
+    with h5py.File(p0, "w", libver=("v110", "v110")) as f:
+        for k in range(12):
+            f.create_dataset(f"d{k:02d}", data=np.arange(4))
+    b0 = p0.read_bytes()
+    at = b0.index(b"FHDB")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(os.path.dirname(vh5.__file__)), os.environ.get("PYTHONPATH")])))
+    for off in range(24, 24 + 12 * 40, 17):  # bytes of the link records in the block
+        b = bytearray(b0)
+        b[at + off] ^= 0x39
+        p = tmp_path / f"flip{off}.h5"
+        p.write_bytes(bytes(b))
+        r = subprocess.run([sys.executable, "-c", LIST_CODE, str(p)], env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (off, r.returncode, r.stderr[-500:])
+
+
+def test_link_order_matches_h5py_in_compact_and_dense_groups(tmp_path):
+    """vh5 asks libhdf5 for links in its native order (see the test above) and sorts them:
+    `keys()` and `visit()` give h5py's name order (component by component: `a`, `a/b`,
+    `a-x`) for compact (few links) and dense (many links) groups alike."""
+    p = tmp_path / "order.h5"
+    names = ["zeta", "a", "a-x", "B", "b", "a0", "_", "é", "~", "aa"]
+    with h5py.File(p, "w", libver=("v110", "v110")) as f:
+        for grp, n in (("compact", names[:5]), ("dense", names)):
+            g = f.create_group(grp)
+            for k in n:
+                g.create_dataset(k, data=[1])
+            sub = g.create_group("a/b/c") if "a" not in g else g.require_group("a_grp/b")
+            sub.create_dataset("y", data=[2])
+    with h5py.File(p) as h, vh5.File(p) as f:
+        assert list(f.keys()) == list(h.keys())
+        for grp in ("compact", "dense"):
+            assert list(f[grp].keys()) == list(h[grp].keys()), grp
+        got, want = [], []
+        f.visit(got.append)
+        h.visit(want.append)
+        assert got == want
