@@ -169,6 +169,9 @@ def single_row(raw, repeat):
         "naive": timed(lambda: [a.__setitem__(Ellipsis, ds[505:515, 707:717]) for _ in range(k)], repeat) / k,
         "vh": timed(lambda: [vh_read(ds, b, s, d, c) for _ in range(k)], repeat) / k,
         "vh5": timed(lambda: [vh5.read_many_slices(vd, a, s, d, c) for _ in range(k)], repeat) / k,
+        # the same call with coordinates as Python lists, and vh5's h5py-style indexing
+        "vh5_lists": timed(lambda: [vh5.read_many_slices(vd, a, [505, 707], [0, 0], [10, 10]) for _ in range(k)], repeat) / k,
+        "vh5_getitem": timed(lambda: [a.__setitem__(Ellipsis, vd[505:515, 707:717]) for _ in range(k)], repeat) / k,
     }
     assert np.array_equal(a, b)
     f.close()
@@ -223,6 +226,8 @@ def main():
             print(lines[-1], flush=True)
         r = single_row(os.path.join(tmp, "raw.h5"), args.repeat)
         lines.append(f"| 7. single-row call (10x10, warm) | {fmt(r['naive'])} | | {fmt(r['vh'])} | {fmt(r['vh5'])} | {ratio(r['vh'], r['vh5'])} | |")
+        lines.append(f"| 7b. same, coordinates as lists ([505, 707], [0, 0], [10, 10]) | {fmt(r['naive'])} | | {fmt(r['vh'])} | {fmt(r['vh5_lists'])} | {ratio(r['vh'], r['vh5_lists'])} | |")
+        lines.append(f"| 7c. same, vh5's h5py-style d[505:515, 707:717] (naive column: h5py's) | {fmt(r['naive'])} | | | {fmt(r['vh5_getitem'])} | | |")
         print(lines[-1], flush=True)
     if not args.no_payload:
         p = payload(args.repeat)

@@ -228,12 +228,11 @@ class Dataset(Handle):
     def _read_hyperslab(self, hs: _select.Hyperslab, dst: np.ndarray, convert: bool) -> None:
         """One ``vh5_read_many_slices`` row: hyperslab ``hs`` into ``dst`` (shape ``hs.count``)."""
         nd = len(hs.start)
-        start = np.array(hs.start, dtype=np.uint64).reshape(1, nd)
-        count = np.array(hs.count, dtype=np.uint64).reshape(1, nd)
-        step = None if all(s == 1 for s in hs.step) else np.array(hs.step, dtype=np.uint64).reshape(1, nd)
-        zero = np.zeros((1, nd), dtype=np.uint64)
+        stepped = any(s != 1 for s in hs.step)
+        rows = [hs.start, (0,) * nd, hs.count, hs.step] if stepped else [hs.start, (0,) * nd, hs.count]
+        t = np.array(rows, dtype=np.uint64).reshape(len(rows), 1, nd)  # one array for the tables
         fl = _marshal.flags(False, convert, not dst.dtype.isnative)
-        _marshal.read(self.id, dst, [start, zero, count, step, None], 1, fl, self._ids())
+        _marshal.read(self.id, dst, [t[0], t[1], t[2], t[3] if stepped else None, None], 1, fl, self._ids())
 
     def __getitem__(self, sel):
         """The selected elements as a numpy array of :attr:`dtype` (h5py's basic selections:
