@@ -194,25 +194,38 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// The first key of the root node of the version-1 B-tree of raw data chunks at `root`
-    /// (keys of `dimensionality` offsets) whose chunk offsets are not multiples of the chunk
-    /// dimensions `dims` (libhdf5 >= 2.0's "bad coordinate offset", `H5D__btree_decode_key`):
-    /// (key index, its offsets), or `None`.
+    /// The first key, in the version-1 B-tree of raw data chunks at `root` (keys of
+    /// `dimensionality` offsets), whose offsets are not multiples of the layout message's
+    /// dimensions `dims` (the chunk's, then the element size for the last offset, which
+    /// libhdf5 writes as 0): libhdf5 >= 2.0's "bad coordinate offset" (`H5D__btree_decode_key`
+    /// decodes every key of every node it loads). Every key of a node is checked, the last
+    /// (right bound) and those of internal nodes included, node by node from the root, at most
+    /// `max_nodes` nodes: (node address, key index, the key's offsets), or `None` when the
+    /// nodes read hold none (a larger tree is checked in part).
     #[cfg(not(hdf5_1_14))]
-    pub fn root_key_off_grid(&self, root: u64, dimensionality: usize, dims: &[u64]) -> R<Option<(usize, Vec<u64>)>> {
+    pub fn key_off_grid(&self, root: u64, dimensionality: usize, dims: &[u64], max_nodes: usize) -> R<Option<(u64, usize, Vec<u64>)>> {
         let (sa, ks) = (self.sa, 8 + 8 * dimensionality);
-        let hdr = 8 + 2 * sa;
-        let h = self.read(root, hdr as u64, "B-tree node")?;
-        if &h[..4] != b"TREE" || h[4] != 1 {
-            return Err(format!("B-tree node at address {root}: not a raw-data-chunk node"));
-        }
-        let entries = le(&h, 6, 2).unwrap_or(0) as usize;
-        let body = self.read(root + hdr as u64, (entries * (ks + sa) + ks) as u64, "B-tree node")?;
-        for e in 0..=entries {
-            let k = e * (ks + sa);
-            let offsets = (0..dimensionality - 1).map(|j| le(&body, k + 8 + 8 * j, 8).ok_or_else(|| "B-tree node truncated".to_string())).collect::<R<Vec<u64>>>()?;
-            if offsets.iter().zip(dims).any(|(&o, &d)| d > 0 && o % d != 0) {
-                return Ok(Some((e, offsets)));
+        let mut stack: Vec<(u64, Option<u8>)> = vec![(root, None)];
+        let mut nodes = 0;
+        while let Some((addr, want_level)) = stack.pop() {
+            if nodes == max_nodes {
+                break;
+            }
+            nodes += 1;
+            let (level, entries, body) = self.node(addr, want_level, ks)?;
+            for e in 0..=entries {
+                let k = e * (ks + sa);
+                let offsets = (0..dimensionality).map(|j| le(&body, k + 8 + 8 * j, 8).ok_or_else(|| "B-tree node truncated".to_string())).collect::<R<Vec<u64>>>()?;
+                if offsets.iter().zip(dims).any(|(&o, &d)| d > 0 && o % d != 0) {
+                    return Ok(Some((addr, e, offsets)));
+                }
+                if level > 0 && e < entries {
+                    let child = le(&body, k + ks, sa).ok_or("B-tree node truncated")?;
+                    if self.undefined(child) {
+                        return Err(format!("B-tree node at address {addr}: entry {e} has no address"));
+                    }
+                    stack.push((child, Some(level - 1)));
+                }
             }
         }
         Ok(None)

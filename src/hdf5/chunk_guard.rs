@@ -135,10 +135,11 @@ impl Unfiltered {
             Ok(Verdict::Odd(size)) => bail!(
                 Hdf5,
                 "dataset {}: the chunk at {origin:?} is stored as {size} bytes (its chunk index entry), an unfiltered chunk holds {}: the chunk index \
-                 is corrupted (libhdf5 {}, linked here, would fill the difference from uninitialised memory; 2.2 refuses it too): vh5 refuses the read",
+                 is corrupted (libhdf5 {}, linked here, would {}; 2.2 refuses it too): vh5 refuses the read",
                 dataset_name(lock, dset),
                 sizes.want(),
-                super::version::version_text(lock)
+                super::version::version_text(lock),
+                if size < sizes.want() { "fill the difference from uninitialised memory" } else { "read the first bytes of the entry, whichever of its sizes is wrong" }
             ),
             Ok(Verdict::Unplaced(why)) => bail!(
                 Hdf5,

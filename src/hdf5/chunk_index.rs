@@ -367,7 +367,9 @@ fn walk(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, view: &FileView) -> std::r
     let mut out = Vec::with_capacity(capacity(grid, limit));
     r.btree(root, dimensionality, limit, &mut |coord: &[u64], size: u32, mask: u32, addr: u64| {
         if coord[n] != 0 {
-            return Err(format!("B-tree entry at dataset offset {:?}: element offset {} (0 expected)", &coord[..n], coord[n]));
+            // (libhdf5 2.x refuses an element offset that is no multiple of the element size)
+            let damaged = chunk_dims.get(n).is_some_and(|&d| d > 0 && coord[n] % d != 0);
+            return Err(format!("{}B-tree entry at dataset offset {:?}: element offset {} (0 expected)", if damaged { DAMAGED } else { "" }, &coord[..n], coord[n]));
         }
         out.push(check_entry(grid, &coord[..n], u64::from(size), mask, base.checked_add(addr), file_len, "B-tree")?);
         Ok(())
@@ -526,38 +528,29 @@ pub(super) fn object_header_address(lock: &H5Lock, dset: hid_t) -> std::result::
 /// its root node whose offsets are off the chunk grid of the layout message (a damaged chunk
 /// dimension or key), or `None` (also when vh5 cannot read the tree: no verdict). libhdf5
 /// 1.10 does not check: it reads the chunks on another grid, other or uninitialised bytes
-/// (conformance seeds 46 and 53 at 8000 cases: one flipped chunk-dimension byte). The root
-/// node is read at every dataset's first use (one node), and so is the whole tree when it
-/// indexes at most [`SMALL_TREE_CHUNKS`] chunks (its leaf keys: a key deeper than the root off
-/// the grid made 1.10 read its chunk as never written, the fill value, with `VH5_OK`: new-user
-/// tryout, session 14); the keys of larger trees are checked when vh5 walks them for its
-/// chunk index (see [`IndexSlot::get`]). Lock held.
+/// (conformance seeds 46 and 53 at 8000 cases: one flipped chunk-dimension byte). At every
+/// dataset's first use every key of the first [`SMALL_TREE_NODES`] nodes from the root is
+/// read, the element offset (libhdf5 writes 0; 2.x refuses one that is no multiple of the
+/// element size) included: a key deeper than the root off the grid, or a damaged element
+/// offset, made 1.10 read its chunk as never written, the fill value, with `VH5_OK`
+/// (new-user tryouts, session 14); the leaf keys of larger trees are checked when vh5 walks
+/// them for its chunk index (see [`IndexSlot::get`]). Lock held.
 #[cfg(not(hdf5_1_14))]
 pub fn btree_root_damage(lock: &H5Lock, dset: hid_t) -> Option<String> {
     let view = FileView::open(lock, dset).ok()?;
     let oh = object_header_address(lock, dset).ok()?;
     let r = view.reader();
     let (root, dimensionality, dims) = r.layout(oh).ok()?;
-    let grid = &dims[..dimensionality - 1];
-    if let Some((e, offsets)) = r.root_key_off_grid(root, dimensionality, &dims).ok()? {
-        return Some(format!("key {e} of its chunk B-tree's root node holds the chunk offset {offsets:?}, not a multiple of its chunk dimensions {grid:?}"));
-    }
-    // A small tree: every leaf key (a larger one fails at the limit: no verdict).
-    let mut off_grid = None;
-    let _ = r.btree(root, dimensionality, SMALL_TREE_CHUNKS, &mut |coord: &[u64], _size: u32, _mask: u32, _addr: u64| {
-        if coord.iter().zip(grid).any(|(&o, &d)| d > 0 && o % d != 0) {
-            off_grid = Some(coord[..grid.len()].to_vec());
-            return Err(String::new()); // (stops the walk)
-        }
-        Ok(())
-    });
-    off_grid.map(|offsets| format!("a leaf key of its chunk B-tree holds the chunk offset {offsets:?}, not a multiple of its chunk dimensions {grid:?}"))
+    let (node, e, offsets) = r.key_off_grid(root, dimensionality, &dims, SMALL_TREE_NODES).ok()??;
+    let at = if node == root { "its chunk B-tree's root node".to_string() } else { format!("the chunk B-tree node at file address {node}") };
+    Some(format!("key {e} of {at} holds the offsets {offsets:?}, not multiples of the chunk dimensions and element size {:?}", &dims[..dimensionality]))
 }
 
-/// Chunk B-trees indexing at most this many chunks have every leaf key checked at the
-/// dataset's first use ([`btree_root_damage`]; a node read per ~100 chunks).
+/// Nodes of a dataset's chunk B-tree whose keys are checked at its first use
+/// ([`btree_root_damage`]): every node of a tree of up to ~4,000 chunks (libhdf5 writes up
+/// to 64 chunks a leaf), a ~100 us read; the first nodes of a larger one.
 #[cfg(not(hdf5_1_14))]
-pub const SMALL_TREE_CHUNKS: u64 = 4096;
+pub const SMALL_TREE_NODES: usize = 64;
 
 /// libhdf5 >= 1.14 checks the keys itself.
 #[cfg(hdf5_1_14)]

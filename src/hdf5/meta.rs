@@ -129,7 +129,8 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
         if let Some(why) = super::chunk_index::btree_root_damage(lock, dset) {
             bail!(
                 Hdf5,
-                "dataset {}: {why}: the file is corrupted (libhdf5 >= 2.0 refuses it, \"bad coordinate offset\"; libhdf5 {} would read its chunks on another grid)",
+                "dataset {}: {why}: the file is corrupted (libhdf5 >= 2.0 refuses it, \"bad coordinate offset\"; libhdf5 {} would read chunks on another grid or \
+                 as never written)",
                 dataset_name(lock, dset),
                 super::version::version_text(lock)
             );

@@ -49,6 +49,9 @@ pub const STEP_BYTE_NS: u64 = 8;
 pub const SMALL_RAW_CHUNK_BYTES: u64 = 16 << 10;
 /// See [`SMALL_RAW_CHUNK_BYTES`].
 pub const MANY_RAW_CHUNKS: usize = 4096;
+/// Unfiltered chunks of at least this many decoded bytes, read whole two or more at a time,
+/// are fetched and scattered by worker threads too (see [`scatter_workers`]).
+pub const BIG_RAW_CHUNK_BYTES: u64 = 1 << 20;
 
 /// Whether a call's whole chunks are scattered by worker threads as well as the calling
 /// thread (true), or by the calling thread alone.
@@ -61,10 +64,14 @@ pub const MANY_RAW_CHUNKS: usize = 4096;
 ///   the hand-over. Measured (scripts/bench_scaling.py, 128-byte chunks, 2 threads, docs/
 ///   BENCHMARKS.md sessions 7-8): 16k and 64k chunks, whole and one row per chunk, the
 ///   calling thread alone took 1.2-2.5x the time of `chunks` mode (which has workers);
-///   1k chunks were even (575 us vs 893 us, 604 vs 423). Large unfiltered chunks stay on
-///   the calling thread (case 3, 20 chunks of 8 MB: 36.8 ms alone, 42.3 ms with a worker).
+///   1k chunks were even (575 us vs 893 us, 604 vs 423). Large unfiltered chunks (at least
+///   [`BIG_RAW_CHUNK_BYTES`], two or more): workers too, since their bytes are fetched with
+///   positioned reads outside the libhdf5 lock (the chunk index): case 3 (20 chunks of 8 MB,
+///   one row with step 2) ran 40.6 ms on the calling thread alone against 31.8 ms in `chunks`
+///   mode (session 14; 33.7 vs 29.3 in session 13; sessions 7-8 measured the opposite,
+///   36.8 vs 42.3 ms, when libhdf5 fetched every chunk under its lock).
 pub fn scatter_workers(mode: PlannerMode, filtered: bool, chunk_bytes: u64, nwhole: usize) -> bool {
-    filtered || mode == PlannerMode::Chunks || (chunk_bytes <= SMALL_RAW_CHUNK_BYTES && nwhole >= MANY_RAW_CHUNKS)
+    filtered || mode == PlannerMode::Chunks || (chunk_bytes <= SMALL_RAW_CHUNK_BYTES && nwhole >= MANY_RAW_CHUNKS) || (chunk_bytes >= BIG_RAW_CHUNK_BYTES && nwhole >= 2)
 }
 
 /// Whether to read a chunk whole (true) or read its pieces through libhdf5 (false).
@@ -128,9 +135,12 @@ mod tests {
         // 65,536 unfiltered 128-byte chunks (bench_scaling "S ... raw 64k"): workers.
         assert!(scatter_workers(PlannerMode::Auto, false, 128, 65_536));
         assert!(scatter_workers(PlannerMode::Auto, false, SMALL_RAW_CHUNK_BYTES, MANY_RAW_CHUNKS));
-        // 1,024 of them, or large unfiltered chunks (case 3: 20 chunks of 8 MB): the calling thread.
+        // 1,024 of them, or mid-size unfiltered chunks: the calling thread.
         assert!(!scatter_workers(PlannerMode::Auto, false, 128, 1_024));
-        assert!(!scatter_workers(PlannerMode::Auto, false, 8_000_000, 20));
         assert!(!scatter_workers(PlannerMode::Auto, false, SMALL_RAW_CHUNK_BYTES + 1, 1 << 20));
+        assert!(!scatter_workers(PlannerMode::Auto, false, BIG_RAW_CHUNK_BYTES - 1, 20));
+        // Large unfiltered chunks, two or more (case 3: 20 chunks of 8 MB): workers; one alone: not.
+        assert!(scatter_workers(PlannerMode::Auto, false, 8_000_000, 20));
+        assert!(!scatter_workers(PlannerMode::Auto, false, 8_000_000, 1));
     }
 }

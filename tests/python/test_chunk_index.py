@@ -296,9 +296,9 @@ def test_chunk_index_damaged_key_deep_in_the_btree_refused(tmp_path):
     dataset ("bad coordinate offset"); 1.10.8 looks the damaged chunk up in vain and reads it
     as never written (the fill value: 150 zeros, VH5_OK, in every planner). vh5's own B-tree
     walk (the chunk index build, libhdf5 1.10 builds) now tells such a key (damage) from an
-    index it merely cannot use and refuses the read, naming the dataset and the key; trees of
-    at most 4096 chunks have every leaf key checked at the dataset's first use (any read,
-    any planner). Not found: a damaged key of a larger tree read in fewer than 16 chunks or
+    index it merely cannot use and refuses the read, naming the dataset and the key; the first
+    64 nodes of every tree (every node of one of ~4000 chunks) have every key checked at the
+    dataset's first use (any read, any planner). Not found: a damaged key of a larger tree read in fewer than 16 chunks or
     by `rows` reads of an unfiltered dataset (what libhdf5 1.10 reads)."""
     p0, p = tmp_path / "deep0.h5", tmp_path / "deep.h5"
     a = np.arange(200 * 150, dtype="i4").reshape(200, 150) + 1
@@ -324,12 +324,12 @@ def test_chunk_index_damaged_key_deep_in_the_btree_refused(tmp_path):
             rc, se, _ = _read(p, name, "<i4", index="1", planner=planner)
             assert rc == 1 and "VH5_OK" not in se, (name, planner, se[-600:])
             if vh5.hdf5_version().version < (1, 12, 0):
-                assert "a leaf key of its chunk B-tree holds the chunk offset" in se and "not a multiple of its chunk dimensions [10, 15]" in se, (name, planner, se[-600:])
+                assert re.search(r"key 5 of the chunk B-tree node at file address \d+ holds the offsets \[\d+, \d+, 0\], not multiples of the chunk dimensions and element size \[10, 15, 4\]", se), (name, planner, se[-600:])
         if vh5.hdf5_version().version < (1, 12, 0):  # a one-element read too (the tree has 200 chunks: checked whole at first use)
-            with vh5.File(p) as f, pytest.raises(vh5.HDF5Error, match="a leaf key of its chunk B-tree"):
+            with vh5.File(p) as f, pytest.raises(vh5.HDF5Error, match="key 5 of the chunk B-tree node at file address"):
                 vh5.read_many_slices(f[name], np.zeros((1, 1), "<i4"), [0, 0], [0, 0], [1, 1])
-    # A tree larger than the first-use check's 4096 chunks: its keys are checked by the chunk
-    # index build (reads of at least 16 whole chunks) if the first-use walk stopped before.
+    # A tree larger than the first-use check's 64 nodes: its leaf keys are checked by the
+    # chunk index build (reads of at least 16 whole chunks) if the first-use walk stopped before.
     p1, p2 = tmp_path / "big0.h5", tmp_path / "big.h5"
     with h5py.File(p1, "w", libver=("earliest", "v110")) as f:
         f.create_dataset("gz", data=np.arange(100 * 5000, dtype="<i4").reshape(100, 5000), chunks=(10, 10), compression="gzip")
@@ -345,4 +345,33 @@ def test_chunk_index_damaged_key_deep_in_the_btree_refused(tmp_path):
         assert rc == 1 and "VH5_OK" not in se, (planner, se[-600:])
         if vh5.hdf5_version().version < (1, 12, 0):
             # (the first-use walk may meet the key before its 4096-chunk limit)
-            assert re.search(r"not a multiple of (the chunk shape|its chunk dimensions) \[10, 10\]", se), (planner, se[-600:])
+            assert re.search(r"not (a multiple of the chunk shape \[10, 10\]|multiples of the chunk dimensions and element size \[10, 10, 4\])", se), (planner, se[-600:])
+
+
+@pytest.mark.parametrize("key,value", [(3, 2**64 - 1), (3, 1), (20, 5)])
+def test_chunk_btree_element_offset_damage_refused(tmp_path, key, value):
+    """Regression (session-14 tryout): each version-1 B-tree key ends with the element offset
+    libhdf5 writes as 0; libhdf5 2.x refuses a key whose element offset is no multiple of the
+    element size ("bad coordinate offset"). 1.10.8 then missed the chunk and read the fill
+    value (2**64-1), or read on (1; the last key, 5) where 2.x refuses. vh5 checks every
+    offset of every key of the tree's first nodes at the dataset's first use, the element
+    offset included, in every planner."""
+    p = tmp_path / "elem.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("x", data=np.arange(1, 141, dtype="i4"), chunks=(7,))  # 20 chunks, one node
+    b = bytearray(p.read_bytes())
+    at = b.find(b"TREE")
+    while b[at + 4] != 1:
+        at = b.find(b"TREE", at + 1)
+    k = at + 24 + key * (8 + 16 + 8)  # key: size 4, mask 4, offsets 8 + 8 (axis, element); child 8
+    b[k + 16 : k + 24] = struct.pack("<Q", value)
+    p.write_bytes(bytes(b))
+    with h5py.File(p) as f:
+        if tuple(map(int, h5py.version.hdf5_version.split(".")[:2])) >= (2, 0):
+            with pytest.raises(OSError, match="bad coordinate offset"):
+                f["x"][...]
+    for planner in ("rows", "chunks", "auto"):
+        rc, se, _ = _read(p, "x", "<i4", index="1", planner=planner)
+        assert rc == 1 and "VH5_OK" not in se, (planner, se[-600:])
+        if vh5.hdf5_version().version < (1, 12, 0):
+            assert f"key {key} of its chunk B-tree's root node holds the offsets" in se and "element size [7, 4]" in se, (planner, se[-600:])

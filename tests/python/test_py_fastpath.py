@@ -183,8 +183,8 @@ def test_one_row_tables_given_as_lists_match_arrays_and_errors(data_file):
         for args, exc, words in bad:
             with pytest.raises(exc, match=words):
                 vh5.read_many_slices(d, np.zeros((4, 3)), *args)
-        # a bool is an int to Python, not a coordinate to the shortcut: the general path's
-        # value (numpy reads True as 1)
-        out = np.zeros((4, 3))
-        vh5.read_many_slices(d, out, [True, 0], [0, 0], [1, 1])
-        assert out[0, 0] == data[1, 0]
+        # a bool among the integers is refused, naming its row and axis (numpy would read True
+        # as 1: session-14 tryout)
+        for args in (([True, 0], [0, 0], [1, 1]), ([[5, np.True_]], [0, 0], [1, 1]), ([0, 0], [0, 0], [1, True])):
+            with pytest.raises(TypeError, match=r"row 0 axis [01] is (True|np\.True_): coordinates must be integers, not bools"):
+                vh5.read_many_slices(d, np.zeros((4, 3)), *args)

@@ -232,7 +232,7 @@ class Dataset(Handle):
         rows = [hs.start, (0,) * nd, hs.count, hs.step] if stepped else [hs.start, (0,) * nd, hs.count]
         t = np.array(rows, dtype=np.uint64).reshape(len(rows), 1, nd)  # one array for the tables
         fl = _marshal.flags(False, convert, not dst.dtype.isnative)
-        _marshal.read(self.id, dst, [t[0], t[1], t[2], t[3] if stepped else None, None], 1, fl, self._ids())
+        _marshal.read(self.id, dst, [t[0], t[1], t[2], t[3] if stepped else None, None], 1, fl, self._ids)
 
     def __getitem__(self, sel):
         """The selected elements as a numpy array of :attr:`dtype` (h5py's basic selections:

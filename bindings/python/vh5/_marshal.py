@@ -200,6 +200,17 @@ def one_row_tables(ndim: int, given):
     return [None if a is None else next(it) for a in given], 1
 
 
+def _refuse_bools(name: str, a, ndim: int) -> None:
+    """TypeError naming the row and axis of a bool (``True``, ``np.True_``) among the integers
+    of a coordinate list: numpy would read it as 1 (a list of bools alone is refused as a
+    bool array)."""
+    rows = a if a and isinstance(a[0], (list, tuple, np.ndarray)) else [a]
+    for r, row in enumerate(rows):
+        for j, v in enumerate(row if isinstance(row, (list, tuple)) else ()):
+            if isinstance(v, (bool, np.bool_)):
+                raise TypeError(f"{name} row {r} axis {j} is {v!r}: coordinates must be integers, not bools")
+
+
 def tables(ndim: int, src_start, dst_start, count, src_step=None, dst_step=None):
     """Broadcast the coordinate arrays into C-contiguous uint64 tables of shape (nslices, ndim).
 
@@ -225,6 +236,8 @@ def tables(ndim: int, src_start, dst_start, count, src_step=None, dst_step=None)
                 arrays.append(None)
                 continue
             raise TypeError(f"{name} is required")
+        if isinstance(a, (list, tuple)):
+            _refuse_bools(name, a, ndim)
         arr = np.asarray(a)
         if arr.dtype.kind not in "iu":
             if arr.size == 0 and arr.dtype.kind in "fO":
@@ -266,19 +279,20 @@ def _table_ptrs(tabs):
 
 def read(dset_id: int, dst: np.ndarray, tabs, nslices: int, fl: int, ids=None) -> None:
     """``vh5_read_many_slices`` of prepared tables into ``dst`` (``ids``: names for the
-    handles in error messages, see :func:`vh5._errors.python_message`)."""
+    handles in error messages, see :func:`vh5._errors.python_message`, or a function making
+    them, called only on an error)."""
     arr = array_struct(dst, "dst")
     status = lib().vh5_read_many_slices(dset_id, ctypes.byref(arr), nslices, *_table_ptrs(tabs), fl)
     if status:
-        check(status, ids)
+        check(status, ids() if callable(ids) else ids)
 
 
 def write(src: np.ndarray, dset_id: int, tabs, nslices: int, fl: int, ids=None) -> None:
-    """``vh5_write_many_slices`` of prepared tables from ``src``."""
+    """``vh5_write_many_slices`` of prepared tables from ``src`` (``ids``: as for :func:`read`)."""
     arr = array_struct(src, "src")
     status = lib().vh5_write_many_slices(dset_id, ctypes.byref(arr), nslices, *_table_ptrs(tabs), fl)
     if status:
-        check(status, ids)
+        check(status, ids() if callable(ids) else ids)
 
 
 def copy(src: np.ndarray, dst: np.ndarray, tabs, nslices: int, fl: int) -> None:

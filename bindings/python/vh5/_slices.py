@@ -149,7 +149,7 @@ def read_many_slices(
         )
     if type(src) is Dataset:
         tabs, nslices = _marshal.tables(len(src.shape), src_start, dst_start, count, src_step, dst_step)
-        _marshal.read(src.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), src._ids())
+        _marshal.read(src.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), src._ids)
         return
     if isinstance(src, np.ndarray):
         if convert:
@@ -211,7 +211,7 @@ def read_tables(
     """:func:`read_many_slices` of an open :class:`vh5.Dataset` and coordinate tables (no
     dispatch, no selections): the building block of the compatibility shims."""
     tabs, nslices = _marshal.tables(dset.ndim, src_start, dst_start, count, src_step, dst_step)
-    _marshal.read(dset.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), dset._ids())
+    _marshal.read(dset.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), dset._ids)
 
 
 def write_many_slices(
@@ -270,7 +270,7 @@ def write_many_slices(
     if count is None or _select.is_selection_list(dst_start):
         raise TypeError("write_many_slices takes coordinate tables (src_start, dst_start, count), not selections")
     tabs, nslices = _marshal.tables(dst.ndim, src_start, dst_start, count, src_step, dst_step)
-    _marshal.write(src, dst.id, tabs, nslices, _marshal.flags(clip, convert), dst._ids())
+    _marshal.write(src, dst.id, tabs, nslices, _marshal.flags(clip, convert), dst._ids)
 
 
 def copy_many_slices(
