@@ -536,3 +536,22 @@ def test_link_order_matches_h5py_in_compact_and_dense_groups(tmp_path):
         f.visit(got.append)
         h.visit(want.append)
         assert got == want
+
+
+def test_items_and_values_give_none_for_a_dangling_soft_link(tmp_path):
+    """h5py's items() / values() yield None for a soft link that leads nowhere (its `get`);
+    vh5's raised NotFoundError, which made such a group's items() unusable (session-14
+    tryout). Opening the link still raises KeyError, as in h5py."""
+    p = tmp_path / "dangle.h5"
+    with h5py.File(p, "w") as f:
+        g = f.create_group("grp")
+        g["dangle"] = h5py.SoftLink("/nope")
+        g.create_dataset("x", data=np.arange(3))
+        g.create_group("sub")
+    with h5py.File(p) as h, vh5.File(p) as f:
+        want = [(k, None if v is None else type(v).__name__) for k, v in h["grp"].items()]
+        got = [(k, None if v is None else {"Dataset": "Dataset", "Group": "Group"}[type(v).__name__]) for k, v in f["grp"].items()]
+        assert got == want == [("dangle", None), ("sub", "Group"), ("x", "Dataset")]
+        assert [v is None for v in f["grp"].values()] == [True, False, False]
+        with pytest.raises(KeyError):
+            f["grp"]["dangle"]

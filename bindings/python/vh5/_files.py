@@ -37,6 +37,23 @@ def _join(base: str, name: str) -> str:
     return "/" + "/".join(parts)
 
 
+class _Values(ValuesView):
+    """h5py's ``ValuesViewHDF5``: ``get(name)`` of every member, None where the link leads
+    nowhere (a dangling soft link) instead of KeyError."""
+
+    def __iter__(self):
+        for key in self._mapping:
+            yield self._mapping.get(key)
+
+
+class _Items(ItemsView):
+    """h5py's ``ItemsViewHDF5``: ``(name, get(name))`` pairs (see :class:`_Values`)."""
+
+    def __iter__(self):
+        for key in self._mapping:
+            yield (key, self._mapping.get(key))
+
+
 class _Navigation(Mapping):
     """h5py's group protocol over :func:`members` (shared by :class:`File` and :class:`Group`)."""
 
@@ -117,12 +134,13 @@ class _Navigation(Mapping):
         return KeysView(self)
 
     def values(self):
-        """A view of the members (datasets and groups, opened as iterated)."""
-        return ValuesView(self)
+        """A view of the members (datasets and groups, opened as iterated; None for a
+        dangling soft link, as h5py gives)."""
+        return _Values(self)
 
     def items(self):
-        """A view of (name, member) pairs."""
-        return ItemsView(self)
+        """A view of (name, member) pairs (member None for a dangling soft link, as in h5py)."""
+        return _Items(self)
 
     def visit(self, func):
         """Call ``func(name)`` for every object below this group (names relative to it, a
