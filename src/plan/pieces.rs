@@ -147,6 +147,27 @@ impl Plan {
     /// chunk indices at most [`COUNTING_SPAN`] x their number are placed by a counting sort,
     /// O(pieces + span); others are sorted. Extra memory: one more copy of the coordinates.
     pub fn finish(&mut self) {
+        self.order_pieces();
+        self.groups.clear();
+        let mut k = 0;
+        while k < self.pieces.len() {
+            let c = self.pieces[k].chunk;
+            let start = k;
+            while k < self.pieces.len() && self.pieces[k].chunk == c {
+                k += 1;
+            }
+            self.groups.push((c, start..k));
+        }
+    }
+
+    /// Order the pieces by (chunk, row) and their coordinates with them ([`Plan::finish`]).
+    fn order_pieces(&mut self) {
+        if self.pieces.is_sorted_by_key(|p| (p.chunk, p.row)) {
+            // Already in order (a row over many chunks: its pieces come in C order of the
+            // grid): no sort, and no copy of the coordinates unless rows were dropped.
+            self.permute_coords();
+            return;
+        }
         let n = self.pieces.len();
         let (lo, hi) = self.pieces.iter().fold((u64::MAX, 0), |(lo, hi), p| (lo.min(p.chunk), hi.max(p.chunk)));
         let span = hi.wrapping_sub(lo).wrapping_add(1);
@@ -158,16 +179,6 @@ impl Plan {
             // it orders as a stable sort by chunk would, faster.
             self.pieces.sort_unstable_by_key(|p| (p.chunk, p.row));
             self.permute_coords();
-        }
-        self.groups.clear();
-        let mut k = 0;
-        while k < self.pieces.len() {
-            let c = self.pieces[k].chunk;
-            let start = k;
-            while k < self.pieces.len() && self.pieces[k].chunk == c {
-                k += 1;
-            }
-            self.groups.push((c, start..k));
         }
     }
 

@@ -187,6 +187,9 @@ pub(super) struct Fetcher<'a> {
     /// call keeps what it decodes there.
     pub(super) cache: Option<&'a ChunkCache>,
     pub(super) keep: bool,
+    /// Look chunks up in `cache` (false when it held nothing at the call's start and the call
+    /// keeps nothing: every lookup would miss, and each took the cache's mutex).
+    pub(super) probe: bool,
     /// Memory form of the decoded bytes ([`CacheKey::form`], [`CacheKey::unit`]).
     pub(super) form: (u8, usize),
     /// Cache hits and misses (raw fetches looked up and not found).
@@ -202,7 +205,7 @@ impl Fetcher<'_> {
         // A hit needs no libhdf5 call (and no chunk geometry): only chunks fetched stored and
         // decoded by vh5 are kept.
         let key = self.cache.map(|_| CacheKey { chunk: sh.plan.groups[g].0, form: self.form.0, unit: self.form.1 });
-        if let (Some(c), Some(k)) = (self.cache, &key) {
+        if let (Some(c), Some(k), true) = (self.cache, &key, self.probe) {
             if let Some(hit) = c.get(k) {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 job.hit = Some(hit);

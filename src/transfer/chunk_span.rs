@@ -60,7 +60,7 @@ pub(super) fn process_span(
         let chunk = sh.plan.groups[g].0;
         if let Some(c) = fetcher.cache {
             let key = CacheKey { chunk, form: fetcher.form.0, unit: fetcher.form.1 };
-            if let Some(hit) = c.get(&key) {
+            if let Some(hit) = fetcher.probe.then(|| c.get(&key)).flatten() {
                 fetcher.hits.fetch_add(1, Ordering::Relaxed);
                 sh.grid.linear_origin(chunk, &mut origin[..n]);
                 sh.scatter(g, &hit, &origin[..n], sh.grid.chunk()).map_err(|e| (g, e))?;

@@ -180,6 +180,7 @@ pub(crate) fn read_chunked(
         fletcher: filters.contains(&Filter::Fletcher32),
         cache,
         keep,
+        probe: cache.is_some_and(|c| keep || c.usage().0 > 0),
         form,
         hits: AtomicUsize::new(0),
         misses: AtomicUsize::new(0),
