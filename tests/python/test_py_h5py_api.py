@@ -158,6 +158,26 @@ def test_getitem_equals_h5py_on_basic_selections(files, data, name):
     np.testing.assert_array_equal(got, want)
 
 
+@settings(max_examples=500, deadline=None)
+@given(data=st.data(), shape=st.lists(st.integers(0, 6), min_size=0, max_size=4).map(tuple))
+def test_getitem_plain_selection_shortcut_equals_general_parse(data, shape):
+    """`d[sel]`'s shortcut for plain selections (ints and unstepped slices, one per axis)
+    gives the general parser's hyperslab, and declines everything it does not handle."""
+    from vh5 import _select
+
+    ints = st.tuples(*[st.integers(-8, 8) for _ in shape])
+    sel = data.draw(st.one_of(selections(shape), ints) if all(shape) else ints)
+    fast = _select._plain(sel, shape)
+    try:
+        want = _select._parse_general(sel, shape)
+    except (IndexError, TypeError, ValueError):
+        assert fast is None, (sel, shape, fast)
+        return
+    if fast is not None:
+        assert fast == want, (sel, shape)
+        assert fast.shape == np.empty(shape)[sel].shape
+
+
 def test_getitem_scalar_and_whole(files):
     f, h = files
     assert f["scalar"][()] == h["scalar"][()] and type(f["scalar"][()]) is type(h["scalar"][()])

@@ -228,11 +228,13 @@ class Dataset(Handle):
     def _read_hyperslab(self, hs: _select.Hyperslab, dst: np.ndarray, convert: bool) -> None:
         """One ``vh5_read_many_slices`` row: hyperslab ``hs`` into ``dst`` (shape ``hs.count``)."""
         nd = len(hs.start)
-        stepped = any(s != 1 for s in hs.step)
-        rows = [hs.start, (0,) * nd, hs.count, hs.step] if stepped else [hs.start, (0,) * nd, hs.count]
-        t = np.array(rows, dtype=np.uint64).reshape(len(rows), 1, nd)  # one array for the tables
+        stepped = hs.step != (1,) * nd
+        rows = (hs.start, (0,) * nd, hs.count, hs.step) if stepped else (hs.start, (0,) * nd, hs.count)
+        t = np.array(rows, dtype=np.uint64)  # one array for the tables, a row each
+        base, w = _marshal.address(t), 8 * nd
         fl = _marshal.flags(False, convert, not dst.dtype.isnative)
-        _marshal.read(self.id, dst, [t[0], t[1], t[2], t[3] if stepped else None, None], 1, fl, self._ids)
+        ptrs = [base, base + w, base + 2 * w, base + 3 * w if stepped else None, None]
+        _marshal.read_ptrs(self.id, dst, ptrs, 1, fl, self._ids)
 
     def __getitem__(self, sel):
         """The selected elements as a numpy array of :attr:`dtype` (h5py's basic selections:

@@ -281,8 +281,14 @@ def read(dset_id: int, dst: np.ndarray, tabs, nslices: int, fl: int, ids=None) -
     """``vh5_read_many_slices`` of prepared tables into ``dst`` (``ids``: names for the
     handles in error messages, see :func:`vh5._errors.python_message`, or a function making
     them, called only on an error)."""
+    read_ptrs(dset_id, dst, _table_ptrs(tabs), nslices, fl, ids)
+
+
+def read_ptrs(dset_id: int, dst: np.ndarray, ptrs, nslices: int, fl: int, ids=None) -> None:
+    """:func:`read` with the five tables given as addresses (or None), which the caller keeps
+    alive through the call."""
     arr = array_struct(dst, "dst")
-    status = lib().vh5_read_many_slices(dset_id, ctypes.byref(arr), nslices, *_table_ptrs(tabs), fl)
+    status = lib().vh5_read_many_slices(dset_id, ctypes.byref(arr), nslices, *ptrs, fl)
     if status:
         check(status, ids() if callable(ids) else ids)
 

@@ -62,6 +62,12 @@ def parse(sel, shape, index=None) -> Hyperslab:
         TypeError: anything but integers, slices and Ellipsis (lists, arrays, masks, None,
             floats, strings).
     """
+    hs = _plain(sel, shape)
+    return hs if hs is not None else _parse_general(sel, shape, index)
+
+
+def _parse_general(sel, shape, index=None) -> Hyperslab:
+    """:func:`parse` of any selection (the checks and messages)."""
     shape = tuple(int(n) for n in shape)
     keys = _as_tuple(sel)
     nd = len(shape)
@@ -101,6 +107,38 @@ def parse(sel, shape, index=None) -> Hyperslab:
         count.append(1)
         step.append(1)
     return Hyperslab(tuple(start), tuple(count), tuple(step), tuple(out))
+
+
+def _plain(sel, shape):
+    """:func:`parse` of the common selections alone, cheaply (``d[sel]`` of one small row):
+    a tuple of at most one entry per axis (or one entry), each a Python ``int`` in range or
+    a ``slice`` of ``int`` / None bounds and no step, the remaining axes whole; ``shape`` a
+    tuple of ``int``. None for anything else (:func:`parse` then decides, and names what is wrong)."""
+    keys = sel if type(sel) is tuple else (sel,)
+    if type(shape) is not tuple or len(keys) > len(shape):
+        return None
+    if len(keys) < len(shape):  # the remaining axes whole (an Ellipsis among keys declines below)
+        keys = keys + (slice(None),) * (len(shape) - len(keys))
+    start, count, out = [], [], []
+    for k, n in zip(keys, shape):
+        tk = type(k)
+        if tk is slice:
+            if k.step is not None or type(n) is not int:
+                return None
+            a, b = k.start, k.stop
+            if not (a is None or type(a) is int) or not (b is None or type(b) is int):
+                return None
+            s, e, _ = k.indices(n)
+            c = e - s if e > s else 0
+            start.append(s if c else 0)
+            count.append(c)
+            out.append(c)
+        elif tk is int and type(n) is int and -n <= k < n:
+            start.append(k % n)
+            count.append(1)
+        else:
+            return None
+    return Hyperslab(tuple(start), tuple(count), (1,) * len(shape), tuple(out))
 
 
 def _slice(k: slice, n: int, axis: int, index):
