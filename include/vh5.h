@@ -730,6 +730,13 @@ typedef struct vh5_dataset_info {
    * `itemsize` bytes, when `has_fill_value` and `itemsize <= 16`; zero otherwise.
    */
   uint8_t fill_value[16];
+  /**
+   * 1 for a null dataspace (`H5S_NULL`, h5py's `Empty`): the dataset holds no elements
+   * at all (`ndim` is 0 as for a scalar, which holds one); reads of it fail with
+   * `VH5_ERR_UNSUPPORTED`. (Placed in what was the struct's trailing padding: its size
+   * and every other field's offset are unchanged.)
+   */
+  uint8_t null_dataspace;
 } vh5_dataset_info;
 
 /**
@@ -771,8 +778,10 @@ typedef struct vh5_array {
   const uint64_t *shape;
   /**
    * `ndim` strides in BYTES, possibly negative or not multiples of `itemsize`; NULL means
-   * C order (row-major) contiguous. Strides under which two different indices would share a
-   * byte are rejected.
+   * C order (row-major) contiguous. Written arrays (destinations) must have nested strides:
+   * taken by magnitude, each axis's stride at least the byte span of the axes with smaller
+   * strides. That rejects every layout under which two different indices share a byte, and
+   * also a few exotic ones (`as_strided` interleavings) under which none do.
    */
   const int64_t *strides;
 } vh5_array;
@@ -986,7 +995,7 @@ vh5_status vh5_close(int64_t id);
  * `VH5_ERR_NULL_ARGUMENT` (dst, a required table, shape, or base with base_len > 0 NULL);
  * `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; a step of 0 — naming row, axis and table;
  * ndim of the table/array different from the dataset's; itemsize not the dtype's size;
- * array strides under which two indices share a byte); `VH5_ERR_UNSUPPORTED` (more than 32
+ * destination strides that do not nest, see `vh5_array.strides`); `VH5_ERR_UNSUPPORTED` (more than 32
  * axes; variable-length, vlen or reference dataset types; a dataset with external or
  * virtual storage not opened through a file with `VH5_FILE_ALLOW_EXTERNAL`; a filter
  * pipeline libhdf5 cannot decode reliably, naming the filters; a stored chunk that needs a
@@ -1199,8 +1208,8 @@ vh5_status payload_copy_data(const uint8_t *buf,
  * error nothing has been written. Returns `VH5_OK` (also for nslices 0 and empty arrays);
  * `VH5_ERR_NULL_ARGUMENT` (src, dst, a required table, a shape, or a base with base_len > 0
  * NULL); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits or CONVERT; ndim mismatch; step 0,
- * naming row, axis and table; itemsize not the dtype's size; destination strides under which
- * two indices share a byte: the message starts with "dst:"); `VH5_ERR_DTYPE` (unknown dtype
+ * naming row, axis and table; itemsize not the dtype's size; destination strides that do not
+ * nest, see `vh5_array.strides`: the message starts with "dst:"); `VH5_ERR_DTYPE` (unknown dtype
  * code, different dtypes or item sizes); `VH5_ERR_UNSUPPORTED` (more than 32 axes);
  * `VH5_ERR_BUFFER_TOO_SMALL` (an array reaching outside `[base, base+base_len)`: the message
  * starts with "src:" or "dst:" and gives the byte offsets); `VH5_ERR_OUT_OF_BOUNDS` (without

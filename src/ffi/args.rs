@@ -36,8 +36,10 @@ pub struct vh5_array {
     /// `ndim` extents, elements (may be NULL when `ndim` is 0).
     pub shape: *const u64,
     /// `ndim` strides in BYTES, possibly negative or not multiples of `itemsize`; NULL means
-    /// C order (row-major) contiguous. Strides under which two different indices would share a
-    /// byte are rejected.
+    /// C order (row-major) contiguous. Written arrays (destinations) must have nested strides:
+    /// taken by magnitude, each axis's stride at least the byte span of the axes with smaller
+    /// strides. That rejects every layout under which two different indices share a byte, and
+    /// also a few exotic ones (`as_strided` interleavings) under which none do.
     pub strides: *const i64,
 }
 

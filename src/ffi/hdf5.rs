@@ -109,6 +109,11 @@ pub struct vh5_dataset_info {
     /// The fill value as one element of the memory type (native byte order), in the first
     /// `itemsize` bytes, when `has_fill_value` and `itemsize <= 16`; zero otherwise.
     pub fill_value: [u8; 16],
+    /// 1 for a null dataspace (`H5S_NULL`, h5py's `Empty`): the dataset holds no elements
+    /// at all (`ndim` is 0 as for a scalar, which holds one); reads of it fail with
+    /// `VH5_ERR_UNSUPPORTED`. (Placed in what was the struct's trailing padding: its size
+    /// and every other field's offset are unchanged.)
+    pub null_dataspace: u8,
 }
 
 impl From<&DatasetInfo> for vh5_dataset_info {
@@ -148,6 +153,7 @@ impl From<&DatasetInfo> for vh5_dataset_info {
             }
         }
         o.fill_value_user_defined = info.fill_value_user_defined as u8;
+        o.null_dataspace = info.null_dataspace as u8;
         o
     }
 }
@@ -318,7 +324,7 @@ pub extern "C" fn vh5_close(id: i64) -> vh5_status {
 /// `VH5_ERR_NULL_ARGUMENT` (dst, a required table, shape, or base with base_len > 0 NULL);
 /// `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; a step of 0 — naming row, axis and table;
 /// ndim of the table/array different from the dataset's; itemsize not the dtype's size;
-/// array strides under which two indices share a byte); `VH5_ERR_UNSUPPORTED` (more than 32
+/// destination strides that do not nest, see `vh5_array.strides`); `VH5_ERR_UNSUPPORTED` (more than 32
 /// axes; variable-length, vlen or reference dataset types; a dataset with external or
 /// virtual storage not opened through a file with `VH5_FILE_ALLOW_EXTERNAL`; a filter
 /// pipeline libhdf5 cannot decode reliably, naming the filters; a stored chunk that needs a

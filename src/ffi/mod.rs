@@ -308,6 +308,16 @@ pub extern "C" fn vh5_dtype_name(dtype: u32) -> *const c_char {
 mod tests {
     use super::*;
 
+    /// `vh5_dataset_info` is allocated by callers: a field added later must fit in what was
+    /// trailing padding (`null_dataspace` did), never change the size or an offset.
+    #[test]
+    fn dataset_info_layout_is_stable() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(size_of::<hdf5::vh5_dataset_info>(), 904);
+        assert_eq!(offset_of!(hdf5::vh5_dataset_info, fill_value), 882);
+        assert_eq!(offset_of!(hdf5::vh5_dataset_info, null_dataspace), 898);
+    }
+
     /// The literal C enum (cbindgen needs one) agrees with `error::STATUSES` in numbers and
     /// names, and every error kind maps to its row's code.
     #[test]

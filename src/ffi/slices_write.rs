@@ -34,8 +34,8 @@ use super::{guard, null_arg, vh5_status};
 /// error nothing has been written. Returns `VH5_OK` (also for nslices 0 and empty arrays);
 /// `VH5_ERR_NULL_ARGUMENT` (src, dst, a required table, a shape, or a base with base_len > 0
 /// NULL); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits or CONVERT; ndim mismatch; step 0,
-/// naming row, axis and table; itemsize not the dtype's size; destination strides under which
-/// two indices share a byte: the message starts with "dst:"); `VH5_ERR_DTYPE` (unknown dtype
+/// naming row, axis and table; itemsize not the dtype's size; destination strides that do not
+/// nest, see `vh5_array.strides`: the message starts with "dst:"); `VH5_ERR_DTYPE` (unknown dtype
 /// code, different dtypes or item sizes); `VH5_ERR_UNSUPPORTED` (more than 32 axes);
 /// `VH5_ERR_BUFFER_TOO_SMALL` (an array reaching outside `[base, base+base_len)`: the message
 /// starts with "src:" or "dst:" and gives the byte offsets); `VH5_ERR_OUT_OF_BOUNDS` (without

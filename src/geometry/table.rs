@@ -361,7 +361,9 @@ impl ArrayLayout {
             if st < span {
                 bail!(
                     InvalidArgument,
-                    "array strides overlap: axis {j} (stride {} bytes, extent {}) would make different indices share bytes (shape {:?}, strides {:?}, itemsize {})",
+                    "array strides overlap: axis {j} (stride {} bytes, extent {}) steps inside the {span} bytes spanned by the axes of smaller stride, \
+                     so different indices may share bytes (shape {:?}, strides {:?}, itemsize {}); vh5 writes only arrays whose strides nest \
+                     (each at least the span of the smaller ones): write into a contiguous array and copy it into this view",
                     self.strides[j],
                     self.shape[j],
                     self.shape,

@@ -9,6 +9,7 @@ use hdf5_sys::h5i::{hid_t, H5I_type_t};
 use hdf5_sys::h5l::H5Lexists;
 use hdf5_sys::h5o::H5Oopen;
 use hdf5_sys::h5p::*;
+use hdf5_sys::h5s::{H5S_class_t, H5Sget_simple_extent_type};
 
 use super::error::{check, clear_stack, hdf5_error};
 use super::handle::{close_id, dataset_name, id_type, Handle};
@@ -292,6 +293,9 @@ pub struct DatasetInfo {
     pub fill_value: Option<Vec<u8>>,
     /// True when the fill value was set by the file's writer (not libhdf5's default zeros).
     pub fill_value_user_defined: bool,
+    /// True for a null dataspace (`H5S_NULL`, h5py's `Empty`): no elements at all; `shape`
+    /// and `maxshape` are then empty, as for a scalar, which has one element.
+    pub null_dataspace: bool,
 }
 
 /// Describe the dataset `dset` (must be an open dataset id: `InvalidHandle` otherwise).
@@ -301,6 +305,7 @@ pub fn dataset_info(lock: &H5Lock, dset: hid_t) -> Result<DatasetInfo> {
     unsafe {
         let space = Handle::new(lock, H5Dget_space(dset), "H5Dget_space")?;
         let (shape, maxshape) = space_dims(lock, space.id())?;
+        let null_dataspace = H5Sget_simple_extent_type(space.id()) == H5S_class_t::H5S_NULL;
         let ftype = Handle::new(lock, H5Dget_type(dset), "H5Dget_type")?;
         let dtype = classify(lock, ftype.id())?;
         let dcpl = Handle::new(lock, H5Dget_create_plist(dset), "H5Dget_create_plist")?;
@@ -340,7 +345,17 @@ pub fn dataset_info(lock: &H5Lock, dset: hid_t) -> Result<DatasetInfo> {
                 clear_stack(lock);
             }
         }
-        Ok(DatasetInfo { shape, maxshape, layout, chunk, dtype, filters, fill_value, fill_value_user_defined: status == H5D_fill_value_t::H5D_FILL_VALUE_USER_DEFINED })
+        Ok(DatasetInfo {
+            shape,
+            maxshape,
+            layout,
+            chunk,
+            dtype,
+            filters,
+            fill_value,
+            fill_value_user_defined: status == H5D_fill_value_t::H5D_FILL_VALUE_USER_DEFINED,
+            null_dataspace,
+        })
     }
 }
 

@@ -184,7 +184,7 @@ fn new_spaces(lock: &H5Lock, dset: hid_t) -> Result<SpaceCache> {
         let file_space = Handle::new(lock, H5Dget_space(dset), "H5Dget_space")?;
         if H5Sget_simple_extent_type(file_space.id()) == H5S_class_t::H5S_NULL {
             // h5py.Empty / H5S_NULL: no elements at all (not a scalar, which has one).
-            bail!(Unsupported, "the dataset has a null dataspace (H5S_NULL, h5py.Empty): it holds no elements to read");
+            bail!(Unsupported, "dataset {}: a null dataspace (H5S_NULL, h5py.Empty): it holds no elements to read", super::handle::dataset_name(lock, dset));
         }
         let (shape, _) = space_dims(lock, file_space.id())?;
         let one = [1u64];

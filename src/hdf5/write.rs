@@ -47,6 +47,10 @@ impl<'l> HyperslabWriter<'l> {
         // SAFETY: valid dataset id (checked by the caller); lock held; buffers of 32 entries.
         unsafe {
             let file_space = Handle::new(lock, H5Dget_space(dset), "H5Dget_space")?;
+            if H5Sget_simple_extent_type(file_space.id()) == H5S_class_t::H5S_NULL {
+                // (libhdf5 writes nothing there and reports success: the rows would be lost.)
+                bail!(Unsupported, "dataset {}: a null dataspace (H5S_NULL, h5py.Empty): it holds no elements to write", super::handle::dataset_name(lock, dset));
+            }
             let n = check(lock, H5Sget_simple_extent_ndims(file_space.id()), "H5Sget_simple_extent_ndims")? as usize;
             let mut dims = [0u64; crate::dtype::MAX_RANK];
             if n > 0 {

@@ -384,3 +384,15 @@ def test_newer_hdf5_format_files_named_by_info_and_read(tmp_path, libver):
     else:
         assert _linked_hdf5()[:2] < _writer_hdf5() and r.stderr.startswith("vh5: VH5_ERR_UNSUPPORTED: file `"), r.stderr
         assert "object `gz`: written with a newer HDF5 format" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_info_null_dataspace_is_not_listed_as_a_scalar(tmp_path):
+    """A null dataspace (h5py.Empty, no elements) and a scalar (one element) were both
+    listed as `shape []`."""
+    p = tmp_path / "null.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("empty", data=h5py.Empty("f4"))
+        f["scalar"] = np.float32(1)
+    r = run("info", p)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "  /empty: shape null (no elements" in r.stdout and "  /scalar: shape []" in r.stdout, r.stdout

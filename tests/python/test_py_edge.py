@@ -187,3 +187,14 @@ print("ok")
     env = {k: v for k, v in os.environ.items() if k != "HDF5_USE_FILE_LOCKING"}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+def test_destination_strides_that_do_not_nest_refused_without_claiming_overlap():
+    """A (2, 4) view with strides (40, 24) has 8 distinct offsets, none sharing a byte, but
+    its strides do not nest: vh5 refuses it (its check is conservative) and says so, rather
+    than claiming that indices share bytes (session-15 tryout)."""
+    buf = np.zeros(15, np.float64)
+    dst = np.ndarray((2, 4), dtype=np.float64, buffer=buf.data, strides=(40, 24))
+    with pytest.raises(vh5.InvalidArgumentError, match="may share bytes.*strides nest.*contiguous array"):
+        vh5.copy_many_slices(np.ones((2, 4)), dst, src_start=[0, 0], dst_start=[0, 0], count=[2, 4])
+    assert not buf.any()  # nothing written

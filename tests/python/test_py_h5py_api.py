@@ -575,3 +575,33 @@ def test_items_and_values_give_none_for_a_dangling_soft_link(tmp_path):
         assert [v is None for v in f["grp"].values()] == [True, False, False]
         with pytest.raises(KeyError):
             f["grp"]["dangle"]
+
+
+def test_null_dataspace_dataset_has_no_shape_like_h5py(tmp_path):
+    """h5py.Empty (a null dataspace: no elements at all) was reported as a scalar (shape (),
+    size 1); h5py gives shape None, size None, ndim 0 (session-15 tryout)."""
+    p = tmp_path / "null.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("empty", data=h5py.Empty("f4"))
+        f["scalar"] = np.float32(1)
+    with h5py.File(p, "r") as h, vh5.File(p) as f:
+        e, he = f["empty"], h["empty"]
+        assert (e.shape, e.size, e.ndim, e.maxshape) == (he.shape, he.size, he.ndim, he.maxshape) == (None, None, 0, None)
+        s, hs = f["scalar"], h["scalar"]
+        assert (s.shape, s.size, s.ndim) == (hs.shape, hs.size, hs.ndim) == ((), 1, 0)
+        with pytest.raises(TypeError, match="null dataspace"):
+            len(e)
+        for sel in ((), Ellipsis, 0):
+            with pytest.raises(vh5.UnsupportedError, match="null dataspace"):
+                e[sel]
+        with pytest.raises(vh5.UnsupportedError, match="null dataspace"):
+            e.read_direct(np.zeros(1, "f4"))
+        with pytest.raises(vh5.UnsupportedError, match="null dataspace"):
+            vh5.read_many_slices(e, np.zeros((), "f4"), [[]], [[]], [[]])
+        assert "shape=None" in repr(e)
+    # A write of the one "element" a 0-d table names was a silent no-op (libhdf5 writes
+    # nothing into a null dataspace and reports success): refused, naming the dataset.
+    z = np.zeros((1, 0), np.uint64)
+    with vh5.File(p, "r+") as f:
+        with pytest.raises(vh5.UnsupportedError, match="`/empty`.*null dataspace.*to write"):
+            vh5.write_many_slices(np.ones((), "f4"), f["empty"], z, z, z)

@@ -113,6 +113,8 @@ class Dataset(Handle):
         nd = int(info.ndim)
         self.shape = tuple(int(info.shape[i]) for i in range(nd))
         self.maxshape = tuple(None if info.maxshape[i] == _UNLIMITED else int(info.maxshape[i]) for i in range(nd))
+        if info.null_dataspace:  # h5py.Empty: no elements at all (a scalar has one), as h5py
+            self.shape = self.maxshape = None
         self.chunks = tuple(int(info.chunk[i]) for i in range(nd)) if info.chunked else None
         self.layout = LAYOUT_NAMES.get(int(info.layout), str(int(info.layout)))
         self.filters = tuple(FILTER_NAMES.get(int(f), int(f)) for f in info.filter_id[: min(int(info.nfilters), 16)])
@@ -144,16 +146,19 @@ class Dataset(Handle):
 
     @property
     def ndim(self) -> int:
-        """Number of axes (0 for a scalar dataset)."""
-        return len(self.shape)
+        """Number of axes (0 for a scalar dataset and for an empty one, h5py's ``Empty``)."""
+        return 0 if self.shape is None else len(self.shape)
 
     @property
-    def size(self) -> int:
-        """Number of elements (product of :attr:`shape`)."""
-        return int(np.prod(self.shape, dtype=np.int64))
+    def size(self):
+        """Number of elements (product of :attr:`shape`); None for an empty dataset (a null
+        dataspace, h5py's ``Empty``: :attr:`shape` is None), as h5py."""
+        return None if self.shape is None else int(np.prod(self.shape, dtype=np.int64))
 
     def __len__(self) -> int:
-        """Length of the first axis (``TypeError`` for a scalar dataset, as h5py)."""
+        """Length of the first axis (``TypeError`` for a scalar or empty dataset, as h5py)."""
+        if self.shape is None:
+            raise TypeError(f"dataset {self.name!r} is empty (a null dataspace, h5py.Empty): it has no len()")
         if not self.shape:
             raise TypeError(f"dataset {self.name!r} is a scalar (0-d): it has no len()")
         return self.shape[0]
@@ -196,6 +201,16 @@ class Dataset(Handle):
         return list(vals[: min(n.value, 64)])
 
     # -- reads ---------------------------------------------------------------------------
+
+    def _extent(self) -> tuple:
+        """:attr:`shape`, refusing an empty dataset (a null dataspace) as the library does."""
+        if self.shape is None:
+            raise error(
+                "VH5_ERR_UNSUPPORTED",
+                f"dataset {self.name!r} of {self.file.filename!r} has a null dataspace (H5S_NULL, h5py.Empty): "
+                "it holds no elements to read",
+            )
+        return self.shape
 
     def _readable_dtype(self) -> np.dtype:
         dt = self.dtype
@@ -249,7 +264,7 @@ class Dataset(Handle):
             vh5.InvalidHandleError: the dataset (or its File) is closed.
         """
         dt = self._readable_dtype()
-        hs = _select.parse(sel, self.shape)
+        hs = _select.parse(sel, self._extent())
         out = np.empty(hs.count, dtype=dt)
         if out.size:
             self._read_hyperslab(hs, out, False)
@@ -282,7 +297,7 @@ class Dataset(Handle):
             raise TypeError(f"dst must be a numpy.ndarray, not {type(dst).__name__}")
         if not dst.flags.writeable:
             raise ValueError("dst must be writeable")
-        hs = _select.parse(() if source_sel is None else source_sel, self.shape)
+        hs = _select.parse(() if source_sel is None else source_sel, self._extent())
         view = dst if dest_sel is None else dst[dest_sel]
         if not isinstance(view, np.ndarray) or (view.base is None and view is not dst):
             raise TypeError(f"dest_sel {dest_sel!r} must be a basic selection of dst (a view, not a copy)")

@@ -307,7 +307,7 @@ def gather(dset, src_start, count, src_step=None, rows_per_task=None, *, name=No
         vh5.OutOfBoundsError: a row reaching past the extent (naming row and axis).
     """
     d = source_dataset(dset)
-    nd = len(d.shape)
+    nd = len(d._extent())
     if nd == 0:
         raise ValueError(f"dataset {d.name!r} is a scalar (0-d): there are no rows to gather")
     starts = np.ascontiguousarray(_table("src_start", src_start, nd, None))

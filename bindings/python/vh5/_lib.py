@@ -112,6 +112,7 @@ class DatasetInfo(Structure):
         ("has_fill_value", c_uint8),
         ("fill_value_user_defined", c_uint8),
         ("fill_value", c_uint8 * 16),
+        ("null_dataspace", c_uint8),
     ]
 
 

@@ -143,12 +143,12 @@ def read_many_slices(
     if not dst.flags.writeable:
         raise ValueError("dst must be writeable")
     if count is None or (type(src_start) is not _ndarray and _select.is_selection_list(src_start)):
-        shape = src.shape
+        shape = src._extent() if isinstance(src, Dataset) else src.shape
         src_start, dst_start, count, src_step = _selection_tables(
             len(shape), shape, src_start, dst_start, count, src_step
         )
     if type(src) is Dataset:
-        tabs, nslices = _marshal.tables(len(src.shape), src_start, dst_start, count, src_step, dst_step)
+        tabs, nslices = _marshal.tables(len(src._extent()), src_start, dst_start, count, src_step, dst_step)
         _marshal.read(src.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), src._ids)
         return
     if isinstance(src, np.ndarray):
@@ -170,7 +170,7 @@ def _read_fast(src: Dataset, dst, src_start, dst_start, count, src_step, dst_ste
     matters for small calls (docs/BENCHMARKS.md, "single-row call"); the general path
     broadcasts, converts and checks in Python and raises the errors users see, so every
     refusal here defers to it."""
-    if count is None or not dst.flags.writeable:
+    if count is None or not dst.flags.writeable or src.shape is None:
         return False
     ndim = len(src.shape)
     nslices = -1

@@ -58,8 +58,8 @@ class _BlockSource:
 
     def __init__(self, dset: Dataset):
         self.dset = dset
-        self.shape = dset.shape
-        self.ndim = len(dset.shape)
+        self.shape = dset._extent()  # (an empty dataset, h5py.Empty, is refused)
+        self.ndim = len(self.shape)
         self.dtype = dset.dtype.newbyteorder("=") if dset.dtype.itemsize > 1 else dset.dtype
 
     def __dask_tokenize__(self):
@@ -187,7 +187,8 @@ def from_dataset(dset, chunks="auto", *, name=None, inline_array: bool = False):
 
     Raises:
         TypeError: another kind of ``dset``. vh5.UnsupportedError: an element type vh5
-        cannot read (variable-length strings...). vh5.InvalidHandleError: ``dset`` closed.
+        cannot read (variable-length strings...), an empty dataset (a null dataspace,
+        h5py's ``Empty``). vh5.InvalidHandleError: ``dset`` closed.
     """
     src = _BlockSource(_source_dataset(dset))
     norm = _aligned_chunks(chunks, src.dset, src.dtype)

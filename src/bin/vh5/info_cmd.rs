@@ -94,7 +94,8 @@ fn describe(l: &h5::error::H5Session, d: &h5::Handle) -> Result<String> {
         let names: Vec<String> = i.filters.iter().map(|(id, n)| if n.is_empty() { format!("filter {id}") } else { format!("{n} ({id})") }).collect();
         format!("filters: {}", names.join(", "))
     };
-    Ok(format!("shape {:?}, {}, {layout}, {filters}, fill value {}", i.shape, i.dtype.description, fmt_fill(&i)))
+    let shape = if i.null_dataspace { "null (no elements: h5py.Empty)".to_string() } else { format!("{:?}", i.shape) };
+    Ok(format!("shape {shape}, {}, {layout}, {filters}, fill value {}", i.dtype.description, fmt_fill(&i)))
 }
 
 /// List the datasets of `path`; returns how many objects could not be opened or described.
