@@ -16,7 +16,7 @@ use super::handle::{close_id, dataset_name, id_type, Handle};
 use super::hyperslab::space_dims;
 use super::lock::H5Lock;
 use super::types::{classify, TypeInfo};
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 pub use super::hyperslab::{HyperslabReader, SpaceCache};
 pub use crate::dtype::MAX_RANK;
@@ -72,6 +72,27 @@ pub fn expect_kind(lock: &H5Lock, id: hid_t, kinds: &[H5I_type_t], what: &str) -
         Some(t) => bail!(InvalidHandle, "{what} {id} is a libhdf5 id of type {t:?}, not {kinds:?}"),
         None => bail!(InvalidHandle, "{what} {id} is not an open libhdf5 id (closed, never opened, or from another libhdf5 instance such as h5py's)"),
     }
+}
+
+/// `e`, the failure of a call on the dataset `dset`, as `InvalidHandle` when `dset` is no
+/// longer open: another thread closed it (or its file) during the call, so libhdf5 failed
+/// on a stale id ("not a dataset ID"). Other failures are returned as they are.
+pub fn closed_during_call(dset: hid_t, e: Error) -> Error {
+    if e.kind == ErrorKind::InvalidHandle {
+        return e;
+    }
+    let s = super::error::session();
+    if id_type(s.lock(), dset).is_some() {
+        return e;
+    }
+    Error::new(
+        ErrorKind::InvalidHandle,
+        format!(
+            "dataset {dset} was closed during the call (by another thread, or with its file): close a file only after the calls on its datasets \
+             have returned; the destination may be partly written (what failed: {})",
+            e.message
+        ),
+    )
 }
 
 /// Open the dataset at `name` (a path, possibly through groups: `grp/sub/var` or `/grp/var`)

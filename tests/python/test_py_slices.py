@@ -572,3 +572,44 @@ def test_short_stored_chunk_found_deep_in_a_many_level_btree():
         whole[...] = 0
         vh5.read_many_slices(f["two"], whole, [0, 0], [0, 0], list(want_two.shape))
         np.testing.assert_array_equal(whole, want_two)
+
+
+def test_file_closed_during_reads_and_writes_gives_invalid_handle(tmp_path):
+    """Closing a File while other threads are inside read_many_slices / write_many_slices:
+    the calls that meet the closed ids fail with InvalidHandleError (they raised HDF5Error
+    "dset_id is not a dataset ID" with a libhdf5 stack; session-15 tryout). Never a crash."""
+    import h5py
+
+    p = tmp_path / "conc.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as h:
+        h.create_dataset("x", data=np.random.default_rng(0).random((400, 400)), chunks=(20, 20), compression="gzip")
+        h.create_dataset("y", data=np.zeros((200, 200)), chunks=(10, 10), compression="gzip")
+    errors, started = [], threading.Barrier(4)
+    f = vh5.File(p, "r+")
+    d, y = f["x"], f["y"]
+    rng = np.random.default_rng(1)
+
+    def run(call):
+        started.wait()
+        try:
+            for _ in range(200):
+                call()
+        except vh5.Error as e:
+            errors.append(e)
+
+    def read():
+        vh5.read_many_slices(d, np.zeros((3000, 10)), rng.integers(0, 390, (300, 2)), np.c_[np.arange(300) * 10, np.zeros(300, int)], [10, 10])
+
+    def write():
+        vh5.write_many_slices(np.ones((5, 5)), y, [0, 0], rng.integers(0, 195, (100, 2)), [5, 5])
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in (read, read, write)]
+    for t in threads:
+        t.start()
+    started.wait()
+    time.sleep(0.05)
+    f.close()
+    for t in threads:
+        t.join()
+    assert errors, "every call finished before the close: nothing was tested"
+    assert all(isinstance(e, vh5.InvalidHandleError) for e in errors), [str(e)[:300] for e in errors]
