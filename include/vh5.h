@@ -1007,7 +1007,8 @@ vh5_status vh5_close(int64_t id);
  * array extent, or whose `start + (count-1)*step` overflows uint64 — naming row, axis and the
  * numbers); `VH5_ERR_DTYPE` (unknown dtype code; dataset dtype differs from `dst->dtype`
  * without CONVERT; no libhdf5 conversion path with CONVERT; opaque itemsize mismatch; `VH5_SLICES_SWAPPED` with an opaque dtype);
- * `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5
+ * `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id, or another thread closed it or
+ * its file during the call: earlier rows may have been written); `VH5_ERR_HDF5` (libhdf5
  * failed during a read, e.g. a corrupt chunk or a missing filter plugin; earlier rows may
  * have been written); `VH5_ERR_NO_MEMORY` (a buffer vh5 needed — a whole chunk, its stored
  * bytes, a row's staging buffer — could not be allocated; the message names the chunk or
@@ -1289,7 +1290,8 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * `VH5_ERR_OUT_OF_BOUNDS` (without CLIP, a row reaching outside the array or the dataset:
  * the message names row, axis and side); `VH5_ERR_DTYPE` (unknown dtype code, dtype
  * mismatch without CONVERT, no libhdf5 conversion with it); `VH5_ERR_INVALID_HANDLE`
- * (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5 failed part-way, e.g. a
+ * (`dset` is not an open dataset id, or another thread closed it or its file during the
+ * call: earlier rows may have been written); `VH5_ERR_HDF5` (libhdf5 failed part-way, e.g. a
  * corrupt chunk that had to be read, a filter failure, a full disk: the message says which
  * rows had been written completely, which in part, and carries libhdf5's error stack);
  * `VH5_ERR_NO_MEMORY` (a chunk-sized or row-sized staging buffer could not be allocated;

@@ -336,7 +336,8 @@ pub extern "C" fn vh5_close(id: i64) -> vh5_status {
 /// array extent, or whose `start + (count-1)*step` overflows uint64 — naming row, axis and the
 /// numbers); `VH5_ERR_DTYPE` (unknown dtype code; dataset dtype differs from `dst->dtype`
 /// without CONVERT; no libhdf5 conversion path with CONVERT; opaque itemsize mismatch; `VH5_SLICES_SWAPPED` with an opaque dtype);
-/// `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5
+/// `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id, or another thread closed it or
+/// its file during the call: earlier rows may have been written); `VH5_ERR_HDF5` (libhdf5
 /// failed during a read, e.g. a corrupt chunk or a missing filter plugin; earlier rows may
 /// have been written); `VH5_ERR_NO_MEMORY` (a buffer vh5 needed — a whole chunk, its stored
 /// bytes, a row's staging buffer — could not be allocated; the message names the chunk or

@@ -132,7 +132,8 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
 /// `VH5_ERR_OUT_OF_BOUNDS` (without CLIP, a row reaching outside the array or the dataset:
 /// the message names row, axis and side); `VH5_ERR_DTYPE` (unknown dtype code, dtype
 /// mismatch without CONVERT, no libhdf5 conversion with it); `VH5_ERR_INVALID_HANDLE`
-/// (`dset` is not an open dataset id); `VH5_ERR_HDF5` (libhdf5 failed part-way, e.g. a
+/// (`dset` is not an open dataset id, or another thread closed it or its file during the
+/// call: earlier rows may have been written); `VH5_ERR_HDF5` (libhdf5 failed part-way, e.g. a
 /// corrupt chunk that had to be read, a filter failure, a full disk: the message says which
 /// rows had been written completely, which in part, and carries libhdf5's error stack);
 /// `VH5_ERR_NO_MEMORY` (a chunk-sized or row-sized staging buffer could not be allocated;
