@@ -11,10 +11,21 @@
 /// The printable form of the name `bytes` (see the module docs): `a\xe9` for `b"a\xe9"`,
 /// `a\\b` for `b"a\\b"`, `température` for its UTF-8 bytes.
 pub fn escape(bytes: &[u8]) -> String {
+    escaped(bytes, true)
+}
+
+/// Text from libhdf5 (error stack descriptions, which quote names: "object 'a\xe9' doesn't
+/// exist") with each byte that is not UTF-8 as `\xNN` instead of U+FFFD, so two names stay
+/// apart in it; backslashes are kept as they are (prose, not a name to read back).
+pub fn escape_text(bytes: &[u8]) -> String {
+    escaped(bytes, false)
+}
+
+fn escaped(bytes: &[u8], backslashes: bool) -> String {
     let mut out = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
         for ch in chunk.valid().chars() {
-            if ch == '\\' {
+            if ch == '\\' && backslashes {
                 out.push_str("\\\\");
             } else {
                 out.push(ch);
@@ -77,6 +88,7 @@ mod tests {
         assert_eq!(escape(b"a\\xe9"), "a\\\\xe9");
         assert_eq!(escape(b"\xed\xa0\x80/x\xff"), "\\xed\\xa0\\x80/x\\xff");
         assert_ne!(escape(b"a\xe9"), escape(b"a\xe8"));
+        assert_eq!(escape_text(b"object 'a\xe9' in C:\\x"), "object 'a\\xe9' in C:\\x");
     }
 
     #[test]

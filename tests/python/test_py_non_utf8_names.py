@@ -148,6 +148,9 @@ def test_non_utf8_name_errors_are_escaped_and_never_a_wrong_object(pair):
     with pytest.raises(KeyError) as e:
         f[b"a\xe9/below"]
     assert "`/a\\xe9` is a dataset, not a group" in str(e.value), str(e.value)
+    with pytest.raises(vh5.Error) as e:
+        f.dataset(b"g\xe9/d\xe9")  # a dangling soft link: libhdf5's stack follows the message
+    assert "`/g\\xe9/d\\xe9`" in str(e.value) and "\ufffd" not in str(e.value)
     with pytest.raises(ValueError, match="lone surrogate"):
         f["a\ud800"]  # a surrogate that stands for no byte
     with pytest.raises(ValueError, match="null byte"):
