@@ -870,7 +870,10 @@ vh5_status payload_decode_document(const uint8_t *buf,
                                    size_t *n_views);
 
 /**
- * Open the HDF5 file at `path` (NUL-terminated UTF-8) and store its id in `*file_out`.
+ * Open the HDF5 file at `path` and store its id in `*file_out`. `path` is a NUL-terminated
+ * byte string, passed to the operating system as it is: UTF-8 is not required (a Unix file
+ * name may hold any bytes but NUL); messages show bytes that are not UTF-8 as `\xNN` and a
+ * backslash as `\\`.
  *
  * `flags`: 0 (read-only), or any of `VH5_FILE_READ_WRITE` and `VH5_FILE_ALLOW_EXTERNAL` (allow
  * datasets pointing at other files; see its doc). The id is a libhdf5 `hid_t` (int64_t);
@@ -879,7 +882,7 @@ vh5_status payload_decode_document(const uint8_t *buf,
  * stays open until the last of them is closed.
  *
  * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`path` or `file_out` NULL);
- * `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits, path not UTF-8); `VH5_ERR_IO` (missing or
+ * `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits); `VH5_ERR_IO` (missing or
  * unreadable file, a directory, or not an HDF5 file — e.g. a netCDF classic file: the
  * message says "not an HDF5 file"); `VH5_ERR_HDF5` (libhdf5 failed to open it; message with
  * its error stack). `*file_out` is set to -1 on failure. Thread-safe.
@@ -890,9 +893,12 @@ vh5_status payload_decode_document(const uint8_t *buf,
 vh5_status vh5_file_open(const char *path, uint32_t flags, int64_t *file_out);
 
 /**
- * Open the dataset `name` (NUL-terminated UTF-8 path, through groups: "grp/var" or
- * "/grp/var") in the file (or group) `file` and store its id in `*dset_out`; close it with
- * `vh5_close`.
+ * Open the dataset `name` (a NUL-terminated path, through groups: "grp/var" or "/grp/var")
+ * in the file (or group) `file` and store its id in `*dset_out`; close it with `vh5_close`.
+ * The path is bytes, matched byte for byte against the file's link names: UTF-8 is not
+ * required (files written by other tools may hold Latin-1 names such as `"temp\xe9rature"`;
+ * pass the bytes `vh5_group_members` lists). Messages show bytes that are not UTF-8 as
+ * `\xNN` and a backslash as `\\`.
  *
  * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`file` is not an open
  * file or group id: closed, never opened, or an id of another libhdf5 instance);
@@ -1038,11 +1044,15 @@ vh5_status vh5_read_many_slices(int64_t dset,
                                 uint32_t flags);
 
 /**
- * List the members of the group at path `group` (NUL-terminated UTF-8, relative to `loc`;
- * `"/"` or `"."` for the root group) of the file or group `loc`.
+ * List the members of the group at path `group` (a NUL-terminated byte string, relative to
+ * `loc`; `"/"` or `"."` for the root group) of the file or group `loc`.
  *
- * The result is a sequence of records, each one kind byte, the member's name (UTF-8) and a
- * NUL byte, in libhdf5's name order. Kind bytes: `'g'` group, `'d'` dataset, `'t'` named
+ * The result is a sequence of records, each one kind byte, the member's name and a NUL byte,
+ * in libhdf5's name order (names compared byte by byte). Names are the bytes stored in the
+ * file, never replaced: usually UTF-8, but files written by other tools may hold names that
+ * are not (Latin-1 `"temp\xe9rature"`); such a name, or a path made of them, opens with
+ * `vh5_dataset_open` / lists with `vh5_group_members` as it is. A name never holds a NUL
+ * byte, so records split at NUL bytes. Kind bytes: `'g'` group, `'d'` dataset, `'t'` named
  * datatype, `'e'` external link (never followed), `'s'` soft link to nothing (dangling),
  * `'?'` anything else. Without flags the records are the group's links (names are link names;
  * a soft link has the kind of its target). With `VH5_GROUP_RECURSIVE` they are every hard

@@ -2,7 +2,7 @@
 //! stable C ABI (`include/vh5.h`).
 //!
 //! Module map (imports run one way: ffi -> (payload | transfer) -> (plan, engine, codec,
-//! geometry, hdf5) -> mem -> dtype/error; docs/ARCHITECTURE.md draws it):
+//! geometry, hdf5) -> (mem, names) -> dtype/error; docs/ARCHITECTURE.md draws it):
 //! - [`ffi`]: the only module with `extern "C"`: argument checks, panic guard, status codes,
 //!   thread-local last-error message.
 //! - [`payload`]: safe Rust decoding of Reductionist CBOR / RFC 8746 / msgpack-numpy payloads
@@ -15,6 +15,7 @@
 //! - [`codec`] (pure): the HDF5 filters vh5 decodes and encodes itself.
 //! - [`hdf5`]: libhdf5 access behind one process-wide lock, error-stack capture, RAII handles.
 //! - [`mem`]: fallible buffer growth (`NoMemory` instead of an abort).
+//! - [`names`]: HDF5 names as bytes: their escaped printable form and name order.
 //! - [`dtype`]: element types shared by every layer.
 //! - [`error`]: the crate's error type.
 //!
@@ -33,6 +34,7 @@ pub mod ffi;
 pub mod geometry;
 pub mod hdf5;
 pub mod mem;
+pub mod names;
 pub mod payload;
 pub mod plan;
 pub mod transfer;

@@ -147,7 +147,8 @@ class Dataset;
 /// An HDF5 file opened by vh5 (read-only unless flags say otherwise).
 class File {
  public:
-  /// Open `path`; throws vh5::Error (VH5_ERR_IO for a missing or non-HDF5 file).
+  /// Open `path` (bytes: UTF-8 not required); throws vh5::Error (VH5_ERR_IO for a missing or
+  /// non-HDF5 file).
   explicit File(const std::string &path, uint32_t flags = 0) {
     int64_t id = -1;
     detail::check(vh5_file_open(path.c_str(), flags, &id));
@@ -155,12 +156,14 @@ class File {
   }
   int64_t id() const noexcept { return h_.id(); }
   void close() { h_.close(); }
-  /// Open the dataset at `name` (paths with groups); throws VH5_ERR_NOT_FOUND if missing.
+  /// Open the dataset at `name` (paths with groups; bytes matched exactly, UTF-8 not required:
+  /// pass a name `members` gave); throws VH5_ERR_NOT_FOUND if missing.
   inline Dataset dataset(const std::string &name) const;
   /// Members of the group at `group` ("/" = root) as (kind, name) pairs, name order (see
   /// vh5_group_members: kind 'g' group, 'd' dataset, 't' named datatype, 'e' external link,
   /// 's' dangling soft link, '?' other). `recursive`: every hard link below the group, names
-  /// relative to it. Throws vh5::Error.
+  /// relative to it. Names are the bytes stored in the file, not necessarily UTF-8 (files
+  /// written by other tools may hold Latin-1 names); `group` is bytes too. Throws vh5::Error.
   std::vector<std::pair<char, std::string>> members(const std::string &group = "/", bool recursive = false) const {
     uint32_t flags = recursive ? VH5_GROUP_RECURSIVE : 0;
     for (;;) {

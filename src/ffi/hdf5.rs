@@ -13,7 +13,7 @@ use hdf5_sys::h5i::H5I_type_t;
 
 use super::args::{dst_array, table_args};
 pub use super::args::{vh5_array, VH5_MAX_RANK};
-use super::{guard, str_arg, vh5_status, write_out};
+use super::{bytes_arg, guard, vh5_status, write_out};
 use crate::dtype::ByteOrder;
 use crate::hdf5::{self as h5, DatasetInfo, Layout};
 use crate::transfer;
@@ -158,7 +158,10 @@ impl From<&DatasetInfo> for vh5_dataset_info {
     }
 }
 
-/// Open the HDF5 file at `path` (NUL-terminated UTF-8) and store its id in `*file_out`.
+/// Open the HDF5 file at `path` and store its id in `*file_out`. `path` is a NUL-terminated
+/// byte string, passed to the operating system as it is: UTF-8 is not required (a Unix file
+/// name may hold any bytes but NUL); messages show bytes that are not UTF-8 as `\xNN` and a
+/// backslash as `\\`.
 ///
 /// `flags`: 0 (read-only), or any of `VH5_FILE_READ_WRITE` and `VH5_FILE_ALLOW_EXTERNAL` (allow
 /// datasets pointing at other files; see its doc). The id is a libhdf5 `hid_t` (int64_t);
@@ -167,7 +170,7 @@ impl From<&DatasetInfo> for vh5_dataset_info {
 /// stays open until the last of them is closed.
 ///
 /// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`path` or `file_out` NULL);
-/// `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits, path not UTF-8); `VH5_ERR_IO` (missing or
+/// `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits); `VH5_ERR_IO` (missing or
 /// unreadable file, a directory, or not an HDF5 file — e.g. a netCDF classic file: the
 /// message says "not an HDF5 file"); `VH5_ERR_HDF5` (libhdf5 failed to open it; message with
 /// its error stack). `*file_out` is set to -1 on failure. Thread-safe.
@@ -180,7 +183,7 @@ pub unsafe extern "C" fn vh5_file_open(path: *const c_char, flags: u32, file_out
         // SAFETY: `file_out` is NULL or valid for one write (the caller's contract).
         unsafe { write_out(file_out, "file_out", -1) }?;
         // SAFETY: `path` is NULL or NUL-terminated (the caller's contract).
-        let path = unsafe { str_arg(path, "path") }?;
+        let path = unsafe { bytes_arg(path, "path") }?;
         let s = h5::session();
         let f = h5::open_file(s.lock(), path, flags)?;
         // SAFETY: as above.
@@ -188,9 +191,12 @@ pub unsafe extern "C" fn vh5_file_open(path: *const c_char, flags: u32, file_out
     })
 }
 
-/// Open the dataset `name` (NUL-terminated UTF-8 path, through groups: "grp/var" or
-/// "/grp/var") in the file (or group) `file` and store its id in `*dset_out`; close it with
-/// `vh5_close`.
+/// Open the dataset `name` (a NUL-terminated path, through groups: "grp/var" or "/grp/var")
+/// in the file (or group) `file` and store its id in `*dset_out`; close it with `vh5_close`.
+/// The path is bytes, matched byte for byte against the file's link names: UTF-8 is not
+/// required (files written by other tools may hold Latin-1 names such as `"temp\xe9rature"`;
+/// pass the bytes `vh5_group_members` lists). Messages show bytes that are not UTF-8 as
+/// `\xNN` and a backslash as `\\`.
 ///
 /// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`file` is not an open
 /// file or group id: closed, never opened, or an id of another libhdf5 instance);
@@ -210,7 +216,7 @@ pub unsafe extern "C" fn vh5_dataset_open(file: i64, name: *const c_char, dset_o
         // SAFETY: `dset_out` is NULL or valid for one write (the caller's contract).
         unsafe { write_out(dset_out, "dset_out", -1) }?;
         // SAFETY: `name` is NULL or NUL-terminated (the caller's contract).
-        let name = unsafe { str_arg(name, "name") }?;
+        let name = unsafe { bytes_arg(name, "name") }?;
         let s = h5::session();
         let d = h5::open_dataset(s.lock(), file, name)?;
         // SAFETY: as above.

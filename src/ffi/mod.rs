@@ -232,17 +232,17 @@ pub(crate) unsafe fn write_out<T>(ptr: *mut T, name: &str, value: T) -> Result<(
     Ok(())
 }
 
-/// Borrow a NUL-terminated C string argument as UTF-8.
+/// Borrow a NUL-terminated C string argument as bytes (any bytes but NUL: HDF5 names and Unix
+/// paths need not be UTF-8).
 ///
 /// # Safety
 /// `ptr` must be NULL or point to a NUL-terminated string valid for the call.
-pub(crate) unsafe fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a str> {
+pub(crate) unsafe fn bytes_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a [u8]> {
     if ptr.is_null() {
         return Err(null_arg(name));
     }
     // SAFETY: non-NULL and NUL-terminated, valid for `'a` (this function's contract).
-    let s = unsafe { std::ffi::CStr::from_ptr(ptr) };
-    s.to_str().map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("argument `{name}` is not valid UTF-8: {e}")))
+    Ok(unsafe { std::ffi::CStr::from_ptr(ptr) }.to_bytes())
 }
 
 /// Copy the message of the last failure on the calling thread into `buf`.

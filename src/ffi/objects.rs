@@ -6,18 +6,22 @@
 
 use std::ffi::c_char;
 
-use super::{guard, null_arg, str_arg, vh5_status};
+use super::{bytes_arg, guard, null_arg, vh5_status};
 use crate::hdf5 as h5;
 
 /// `vh5_group_members` flag: list every object below the group (recursively, through hard
 /// links) instead of the group's own links.
 pub const VH5_GROUP_RECURSIVE: u32 = 1;
 
-/// List the members of the group at path `group` (NUL-terminated UTF-8, relative to `loc`;
-/// `"/"` or `"."` for the root group) of the file or group `loc`.
+/// List the members of the group at path `group` (a NUL-terminated byte string, relative to
+/// `loc`; `"/"` or `"."` for the root group) of the file or group `loc`.
 ///
-/// The result is a sequence of records, each one kind byte, the member's name (UTF-8) and a
-/// NUL byte, in libhdf5's name order. Kind bytes: `'g'` group, `'d'` dataset, `'t'` named
+/// The result is a sequence of records, each one kind byte, the member's name and a NUL byte,
+/// in libhdf5's name order (names compared byte by byte). Names are the bytes stored in the
+/// file, never replaced: usually UTF-8, but files written by other tools may hold names that
+/// are not (Latin-1 `"temp\xe9rature"`); such a name, or a path made of them, opens with
+/// `vh5_dataset_open` / lists with `vh5_group_members` as it is. A name never holds a NUL
+/// byte, so records split at NUL bytes. Kind bytes: `'g'` group, `'d'` dataset, `'t'` named
 /// datatype, `'e'` external link (never followed), `'s'` soft link to nothing (dangling),
 /// `'?'` anything else. Without flags the records are the group's links (names are link names;
 /// a soft link has the kind of its target). With `VH5_GROUP_RECURSIVE` they are every hard
@@ -59,13 +63,13 @@ pub unsafe extern "C" fn vh5_group_members(loc: i64, group: *const c_char, flags
             return Err(null_arg("buf"));
         }
         // SAFETY: group is NULL or NUL-terminated (the caller's contract).
-        let group = unsafe { str_arg(group, "group") }?;
+        let group = unsafe { bytes_arg(group, "group") }?;
         let s = h5::session();
         let members = h5::links::members(s.lock(), loc, group, flags & VH5_GROUP_RECURSIVE != 0)?;
         let mut out = Vec::new();
         for (kind, name) in members {
             out.push(kind);
-            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(&name);
             out.push(0);
         }
         // SAFETY: len_out is valid for one write.

@@ -57,7 +57,7 @@ pub unsafe fn is_hdf5(path: *const c_char) -> hdf5_sys::h5::htri_t {
 }
 
 /// The links of the group `group` (a name relative to `loc`), in libhdf5's native order (sort
-/// them with [`path_order`]), from index `*idx` on (`H5Literate_by_name`); `*idx` is left
+/// them with [`crate::names::path_order`]), from index `*idx` on (`H5Literate_by_name`); `*idx` is left
 /// after the last link visited.
 ///
 /// Native order, not name order: for a group whose links are in dense storage (fractal heap +
@@ -81,7 +81,7 @@ pub unsafe fn iterate_by_name(loc: hid_t, group: *const c_char, idx: &mut hsize_
 }
 
 /// Every link reachable from the group or file `grp`, recursively, in libhdf5's native order
-/// (see [`iterate_by_name`]; sort them with [`path_order`]) (`H5Lvisit`); names passed to `cb`
+/// (see [`iterate_by_name`]; sort them with [`crate::names::path_order`]) (`H5Lvisit`); names passed to `cb`
 /// are relative to `grp`. A group reached by several hard links is walked once, under the
 /// first of them met.
 ///
@@ -112,13 +112,6 @@ pub unsafe fn visit_by_name(loc: hid_t, name: *const c_char, cb: LinkCallback, d
         #[cfg(hdf5_1_12)]
         return hdf5_sys::h5l::H5Lvisit_by_name2(loc, name, by, order, Some(cb), data, lapl);
     }
-}
-
-/// libhdf5's name order of link paths relative to one group (`H5_ITER_INC` on
-/// `H5_INDEX_NAME`): component by component, each compared byte by byte (`strcmp`), a group
-/// before what it holds: `a`, `a/b`, `a-x`.
-pub fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
-    a.split('/').cmp(b.split('/'))
 }
 
 /// Reads the stored (still filtered) bytes of the chunk of `dset` whose first element is at

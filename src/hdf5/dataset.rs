@@ -17,6 +17,7 @@ use super::hyperslab::space_dims;
 use super::lock::H5Lock;
 use super::types::{classify, TypeInfo};
 use crate::error::{Error, ErrorKind, Result};
+use crate::names::escape;
 
 pub use super::hyperslab::{HyperslabReader, SpaceCache};
 pub use crate::dtype::MAX_RANK;
@@ -24,25 +25,30 @@ pub use crate::dtype::MAX_RANK;
 /// Open flag: open the file for reading and writing (`H5F_ACC_RDWR`). Default: read-only.
 pub const FILE_READ_WRITE: u32 = 1;
 
-/// Open an HDF5 file by path. The file is opened with `H5F_CLOSE_WEAK`: closing the file id
-/// while datasets opened from it are still open keeps the file open until the last of them
-/// is closed.
+/// Open an HDF5 file by path. The path is bytes (a Unix file name: UTF-8 not required, no NUL
+/// byte); messages show it as [`crate::names::escape`] does. The file is opened with
+/// `H5F_CLOSE_WEAK`: closing the file id while datasets opened from it are still open keeps
+/// the file open until the last of them is closed.
 ///
 /// Errors: `Io` when the path does not exist or cannot be read, or is not an HDF5 file (e.g. a
 /// netCDF classic file); `InvalidArgument` for unknown flag bits or a path with a NUL byte;
 /// `Hdf5` when libhdf5 fails to open it (message with the error stack).
-pub fn open_file(lock: &H5Lock, path: &str, flags: u32) -> Result<Handle> {
+pub fn open_file(lock: &H5Lock, path: impl AsRef<[u8]>, flags: u32) -> Result<Handle> {
+    use std::os::unix::ffi::OsStrExt;
+    let raw = path.as_ref();
+    let path = crate::names::escape(raw);
     let known = FILE_READ_WRITE | super::external::FILE_ALLOW_EXTERNAL;
     if flags & !known != 0 {
         bail!(InvalidArgument, "argument `flags`: unknown bits {:#x} (defined: VH5_FILE_READ_WRITE = 1, VH5_FILE_ALLOW_EXTERNAL = 2)", flags & !known);
     }
-    let meta = std::fs::metadata(path).map_err(|e| err!(Io, "cannot open `{path}`: {e}"))?;
+    let c = CString::new(raw).map_err(|_| err!(InvalidArgument, "argument `path` contains a NUL byte"))?;
+    let fs_path = std::path::Path::new(std::ffi::OsStr::from_bytes(raw));
+    let meta = std::fs::metadata(fs_path).map_err(|e| err!(Io, "cannot open `{path}`: {e}"))?;
     if meta.is_dir() {
         bail!(Io, "cannot open `{path}`: it is a directory");
     }
     // Read the first bytes ourselves so a permission problem is reported as such.
-    std::fs::File::open(path).map_err(|e| err!(Io, "cannot open `{path}`: {e}"))?;
-    let c = CString::new(path).map_err(|_| err!(InvalidArgument, "argument `path` contains a NUL byte"))?;
+    std::fs::File::open(fs_path).map_err(|e| err!(Io, "cannot open `{path}`: {e}"))?;
     // SAFETY: valid C string; we hold the lock.
     unsafe {
         let is = super::compat::is_hdf5(c.as_ptr());
@@ -96,21 +102,25 @@ pub fn closed_during_call(dset: hid_t, e: Error) -> Error {
 }
 
 /// Open the dataset at `name` (a path, possibly through groups: `grp/sub/var` or `/grp/var`)
-/// relative to the file or group `loc`.
+/// relative to the file or group `loc`. Names are bytes: any bytes but NUL, UTF-8 not
+/// required (link names written by other tools may be Latin-1); messages show them as
+/// [`crate::names::escape`] does (`a\xe9`).
 ///
 /// Chunked datasets are opened with a chunk cache (`H5Pset_chunk_cache`) of 8 chunks, at
 /// least 8 MiB (HDF5 2.0's default; 1.10's is 1 MiB) and at most 64 MiB, with 10007 slots, so
 /// that many small reads inside the same chunks read and decompress each chunk once.
 ///
 /// Errors: `InvalidHandle` when `loc` is not an open file or group; `NotFound` when a path
-/// component does not exist (naming it); `InvalidArgument` when the object is not a dataset;
+/// component does not exist (naming it); `InvalidArgument` when the object is not a dataset
+/// or the name holds a NUL byte;
 /// `Hdf5` when libhdf5 cannot read the links or the object (damaged metadata);
 /// `Unsupported` when the object is written in a format newer than the linked libhdf5 reads
 /// (the link exists but libhdf5 cannot decode its object header: "file `f.h5`, object `x`:
 /// written with a newer HDF5 format ...", see [`super::error::newer_format_error`]), and when
 /// the path traverses an external link or the dataset's storage is external or virtual,
 /// unless `loc` is a file opened with `VH5_FILE_ALLOW_EXTERNAL` (see [`super::external`]).
-pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
+pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: impl AsRef<[u8]>) -> Result<Handle> {
+    let name = name.as_ref();
     expect_kind(lock, loc, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_GROUP], "file")?;
     let allow_ext = super::external::allowed(loc);
     let mut seen = super::external::ElinkSeen::default();
@@ -120,7 +130,7 @@ pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: &str) -> Result<Handle> {
     drop(lapl);
     if let Some(target) = seen.target.take() {
         clear_stack(lock);
-        return Err(super::external::refusal(&format!("`{name}`"), &target));
+        return Err(super::external::refusal(&format!("`{}`", escape(name)), &target));
     }
     let h = h?;
     if allow_ext {
@@ -141,7 +151,8 @@ fn with_file_if_newer_format(lock: &H5Lock, loc: hid_t, mut e: crate::error::Err
     e
 }
 
-/// The name of the file holding the object `id` (`H5Fget_name`), `?` when libhdf5 cannot say.
+/// The name of the file holding the object `id` (`H5Fget_name`) as [`escape`] shows it, `?`
+/// when libhdf5 cannot say.
 pub fn file_name(lock: &H5Lock, id: hid_t) -> String {
     // SAFETY: sizes as passed; lock held.
     let n = unsafe { H5Fget_name(id, std::ptr::null_mut(), 0) };
@@ -156,42 +167,55 @@ pub fn file_name(lock: &H5Lock, id: hid_t) -> String {
         return "?".into();
     }
     buf.truncate(n as usize);
-    String::from_utf8_lossy(&buf).into_owned()
+    escape(&buf)
+}
+
+/// The components of the path `name` (bytes) that name links: empty ones and `.` left out.
+pub(super) fn components(name: &[u8]) -> impl Iterator<Item = &[u8]> {
+    name.split(|&c| c == b'/').filter(|c| !c.is_empty() && *c != b".")
+}
+
+/// `name` without its trailing slashes.
+pub(super) fn trim_slashes(name: &[u8]) -> &[u8] {
+    let n = name.iter().rposition(|&c| c != b'/').map_or(0, |i| i + 1);
+    &name[..n]
 }
 
 /// [`open_dataset`] with the link access list `lapl` (refusing external links unless
 /// `allow_ext`).
-fn open_dataset_with(lock: &H5Lock, loc: hid_t, name: &str, lapl: hid_t, allow_ext: bool) -> Result<Handle> {
+fn open_dataset_with(lock: &H5Lock, loc: hid_t, name: &[u8], lapl: hid_t, allow_ext: bool) -> Result<Handle> {
     if name.is_empty() {
         bail!(NotFound, "empty dataset name");
     }
+    let shown = escape(name);
+    let c = CString::new(name).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
     // Walk the path so a missing component is named precisely.
-    let mut prefix = String::new();
-    if name.starts_with('/') {
-        prefix.push('/');
+    let mut prefix: Vec<u8> = Vec::new();
+    if name.starts_with(b"/") {
+        prefix.push(b'/');
     }
-    for comp in name.split('/').filter(|c| !c.is_empty() && *c != ".") {
-        if !prefix.is_empty() && !prefix.ends_with('/') {
-            prefix.push('/');
+    for comp in components(name) {
+        if !prefix.is_empty() && !prefix.ends_with(b"/") {
+            prefix.push(b'/');
         }
-        prefix.push_str(comp);
-        let c = CString::new(prefix.as_str()).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
+        prefix.extend_from_slice(comp);
+        let p = CString::new(prefix.as_slice()).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
         // SAFETY: valid C string and loc; lock held.
-        let e = unsafe { H5Lexists(loc, c.as_ptr(), lapl) };
+        let e = unsafe { H5Lexists(loc, p.as_ptr(), lapl) };
         if e < 0 {
             // Not "missing": libhdf5 could not read the group's links (damaged metadata, a
             // component that is not a group).
-            return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("cannot look up `{prefix}` (opening dataset `{name}`)")));
+            return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("cannot look up `{}` (opening dataset `{shown}`)", escape(&prefix))));
         }
         if e == 0 {
             clear_stack(lock);
-            if prefix == name.trim_end_matches('/') {
-                bail!(NotFound, "no dataset `{name}` in this file");
+            if prefix == trim_slashes(name) {
+                bail!(NotFound, "no dataset `{shown}` in this file");
             }
-            bail!(NotFound, "no dataset `{name}` in this file: `{prefix}` does not exist");
+            bail!(NotFound, "no dataset `{shown}` in this file: `{}` does not exist", escape(&prefix));
         }
     }
-    let c = CString::new(name).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
+    let name = shown.as_str();
     let peek = super::chunk_index::FileView::open(lock, loc).map(|v| super::layout_peek::peek(lock, &v, loc, &c, lapl)).unwrap_or_default();
     if let Some(why) = peek.damaged_type {
         return Err(super::layout_peek::damaged_type(&file_name(lock, loc), name, &why));
@@ -384,8 +408,10 @@ pub fn dataset_info(lock: &H5Lock, dset: hid_t) -> Result<DatasetInfo> {
 /// `error` says why; it may be a group or a dataset).
 #[derive(Debug)]
 pub struct Listed {
-    /// Full path from the root, e.g. `/grp/var`.
+    /// Full path from the root as [`escape`] shows it, e.g. `/grp/var`, `/temp\xe9rature`.
     pub path: String,
+    /// The same path as bytes (what [`open_dataset`] takes back).
+    pub raw_path: Vec<u8>,
     /// Why libhdf5 could not open the object (`Unsupported` for an object written in a
     /// format newer than the linked libhdf5 reads, `Hdf5` with the error stack otherwise).
     pub error: Option<crate::error::Error>,
@@ -401,11 +427,11 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
     use hdf5_sys::h5l::H5L_type_t;
     unsafe extern "C" fn cb(_g: hid_t, name: *const c_char, info: *const LinkInfo, data: *mut std::ffi::c_void) -> hdf5_sys::h5::herr_t {
         // SAFETY: libhdf5 passes a valid link info and NUL-terminated name for the callback;
-        // `data` is the `Vec<String>` given to H5Lvisit below, alive during it.
+        // `data` is the `Vec<Vec<u8>>` given to H5Lvisit below, alive during it.
         unsafe {
-            let out = &mut *(data as *mut Vec<String>);
+            let out = &mut *(data as *mut Vec<Vec<u8>>);
             if link_type(info) == H5L_type_t::H5L_TYPE_HARD {
-                out.push(CStr::from_ptr(name).to_string_lossy().into_owned());
+                out.push(CStr::from_ptr(name).to_bytes().to_vec());
             }
         }
         0
@@ -414,41 +440,42 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
     // Named before any failure: every libhdf5 API call clears the error stack.
     let fname = file_name(lock, file);
     let allow_ext = super::external::allowed(file);
-    let mut names: Vec<String> = Vec::new();
+    let mut names: Vec<Vec<u8>> = Vec::new();
     // SAFETY: callback only pushes into `names`; lock held.
     unsafe {
-        check(lock, super::compat::visit(file, cb, &mut names as *mut _ as *mut _), format_args!("listing the objects of `{fname}`"))?;
+        check(lock, super::compat::visit(file, cb, &mut names as *mut Vec<Vec<u8>> as *mut _), format_args!("listing the objects of `{fname}`"))?;
     }
-    names.sort_by(|a, b| super::compat::path_order(a, b));
+    names.sort_by(|a, b| crate::names::path_order(a, b));
     // Read once for every object's peek (None: nothing is peeked, libhdf5 opens all).
     let view = super::chunk_index::FileView::open(lock, file).ok();
     let mut out = Vec::new();
     for n in names {
-        let path = format!("/{n}");
-        let c = CString::new(n.as_str()).unwrap_or_default();
+        let raw_path = [&b"/"[..], &n].concat();
+        let path = escape(&raw_path);
+        let c = CString::new(n).unwrap_or_default();
         let peek = view.as_ref().map(|v| super::layout_peek::peek(lock, v, file, &c, H5P_DEFAULT)).unwrap_or_default();
         if let Some(why) = peek.damaged_type {
-            out.push(Listed { path: path.clone(), error: Some(super::layout_peek::damaged_type(&fname, &path, &why)) });
+            out.push(Listed { path: path.clone(), raw_path, error: Some(super::layout_peek::damaged_type(&fname, &path, &why)) });
             continue;
         }
         if let Some(why) = peek.damaged_pipeline {
-            out.push(Listed { path: path.clone(), error: Some(super::layout_peek::damaged_pipeline(&fname, &path, &why)) });
+            out.push(Listed { path: path.clone(), raw_path, error: Some(super::layout_peek::damaged_pipeline(&fname, &path, &why)) });
             continue;
         }
         if peek.virtual_mapping.is_some() && !allow_ext {
-            out.push(Listed { path, error: None }); // a dataset, refused when opened
+            out.push(Listed { path, raw_path, error: None }); // a dataset, refused when opened
             continue;
         }
         // SAFETY: valid C string; lock held.
         let o = unsafe { H5Oopen(file, c.as_ptr(), H5P_DEFAULT) };
         if o < 0 {
             let e = hdf5_error(lock, ErrorKind::Hdf5, format_args!("file `{fname}`, object `{path}`"));
-            out.push(Listed { path, error: Some(e) });
+            out.push(Listed { path, raw_path, error: Some(e) });
             continue;
         }
         let o = Handle::new(lock, o, "H5Oopen")?;
         if id_type(lock, o.id()) == Some(H5I_type_t::H5I_DATASET) {
-            out.push(Listed { path, error: None });
+            out.push(Listed { path, raw_path, error: None });
         }
     }
     Ok(out)

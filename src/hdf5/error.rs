@@ -20,6 +20,7 @@ use hdf5_sys::h5i::hid_t;
 
 use super::lock::{lock, H5Lock};
 use crate::error::{Error, ErrorKind};
+use crate::names::escape_text;
 
 /// The libhdf5 lock plus silenced automatic error printing, restored on drop. Create one at
 /// the start of every operation that calls libhdf5 and keep it for the whole operation.
@@ -94,7 +95,7 @@ unsafe extern "C" fn walk_frame(n: c_uint, err: *const H5E_error2_t, data: *mut 
     // SAFETY: libhdf5 passes a valid frame; `data` is the `&mut String` given to H5Ewalk2.
     let (out, e) = unsafe { (&mut *(data as *mut String), &*err) };
     // SAFETY: the frame's strings are NULL or NUL-terminated, alive during the callback.
-    let s = |p: *const c_char| if p.is_null() { String::new() } else { unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned() };
+    let s = |p: *const c_char| if p.is_null() { String::new() } else { escape_text(unsafe { CStr::from_ptr(p) }.to_bytes()) };
     let msg = |id: hid_t| {
         let mut buf = [0 as c_char; 160];
         // SAFETY: `buf` holds the length passed; libhdf5 NUL-terminates what it writes; the
@@ -102,7 +103,7 @@ unsafe extern "C" fn walk_frame(n: c_uint, err: *const H5E_error2_t, data: *mut 
         let n = unsafe { H5Eget_msg(id, std::ptr::null_mut(), buf.as_mut_ptr(), buf.len()) };
         if n > 0 {
             // SAFETY: NUL-terminated by libhdf5 (above).
-            unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
+            escape_text(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_bytes())
         } else {
             String::new()
         }

@@ -27,6 +27,7 @@ use super::error::check;
 use super::handle::{dataset_name, Handle};
 use super::lock::H5Lock;
 use crate::error::Result;
+use crate::names::escape;
 
 /// `vh5_file_open` flag bit: allow datasets that point at other files (see the module docs).
 pub const FILE_ALLOW_EXTERNAL: u32 = 2;
@@ -64,7 +65,7 @@ pub fn storage_elsewhere(lock: &H5Lock, dset: hid_t) -> Result<Option<String>> {
                 let mut name = [0 as c_char; 256];
                 let (mut off, mut size) = (0, 0);
                 check(lock, H5Pget_external(dcpl.id(), i, name.len(), name.as_mut_ptr(), &mut off, &mut size), "H5Pget_external")?;
-                names.push(format!("`{}`", CStr::from_ptr(name.as_ptr()).to_string_lossy()));
+                names.push(format!("`{}`", escape(CStr::from_ptr(name.as_ptr()).to_bytes())));
             }
             let more = if n > 4 { format!(" and {} more", n - 4) } else { String::new() };
             return Ok(Some(format!("its raw data is stored in {n} external file(s) {}{more} (H5Pset_external)", names.join(", "))));
@@ -76,7 +77,7 @@ pub fn storage_elsewhere(lock: &H5Lock, dset: hid_t) -> Result<Option<String>> {
             for i in 0..count.min(4) {
                 let mut name = [0 as c_char; 256];
                 if H5Pget_virtual_filename(dcpl.id(), i, name.as_mut_ptr(), name.len()) >= 0 {
-                    files.push(format!("`{}`", CStr::from_ptr(name.as_ptr()).to_string_lossy()));
+                    files.push(format!("`{}`", escape(CStr::from_ptr(name.as_ptr()).to_bytes())));
                 } else {
                     super::error::clear_stack(lock);
                 }
@@ -130,7 +131,7 @@ extern "C" fn refuse_elink(
     op_data: *mut c_void,
 ) -> hdf5_sys::h5::herr_t {
     // SAFETY: libhdf5 passes NULL or NUL-terminated names, alive during the callback.
-    let s = |p: *const c_char| if p.is_null() { "?".into() } else { unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned() };
+    let s = |p: *const c_char| if p.is_null() { "?".into() } else { escape(unsafe { CStr::from_ptr(p) }.to_bytes()) };
     if !op_data.is_null() {
         // SAFETY: op_data is the `ElinkSeen` given to `H5Pset_elink_cb` by `refusing_lapl`,
         // alive for the libhdf5 call that traverses the link (same thread, lock held).

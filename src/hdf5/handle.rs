@@ -123,7 +123,8 @@ pub fn close_id(lock: &H5Lock, id: hid_t) -> Result<()> {
     check(lock, r, format_args!("closing libhdf5 id {id}")).map(|_| ())
 }
 
-/// `` `/path/of/dset` in `file.h5` `` for messages (libhdf5's names; `?` when unknown).
+/// `` `/path/of/dset` in `file.h5` `` for messages (libhdf5's names, shown as
+/// [`crate::names::escape`] does: `/a\xe9`; `?` when unknown).
 pub fn dataset_name(lock: &H5Lock, dset: hid_t) -> String {
     let get = |f: &dyn Fn(*mut std::ffi::c_char, usize) -> isize| -> String {
         let n = f(std::ptr::null_mut(), 0);
@@ -137,7 +138,7 @@ pub fn dataset_name(lock: &H5Lock, dset: hid_t) -> String {
             return "?".into();
         }
         buf.truncate(n as usize);
-        String::from_utf8_lossy(&buf).into_owned()
+        crate::names::escape(&buf)
     };
     // SAFETY: valid id; lock held; `get` passes a buffer of the length it gives (or NULL, 0).
     let name = get(&|p, n| unsafe { hdf5_sys::h5i::H5Iget_name(dset, p, n) });

@@ -184,7 +184,7 @@ fn describe(r: &Reader<'_>, msg: &[u8]) -> Result<String, String> {
         let rest = blob.get(*p..).ok_or("mapping truncated")?;
         let n = rest.iter().position(|&b| b == 0).ok_or("unterminated name in the mapping")?;
         *p += n + 1;
-        Ok(String::from_utf8_lossy(&rest[..n]).into_owned())
+        Ok(crate::names::escape(&rest[..n]))
     };
     let file = if flags & SOURCE_SAME_FILE != 0 { ".".to_string() } else { string(&mut p)? };
     let dset = string(&mut p)?;

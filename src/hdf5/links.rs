@@ -14,11 +14,12 @@ use hdf5_sys::h5o::H5O_type_t;
 use hdf5_sys::h5p::H5P_DEFAULT;
 
 use super::compat::{self, link_type, LinkInfo};
-use super::dataset::expect_kind;
+use super::dataset::{components, expect_kind, trim_slashes};
 use super::error::{check, clear_stack, hdf5_error};
 use super::handle::Handle;
 use super::lock::H5Lock;
 use crate::error::{ErrorKind, Result};
+use crate::names::{escape, path_order};
 
 /// Kind byte of a group member: a group.
 pub const KIND_GROUP: u8 = b'g';
@@ -49,13 +50,19 @@ fn kind_of_type(t: H5O_type_t) -> u8 {
 /// members, as `H5Lvisit` gives them; an object reachable by two hard links is listed under
 /// both names; soft and external links are left out, as h5py's `visit` does).
 ///
+/// Names are bytes, as stored in the file (UTF-8 not required, never replaced: two links
+/// whose names differ only in bytes that are not UTF-8 stay two); `group` may be any bytes
+/// but NUL. Messages show names as [`crate::names::escape`] does.
+///
 /// Errors: `InvalidHandle` (`loc` not an open file or group); `NotFound` (no object at
-/// `group`); `InvalidArgument` (`group` is not a group, naming what it is); `Unsupported`
-/// (the path goes through an external link and `loc` was not opened with
+/// `group`); `InvalidArgument` (`group` is not a group, naming what it is, or holds a NUL
+/// byte); `Unsupported` (the path goes through an external link and `loc` was not opened with
 /// `VH5_FILE_ALLOW_EXTERNAL`); `Hdf5` (libhdf5 could not read the links).
-pub fn members(lock: &H5Lock, loc: hid_t, group: &str, recursive: bool) -> Result<Vec<(u8, String)>> {
+pub fn members(lock: &H5Lock, loc: hid_t, group: impl AsRef<[u8]>, recursive: bool) -> Result<Vec<(u8, Vec<u8>)>> {
     expect_kind(lock, loc, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_GROUP], "file")?;
-    let group = if group.is_empty() { "." } else { group };
+    let group = group.as_ref();
+    let group = if group.is_empty() { &b"."[..] } else { group };
+    let shown = escape(group);
     let c = CString::new(group).map_err(|_| err!(InvalidArgument, "argument `group` contains a NUL byte"))?;
     let allow_ext = super::external::allowed(loc);
     let mut seen = super::external::ElinkSeen::default();
@@ -64,59 +71,60 @@ pub fn members(lock: &H5Lock, loc: hid_t, group: &str, recursive: bool) -> Resul
     let kind = object_kind(lock, loc, group, &c, lapl_id);
     if let Some(target) = seen.target.take() {
         clear_stack(lock);
-        return Err(super::external::refusal(&format!("`{group}`"), &target));
+        return Err(super::external::refusal(&format!("`{shown}`"), &target));
     }
     match kind? {
         KIND_GROUP => {}
-        KIND_DATASET => bail!(InvalidArgument, "`{group}` is a dataset, not a group"),
-        KIND_DATATYPE => bail!(InvalidArgument, "`{group}` is a named datatype, not a group"),
-        _ => bail!(InvalidArgument, "`{group}` is not a group"),
+        KIND_DATASET => bail!(InvalidArgument, "`{shown}` is a dataset, not a group"),
+        KIND_DATATYPE => bail!(InvalidArgument, "`{shown}` is a named datatype, not a group"),
+        _ => bail!(InvalidArgument, "`{shown}` is not a group"),
     }
     let out = if recursive { visit(lock, loc, &c, lapl_id)? } else { links(lock, loc, &c, lapl_id)? };
     if let Some(target) = seen.target.take() {
         clear_stack(lock);
-        return Err(super::external::refusal(&format!("`{group}`"), &target));
+        return Err(super::external::refusal(&format!("`{shown}`"), &target));
     }
     Ok(out)
 }
 
 /// The kind byte of the object at `name`; `NotFound` when it does not exist.
-fn object_kind(lock: &H5Lock, loc: hid_t, name: &str, c: &CStr, lapl: hid_t) -> Result<u8> {
-    if name != "." && name != "/" {
+fn object_kind(lock: &H5Lock, loc: hid_t, name: &[u8], c: &CStr, lapl: hid_t) -> Result<u8> {
+    let shown = escape(name);
+    if name != b"." && name != b"/" {
         // Walk the components so a missing one is named (and a dataset in the middle of the
         // path is reported as such rather than as a libhdf5 stack).
-        let mut prefix = String::new();
-        if name.starts_with('/') {
-            prefix.push('/');
+        let mut prefix: Vec<u8> = Vec::new();
+        if name.starts_with(b"/") {
+            prefix.push(b'/');
         }
-        for comp in name.split('/').filter(|s| !s.is_empty() && *s != ".") {
-            if !prefix.is_empty() && !prefix.ends_with('/') {
-                let parent = CString::new(prefix.as_str()).map_err(|_| err!(InvalidArgument, "argument `group` contains a NUL byte"))?;
+        for comp in components(name) {
+            if !prefix.is_empty() && !prefix.ends_with(b"/") {
+                let parent = CString::new(prefix.as_slice()).map_err(|_| err!(InvalidArgument, "argument `group` contains a NUL byte"))?;
                 let k = info_kind(lock, loc, &parent, lapl)?;
                 if k != Some(KIND_GROUP) {
-                    bail!(InvalidArgument, "`{name}`: `{prefix}` is a {}, not a group", kind_word(k));
+                    bail!(InvalidArgument, "`{shown}`: `{}` is a {}, not a group", escape(&prefix), kind_word(k));
                 }
-                prefix.push('/');
+                prefix.push(b'/');
             }
-            prefix.push_str(comp);
-            let p = CString::new(prefix.as_str()).map_err(|_| err!(InvalidArgument, "argument `group` contains a NUL byte"))?;
+            prefix.extend_from_slice(comp);
+            let p = CString::new(prefix.as_slice()).map_err(|_| err!(InvalidArgument, "argument `group` contains a NUL byte"))?;
             // SAFETY: valid C string and loc; lock held.
             let e = unsafe { hdf5_sys::h5l::H5Lexists(loc, p.as_ptr(), lapl) };
             if e < 0 {
-                return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("cannot look up `{prefix}`")));
+                return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("cannot look up `{}`", escape(&prefix))));
             }
             if e == 0 {
                 clear_stack(lock);
-                if prefix == name.trim_end_matches('/') {
-                    bail!(NotFound, "no object `{name}` in this file");
+                if prefix == trim_slashes(name) {
+                    bail!(NotFound, "no object `{shown}` in this file");
                 }
-                bail!(NotFound, "no object `{name}` in this file: `{prefix}` does not exist");
+                bail!(NotFound, "no object `{shown}` in this file: `{}` does not exist", escape(&prefix));
             }
         }
     }
     match info_kind(lock, loc, c, lapl)? {
         Some(k) => Ok(k),
-        None => bail!(NotFound, "`{name}` is a soft link to an object that does not exist"),
+        None => bail!(NotFound, "`{shown}` is a soft link to an object that does not exist"),
     }
 }
 
@@ -146,32 +154,32 @@ fn info_kind(lock: &H5Lock, loc: hid_t, c: &CStr, lapl: hid_t) -> Result<Option<
 }
 
 struct LinkList {
-    names: Vec<(H5L_type_t, String)>,
+    names: Vec<(H5L_type_t, Vec<u8>)>,
 }
 
 unsafe extern "C" fn link_cb(_g: hid_t, name: *const c_char, info: *const LinkInfo, data: *mut c_void) -> herr_t {
     // SAFETY: libhdf5 passes a valid name and info; data is the LinkList given below.
     unsafe {
         let out = &mut *(data as *mut LinkList);
-        out.names.push((link_type(info), CStr::from_ptr(name).to_string_lossy().into_owned()));
+        out.names.push((link_type(info), CStr::from_ptr(name).to_bytes().to_vec()));
     }
     0
 }
 
-fn links(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8, String)>> {
+fn links(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8, Vec<u8>)>> {
     let mut list = LinkList { names: Vec::new() };
     let mut idx: hsize_t = 0;
     // SAFETY: the callback only pushes into `list`, alive for the call; lock held.
     unsafe {
         check(lock, compat::iterate_by_name(loc, group.as_ptr(), &mut idx, link_cb, &mut list as *mut _ as *mut c_void, lapl), "H5Literate_by_name")?;
     }
-    list.names.sort_by(|a, b| compat::path_order(&a.1, &b.1));
-    let gname = group.to_string_lossy();
+    list.names.sort_by(|a, b| path_order(&a.1, &b.1));
+    let gname = group.to_bytes();
     let mut out = Vec::with_capacity(list.names.len());
     for (t, name) in list.names {
         let kind = match t {
             H5L_type_t::H5L_TYPE_HARD | H5L_type_t::H5L_TYPE_SOFT => {
-                let full = if gname == "." { name.clone() } else { format!("{}/{name}", gname.trim_end_matches('/')) };
+                let full = if gname == b"." { name.clone() } else { [trim_slashes(gname), b"/", &name].concat() };
                 let c = CString::new(full).map_err(|_| err!(Hdf5, "link name with a NUL byte"))?;
                 // A soft link that resolves to nothing is dangling; a hard link whose object
                 // cannot be opened (damaged header) is of unknown kind.
@@ -189,7 +197,7 @@ fn links(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8
 struct Visit<'l> {
     lock: &'l H5Lock,
     group: hid_t,
-    out: Vec<(u8, String)>,
+    out: Vec<(u8, Vec<u8>)>,
 }
 
 unsafe extern "C" fn visit_cb(_g: hid_t, name: *const c_char, info: *const LinkInfo, data: *mut c_void) -> herr_t {
@@ -208,12 +216,12 @@ unsafe extern "C" fn visit_cb(_g: hid_t, name: *const c_char, info: *const LinkI
                 KIND_OTHER
             }
         };
-        v.out.push((kind, c.to_string_lossy().into_owned()));
+        v.out.push((kind, c.to_bytes().to_vec()));
     }
     0
 }
 
-fn visit(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8, String)>> {
+fn visit(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8, Vec<u8>)>> {
     // SAFETY: valid ids and C string; lock held.
     let g = Handle::new(lock, unsafe { hdf5_sys::h5g::H5Gopen2(loc, group.as_ptr(), lapl) }, "H5Gopen")?;
     let mut v = Visit { lock, group: g.id(), out: Vec::new() };
@@ -221,6 +229,6 @@ fn visit(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8
     unsafe {
         check(lock, compat::visit_by_name(g.id(), c".".as_ptr(), visit_cb, &mut v as *mut _ as *mut c_void, H5P_DEFAULT), "H5Lvisit_by_name")?;
     }
-    v.out.sort_by(|a, b| compat::path_order(&a.1, &b.1));
+    v.out.sort_by(|a, b| path_order(&a.1, &b.1));
     Ok(v.out)
 }

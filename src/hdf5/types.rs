@@ -75,7 +75,7 @@ fn member_name(t: hid_t, i: c_uint) -> String {
         if p.is_null() {
             return String::new();
         }
-        let s = CStr::from_ptr(p).to_string_lossy().into_owned();
+        let s = crate::names::escape(CStr::from_ptr(p).to_bytes());
         hdf5_sys::h5::H5free_memory(p as *mut _);
         s
     }

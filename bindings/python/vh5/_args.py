@@ -12,7 +12,7 @@ import os
 
 from ._errors import Error, with_message
 
-__all__ = ["path_arg", "name_arg", "with_lock_hint", "LOCK_HINT"]
+__all__ = ["path_arg", "name_arg", "name_bytes", "shown_name", "escaped", "with_lock_hint", "LOCK_HINT"]
 
 
 def path_arg(path, what: str) -> str:
@@ -38,24 +38,57 @@ def path_arg(path, what: str) -> str:
 
 
 def name_arg(name, what: str) -> str:
-    """An HDF5 object name (str, or UTF-8 bytes) checked for embedded NUL bytes.
+    """An HDF5 object name or path in vh5's internal form: a ``str`` in which the bytes of the
+    name that are not UTF-8 are surrogate escapes (``"a\\udce9"`` for ``b"a\\xe9"``, what
+    ``bytes.decode("utf-8", "surrogateescape")`` and ``os.fsdecode`` give), so every byte
+    string round-trips exactly (see :func:`name_bytes`).
+
+    Accepts ``str`` (as h5py: its UTF-8 bytes; a surrogate-escaped ``str`` stands for those
+    bytes, where h5py raises UnicodeEncodeError) and ``bytes`` (any bytes, as in h5py:
+    ``f[b"temp\\xe9rature"]``).
 
     Raises:
         TypeError: not str or bytes (naming ``what``).
-        ValueError: an embedded NUL, or bytes that are not UTF-8.
+        ValueError: an embedded NUL, or a ``str`` holding a lone surrogate outside
+            U+DC80..U+DCFF (it stands for no byte; UnicodeEncodeError is a ValueError).
     """
     if isinstance(name, (bytes, bytearray)):
         if b"\0" in name:
             raise ValueError(f"embedded null byte in {what} {bytes(name)!r}")
-        try:
-            name = bytes(name).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{what} {bytes(name)!r} is not UTF-8: {e}") from None
-    elif not isinstance(name, str):
+        return bytes(name).decode("utf-8", "surrogateescape")
+    if not isinstance(name, str):
         raise TypeError(f"{what} must be str or bytes, not {type(name).__name__}")
     if "\0" in name:
         raise ValueError(f"embedded null byte in {what} {name!r}")
-    return name
+    try:
+        # the one internal form of these bytes ("\udcc3\udca9" is "é")
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as e:
+        raise ValueError(
+            f"{what} {name!r} holds a lone surrogate that stands for no byte ({e.reason}); give names "
+            "that are not UTF-8 as bytes, or as str decoded with errors='surrogateescape'"
+        ) from None
+
+
+def name_bytes(name: str) -> bytes:
+    """The bytes of a name in the internal form of :func:`name_arg` (what libhdf5 stores)."""
+    return name.encode("utf-8", "surrogateescape")
+
+
+def shown_name(name: str):
+    """A name in the internal form as h5py gives names (``keys()``, ``visit``, ``.name``):
+    ``str`` when its bytes are UTF-8, else the ``bytes`` themselves (h5py's ``_d``)."""
+    b = name_bytes(name)
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return b
+
+
+def escaped(name: str) -> str:
+    """A name in the internal form as the library's messages write it: UTF-8 as it is, a
+    backslash as ``\\\\``, a byte that is not UTF-8 as ``\\xNN`` (Rust ``vh5::names::escape``)."""
+    return name_bytes(name).replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")
 
 
 LOCK_HINT = (

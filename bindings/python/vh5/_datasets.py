@@ -16,7 +16,7 @@ import ctypes
 import numpy as np
 
 from . import _dtypes, _marshal, _select
-from ._args import name_arg
+from ._args import name_arg, name_bytes, shown_name
 from ._errors import Error, check, error, with_message
 from ._handle import Handle
 from ._lib import DatasetInfo, lib
@@ -45,7 +45,8 @@ class Dataset(Handle):
     """An HDF5 dataset opened through vh5 (``f["name"]`` or ``f.dataset("name")``).
 
     Attributes (h5py's names and values for the same file):
-        name (str): absolute path of the dataset, e.g. ``"/grp/x"``.
+        name (str | bytes): absolute path of the dataset, e.g. ``"/grp/x"``; ``bytes`` when
+            it is not UTF-8 (a file written by another tool), as in h5py: ``b"/temp\\xe9rature"``.
         file (File): the file it came from.
         shape (tuple[int, ...]): current extent in elements.
         maxshape (tuple[int | None, ...]): maximum extent, None for unlimited axes.
@@ -66,14 +67,15 @@ class Dataset(Handle):
 
     __slots__ = ("name", "file", "shape", "maxshape", "dtype", "chunks", "layout", "filters", "fillvalue", "_by_file")
 
-    def __init__(self, file, name: str):
+    def __init__(self, file, name):
         self.file = file
         name = name_arg(name, "dataset name")
-        self.name = name if name.startswith("/") else "/" + name
+        path = name if name.startswith("/") else "/" + name
+        self.name = shown_name(path)
         self._by_file = False
         out = ctypes.c_int64(0)
         fid = file.id
-        st = lib().vh5_dataset_open(fid, self.name.encode("utf-8", "surrogateescape"), ctypes.byref(out))
+        st = lib().vh5_dataset_open(fid, name_bytes(path), ctypes.byref(out))
         try:
             check(st, {fid: f"file {file.filename!r}"})
         except Error as e:

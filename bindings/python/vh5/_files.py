@@ -18,7 +18,7 @@ import os
 import weakref
 from collections.abc import ItemsView, KeysView, Mapping, ValuesView
 
-from ._args import name_arg, path_arg, with_lock_hint
+from ._args import escaped, name_arg, name_bytes, path_arg, shown_name, with_lock_hint
 from ._datasets import Dataset, in_file
 from ._errors import Error, InvalidArgumentError, NotFoundError, check, error, status_number
 from ._handle import Handle
@@ -90,10 +90,10 @@ class _Navigation(Mapping):
             members(f, path, count_only=True)
         except InvalidArgumentError as e:
             detail = e.message.removeprefix(f"{f.filename!r}: ")
-            if not detail.startswith(f"`{path}`: "):
+            if not detail.startswith(f"`{escaped(path)}`: "):
                 raise first from None  # the object itself is not a group: the dataset's own error
-            detail = detail.removeprefix(f"`{path}`: ")
-            raise error("VH5_ERR_NOT_FOUND", f"no object {path!r} in {f.filename!r}: {detail}") from None
+            detail = detail.removeprefix(f"`{escaped(path)}`: ")
+            raise error("VH5_ERR_NOT_FOUND", f"no object {shown_name(path)!r} in {f.filename!r}: {detail}") from None
         except NotFoundError as e:
             if _is_dangling(f, path):
                 raise e from None  # a dangling soft link: KeyError, as in h5py
@@ -103,8 +103,9 @@ class _Navigation(Mapping):
         return Group(f, path)
 
     def __iter__(self):
-        """Member names (link names) in name order."""
-        return iter([n for _, n in members(self._file, self._path)])
+        """Member names (link names) in name order (byte order), as h5py gives them: ``str``,
+        or ``bytes`` for a name that is not UTF-8 (e.g. Latin-1 ``b"temp\\xe9rature"``)."""
+        return iter([shown_name(n) for _, n in members(self._file, self._path)])
 
     def __len__(self) -> int:
         """Number of links in the group."""
@@ -145,9 +146,10 @@ class _Navigation(Mapping):
     def visit(self, func):
         """Call ``func(name)`` for every object below this group (names relative to it, a
         group before its members, each hard link once; soft and external links are not
-        followed), stopping at and returning the first value that is not None."""
+        followed), stopping at and returning the first value that is not None. Names are
+        ``str``, or ``bytes`` when not UTF-8 (as in h5py)."""
         for _, name in members(self._file, self._path, recursive=True):
-            r = func(name)
+            r = func(shown_name(name))
             if r is not None:
                 return r
         return None
@@ -160,7 +162,7 @@ class _Navigation(Mapping):
                 continue
             path = _join(self._path, name)
             obj = Group(self._file, path) if kind == "g" else Dataset(self._file, path)
-            r = func(name, obj)
+            r = func(shown_name(name), obj)
             if r is not None:
                 return r
         return None
@@ -184,9 +186,11 @@ def _is_dangling(file: File, path: str) -> bool:
 def members(file: File, path: str, *, recursive: bool = False, count_only: bool = False):
     """``[(kind, name), ...]`` of the group at ``path`` in ``file`` (``vh5_group_members``):
     kind ``"g"`` group, ``"d"`` dataset, ``"t"`` named datatype, ``"e"`` external link,
-    ``"s"`` dangling soft link, ``"?"`` other. Errors name the file."""
+    ``"s"`` dangling soft link, ``"?"`` other. ``path`` and the names are in the internal
+    form of :func:`vh5._args.name_arg` (bytes that are not UTF-8 as surrogate escapes).
+    Errors name the file."""
     fid = file.id
-    c_path = path.encode("utf-8", "surrogateescape")
+    c_path = name_bytes(path)
     fl = VH5_GROUP_RECURSIVE if recursive else 0
     n = ctypes.c_size_t(0)
     fn = lib().vh5_group_members
@@ -209,7 +213,7 @@ def members(file: File, path: str, *, recursive: bool = False, count_only: bool 
         for rec in raw.split(b"\0")[:-1]:
             out.append((chr(rec[0]), rec[1:].decode("utf-8", "surrogateescape")))
         return out
-    raise error("VH5_ERR_HDF5", f"the members of {path!r} in {file.filename!r} kept changing while listed")
+    raise error("VH5_ERR_HDF5", f"the members of {shown_name(path)!r} in {file.filename!r} kept changing while listed")
 
 
 class Group(_Navigation):
@@ -218,7 +222,8 @@ class Group(_Navigation):
     File is open.
 
     Attributes:
-        name (str): absolute path of the group (``"/"`` for the root).
+        name (str | bytes): absolute path of the group (``"/"`` for the root); ``bytes``
+            when the path is not UTF-8, as in h5py.
         file (File): the file it belongs to.
     """
 
@@ -229,15 +234,16 @@ class Group(_Navigation):
         self._path = _join("/", path)
 
     @property
-    def name(self) -> str:
-        return self._path
+    def name(self):
+        """Absolute path: ``str``, or ``bytes`` when it is not UTF-8 (as h5py's)."""
+        return shown_name(self._path)
 
     @property
     def file(self) -> File:
         return self._file
 
     def __repr__(self) -> str:
-        return f"<vh5.Group {self._path!r} of {self._file.filename!r}>"
+        return f"<vh5.Group {shown_name(self._path)!r} of {self._file.filename!r}>"
 
 
 class File(Handle, _Navigation):
@@ -311,7 +317,8 @@ class File(Handle, _Navigation):
         return f"vh5.File {self.filename!r} is closed"
 
     def dataset(self, name) -> Dataset:
-        """Open the dataset at path ``name`` (str, or UTF-8 bytes; e.g. ``"/group/data"``).
+        """Open the dataset at path ``name`` (str, or bytes: any bytes, as stored in the file;
+        e.g. ``"/group/data"``, ``b"/temp\\xe9rature"``).
 
         Raises:
             TypeError: ``name`` is not str or bytes; ValueError: an embedded NUL byte.

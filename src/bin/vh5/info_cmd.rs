@@ -15,7 +15,8 @@ pub const HELP: &str = "usage: vh5 info [--allow-external] FILE
   List every dataset of an HDF5 file: shape, dtype, byte order, layout, chunks, filters,
   fill value. A dataset that cannot be opened (written with a newer HDF5 format than the
   linked libhdf5 reads, damaged, stored in external files or virtual) is listed with the
-  reason, and the exit status is then 1.
+  reason, and the exit status is then 1. Names are printed as bytes of UTF-8 as they are, a
+  byte that is not UTF-8 as \\xNN and a backslash as \\\\ (the form `vh5 read` takes back).
   --allow-external  open datasets whose data lives in other files (external storage, virtual
                     datasets, external links); refused by default: a crafted file could
                     make vh5 read any file the process may read
@@ -116,7 +117,7 @@ fn info(path: &str, flags: u32) -> Result<usize> {
     for it in listed {
         let line = match it.error {
             Some(e) => Err(e),
-            None => h5::open_dataset(l, f.id(), &it.path).and_then(|d| describe(&s, &d)),
+            None => h5::open_dataset(l, f.id(), &it.raw_path).and_then(|d| describe(&s, &d)),
         };
         let line = line.unwrap_or_else(|e| {
             bad += 1;

@@ -65,7 +65,18 @@ fn main() {
     // Rust ignores SIGPIPE, so println! would panic with "Broken pipe" instead.
     // SAFETY: setting a signal disposition to the default before any thread starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = match std::env::args_os().skip(1).map(|a| a.into_string()).collect() {
+        Ok(args) => args,
+        Err(bad) => {
+            use std::os::unix::ffi::OsStrExt;
+            eprintln!(
+                "vh5: argument `{}` is not valid UTF-8: give a dataset name's bytes that are not UTF-8 as \\xNN escapes \
+                 (as `vh5 info` lists them, a backslash as \\\\); file names must be UTF-8",
+                vh5::names::escape(bad.as_bytes())
+            );
+            std::process::exit(2)
+        }
+    };
     let Some(cmd) = args.first() else { usage() };
     let rest = &args[1..];
     let code = match cmd.as_str() {

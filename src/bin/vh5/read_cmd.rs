@@ -129,6 +129,8 @@ pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv
   Read many slices of DATASET into a new C-order array (just large enough for every row),
   print the first rows, a summary, a checksum (sum and FNV-1a 64 of the bytes) and the time.
   A 0-d (scalar) dataset is read without --table, --random and --size (one row).
+  DATASET is written as `vh5 info` lists it: a byte of the name that is not UTF-8 as \\xNN
+  (`/temp\\xe9rature` for Latin-1 bytes), a backslash as \\\\.
   --table ROWS.csv  slice table file, one row per line (format below)
   --random N        N random in-bounds rows of --size elements, stacked along axis 0 of the
                     destination
@@ -147,7 +149,10 @@ pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv
 
 struct ReadOpts {
     path: String,
+    /// DATASET as given (the escaped form `vh5 info` prints), for messages.
     dataset: String,
+    /// Its bytes ([`vh5::names::unescape`]), what is opened.
+    dataset_bytes: Vec<u8>,
     table: Option<String>,
     random: Option<usize>,
     size: Vec<u64>,
@@ -159,7 +164,7 @@ struct ReadOpts {
 
 fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
     let mut pos = Vec::new();
-    let mut o = ReadOpts { path: String::new(), dataset: String::new(), table: None, random: None, size: vec![], seed: 1, clip: false, save: None, show: 3 };
+    let mut o = ReadOpts { path: String::new(), dataset: String::new(), dataset_bytes: vec![], table: None, random: None, size: vec![], seed: 1, clip: false, save: None, show: 3 };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().cloned().ok_or_else(|| format!("{a} needs a value"));
@@ -177,6 +182,7 @@ fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
     }
     let [path, dataset] = <[String; 2]>::try_from(pos).map_err(|_| "expected FILE and DATASET".to_string())?;
     o.path = path;
+    o.dataset_bytes = vh5::names::unescape(&dataset).map_err(|e| format!("DATASET {e}"))?;
     o.dataset = dataset;
     if o.table.is_some() && o.random.is_some() {
         return Err("give exactly one of --table or --random".into());
@@ -276,7 +282,7 @@ fn read(o: &ReadOpts) -> Result<()> {
     let s = h5::session();
     let l = s.lock();
     let f = h5::open_file(l, &o.path, 0)?;
-    let d = h5::open_dataset(l, f.id(), &o.dataset)?;
+    let d = h5::open_dataset(l, f.id(), &o.dataset_bytes)?;
     let info = h5::dataset_info(l, d.id())?;
     let Some(dtype) = info.dtype.dtype else {
         return Err(Error::new(vh5::error::ErrorKind::Unsupported, format!("dataset {}: type not supported ({})", o.dataset, info.dtype.description)));
