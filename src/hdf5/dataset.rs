@@ -170,7 +170,7 @@ fn open_dataset_with(lock: &H5Lock, loc: hid_t, name: &str, lapl: hid_t, allow_e
         }
     }
     let c = CString::new(name).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
-    let peek = super::chunk_index::FileView::open(lock, loc).map(|v| super::layout_peek::peek(lock, &v, loc, &c, lapl)).unwrap_or_default();
+    let peek = super::chunk_tree::FileView::open(lock, loc).map(|v| super::layout_peek::peek(lock, &v, loc, &c, lapl)).unwrap_or_default();
     if let Some(why) = peek.damaged_type {
         return Err(super::layout_peek::damaged_type(&file_name(lock, loc), name, &why));
     }
@@ -385,7 +385,7 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
     }
     names.sort_by(|a, b| super::compat::path_order(a, b));
     // Read once for every object's peek (None: nothing is peeked, libhdf5 opens all).
-    let view = super::chunk_index::FileView::open(lock, file).ok();
+    let view = super::chunk_tree::FileView::open(lock, file).ok();
     let mut out = Vec::new();
     for n in names {
         let path = format!("/{n}");

@@ -290,6 +290,16 @@ def test_chunk_index_spans_chunks_in_any_file_order_and_gaps_read_like_h5py(tmp_
             assert np.array_equal(np.load(out), ref), (name, index, planner)
 
 
+def _chunk_btree_nodes(b, level=None):
+    """File offsets of the version-1 B-tree nodes of raw data chunks in the file bytes `b`
+    (of `level` only, when given)."""
+    nodes, i = [], 0
+    while (i := b.find(b"TREE", i + 1)) >= 0:
+        if b[i + 4] == 1 and level in (None, b[i + 5]):
+            nodes.append(i)
+    return nodes
+
+
 def test_chunk_index_damaged_key_deep_in_the_btree_refused(tmp_path):
     """Regression (new-user tryout, session 14): a leaf key of a two-level chunk B-tree whose
     axis-0 offset is no multiple of the chunk shape. libhdf5 2.x refuses every read of the
@@ -297,7 +307,7 @@ def test_chunk_index_damaged_key_deep_in_the_btree_refused(tmp_path):
     as never written (the fill value: 150 zeros, VH5_OK, in every planner). vh5's own B-tree
     walk (the chunk index build, libhdf5 1.10 builds) now tells such a key (damage) from an
     index it merely cannot use and refuses the read, naming the dataset and the key; the first
-    64 nodes of every tree (every node of one of ~4000 chunks) have every key checked at the
+    64 nodes of every tree (every node of one of ~3500 chunks) have every key checked at the
     dataset's first use (any read, any planner). Not found: a damaged key of a larger tree read in fewer than 16 chunks or
     by `rows` reads of an unfiltered dataset (what libhdf5 1.10 reads)."""
     p0, p = tmp_path / "deep0.h5", tmp_path / "deep.h5"
@@ -306,10 +316,7 @@ def test_chunk_index_damaged_key_deep_in_the_btree_refused(tmp_path):
         f.create_dataset("gz", data=a, chunks=(10, 15), compression="gzip", shuffle=True)  # 200 chunks, 2 levels
         f.create_dataset("raw", data=a, chunks=(10, 15))
     b = bytearray(p0.read_bytes())
-    leaves, i = [], 0
-    while (i := b.find(b"TREE", i + 1)) >= 0:
-        if b[i + 4] == 1 and b[i + 5] == 0:  # a node of the chunk B-tree, level 0
-            leaves.append(i)
+    leaves = _chunk_btree_nodes(b, level=0)
     assert len(leaves) >= 4, len(leaves)
     for i in (leaves[0], leaves[-1]):  # one leaf of each dataset's tree (the trees are apart in the file)
         k = i + 24 + 5 * (32 + 8)  # key 5 (node header 24 bytes; key 8 + 3 offsets, child address 8)
@@ -334,10 +341,7 @@ def test_chunk_index_damaged_key_deep_in_the_btree_refused(tmp_path):
     with h5py.File(p1, "w", libver=("earliest", "v110")) as f:
         f.create_dataset("gz", data=np.arange(100 * 5000, dtype="<i4").reshape(100, 5000), chunks=(10, 10), compression="gzip")
     b = bytearray(p1.read_bytes())
-    leaves, i = [], 0
-    while (i := b.find(b"TREE", i + 1)) >= 0:
-        if b[i + 4] == 1 and b[i + 5] == 0:
-            leaves.append(i)
+    leaves = _chunk_btree_nodes(b, level=0)
     b[leaves[len(leaves) // 2] + 24 + 5 * 40 + 9] ^= 0xA4
     p2.write_bytes(bytes(b))
     for planner in ("rows", "chunks", "auto"):
@@ -360,10 +364,7 @@ def test_chunk_btree_element_offset_damage_refused(tmp_path, key, value):
     with h5py.File(p, "w", libver=("earliest", "v110")) as f:
         f.create_dataset("x", data=np.arange(1, 141, dtype="i4"), chunks=(7,))  # 20 chunks, one node
     b = bytearray(p.read_bytes())
-    at = b.find(b"TREE")
-    while b[at + 4] != 1:
-        at = b.find(b"TREE", at + 1)
-    k = at + 24 + key * (8 + 16 + 8)  # key: size 4, mask 4, offsets 8 + 8 (axis, element); child 8
+    k = _chunk_btree_nodes(b)[0] + 24 + key * (8 + 16 + 8)  # key: size 4, mask 4, offsets 8 + 8 (axis, element); child 8
     b[k + 16 : k + 24] = struct.pack("<Q", value)
     p.write_bytes(bytes(b))
     with h5py.File(p) as f:
@@ -375,3 +376,4 @@ def test_chunk_btree_element_offset_damage_refused(tmp_path, key, value):
         assert rc == 1 and "VH5_OK" not in se, (planner, se[-600:])
         if vh5.hdf5_version().version < (1, 12, 0):
             assert f"key {key} of its chunk B-tree's root node holds the offsets" in se and "element size [7, 4]" in se, (planner, se[-600:])
+
