@@ -42,6 +42,7 @@ use std::sync::{Arc, Mutex};
 use hdf5_sys::h5i::hid_t;
 
 use super::chunk::{chunk_state, file_size, file_type_size, flush_dataset, is_partial_edge, opened_read_write, read_raw_chunk, vh5_decodes, ChunkLayout, ChunkState};
+use super::chunk_btree::Fault;
 use super::chunk_tree::DatasetFile;
 use super::handle::dataset_name;
 use super::lock::H5Lock;
@@ -134,7 +135,7 @@ struct Unfiltered {
 
 impl Unfiltered {
     /// Refuse (`Hdf5`) the chunk at `origin` when the chunk index says it holds other than a
-    /// chunk's bytes.
+    /// chunk's bytes, or a key of the chunk B-tree read on the way is damaged (libhdf5 1.10).
     /// `total`: the chunks of the dataset's grid (`None`: more than `u64::MAX`).
     fn check(&self, lock: &H5Lock, dset: hid_t, (chunk, total): (&[u64], Option<u64>), origin: &[u64], shared: &CheckedChunks) -> Result<()> {
         let sizes = {
@@ -169,7 +170,8 @@ impl Unfiltered {
                 dataset_name(lock, dset),
                 super::version::version_text(lock)
             ),
-            Ok(Verdict::Sound) | Err(_) => {
+            Err(Fault::Damaged(why)) => bail!(Hdf5, "dataset {}: the chunk index is damaged: {why}: vh5 refuses the read", dataset_name(lock, dset)),
+            Ok(Verdict::Sound) | Err(Fault::Declined(_)) => {
                 locked(shared).settle(total); // (a walk of the whole index may have found no other size)
                 Ok(())
             }

@@ -14,7 +14,11 @@
 //!
 //! - at a dataset's first use (any read, any planner, any file intent): the whole tree, when it
 //!   has at most [`FIRST_USE_NODES`] nodes ([`first_use_damage`]);
-//! - a larger tree is checked whole when vh5 walks it for the chunk index.
+//! - a larger tree is checked whole when vh5 walks it for the chunk index or the stored-size
+//!   check; reads that do neither check the nodes on the way to each chunk they read
+//!   ([`Opened::check_chunk_keys`]: the chunk planner without an index, and through the
+//!   stored-size check the reads libhdf5 makes of unfiltered datasets), until so many lookups
+//!   were made that one walk of the whole tree costs less.
 
 use std::ffi::{c_int, c_void};
 use std::fs::File;
@@ -213,10 +217,12 @@ impl Opened {
 }
 
 /// Nodes of a dataset's chunk B-tree whose every key is checked at its first use
-/// ([`first_use_damage`]): every node of a tree of up to ~3,500 chunks, a ~100 us read; the
-/// first nodes of a larger one.
+/// ([`first_use_damage`]): 1.3 to 2.5 us a node (one positioned read of ~2 KB, 65 keys), so
+/// at most ~20 ms; the tree of 262,144 1-D chunks h5py writes (libver earliest) has 4,683
+/// nodes, checked whole in ~11 ms (4,096 chunks: 75 nodes, ~0.1 ms; the first-use check read
+/// 64 nodes before session 15). A larger tree is checked as the module docs say.
 #[cfg(not(hdf5_1_14))]
-pub const FIRST_USE_NODES: u64 = 64;
+pub const FIRST_USE_NODES: u64 = 8192;
 
 /// Lookups of one dataset's chunks by [`Opened::check_chunk_keys`] before its whole tree is
 /// walked, at least.
