@@ -42,6 +42,8 @@ use std::sync::{Arc, Mutex};
 use hdf5_sys::h5i::hid_t;
 
 use super::chunk::{chunk_state, file_size, file_type_size, flush_dataset, is_partial_edge, opened_read_write, read_raw_chunk, vh5_decodes, ChunkLayout, ChunkState};
+use super::chunk_btree::Fault;
+use super::chunk_tree::DatasetFile;
 use super::handle::dataset_name;
 use super::lock::H5Lock;
 use super::scaleoffset;
@@ -90,6 +92,24 @@ pub struct Checked {
     all_sound: bool,
     /// An unfiltered dataset's stored chunk sizes, read at its first check (see [`Unfiltered`]).
     sizes: Option<Arc<std::result::Result<StoredSizes, String>>>,
+    /// The dataset's file as vh5 reads it (shared with its chunk index, see [`DatasetFile`]).
+    file: Arc<DatasetFile>,
+}
+
+impl Checked {
+    /// A set for a dataset whose file is `file` (see [`DatasetFile`]).
+    pub fn new(file: Arc<DatasetFile>) -> Checked {
+        Checked { file, ..Checked::default() }
+    }
+
+    /// Whether every stored chunk of the dataset is known sound, remembered once it is: every
+    /// chunk of its grid (`total`, `None`: more than `u64::MAX`) found sound one by one, or
+    /// its stored sizes read and none of another size found (an unfiltered dataset's).
+    fn settle(&mut self, total: Option<u64>) -> bool {
+        let sizes_sound = || self.sizes.as_ref().is_some_and(|s| s.as_ref().as_ref().is_ok_and(StoredSizes::all_sound));
+        self.all_sound = self.all_sound || total.is_some_and(|t| self.sound.len() as u64 >= t) || sizes_sound();
+        self.all_sound
+    }
 }
 
 /// What one guard found, or what the guards of every read of a dataset whose stored chunks
@@ -115,18 +135,20 @@ struct Unfiltered {
 
 impl Unfiltered {
     /// Refuse (`Hdf5`) the chunk at `origin` when the chunk index says it holds other than a
-    /// chunk's bytes.
-    /// `shape`: the dataset's extent.
-    fn check(&self, lock: &H5Lock, dset: hid_t, (chunk, shape): (&[u64], &[u64]), origin: &[u64], shared: &CheckedChunks) -> Result<()> {
+    /// chunk's bytes, or a key of the chunk B-tree read on the way is damaged (libhdf5 1.10).
+    /// `total`: the chunks of the dataset's grid (`None`: more than `u64::MAX`).
+    fn check(&self, lock: &H5Lock, dset: hid_t, (chunk, total): (&[u64], Option<u64>), origin: &[u64], shared: &CheckedChunks) -> Result<()> {
         let sizes = {
             let mut g = locked(shared);
             match &g.sizes {
                 Some(s) => Arc::clone(s),
                 None => {
-                    let nchunks = shape.iter().zip(chunk).try_fold(1u64, |a, (&s, &c)| a.checked_mul(s.div_ceil(c.max(1)))).unwrap_or(u64::MAX);
-                    let s = file_type_size(lock, dset).map_err(|x| x.message).and_then(|t| StoredSizes::open(lock, dset, chunk, nchunks, self.elems.saturating_mul(t)));
-                    g.all_sound |= s.as_ref().is_ok_and(|s| s.all_sound());
-                    Arc::clone(g.sizes.insert(Arc::new(s)))
+                    let nchunks = total.unwrap_or(u64::MAX);
+                    let file = Arc::clone(&g.file);
+                    let s = file_type_size(lock, dset).map_err(|x| x.message).and_then(|t| StoredSizes::open(lock, dset, &file, chunk, nchunks, self.elems.saturating_mul(t)));
+                    let s = Arc::clone(g.sizes.insert(Arc::new(s)));
+                    g.settle(total);
+                    s
                 }
             }
         };
@@ -148,10 +170,9 @@ impl Unfiltered {
                 dataset_name(lock, dset),
                 super::version::version_text(lock)
             ),
-            Ok(Verdict::Sound) | Err(_) => {
-                if sizes.all_sound() {
-                    locked(shared).all_sound = true; // (a walk of the whole index found no other size)
-                }
+            Err(Fault::Damaged(why)) => bail!(Hdf5, "dataset {}: the chunk index is damaged: {why}: vh5 refuses the read", dataset_name(lock, dset)),
+            Ok(Verdict::Sound) | Err(Fault::Declined(_)) => {
+                locked(shared).settle(total); // (a walk of the whole index may have found no other size)
                 Ok(())
             }
         }
@@ -302,12 +323,8 @@ impl ReadGuard {
             grid[j] = shape[j].div_ceil(self.chunk[j].max(1));
         }
         let total = grid[..n].iter().try_fold(1u64, |a, &g| a.checked_mul(g));
-        {
-            let mut g = locked(&self.checked);
-            g.all_sound |= total.is_some_and(|t| g.sound.len() as u64 >= t);
-            if g.all_sound {
-                return Ok(());
-            }
+        if locked(&self.checked).settle(total) {
+            return Ok(());
         }
         // Per axis, the chunk coordinates holding a selected element: a range when the stride
         // stays within a chunk, else listed.
@@ -332,7 +349,7 @@ impl ReadGuard {
                 linear = linear.wrapping_mul(grid[j]).wrapping_add(coord);
             }
             if !locked(&self.checked).sound.contains(&linear) {
-                self.check_chunk(lock, shape, &origin[..n])?;
+                self.check_chunk(lock, shape, total, &origin[..n])?;
                 let mut g = locked(&self.checked);
                 if g.all_sound {
                     return Ok(()); // (the whole chunk index was read and found sound)
@@ -359,12 +376,12 @@ impl ReadGuard {
         }
     }
 
-    fn check_chunk(&mut self, lock: &H5Lock, shape: &[u64], origin: &[u64]) -> Result<()> {
+    fn check_chunk(&mut self, lock: &H5Lock, shape: &[u64], total: Option<u64>, origin: &[u64]) -> Result<()> {
         if self.dont_filter_partial && is_partial_edge(origin, &self.chunk, shape) {
             return Ok(()); // stored without filters
         }
         if let Some(u) = &self.unfiltered {
-            return u.check(lock, self.dset, (&self.chunk, shape), origin, &self.checked);
+            return u.check(lock, self.dset, (&self.chunk, total), origin, &self.checked);
         }
         let ChunkState::Stored { size } = chunk_state(lock, self.dset, origin) else { return Ok(()) };
         if size > self.file_size && opened_read_write(lock, self.dset)? {

@@ -216,7 +216,7 @@ fn open_dataset_with(lock: &H5Lock, loc: hid_t, name: &[u8], lapl: hid_t, allow_
         }
     }
     let name = shown.as_str();
-    let peek = super::chunk_index::FileView::open(lock, loc).map(|v| super::layout_peek::peek(lock, &v, loc, &c, lapl)).unwrap_or_default();
+    let peek = super::chunk_tree::FileView::open(lock, loc).map(|v| super::layout_peek::peek(lock, &v, loc, &c, lapl)).unwrap_or_default();
     if let Some(why) = peek.damaged_type {
         return Err(super::layout_peek::damaged_type(&file_name(lock, loc), name, &why));
     }
@@ -447,7 +447,7 @@ pub fn list_datasets(lock: &H5Lock, file: hid_t) -> Result<Vec<Listed>> {
     }
     names.sort_by(|a, b| crate::names::path_order(a, b));
     // Read once for every object's peek (None: nothing is peeked, libhdf5 opens all).
-    let view = super::chunk_index::FileView::open(lock, file).ok();
+    let view = super::chunk_tree::FileView::open(lock, file).ok();
     let mut out = Vec::new();
     for n in names {
         let raw_path = [&b"/"[..], &n].concat();

@@ -32,7 +32,7 @@ use std::ffi::CStr;
 use hdf5_sys::h5i::hid_t;
 
 use super::chunk_btree::{le, Reader};
-use super::chunk_index::FileView;
+use super::chunk_tree::FileView;
 use super::error::clear_stack;
 use super::lock::H5Lock;
 
@@ -277,7 +277,7 @@ mod pipeline_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::hdf5::chunk_btree::tests::with_file;
 
     /// A global heap collection at address 0 holding `objects` (index, data), 8-byte sizes.
     fn collection(objects: &[(u16, &[u8])]) -> Vec<u8> {
@@ -293,20 +293,6 @@ mod tests {
         c.extend_from_slice(&((16 + body.len()) as u64).to_le_bytes());
         c.extend(body);
         c
-    }
-
-    fn with_file(bytes: &[u8], f: impl FnOnce(&Reader<'_>)) {
-        let mut t = tempfile();
-        t.write_all(bytes).unwrap();
-        let file_len = bytes.len() as u64;
-        f(&Reader { file: &t, file_len, base: 0, sa: 8, ss: 8 });
-    }
-
-    fn tempfile() -> std::fs::File {
-        let p = std::env::temp_dir().join(format!("vh5-layout-peek-{}-{:?}", std::process::id(), std::thread::current().id()));
-        let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
-        let _ = std::fs::remove_file(&p);
-        f
     }
 
     fn layout(heap: u64, index: u32) -> Vec<u8> {

@@ -17,8 +17,9 @@ use hdf5_sys::h5i::hid_t;
 
 use super::chunk::{chunk_layout, ChunkLayout};
 use super::chunk_cache::ChunkCache;
-use super::chunk_guard::CheckedChunks;
+use super::chunk_guard::{Checked, CheckedChunks};
 use super::chunk_index::IndexSlot;
+use super::chunk_tree::DatasetFile;
 use super::handle::{dataset_name, Handle};
 use super::hyperslab::{space_dims, SpaceCache};
 use super::lock::H5Lock;
@@ -52,6 +53,10 @@ pub struct DatasetMeta {
     /// read that uses it, see [`DatasetMeta::chunk_cache`]).
     chunks: OnceLock<ChunkCache>,
     /// The dataset's chunk index (when `fixed_extent`; built by the first read that wants it).
+    /// It shares the dataset's [`DatasetFile`] (one file view, one parse of the layout message
+    /// per open dataset) with the first-use key check and `guarded`; kept only when
+    /// `fixed_extent` and `own` (the only datasets vh5 reads this way after their first use:
+    /// no file descriptor is held for the others).
     index: IndexSlot,
     /// Chunks whose headers [`super::chunk_guard::ReadGuard`] found sound, kept for later calls
     /// (when `fixed_extent` and `own`: the stored chunks cannot change in this process).
@@ -124,9 +129,12 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
     let ftype = Handle::new(lock, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
     let finfo = classify(lock, ftype.id())?;
     let layout = chunk_layout(lock, dset)?;
+    let fixed_extent = extent_is_fixed(lock, dset);
+    let own = super::handle::opened_by_vh5(dset);
+    let file = Arc::new(DatasetFile::default());
     if let Some(chunk) = &layout.chunk {
         check_chunk_dims(lock, dset, chunk)?;
-        if let Some(why) = super::chunk_index::btree_root_damage(lock, dset) {
+        if let Some(why) = super::chunk_tree::first_use_damage(lock, dset, &file) {
             bail!(
                 Hdf5,
                 "dataset {}: {why}: the file is corrupted (libhdf5 >= 2.0 refuses it, \"bad coordinate offset\"; libhdf5 {} would read chunks on another grid or \
@@ -136,9 +144,8 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
             );
         }
     }
-    let fixed_extent = extent_is_fixed(lock, dset);
     let elsewhere = super::external::storage_elsewhere(lock, dset)?;
-    let own = super::handle::opened_by_vh5(dset);
+    let file = if fixed_extent && own { file } else { Arc::default() };
     let m = Arc::new(DatasetMeta {
         ftype,
         finfo,
@@ -148,8 +155,8 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
         own,
         spaces: Mutex::new(None),
         chunks: OnceLock::new(),
-        index: IndexSlot::default(),
-        guarded: CheckedChunks::default(),
+        index: IndexSlot::new(Arc::clone(&file)),
+        guarded: Arc::new(Mutex::new(Checked::new(file))),
     });
     let old = {
         let mut g = CACHE.lock().unwrap_or_else(|p| p.into_inner());

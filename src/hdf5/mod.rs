@@ -20,6 +20,7 @@ pub mod chunk_btree;
 pub mod chunk_cache;
 pub mod chunk_guard;
 pub mod chunk_index;
+pub mod chunk_tree;
 pub mod compat;
 pub mod dataset;
 pub mod dtype_peek;

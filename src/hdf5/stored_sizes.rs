@@ -27,12 +27,14 @@ use std::collections::HashMap;
 #[cfg(not(hdf5_1_14))]
 use std::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(hdf5_1_14))]
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use hdf5_sys::h5i::hid_t;
 
+use super::chunk_btree::Fault;
+use super::chunk_tree::DatasetFile;
 #[cfg(not(hdf5_1_14))]
-use super::chunk_index::{object_header_address, FileView};
+use super::chunk_tree::Opened;
 use super::lock::H5Lock;
 
 /// The stored sizes of one unfiltered dataset's chunks (see the module docs).
@@ -46,7 +48,7 @@ enum How {
     /// vh5's lookups in the version-1 B-tree (`lookups` so far), then one walk of it
     /// (`walked`: the entries of another size, or why the walk failed: lookups go on).
     #[cfg(not(hdf5_1_14))]
-    Btree { view: FileView, root: u64, dimensionality: usize, nchunks: u64, lookups: AtomicU64, walked: OnceLock<std::result::Result<Odd, String>> },
+    Btree { file: Arc<Opened>, nchunks: u64, lookups: AtomicU64, walked: OnceLock<std::result::Result<Odd, Fault>> },
     /// The entries of another size than `want`, by the dataset offset of their chunk's first
     /// element; `unplaced`: why such an entry cannot be placed (every check refused).
     #[cfg(hdf5_1_14)]
@@ -74,25 +76,24 @@ pub enum Verdict {
 
 impl StoredSizes {
     /// The stored sizes of the unfiltered dataset `dset` (chunk shape `chunk`, `want` bytes
-    /// per stored chunk), or `Err(reason)` when vh5 cannot read them (another file driver or
-    /// chunk index on 1.10, libhdf5 1.12, a failing libhdf5 call): nothing is checked then.
-    /// `nchunks`: the chunks of the dataset's grid (the most entries its index may hold).
-    /// Lock held; the file must be open read-only.
+    /// per stored chunk; its file `file`), or `Err(reason)` when vh5 cannot read them (another
+    /// file driver or chunk index on 1.10, libhdf5 1.12, a failing libhdf5 call): nothing is
+    /// checked then. `nchunks`: the chunks of the dataset's grid (the most entries its index
+    /// may hold). Lock held; the file must be open read-only.
     #[cfg(not(hdf5_1_14))]
-    pub fn open(lock: &H5Lock, dset: hid_t, chunk: &[u64], nchunks: u64, want: u64) -> std::result::Result<StoredSizes, String> {
-        let oh = object_header_address(lock, dset)?;
-        let view = FileView::open(lock, dset)?;
-        let (root, dimensionality, chunk_dims) = view.reader().layout(oh)?;
-        let n = chunk.len();
-        if dimensionality != n + 1 || chunk_dims.len() < n || chunk_dims[..n] != *chunk {
-            return Err(format!("layout message: {dimensionality} dimensions, chunk {chunk_dims:?}; the dataset has {n} axes, chunk {chunk:?}"));
+    pub fn open(lock: &H5Lock, dset: hid_t, file: &DatasetFile, chunk: &[u64], nchunks: u64, want: u64) -> std::result::Result<StoredSizes, String> {
+        let file = Arc::clone(file.get(lock, dset)?);
+        let tree = file.tree.as_ref().map_err(Clone::clone)?;
+        let (n, dims) = (chunk.len(), &tree.dims);
+        if tree.dimensionality != n + 1 || dims.len() < n || dims[..n] != *chunk {
+            return Err(format!("layout message: {} dimensions, chunk {dims:?}; the dataset has {n} axes, chunk {chunk:?}", tree.dimensionality));
         }
-        Ok(StoredSizes { want, how: How::Btree { view, root, dimensionality, nchunks, lookups: AtomicU64::new(0), walked: OnceLock::new() } })
+        Ok(StoredSizes { want, how: How::Btree { file, nchunks, lookups: AtomicU64::new(0), walked: OnceLock::new() } })
     }
 
     /// (libhdf5 >= 1.14: one `H5Dchunk_iter` pass, see the module docs.)
     #[cfg(hdf5_1_14)]
-    pub fn open(lock: &H5Lock, dset: hid_t, chunk: &[u64], _nchunks: u64, want: u64) -> std::result::Result<StoredSizes, String> {
+    pub fn open(lock: &H5Lock, dset: hid_t, _file: &DatasetFile, chunk: &[u64], _nchunks: u64, want: u64) -> std::result::Result<StoredSizes, String> {
         let maxdims = max_dims(lock, dset)?;
         let mut odd = HashMap::new();
         let mut first: Option<(Vec<u64>, u64, u64)> = None;
@@ -102,7 +103,8 @@ impl StoredSizes {
                 first.get_or_insert_with(|| (coord.to_vec(), size, addr));
             }
             Ok(())
-        })?;
+        })
+        .map_err(|f| f.message().to_string())?;
         let unplaced = match (super::chunk_index::iteration_order_differs(&maxdims), first) {
             (Some(why), Some((coord, size, addr))) => Some(format!(
                 "its chunk index holds {} entries of another size than an unfiltered chunk's {want} bytes (one of {size} bytes at file address {addr}, \
@@ -130,23 +132,27 @@ impl StoredSizes {
         }
     }
 
-    /// What the index says of the chunk whose first element is at `origin`; `Err(reason)`
-    /// when a B-tree node cannot be read (the chunk is left unchecked).
-    pub fn verdict(&self, origin: &[u64]) -> std::result::Result<Verdict, String> {
+    /// What the index says of the chunk whose first element is at `origin`;
+    /// `Err(Fault::Declined)` when a B-tree node cannot be read (the chunk is left unchecked),
+    /// `Err(Fault::Damaged)` when a key of a node read is damaged (libhdf5 1.10: every key of
+    /// every node read is checked, see [`super::chunk_tree`]).
+    pub fn verdict(&self, origin: &[u64]) -> std::result::Result<Verdict, Fault> {
         let size = match &self.how {
             #[cfg(not(hdf5_1_14))]
-            How::Btree { view, root, dimensionality, nchunks, lookups, walked } => {
+            How::Btree { file, nchunks, lookups, walked } => {
                 let due = lookups.fetch_add(1, Ordering::Relaxed) >= WALK_AFTER.max(nchunks / 16);
-                let odd = match due {
-                    true => walked.get_or_init(|| walk_odd(view, *root, *dimensionality, *nchunks, self.want)).as_ref().ok(),
-                    false => walked.get().and_then(|w| w.as_ref().ok()),
+                let walk = match due {
+                    true => Some(walked.get_or_init(|| walk_odd(file, *nchunks, self.want))),
+                    false => walked.get(),
                 };
-                match odd {
-                    Some(odd) => odd.get(origin).copied(),
-                    None => {
+                match walk {
+                    Some(Err(Fault::Damaged(why))) => return Err(Fault::Damaged(why.clone())),
+                    Some(Ok(odd)) => odd.get(origin).copied(),
+                    Some(Err(Fault::Declined(_))) | None => {
                         let mut target = origin.to_vec();
                         target.push(0);
-                        view.reader().lookup(*root, *dimensionality, &target)?.map(|(size, _, _)| u64::from(size))
+                        let tree = file.tree.as_ref().map_err(|why| Fault::Declined(why.clone()))?;
+                        file.view.reader().lookup(tree, &target)?.map(|(size, _, _)| u64::from(size))
                     }
                 }
             }
@@ -165,22 +171,33 @@ impl StoredSizes {
     }
 }
 
-/// One walk of the version-1 B-tree at `root`: its entries of another size than `want`, or
-/// why the walk failed (a node that cannot be read, an entry off the element offset 0, more
-/// entries than the grid's `nchunks`).
+/// One walk of the dataset's version-1 B-tree (`file`'s, every key checked): its entries of
+/// another size than `want`, or why the walk failed (damaged: a key libhdf5 2.x refuses;
+/// declined: a node that cannot be read, an entry off the element offset 0, more entries than
+/// the grid's `nchunks`).
 #[cfg(not(hdf5_1_14))]
-fn walk_odd(view: &FileView, root: u64, dimensionality: usize, nchunks: u64, want: u64) -> std::result::Result<Odd, String> {
+fn walk_odd(file: &Opened, nchunks: u64, want: u64) -> std::result::Result<Odd, Fault> {
+    let tree = file.tree.as_ref().map_err(|why| Fault::Declined(why.clone()))?;
     let mut odd = Odd::new();
-    view.reader().btree(root, dimensionality, nchunks, &mut |coord: &[u64], size: u32, _mask: u32, _addr: u64| {
-        let (origin, element) = coord.split_at(dimensionality - 1);
+    let mut leaves = 0u64;
+    let whole = file.view.reader().walk(tree, nchunks.saturating_mul(2).saturating_add(64), &mut |coord: &[u64], size: u32, _mask: u32, _addr: u64| {
+        leaves += 1;
+        if leaves > nchunks {
+            return Err(Fault::Declined(format!("B-tree: more than the {nchunks} chunks of the grid")));
+        }
+        let (origin, element) = coord.split_at(tree.dimensionality - 1);
         if element.first().is_some_and(|&e| e != 0) {
-            return Err(format!("B-tree entry at dataset offset {origin:?}: element offset {element:?} (0 expected)"));
+            return Err(Fault::Declined(format!("B-tree entry at dataset offset {origin:?}: element offset {element:?} (0 expected)")));
         }
         if u64::from(size) != want {
             odd.insert(origin.to_vec(), u64::from(size));
         }
         Ok(())
     })?;
+    if !whole {
+        return Err(Fault::Declined("B-tree: more nodes than chunks".into()));
+    }
+    file.keys_checked();
     Ok(odd)
 }
 

@@ -149,10 +149,17 @@ pub(crate) fn read_chunked(
     // The dataset's chunk index (files open read-only: see `hdf5::chunk_index`), for calls
     // reading enough chunks whole to repay building it: stored bytes are then read with
     // positioned reads by whoever decodes the chunk, outside the libhdf5 lock.
-    let index = match index {
+    let slot = index;
+    let index = match slot {
         Some(slot) if raw_ok && crate::hdf5::chunk_index::wanted(d.nwhole) => slot.get(l, dset, &grid, filter_specs.is_empty().then_some(d.stored_bytes))?,
         _ => None,
     };
+    // Without an index (whose build checked every key of the file's chunk B-tree), the keys on
+    // the way to every chunk the call reads are checked, where the dataset's first use did
+    // not check them all (libhdf5 1.10: see `hdf5::chunk_tree`).
+    if let (None, Some(slot)) = (&index, slot) {
+        slot.check_keys(l, dset, &grid, rp.plan.groups.iter().map(|g| g.0))?;
+    }
     // (`cache` is given only when `raw_ok`: pipeline decoded by vh5, bytes raw.) Chunks are
     // kept only when all the call's whole chunks fit (a larger read would evict everything
     // for nothing: a scan is not cached).

@@ -174,7 +174,7 @@ pub fn flips(rep: &mut super::Report, tmp: &crate::common::TempDir) {
 /// coordinate offset"): the key flip that 1.10 reads as the fill value is then an error.
 /// Seen on 2.x and on 1.14.6 (the 1.14 series vh5 builds against for h5py 3.12 .. 3.15); older
 /// 1.14 releases and 1.12 are taken as 1.10, untested.
-/// vh5 checks the keys of a chunk B-tree's root node itself (`chunk_index::btree_root_damage`)
+/// vh5 checks the keys of a chunk B-tree itself (`chunk_tree::first_use_damage`)
 /// with libhdf5 1.10, whose object addresses it reads (1.12: tokens).
 fn vh5_checks_root_keys() -> bool {
     let s = vh5::hdf5::session();

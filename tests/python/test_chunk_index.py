@@ -41,6 +41,12 @@ if mode == 'write':
         vh5.write_many_slices(src, d, [[0] * src.ndim], [[d.shape[0] - 2] + [0] * (src.ndim - 1)], [list(src.shape)])
         dst = np.zeros(d.shape, dtype)
         vh5.read_many_slices(d, dst, [[0] * dst.ndim], [[0] * dst.ndim], [list(dst.shape)])
+elif mode.startswith('part:'):
+    # one row of a 1-D dataset: n elements from lo on
+    lo, n = map(int, mode[5:].split(','))
+    d = vh5.File(path)[name]
+    dst = np.zeros(n, dtype)
+    vh5.read_many_slices(d, dst, [[lo]], [[0]], [[n]])
 else:
     d = vh5.File(path)[name]
     dst = np.zeros(d.shape, dtype)
@@ -290,26 +296,33 @@ def test_chunk_index_spans_chunks_in_any_file_order_and_gaps_read_like_h5py(tmp_
             assert np.array_equal(np.load(out), ref), (name, index, planner)
 
 
+def _chunk_btree_nodes(b, level=None):
+    """File offsets of the version-1 B-tree nodes of raw data chunks in the file bytes `b`
+    (of `level` only, when given)."""
+    nodes, i = [], 0
+    while (i := b.find(b"TREE", i + 1)) >= 0:
+        if b[i + 4] == 1 and level in (None, b[i + 5]):
+            nodes.append(i)
+    return nodes
+
+
 def test_chunk_index_damaged_key_deep_in_the_btree_refused(tmp_path):
     """Regression (new-user tryout, session 14): a leaf key of a two-level chunk B-tree whose
     axis-0 offset is no multiple of the chunk shape. libhdf5 2.x refuses every read of the
     dataset ("bad coordinate offset"); 1.10.8 looks the damaged chunk up in vain and reads it
     as never written (the fill value: 150 zeros, VH5_OK, in every planner). vh5's own B-tree
     walk (the chunk index build, libhdf5 1.10 builds) now tells such a key (damage) from an
-    index it merely cannot use and refuses the read, naming the dataset and the key; the first
-    64 nodes of every tree (every node of one of ~4000 chunks) have every key checked at the
-    dataset's first use (any read, any planner). Not found: a damaged key of a larger tree read in fewer than 16 chunks or
-    by `rows` reads of an unfiltered dataset (what libhdf5 1.10 reads)."""
+    index it merely cannot use and refuses the read, naming the dataset and the key; every
+    key of a tree of up to 8,192 nodes is checked at the dataset's first use (any read, any
+    planner), those of a larger tree as reads reach them (see
+    test_chunk_btree_damaged_key_beyond_the_first_use_check_refused_by_small_and_rows_reads)."""
     p0, p = tmp_path / "deep0.h5", tmp_path / "deep.h5"
     a = np.arange(200 * 150, dtype="i4").reshape(200, 150) + 1
     with h5py.File(p0, "w", libver=("earliest", "v110")) as f:
         f.create_dataset("gz", data=a, chunks=(10, 15), compression="gzip", shuffle=True)  # 200 chunks, 2 levels
         f.create_dataset("raw", data=a, chunks=(10, 15))
     b = bytearray(p0.read_bytes())
-    leaves, i = [], 0
-    while (i := b.find(b"TREE", i + 1)) >= 0:
-        if b[i + 4] == 1 and b[i + 5] == 0:  # a node of the chunk B-tree, level 0
-            leaves.append(i)
+    leaves = _chunk_btree_nodes(b, level=0)
     assert len(leaves) >= 4, len(leaves)
     for i in (leaves[0], leaves[-1]):  # one leaf of each dataset's tree (the trees are apart in the file)
         k = i + 24 + 5 * (32 + 8)  # key 5 (node header 24 bytes; key 8 + 3 offsets, child address 8)
@@ -328,16 +341,13 @@ def test_chunk_index_damaged_key_deep_in_the_btree_refused(tmp_path):
         if vh5.hdf5_version().version < (1, 12, 0):  # a one-element read too (the tree has 200 chunks: checked whole at first use)
             with vh5.File(p) as f, pytest.raises(vh5.HDF5Error, match="key 5 of the chunk B-tree node at file address"):
                 vh5.read_many_slices(f[name], np.zeros((1, 1), "<i4"), [0, 0], [0, 0], [1, 1])
-    # A tree larger than the first-use check's 64 nodes: its leaf keys are checked by the
-    # chunk index build (reads of at least 16 whole chunks) if the first-use walk stopped before.
+    # A tree of 5,000 chunks (checked whole at first use since session 15; before, the first
+    # 64 nodes, the rest by the chunk index build).
     p1, p2 = tmp_path / "big0.h5", tmp_path / "big.h5"
     with h5py.File(p1, "w", libver=("earliest", "v110")) as f:
         f.create_dataset("gz", data=np.arange(100 * 5000, dtype="<i4").reshape(100, 5000), chunks=(10, 10), compression="gzip")
     b = bytearray(p1.read_bytes())
-    leaves, i = [], 0
-    while (i := b.find(b"TREE", i + 1)) >= 0:
-        if b[i + 4] == 1 and b[i + 5] == 0:
-            leaves.append(i)
+    leaves = _chunk_btree_nodes(b, level=0)
     b[leaves[len(leaves) // 2] + 24 + 5 * 40 + 9] ^= 0xA4
     p2.write_bytes(bytes(b))
     for planner in ("rows", "chunks", "auto"):
@@ -355,15 +365,12 @@ def test_chunk_btree_element_offset_damage_refused(tmp_path, key, value):
     element size ("bad coordinate offset"). 1.10.8 then missed the chunk and read the fill
     value (2**64-1), or read on (1; the last key, 5) where 2.x refuses. vh5 checks every
     offset of every key of the tree's first nodes at the dataset's first use, the element
-    offset included, in every planner."""
+    offset included (the whole tree when it has at most 8,192 nodes), in every planner."""
     p = tmp_path / "elem.h5"
     with h5py.File(p, "w", libver=("earliest", "v110")) as f:
         f.create_dataset("x", data=np.arange(1, 141, dtype="i4"), chunks=(7,))  # 20 chunks, one node
     b = bytearray(p.read_bytes())
-    at = b.find(b"TREE")
-    while b[at + 4] != 1:
-        at = b.find(b"TREE", at + 1)
-    k = at + 24 + key * (8 + 16 + 8)  # key: size 4, mask 4, offsets 8 + 8 (axis, element); child 8
+    k = _chunk_btree_nodes(b)[0] + 24 + key * (8 + 16 + 8)  # key: size 4, mask 4, offsets 8 + 8 (axis, element); child 8
     b[k + 16 : k + 24] = struct.pack("<Q", value)
     p.write_bytes(bytes(b))
     with h5py.File(p) as f:
@@ -375,3 +382,45 @@ def test_chunk_btree_element_offset_damage_refused(tmp_path, key, value):
         assert rc == 1 and "VH5_OK" not in se, (planner, se[-600:])
         if vh5.hdf5_version().version < (1, 12, 0):
             assert f"key {key} of its chunk B-tree's root node holds the offsets" in se and "element size [7, 4]" in se, (planner, se[-600:])
+
+
+def test_chunk_btree_damaged_key_beyond_the_first_use_check_refused_by_small_and_rows_reads(tmp_path):
+    """Regression (session-15 review): the first-use key check read a tree's first 64 nodes;
+    a damaged key deeper was met only by the chunk index build, which reads of fewer than 16
+    chunks and `rows` reads of an unfiltered dataset never make: libhdf5 1.10 read the chunk
+    as never written (3 zeros, VH5_OK). A tree of more nodes than the first-use check reads
+    whole (500,000 chunks: ~8,900 nodes, 8,192 read at first use), a key of its leftmost leaf
+    (the walk's last) moved off the grid: libhdf5 2.x refuses reads through that leaf ("bad
+    coordinate offset") and reads the other chunks; vh5 refuses the small reads through it in
+    every planner (the keys on the way to each chunk read are checked) and a read of 100
+    chunks (the index build), and reads the other chunks as h5py does."""
+    p = tmp_path / "wide.h5"
+    n = 500_000
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        d = f.create_dataset("raw", shape=(3 * n,), dtype="<i4", chunks=(3,))
+        for lo in range(0, 3 * n, 60_000):  # (libhdf5 2.x holds ~4 KB per chunk a write covers: ~2 GB at once)
+            d[lo : lo + 60_000] = np.arange(lo, lo + 60_000, dtype="<i4")
+    b = bytearray(p.read_bytes())
+    leaves = _chunk_btree_nodes(b, level=0)
+    assert len(_chunk_btree_nodes(b)) > 8192, len(_chunk_btree_nodes(b))
+    first = min(leaves, key=lambda i: struct.unpack_from("<Q", b, i + 24 + 8)[0])  # its key 0: offset 0
+    k = first + 24 + 5 * (8 + 16 + 8) + 8  # key 5's axis-0 offset (15)
+    assert struct.unpack_from("<Q", b, k)[0] == 15
+    b[k] ^= 1  # 14: off the grid of 3
+    p.write_bytes(bytes(b))
+    with h5py.File(p) as f:
+        if tuple(map(int, h5py.version.hdf5_version.split(".")[:2])) >= (2, 0):
+            for lo in (0, 15):
+                with pytest.raises(OSError, match="bad coordinate offset"):
+                    f["raw"][lo : lo + 3]
+        assert list(f["raw"][3000:3003]) == [3000, 3001, 3002]
+    for planner in ("auto", "chunks", "rows"):
+        for lo, count in ((15, 3), (0, 3), (0, 300)):
+            rc, se, _ = _read(p, "raw", "<i4", index="1", planner=planner, mode=f"part:{lo},{count}")
+            assert rc == 1 and "VH5_OK" not in se, (planner, lo, count, se[-600:])
+            if BTREE:
+                assert re.search(r"key 5 of the chunk B-tree node at file address \d+ holds the offsets \[14, 0\], not multiples of the chunk dimensions and element size \[3, 4\]", se), (planner, lo, se[-600:])
+        for lo in (3000, 3 * n - 3):
+            rc, se, out = _read(p, "raw", "<i4", index="1", planner=planner, mode=f"part:{lo},3")
+            assert rc == 0, (planner, lo, se[-600:])
+            assert list(np.load(out)) == [lo, lo + 1, lo + 2], (planner, lo)

@@ -450,8 +450,9 @@ def test_btree1_damaged_chunk_key_padded_compound_same_bytes_in_every_planner(tm
     "bad coordinate offset". vh5 gave 1.10's member bytes in every planner (the chunk planner
     copies compound padding bytes that H5Dread leaves alone, so the digest the suite compares
     with the rows planner's leaves padding out: it once failed the chunks planner); since
-    session 14 it refuses the read in every planner, as 2.0 does (every key of the tree's
-    first nodes is checked at the dataset's first use, src/hdf5/chunk_btree.rs `key_off_grid`)."""
+    session 14 it refuses the read in every planner, as 2.0 does (every key of every node
+    vh5 reads is checked, src/hdf5/chunk_btree.rs `Tree::check_keys`; the whole tree, when small
+    enough, at the dataset's first use: src/hdf5/chunk_tree.rs)."""
     import numpy as np
 
     spec = {"alloc": "late", "chunks": [2, 4, 7], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc", "fillvalue": False,
