@@ -603,6 +603,31 @@ def test_reductionist_count_as_bytes_negative_refused(order):
         vh5.decode_payload(bad)
 
 
+@pytest.mark.parametrize("order", ["little", "big"])
+def test_reductionist_count_and_count_as_bytes_disagreeing_refused(order):
+    """`count` and `count_as_bytes` both non-empty and different: MalformedError naming both
+    keys and the first differing element, as for shape / shape_as_bytes (count_as_bytes used
+    to win silently, unmasking elements whose `count` is 0). Equal ones decode."""
+    o = "<" if order == "little" else ">"
+    base = {"bytes": np.arange(6, dtype=o + "f8").tobytes(), "dtype": "float64", "shape": [2, 3], "shape_as_bytes": b"", "byte_order": order}
+    cab = np.array([2, 2, 2, 2, 2, 2], o + "i8").tobytes()
+    for count in ([2, 2, 2, 2, 2, 2], [[2, 2, 2], [2, 2, 2]]):
+        p = vh5.decode_payload(cbor2.dumps({**base, "count": count, "count_as_bytes": cab}))
+        np.testing.assert_array_equal(p.count, [2] * 6)
+    for count, first in (([1, 0, 1, 1, 1, 1], 0), ([2, 2, 2, 2, 2, 3], 5), ([[2, 2, 2], [2, 0, 2]], 4)):
+        body = cbor2.dumps({**base, "count": count, "count_as_bytes": cab})
+        want = np.ravel(count)[first]
+        with pytest.raises(vh5.MalformedError, match=rf"count \(at byte \d+\) and count_as_bytes \(at byte \d+\) disagree: element {first} is {want} in count but 2 in count_as_bytes"):
+            vh5.decode_payload(body)
+    # a typed-array count (RFC 8746 tag 79, int64 little-endian) is compared the same way
+    typed = cbor2.CBORTag(79, np.array([2, 2, 2, 2, 7, 2], "<i8").tobytes())
+    with pytest.raises(vh5.MalformedError, match="element 4 is 7 in count but 2 in count_as_bytes"):
+        vh5.decode_payload(cbor2.dumps({**base, "count": typed, "count_as_bytes": cab}))
+    # different lengths were already refused
+    with pytest.raises(vh5.MalformedError, match="has 5 elements but count_as_bytes has 6"):
+        vh5.decode_payload(cbor2.dumps({**base, "count": [2] * 5, "count_as_bytes": cab}))
+
+
 # ----------------------------------------------------------------------------- found by the tryout
 
 
