@@ -435,10 +435,14 @@ def test_newer_hdf5_format_files_named_by_info_and_read(tmp_path, libver):
         assert "written with a newer HDF5 format than the linked libhdf5 " in r.stdout, r.stdout
         assert f"file `{p}`, object `/gz`" in r.stdout and "bad version number for" in r.stdout, r.stdout
         linked = _linked_hdf5()[:2]
-        # refused only by a libhdf5 older than the writer; the static-hdf5 hint only where
-        # any HDF5 >= 1.12 reads the file (a 1.10 build)
+        # refused only by a libhdf5 older than the writer; the static-hdf5 hint (HDF5 2.2)
+        # wherever the linked libhdf5 is older than 2.0; the layout message version 5 of
+        # HDF5 2.x needs 2.0 (1.14.6 refuses it too: "1.12 or newer" was wrong advice)
         assert linked < _writer_hdf5(), (linked, r.stdout)
-        assert ("static-hdf5" in r.stdout) == (linked < (1, 12)), r.stdout
+        assert ("static-hdf5" in r.stdout) == (linked < (2, 0)), r.stdout
+        assert "1.12 or newer reads it" not in r.stdout, r.stdout
+        if "bad version number for layout message" in r.stdout:
+            assert "layout message version 5 (what HDF5 2.x writes with libver 'latest' or 'v200') needs libhdf5 2.0 or newer" in r.stdout, r.stdout
     out = tmp_path / "o.npy"
     t = tmp_path / "t.csv"
     t.write_text("1 2 0 0 4 7\n")
