@@ -131,7 +131,7 @@ impl Reader<'_> {
         let (v2, crt_order);
         if head.starts_with(b"OHDR") {
             if head.get(4) != Some(&2) {
-                return Err(format!("object header version {:?}", head.get(4)));
+                return Err(format!("object header version {} (2 expected)", head.get(4).map_or("missing".into(), u8::to_string)));
             }
             let flags = head[5];
             crt_order = flags & 0x04 != 0;
@@ -148,7 +148,7 @@ impl Reader<'_> {
             v2 = true;
         } else {
             if head.first() != Some(&1) {
-                return Err(format!("object header version {:?}", head.first()));
+                return Err(format!("object header version {} (1 expected)", head.first().map_or("missing".into(), u8::to_string)));
             }
             let sz = le(&head, 8, 4).ok_or("object header truncated")?;
             blocks.push((oh + 16, sz));
@@ -243,7 +243,8 @@ impl Reader<'_> {
         }
         let level = h[5];
         if want_level.is_some_and(|w| w != level) || level > MAX_LEVEL {
-            return Err(format!("B-tree node at address {addr}: level {level}, expected {want_level:?}"));
+            let want = want_level.map_or(format!("at most {MAX_LEVEL}"), |w| w.to_string());
+            return Err(format!("B-tree node at address {addr}: level {level}, expected {want}"));
         }
         let entries = le(&h, 6, 2).unwrap_or(0) as usize;
         let body = self.read(addr + hdr as u64, (entries * (ks + sa) + ks) as u64, "B-tree node")?;
