@@ -837,8 +837,8 @@ const char *vh5_dtype_name(uint32_t dtype);
  * `format`, or PAYLOAD_DOC_AUTO and the document is valid in both formats);
  * VH5_ERR_BUFFER_TOO_SMALL (see above); VH5_ERR_MALFORMED (truncated at any byte, not
  * well-formed, text not UTF-8, trailing bytes after the root value, declared lengths
- * beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (nesting deeper
- * than PAYLOAD_MAX_DEPTH; array data in an indefinite-length byte string, which has no
+ * beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (an HDF5 or
+ * netCDF-3 file, named as such with what reads it; nesting deeper than PAYLOAD_MAX_DEPTH; array data in an indefinite-length byte string, which has no
  * view); VH5_ERR_SERVER_ERROR (a JSON error body); and for an array inside the document any
  * status payload_decode_view returns for it alone (pickled objects, structured dtypes, bad
  * lengths, unknown dtypes...: an error in any array refuses the whole document). On failure
@@ -1105,7 +1105,8 @@ vh5_status vh5_dataset_filter_params(int64_t dset,
  * typed array: the message names its index and byte offset), `shape` and `shape_as_bytes`
  * or `count` and `count_as_bytes` both non-empty and disagreeing (the message names both
  * keys; for counts the first differing element)...: the message names the key and byte
- * offset); VH5_ERR_UNSUPPORTED (pickled/structured
+ * offset); VH5_ERR_UNSUPPORTED (an HDF5 file, signature at byte 0 or after a user block,
+ * or a netCDF-3 file: the message names it and what reads it; pickled/structured
  * msgpack-numpy, indefinite-length data byte string, more than 64 axes, count nesting
  * deeper than 64, float128, reserved tags); VH5_ERR_DTYPE (unknown dtype, `dtype` key
  * contradicting a typed-array tag); VH5_ERR_SERVER_ERROR (`buf` is a server JSON error body;

@@ -178,7 +178,8 @@ const _: () = assert!(CountForm::Array as u32 == PAYLOAD_COUNT_ARRAY && PAYLOAD_
 /// typed array: the message names its index and byte offset), `shape` and `shape_as_bytes`
 /// or `count` and `count_as_bytes` both non-empty and disagreeing (the message names both
 /// keys; for counts the first differing element)...: the message names the key and byte
-/// offset); VH5_ERR_UNSUPPORTED (pickled/structured
+/// offset); VH5_ERR_UNSUPPORTED (an HDF5 file, signature at byte 0 or after a user block,
+/// or a netCDF-3 file: the message names it and what reads it; pickled/structured
 /// msgpack-numpy, indefinite-length data byte string, more than 64 axes, count nesting
 /// deeper than 64, float128, reserved tags); VH5_ERR_DTYPE (unknown dtype, `dtype` key
 /// contradicting a typed-array tag); VH5_ERR_SERVER_ERROR (`buf` is a server JSON error body;

@@ -678,3 +678,37 @@ def test_zero_size_payload_with_large_numpy_axis_decodes():
         p = vh5.decode_payload(body)
         assert p.data.shape == tuple(shape) and p.data.size == 0 and p.data.dtype == np.dtype("<f8")
         assert vh5.decode_document(body).shape == tuple(shape)
+
+
+@pytest.mark.parametrize("decode", ["decode_payload", "decode_document"])
+def test_payload_decoders_name_hdf5_and_netcdf3_files(tmp_path, decode):
+    """An HDF5 file (signature at byte 0 or after a user block) or a netCDF-3 file given to
+    the payload decoders: UnsupportedError saying what the file is and what reads it, in
+    Python terms (it was a decoder's complaint about byte 0; session-16 tryout)."""
+    import h5py
+
+    fn = getattr(vh5, decode)
+    plain = tmp_path / "plain.h5"
+    with h5py.File(plain, "w") as f:
+        f["x"] = np.arange(3)
+    ub = tmp_path / "ub.h5"
+    with h5py.File(ub, "w", userblock_size=1024, libver=("earliest", "v110")) as f:
+        f["x"] = np.arange(3)
+    for path, where in ((plain, "signature at byte 0"), (ub, "signature at byte 1024 after a user block of 1024 bytes")):
+        with pytest.raises(vh5.UnsupportedError) as ei:
+            fn(path.read_bytes())
+        msg = str(ei.value)
+        assert f"the input is an HDF5 file ({where}), not a serialized array payload: open it with vh5.File(path)" in msg, msg
+        assert "vh5_file_open" not in msg, msg
+    for magic, kind in ((b"CDF\x01", "classic"), (b"CDF\x02", "64-bit offset"), (b"CDF\x05", "CDF-5 (64-bit data)")):
+        with pytest.raises(vh5.UnsupportedError) as ei:
+            fn(magic + b"\0" * 60)
+        msg = str(ei.value)
+        assert f"the input is a netCDF-3 file ({kind} format), not a serialized array payload" in msg and "netCDF library" in msg, msg
+    # a real payload whose data holds the signature at a user-block offset still decodes
+    body = bytearray(cbor2.dumps({"bytes": bytes(1024), "dtype": "float64", "shape": [128], "count": [], "byte_order": "little"}))
+    start = bytes(body).index(b"Y\x04\x00") + 3  # the byte string head: 1024 bytes follow
+    assert start < 512 and body[0] == 0xA5
+    body[512:520] = b"\x89HDF\r\n\x1a\n"
+    want = np.frombuffer(bytes(body[start : start + 1024]), "<f8")
+    np.testing.assert_array_equal(vh5.decode_payload(bytes(body)).data, want)
