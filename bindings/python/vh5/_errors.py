@@ -288,7 +288,8 @@ _PYTHON_TERMS = (
     ("(PAYLOAD_MAX_NDIM)", "(vh5's limit)"),
     ("without `VH5_SLICES_CLIP`", "without clip=True"),
     (
-        "open it with vh5_file_open and read it with vh5_read_many_slices (Python: vh5.File(path); command line: vh5 info FILE)",
+        "open it with vh5_file_open and read it with vh5_read_many_slices "
+        "(Python: vh5.File(path); command line: vh5 info FILE)",
         "open it with vh5.File(path) (command line: vh5 info FILE)",
     ),
     (
