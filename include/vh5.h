@@ -846,8 +846,8 @@ const char *vh5_dtype_name(uint32_t dtype);
  * `format`, or PAYLOAD_DOC_AUTO and the document is valid in both formats);
  * VH5_ERR_BUFFER_TOO_SMALL (see above); VH5_ERR_MALFORMED (truncated at any byte, not
  * well-formed, text not UTF-8, trailing bytes after the root value, declared lengths
- * beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (nesting deeper
- * than PAYLOAD_MAX_DEPTH; array data in an indefinite-length byte string, which has no
+ * beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (an HDF5 or
+ * netCDF-3 file, named as such with what reads it; nesting deeper than PAYLOAD_MAX_DEPTH; array data in an indefinite-length byte string, which has no
  * view); VH5_ERR_SERVER_ERROR (a JSON error body); and for an array inside the document any
  * status payload_decode_view returns for it alone (pickled objects, structured dtypes, bad
  * lengths, unknown dtypes...: an error in any array refuses the whole document). On failure
@@ -1113,7 +1113,8 @@ vh5_status vh5_dataset_filter_params(int64_t dset,
  * 0.13.0, 0.13.1 and client fixtures), RFC 8746 typed arrays (tags 64-87) and
  * multi-dimensional arrays (tags 40/1040), msgpack-numpy maps. Nothing is copied or
  * allocated in proportion to the data; a `count` integer array is walked once (validated,
- * counted) to reach the keys after it.
+ * counted) to reach the keys after it, and once more when a non-empty `count_as_bytes`
+ * must be compared with it.
  *
  * `flags`: 0, or PAYLOAD_REQUIRE_ALIGNED | PAYLOAD_REQUIRE_NATIVE.
  *
@@ -1121,8 +1122,11 @@ vh5_status vh5_dataset_filter_params(int64_t dset,
  * VH5_ERR_INVALID_ARGUMENT (unknown flag bits); VH5_ERR_MALFORMED (truncated, wrong types,
  * duplicate keys, data length != prod(shape) * itemsize, trailing bytes, a count that is
  * negative or above INT64_MAX in any form and byte order (integer array, `count_as_bytes`,
- * typed array: the message names its index and byte offset)...: the message names the key
- * and byte offset); VH5_ERR_UNSUPPORTED (pickled/structured
+ * typed array: the message names its index and byte offset), `shape` and `shape_as_bytes`
+ * or `count` and `count_as_bytes` both non-empty and disagreeing (the message names both
+ * keys; for counts the first differing element)...: the message names the key and byte
+ * offset); VH5_ERR_UNSUPPORTED (an HDF5 file, signature at byte 0 or after a user block,
+ * or a netCDF-3 file: the message names it and what reads it; pickled/structured
  * msgpack-numpy, indefinite-length data byte string, more than 64 axes, count nesting
  * deeper than 64, float128, reserved tags); VH5_ERR_DTYPE (unknown dtype, `dtype` key
  * contradicting a typed-array tag); VH5_ERR_SERVER_ERROR (`buf` is a server JSON error body;

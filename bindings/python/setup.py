@@ -13,8 +13,9 @@ Environment:
 - ``VH5_FEATURES`` (comma separated, e.g. ``static-hdf5``): cargo features, the same variable
   as ``scripts/install.sh``. ``VH5_CARGO_FEATURES``, its old name, is still accepted with a
   deprecation message.
-- ``VH5_PREBUILT_DIR``: a directory holding an already built library and tool, packaged as
-  they are (cargo is not run):
+- ``VH5_PREBUILT_DIR``: the absolute path of a directory holding an already built library
+  and tool, packaged as they are (cargo is not run; a relative path is refused, since pip
+  runs this script from another directory):
 
   * ``libvh5.so`` and ``vh5`` (e.g. ``target/release`` after ``cargo build --release --locked``;
     used by the tests to install quickly): linked to a libhdf5 of the system, as a source build;
@@ -32,8 +33,29 @@ Environment:
 import os
 import sys
 
-from setuptools import Distribution, setup
-from setuptools.command.build_py import build_py
+
+# Checked before setuptools is imported: a wrong path fails at once, with nothing else in the way.
+def prebuilt_dir():
+    """VH5_PREBUILT_DIR, which must be absolute: pip runs this script from another directory
+    (the package directory, or a temporary copy of it), where a relative path names nothing
+    the user meant; refused with the absolute path it most likely meant ($PWD of the shell
+    that started pip, when that is known and holds it)."""
+    d = os.environ.get("VH5_PREBUILT_DIR")
+    if not d or os.path.isabs(d):
+        return d
+    start = os.environ.get("PWD", "")
+    meant = os.path.join(start, d) if os.path.isabs(start) else ""
+    hint = f"VH5_PREBUILT_DIR={meant}" if meant and os.path.isdir(meant) else f"VH5_PREBUILT_DIR=$PWD/{d}"
+    sys.exit(
+        f"vh5: VH5_PREBUILT_DIR must be an absolute path (got {d!r}): pip builds the package in another "
+        f"directory, where a relative path does not name your build; give e.g. {hint}"
+    )
+
+
+PREBUILT = prebuilt_dir()
+
+from setuptools import Distribution, setup  # noqa: E402
+from setuptools.command.build_py import build_py  # noqa: E402
 
 try:
     from setuptools.command.bdist_wheel import bdist_wheel
@@ -77,7 +99,7 @@ def cargo_features():
 
 
 EXE_NAME = "vh5.exe" if sys.platform == "win32" else "vh5"
-PREBUILT = os.environ.get("VH5_PREBUILT_DIR")
+
 # The h5py-bound builds, one per HDF5 series: the Python loader and the vh5 launcher recognise
 # them by these names (file-name suffix -> series).
 H5PY_SUFFIXES = {"": "2", "_1_14": "1.14"}

@@ -165,8 +165,8 @@ impl<'a> Sink<'a> for SliceSink<'_> {
 /// `format`, or PAYLOAD_DOC_AUTO and the document is valid in both formats);
 /// VH5_ERR_BUFFER_TOO_SMALL (see above); VH5_ERR_MALFORMED (truncated at any byte, not
 /// well-formed, text not UTF-8, trailing bytes after the root value, declared lengths
-/// beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (nesting deeper
-/// than PAYLOAD_MAX_DEPTH; array data in an indefinite-length byte string, which has no
+/// beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (an HDF5 or
+/// netCDF-3 file, named as such with what reads it; nesting deeper than PAYLOAD_MAX_DEPTH; array data in an indefinite-length byte string, which has no
 /// view); VH5_ERR_SERVER_ERROR (a JSON error body); and for an array inside the document any
 /// status payload_decode_view returns for it alone (pickled objects, structured dtypes, bad
 /// lengths, unknown dtypes...: an error in any array refuses the whole document). On failure

@@ -134,7 +134,7 @@ impl Reader<'_> {
         let (v2, crt_order);
         if head.starts_with(b"OHDR") {
             if head.get(4) != Some(&2) {
-                return Err(format!("object header version {:?}", head.get(4)));
+                return Err(format!("object header version {} (2 expected)", head.get(4).map_or("missing".into(), u8::to_string)));
             }
             let flags = head[5];
             crt_order = flags & 0x04 != 0;
@@ -151,7 +151,7 @@ impl Reader<'_> {
             v2 = true;
         } else {
             if head.first() != Some(&1) {
-                return Err(format!("object header version {:?}", head.first()));
+                return Err(format!("object header version {} (1 expected)", head.first().map_or("missing".into(), u8::to_string)));
             }
             let sz = le(&head, 8, 4).ok_or("object header truncated")?;
             blocks.push((oh + 16, sz));
@@ -215,7 +215,8 @@ impl Reader<'_> {
         }
         let level = b[5];
         if want_level.is_some_and(|w| w != level) || level > MAX_LEVEL {
-            return Err(Fault::Declined(format!("B-tree node at address {addr}: level {level}, expected {want_level:?}")));
+            let want = want_level.map_or(format!("at most {MAX_LEVEL}"), |w| w.to_string());
+            return Err(Fault::Declined(format!("B-tree node at address {addr}: level {level}, expected {want}")));
         }
         let entries = le(&b, 6, 2).unwrap_or(0) as usize;
         let len = entries * step + ks;
@@ -527,6 +528,6 @@ pub(super) mod tests {
         let (f, t) = tree_file(|f| f[2000] = b'X');
         with_file(&f, |r| assert!(matches!(walk_all(r, &t, 3), Err(Fault::Declined(why)) if why.contains("not a raw-data-chunk node"))));
         let (f, t) = tree_file(|f| f[1005] = 3); // leaf A claims level 3
-        with_file(&f, |r| assert!(matches!(walk_all(r, &t, 3), Err(Fault::Declined(why)) if why.contains("level 3, expected Some(0)"))));
+        with_file(&f, |r| assert!(matches!(walk_all(r, &t, 3), Err(Fault::Declined(why)) if why.contains("level 3, expected 0"))));
     }
 }

@@ -12,7 +12,7 @@ use hdf5_sys::h5p::*;
 use hdf5_sys::h5s::{H5S_class_t, H5Sget_simple_extent_type};
 
 use super::error::{check, clear_stack, hdf5_error};
-use super::handle::{close_id, dataset_name, id_type, Handle};
+use super::handle::{close_id, dataset_name, id_type, id_type_name, Handle};
 use super::hyperslab::space_dims;
 use super::lock::H5Lock;
 use super::types::{classify, TypeInfo};
@@ -75,7 +75,10 @@ pub fn open_file(lock: &H5Lock, path: impl AsRef<[u8]>, flags: u32) -> Result<Ha
 pub fn expect_kind(lock: &H5Lock, id: hid_t, kinds: &[H5I_type_t], what: &str) -> Result<H5I_type_t> {
     match id_type(lock, id) {
         Some(t) if kinds.contains(&t) => Ok(t),
-        Some(t) => bail!(InvalidHandle, "{what} {id} is a libhdf5 id of type {t:?}, not {kinds:?}"),
+        Some(t) => {
+            let want: Vec<&str> = kinds.iter().map(|&k| id_type_name(k)).collect();
+            bail!(InvalidHandle, "{what} {id} is a libhdf5 id of {}, not of {}", id_type_name(t), want.join(" or "))
+        }
         None => bail!(InvalidHandle, "{what} {id} is not an open libhdf5 id (closed, never opened, or from another libhdf5 instance such as h5py's)"),
     }
 }
@@ -257,7 +260,8 @@ fn open_dataset_with(lock: &H5Lock, loc: hid_t, name: &[u8], lapl: hid_t, allow_
             None => Ok(obj),
         },
         Some(H5I_type_t::H5I_GROUP) => bail!(InvalidArgument, "`{name}` is a group, not a dataset"),
-        t => bail!(InvalidArgument, "`{name}` is not a dataset (libhdf5 object type {t:?})"),
+        Some(t) => bail!(InvalidArgument, "`{name}` is {}, not a dataset", id_type_name(t)),
+        None => bail!(InvalidArgument, "`{name}` is not a dataset (libhdf5 gives no object type for it)"),
     }
 }
 

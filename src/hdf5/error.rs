@@ -198,18 +198,53 @@ pub const MISSING_FILTER: &str = ", which this dataset's stored chunks need";
 /// The words of every [`newer_format_error`] message (to recognise it).
 pub const NEWER_FORMAT: &str = "written with a newer HDF5 format than the linked libhdf5";
 
+/// The libhdf5 release that reads the object format named by `feature` (the description
+/// [`newer_format`] returns) when the linked libhdf5 `linked` (major, minor) does not, with
+/// what that format is; `None` when the message is not one whose versions are known here.
+///
+/// From libhdf5's sources (the `*_ver_bounds` tables and version macros of 1.14.6 and 2.2.0):
+/// layout message version 4 came with 1.10, version 5 (chunk sizes as "size of lengths")
+/// with 2.0 (libver 'v200' = 'latest' of HDF5 2.x); datatype message version 4 (new reference
+/// types) with 1.12, version 5 (complex numbers) with 2.0; hyperslab selection version 3 and
+/// point selection version 2 (region references, virtual datasets) with 1.12. The stack does
+/// not give the version found, so a datatype message on a libhdf5 older than 1.12 names both.
+pub fn reader_of_newer_format(feature: &str, linked: (u32, u32)) -> Option<String> {
+    let v2 = linked < (2, 0);
+    let v112 = linked < (1, 12);
+    if feature.contains("layout message") && v2 {
+        Some("layout message version 5 (what HDF5 2.x writes with libver 'latest' or 'v200') needs libhdf5 2.0 or newer".into())
+    } else if feature.contains("datatype message") && v112 {
+        Some(
+            "datatype message version 4 (HDF5 1.12 / 1.14 with libver 'v112' or later) needs libhdf5 1.12 or newer, version 5 (HDF5 2.x with libver \
+             'latest' or 'v200', e.g. complex numbers) libhdf5 2.0 or newer"
+                .into(),
+        )
+    } else if feature.contains("datatype message") && v2 {
+        Some("datatype message version 5 (HDF5 2.x with libver 'latest' or 'v200', e.g. complex numbers) needs libhdf5 2.0 or newer".into())
+    } else if (feature.contains("hyperslab selection") || feature.contains("point selection")) && v112 {
+        Some("the selection encoding of HDF5 1.12 (libver 'v112' or later: region references, virtual datasets) needs libhdf5 1.12 or newer".into())
+    } else {
+        None
+    }
+}
+
 /// The `Unsupported` error for an object written in a format newer than the linked libhdf5
 /// reads: `{context}: written with a newer HDF5 format than the linked libhdf5 1.10.8 reads
-/// (libhdf5: {feature}); ...which build reads it`.
+/// (libhdf5: {feature}); {which release reads it and how to get there}`.
 pub fn newer_format_error(lock: &H5Lock, context: impl std::fmt::Display, feature: &str) -> Error {
     let v = super::version::version_text(lock);
-    // Which build reads it: on 1.10, one against HDF5 >= 1.12 (h5py's libver 'v112' and up);
-    // on a newer libhdf5 only one against the (newer still) HDF5 that wrote the file.
-    let which = if super::version::library_info(lock).is_ok_and(|i| (i.major, i.minor) < (1, 12)) {
-        "a vh5 built against HDF5 1.12 or newer reads it (e.g. HDF5 2.x built from source with the `static-hdf5` cargo feature), or write \
-         the file with h5py's libver=('earliest', 'v110')"
-    } else {
-        "a vh5 built against the HDF5 release that wrote it reads it, or write the file with an older format (h5py's libver)"
+    let linked = super::version::library_info(lock).map_or((0, 0), |i| (i.major, i.minor));
+    // The `static-hdf5` build is HDF5 2.2 (hdf5-metno-src 0.10): it reads every format up to
+    // 2.x's; older formats are written by h5py with libver=('earliest', 'v110').
+    let which = match (reader_of_newer_format(feature, linked), linked < (2, 0)) {
+        (Some(need), _) => format!(
+            "{need}: a vh5 built against such a libhdf5 reads it (e.g. with the `static-hdf5` cargo feature, which builds HDF5 2.2 from source), or write \
+             the file with h5py's libver=('earliest', 'v110')"
+        ),
+        (None, true) => "a vh5 built against the HDF5 release that wrote it reads it (e.g. with the `static-hdf5` cargo feature, which builds HDF5 2.2 from \
+                         source), or write the file with h5py's libver=('earliest', 'v110')"
+            .into(),
+        (None, false) => "a vh5 built against the HDF5 release that wrote it reads it, or write the file with an older format (h5py's libver)".into(),
     };
     Error::new(
         ErrorKind::Unsupported,
@@ -260,8 +295,27 @@ mod tests {
         let want = format!("file `a.h5`, dataset `/x`: written with a newer HDF5 format than the linked libhdf5 {}.{}.{} reads", v.major, v.minor, v.release);
         assert!(e.message.starts_with(&want), "{}", e.message);
         assert!(e.message.contains("(libhdf5: bad version number for layout message)"), "{}", e.message);
-        // the build that reads it: on 1.10 one against HDF5 >= 1.12 (static-hdf5 builds 2.x)
-        assert_eq!(e.message.contains("static-hdf5"), (v.major, v.minor) < (1, 12), "{}", e.message);
+        // the release that reads it: layout message version 5 is HDF5 2.x's (1.14 cannot read
+        // it either); static-hdf5 (HDF5 2.2) reads it where the linked libhdf5 is older
+        assert_eq!(e.message.contains("layout message version 5") && e.message.contains("needs libhdf5 2.0 or newer"), (v.major, v.minor) < (2, 0), "{}", e.message);
+        assert_eq!(e.message.contains("static-hdf5"), (v.major, v.minor) < (2, 0), "{}", e.message);
+    }
+
+    #[test]
+    fn newer_format_names_the_libhdf5_release_that_reads_it() {
+        let layout = "bad version number for layout message";
+        for linked in [(1, 10), (1, 12), (1, 14)] {
+            assert!(reader_of_newer_format(layout, linked).unwrap().contains("needs libhdf5 2.0 or newer"), "{linked:?}");
+        }
+        assert_eq!(reader_of_newer_format(layout, (2, 0)), None);
+        let dtype = "bad version number for datatype message";
+        let on110 = reader_of_newer_format(dtype, (1, 10)).unwrap();
+        assert!(on110.contains("needs libhdf5 1.12 or newer") && on110.contains("libhdf5 2.0 or newer"), "{on110}");
+        let on114 = reader_of_newer_format(dtype, (1, 14)).unwrap();
+        assert!(on114.contains("version 5") && on114.contains("needs libhdf5 2.0 or newer") && !on114.contains("1.12 or newer"), "{on114}");
+        assert!(reader_of_newer_format("bad version number for hyperslab selection", (1, 10)).unwrap().contains("1.12 or newer"));
+        assert_eq!(reader_of_newer_format("bad version number for hyperslab selection", (1, 14)), None);
+        assert_eq!(reader_of_newer_format("bad version number for fill value message", (1, 10)), None);
     }
 
     #[test]

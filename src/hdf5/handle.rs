@@ -44,7 +44,7 @@ impl Handle {
     pub fn adopt_dataset(lock: &H5Lock, id: hid_t) -> Result<Handle> {
         match id_type(lock, id) {
             Some(H5I_type_t::H5I_DATASET) => {}
-            Some(t) => bail!(InvalidHandle, "dataset_id {id} is a libhdf5 id of type {t:?}, not a dataset"),
+            Some(t) => bail!(InvalidHandle, "dataset_id {id} is a libhdf5 id of {}, not of a dataset", id_type_name(t)),
             None => bail!(
                 InvalidHandle,
                 "dataset_id {id} is not an open dataset id of the libhdf5 vh5 calls (closed, never opened, or from another libhdf5 instance: an h5py id is valid only when vh5 is bound to h5py's libhdf5)"
@@ -65,6 +65,23 @@ impl Handle {
         let id = self.id;
         std::mem::forget(self);
         id
+    }
+}
+
+/// What kind of libhdf5 object an id of type `t` is, in words for messages ("a group",
+/// "a named datatype"), not the `H5I_*` constant.
+pub fn id_type_name(t: H5I_type_t) -> &'static str {
+    match t {
+        H5I_type_t::H5I_FILE => "a file",
+        H5I_type_t::H5I_GROUP => "a group",
+        H5I_type_t::H5I_DATATYPE => "a named datatype",
+        H5I_type_t::H5I_DATASPACE => "a dataspace",
+        H5I_type_t::H5I_DATASET => "a dataset",
+        H5I_type_t::H5I_ATTR => "an attribute",
+        H5I_type_t::H5I_GENPROP_CLS => "a property list class",
+        H5I_type_t::H5I_GENPROP_LST => "a property list",
+        H5I_type_t::H5I_ERROR_CLASS | H5I_type_t::H5I_ERROR_MSG | H5I_type_t::H5I_ERROR_STACK => "an error-stack object",
+        _ => "a libhdf5 object of another kind",
     }
 }
 

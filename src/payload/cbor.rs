@@ -28,7 +28,9 @@
 //! - `count`: an unsigned integer (scalar), an integer array (flat or nested up to
 //!   [`MAX_COUNT_DEPTH`](crate::payload::MAX_COUNT_DEPTH) levels, flattened in C order; need not be rectangular), a typed
 //!   array, or null (absent). `count_as_bytes` (i64 per element in `byte_order`), when
-//!   non-empty, is preferred over `count`; negative counts are `Malformed`;
+//!   non-empty, is preferred over `count`; a non-empty `count` array or typed array next to
+//!   it must hold the same values (as many, equal element by element), else `Malformed`
+//!   naming both keys and the first differing element; negative counts are `Malformed`;
 //! - the map must be the whole input: trailing bytes are `Malformed`.
 
 use minicbor::data::Type;

@@ -26,10 +26,13 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Parsed<'_>> {
 /// [`parse`], handing every leaf of a `count` integer array to `sink(index, value)` during
 /// the single walk over it.
 pub(crate) fn parse_with<'a, F: FnMut(u64, i64)>(buf: &'a [u8], sink: &mut F) -> Result<Parsed<'a>> {
-    match detect::detect(buf)? {
-        Detected::Cbor => cbor::parse(buf, sink),
-        Detected::Msgpack => msgpack::parse(buf),
-    }
+    let r = match detect::detect(buf) {
+        Ok(Detected::Cbor) => cbor::parse(buf, sink),
+        Ok(Detected::Msgpack) => msgpack::parse(buf),
+        Err(e) => Err(e),
+    };
+    // An HDF5 or netCDF-3 file is named as such, with what reads it.
+    r.map_err(|e| detect::name_other_file(buf, e))
 }
 
 /// Decode `buf` into a view borrowing it (see the payload module doc).

@@ -17,8 +17,71 @@
 //! heads (tag with reserved additional information 30/31). `{` (0x7b) would be a CBOR text
 //! string head, never an accepted payload. So every first byte maps to at most one format
 //! vh5 accepts.
+//!
+//! Files that are not payloads at all ([`other_file_kind`]: HDF5, netCDF-3) are named when
+//! decoding fails ([`name_other_file`]), so every decoder's caller (C, Python, the CLI) is
+//! told what the input is and what reads it rather than a decoder's complaint about byte 0.
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
+
+/// HDF5's superblock signature (HDF5 file format specification, "Format Signature").
+pub const HDF5_SIGNATURE: &[u8] = b"\x89HDF\r\n\x1a\n";
+
+/// What kind of non-payload file `buf` is, in words (`an HDF5 file (signature at byte 0)`,
+/// `a netCDF-3 file (classic format)`), or `None`.
+///
+/// HDF5: the signature at byte 0, or (as libhdf5 searches) after a user block of 512, 1024,
+/// 2048, ... bytes; a user block is looked for only when byte 0 starts no payload (so array
+/// data that happens to hold the signature at such an offset is never taken for a file).
+/// netCDF-3: `CDF` and format byte 1 (classic), 2 (64-bit offset) or 5 (CDF-5).
+pub fn other_file_kind(buf: &[u8]) -> Option<String> {
+    if buf.starts_with(HDF5_SIGNATURE) {
+        return Some("an HDF5 file (signature at byte 0)".into());
+    }
+    if buf.len() >= 4 && &buf[..3] == b"CDF" {
+        let kind = match buf[3] {
+            1 => Some("classic"),
+            2 => Some("64-bit offset"),
+            5 => Some("CDF-5 (64-bit data)"),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            return Some(format!("a netCDF-3 file ({kind} format)"));
+        }
+    }
+    let payload_start = buf.first().is_some_and(|&b| matches!(b, 0x80..=0x8f | 0xa0..=0xdb | 0xde | 0xdf | b'{'));
+    let mut at = 512usize;
+    while !payload_start && at.checked_add(HDF5_SIGNATURE.len()).is_some_and(|end| end <= buf.len()) {
+        if &buf[at..at + HDF5_SIGNATURE.len()] == HDF5_SIGNATURE {
+            return Some(format!("an HDF5 file (signature at byte {at} after a user block of {at} bytes)"));
+        }
+        at = at.checked_mul(2)?;
+    }
+    None
+}
+
+/// What reads a file of the kind [`other_file_kind`] gives (C names; the Python binding
+/// rewrites them into its own terms).
+fn reader_of(kind: &str) -> &'static str {
+    if kind.starts_with("an HDF5") {
+        "open it with vh5_file_open and read it with vh5_read_many_slices (Python: vh5.File(path); command line: vh5 info FILE)"
+    } else {
+        "netCDF-3 is not HDF5 either: read it with the netCDF library (Python: netCDF4.Dataset or scipy.io.netcdf_file)"
+    }
+}
+
+/// `e`, the error decoding `buf` failed with, or `Unsupported` naming the input when it is an
+/// HDF5 or netCDF-3 file ([`other_file_kind`]), not a serialized payload, and what reads it.
+/// A server's error body (`ServerError`) is kept.
+pub fn name_other_file(buf: &[u8], e: Error) -> Error {
+    if e.kind == ErrorKind::ServerError {
+        return e;
+    }
+    match other_file_kind(buf) {
+        Some(kind) => Error::new(ErrorKind::Unsupported, format!("the input is {kind}, not a serialized array payload: {}", reader_of(&kind))),
+        None => e,
+    }
+}
 
 /// The decoder chosen from the first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +201,36 @@ pub fn json_error(buf: &[u8]) -> crate::error::Error {
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
+
+    #[test]
+    fn hdf5_and_netcdf3_files_are_named_not_decoded() {
+        let mut h = HDF5_SIGNATURE.to_vec();
+        h.resize(4096, 0);
+        assert_eq!(other_file_kind(&h).as_deref(), Some("an HDF5 file (signature at byte 0)"));
+        for ub in [512usize, 1024, 4096] {
+            let mut u = vec![0u8; ub];
+            u.extend_from_slice(HDF5_SIGNATURE);
+            assert_eq!(other_file_kind(&u), Some(format!("an HDF5 file (signature at byte {ub} after a user block of {ub} bytes)")));
+            // a payload holding the signature in its data at such an offset is no file
+            u[0] = 0xa5;
+            assert_eq!(other_file_kind(&u), None);
+        }
+        let mut odd = vec![0u8; 700];
+        odd.extend_from_slice(HDF5_SIGNATURE); // not at a user-block offset
+        assert_eq!(other_file_kind(&odd), None);
+        assert_eq!(other_file_kind(b"CDF\x01\0\0\0\0").as_deref(), Some("a netCDF-3 file (classic format)"));
+        assert!(other_file_kind(b"CDF\x02\0\0").unwrap().contains("64-bit offset"));
+        assert!(other_file_kind(b"CDF\x05\0\0").unwrap().contains("CDF-5"));
+        assert_eq!(other_file_kind(b"CDF\x03\0\0"), None);
+        assert_eq!(other_file_kind(b""), None);
+        let e = name_other_file(&h, err!(Malformed, "cryptic"));
+        assert_eq!(e.kind, ErrorKind::Unsupported);
+        assert!(e.message.starts_with("the input is an HDF5 file (signature at byte 0), not a serialized array payload: open it with vh5_file_open"), "{}", e.message);
+        let e = name_other_file(b"CDF\x01\0\0\0\0", err!(Malformed, "cryptic"));
+        assert!(e.message.contains("netCDF-3 file (classic format), not a serialized array payload") && e.message.contains("netCDF library"), "{}", e.message);
+        assert_eq!(name_other_file(b"\x01", err!(Malformed, "cryptic")).message, "cryptic");
+        assert_eq!(name_other_file(&h, err!(ServerError, "boom")).kind, ErrorKind::ServerError);
+    }
 
     #[test]
     fn first_bytes() {

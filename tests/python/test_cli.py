@@ -257,7 +257,71 @@ def test_table_without_rows_or_with_a_malformed_line_names_file_and_line(grid, t
     assert r.returncode == 1 and f"{bad} line 2: 5 fields" in r.stderr, r.stderr
     bad.write_text("0 0 0 0 1 1\n0 0 zero 0 1 1\n")
     r = run("read", p, "x", "--table", bad)
-    assert r.returncode == 1 and f'{bad} line 2: column 3: "zero" is not a number' in r.stderr, r.stderr
+    assert r.returncode == 1 and f'{bad} line 2: data row 1, column 3 (dst_start_0): "zero" is not a number' in r.stderr, r.stderr
+
+
+def test_table_float_coordinates_from_2_pow_53_refused_integers_exact(tmp_path):
+    """2^53 + 1 written as a float parses to 2^53 and would read the neighbouring element:
+    refused naming line, row, column and the value as written; as an integer it is exact."""
+    p = tmp_path / "big53.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        d = f.create_dataset("x", shape=(2**54,), dtype="<i8", chunks=(1024,), fillvalue=-1)
+        d[2**53] = 111
+        d[2**53 + 1] = 222
+        want = int(d[2**53 + 1])
+    t = tmp_path / "i.csv"
+    t.write_text("9007199254740993,0,1\n")
+    r = run("read", p, "x", "--table", t)
+    assert r.returncode == 0 and f"checksum: sum {float(want)}" in r.stdout, (r.stdout, r.stderr)
+    for written in ["9.007199254740993e15", "9007199254740992.0", "1.8446744073709552e+19"]:
+        t.write_text(f"0 0 1\n{written} 0 1\n")
+        r = run("read", p, "x", "--table", t)
+        msg = f'{t} line 2: data row 1, column 1 (src_start_0): "{written}" is a float of magnitude 2^53 or more'
+        assert r.returncode == 1 and msg in r.stderr and "write it as an integer" in r.stderr, r.stderr
+    t.write_text("9007199254740991.0 0 1\n")  # 2^53 - 1: still exact as a float
+    r = run("read", p, "x", "--table", t)
+    assert r.returncode == 0 and "checksum: sum -1.0" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_clip_destination_follows_the_clipped_rows(grid, tmp_path):
+    """--clip: the new array is just large enough for every row as clipped to the dataset
+    (it followed the unclipped count), and equals numpy's clipped slicing."""
+    p, data = grid
+    t = tmp_path / "clip.csv"
+    out = tmp_path / "clip.npy"
+    for c in [40, 45, 1000]:
+        t.write_text(f"0,0,0,0,{c},{c}\n")
+        r = run("read", p, "x", "--table", t, "--clip", "--save", out)
+        assert r.returncode == 0 and "destination [40, 30]" in r.stdout, (c, r.stdout, r.stderr)
+        np.testing.assert_array_equal(np.load(out), data)
+    # a row clipped on both axes, a row with a count of 0, a row entirely outside
+    t.write_text("35,25,2,1,1000,1000\n0,0,0,0,0,50\n50,0,0,0,3,3\n")
+    r = run("read", p, "x", "--table", t, "--clip", "--save", out)
+    assert r.returncode == 0 and "destination [7, 6]" in r.stdout and "rows: 1 read, 2 skipped" in r.stdout, r.stdout
+    want = np.zeros((7, 6))
+    want[2:7, 1:6] = data[35:1035, 25:1025]
+    np.testing.assert_array_equal(np.load(out), want)
+
+
+@pytest.mark.parametrize("opt", ["--show", "--random", "--seed"])
+def test_read_numeric_options_say_what_they_expect(grid, opt):
+    p, _ = grid
+    r = run("read", p, "x", "--random", "1", "--size", "1", opt, "-1")
+    assert r.returncode == 2 and f'vh5 read: {opt} expects a non-negative integer' in r.stderr and 'got "-1"' in r.stderr, r.stderr
+    assert "invalid digit" not in r.stderr
+
+
+def test_info_fill_value_printed_in_the_dataset_type(tmp_path):
+    p = tmp_path / "fill.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("i4", shape=(3,), dtype="<i4")
+        f.create_dataset("u8", shape=(3,), dtype="<u8", fillvalue=2**64 - 1)
+        f.create_dataset("f8", shape=(3,), dtype="<f8", fillvalue=-1.5)
+    r = run("info", p)
+    assert r.returncode == 0, r.stderr
+    assert "int32 (little-endian), contiguous, no filters, fill value 0 (default)" in r.stdout, r.stdout
+    assert "fill value 18446744073709551615" in r.stdout, r.stdout
+    assert "fill value -1.5" in r.stdout, r.stdout
 
 
 def test_scalar_dataset_read(grid, tmp_path):
@@ -371,10 +435,14 @@ def test_newer_hdf5_format_files_named_by_info_and_read(tmp_path, libver):
         assert "written with a newer HDF5 format than the linked libhdf5 " in r.stdout, r.stdout
         assert f"file `{p}`, object `/gz`" in r.stdout and "bad version number for" in r.stdout, r.stdout
         linked = _linked_hdf5()[:2]
-        # refused only by a libhdf5 older than the writer; the static-hdf5 hint only where
-        # any HDF5 >= 1.12 reads the file (a 1.10 build)
+        # refused only by a libhdf5 older than the writer; the static-hdf5 hint (HDF5 2.2)
+        # wherever the linked libhdf5 is older than 2.0; the layout message version 5 of
+        # HDF5 2.x needs 2.0 (1.14.6 refuses it too: "1.12 or newer" was wrong advice)
         assert linked < _writer_hdf5(), (linked, r.stdout)
-        assert ("static-hdf5" in r.stdout) == (linked < (1, 12)), r.stdout
+        assert ("static-hdf5" in r.stdout) == (linked < (2, 0)), r.stdout
+        assert "1.12 or newer reads it" not in r.stdout, r.stdout
+        if "bad version number for layout message" in r.stdout:
+            assert "layout message version 5 (what HDF5 2.x writes with libver 'latest' or 'v200') needs libhdf5 2.0 or newer" in r.stdout, r.stdout
     out = tmp_path / "o.npy"
     t = tmp_path / "t.csv"
     t.write_text("1 2 0 0 4 7\n")

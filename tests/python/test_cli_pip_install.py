@@ -87,3 +87,30 @@ def test_installed_package_holds_the_tool_next_to_the_library(venv, tmp_path):
     assert Path(exe).name == "vh5" and Path(exe).parent == Path(lib).parent and os.access(exe, os.X_OK), r.stdout
     assert str(venv) in exe, exe
     assert version == _run([CLI, "info", "--version"], tmp_path).stdout.splitlines()[1]
+
+
+def test_prebuilt_dir_relative_path_refused_naming_the_absolute_one(tmp_path):
+    """VH5_PREBUILT_DIR=target/release (what the README said) failed with "libvh5.so not
+    found" although the file exists: pip runs setup.py from another directory. A relative
+    path is refused at once, naming the absolute path meant (the shell's $PWD joined with it)."""
+    start, rel = PREBUILT.parent.parent, os.path.join(PREBUILT.parent.name, PREBUILT.name)
+    r = subprocess.run(
+        [sys.executable, str(REPO / "bindings" / "python" / "setup.py"), "--version"],
+        env=_env(VH5_PREBUILT_DIR=rel, PWD=str(start)),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    want = f"vh5: VH5_PREBUILT_DIR must be an absolute path (got {rel!r})"
+    assert r.returncode == 1 and want in r.stderr and f"VH5_PREBUILT_DIR={start / rel}" in r.stderr, r.stderr
+    # where $PWD does not hold it, the advice is the $PWD form
+    r = subprocess.run(
+        [sys.executable, str(REPO / "bindings" / "python" / "setup.py"), "--version"],
+        env=_env(VH5_PREBUILT_DIR="no/such/dir", PWD=str(tmp_path)),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 1 and "VH5_PREBUILT_DIR=$PWD/no/such/dir" in r.stderr, r.stderr

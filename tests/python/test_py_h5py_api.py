@@ -605,3 +605,16 @@ def test_null_dataspace_dataset_has_no_shape_like_h5py(tmp_path):
     with vh5.File(p, "r+") as f:
         with pytest.raises(vh5.UnsupportedError, match="`/empty`.*null dataspace.*to write"):
             vh5.write_many_slices(np.ones((), "f4"), f["empty"], z, z, z)
+
+
+def test_named_datatype_opened_as_dataset_says_so_in_words(tmp_path):
+    """A committed (named) datatype opened as a dataset: the message says "a named datatype"
+    (it showed Rust's debug form "libhdf5 object type Some(H5I_DATATYPE)"; session-16 tryout)."""
+    p = tmp_path / "named_type.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f["t"] = np.dtype("<i2")
+    with vh5.File(p) as f, pytest.raises(vh5.InvalidArgumentError) as ei:
+        f["t"]
+    msg = str(ei.value)
+    assert "`/t` is a named datatype, not a dataset" in msg, msg
+    assert "Some(" not in msg and "H5I_" not in msg, msg

@@ -226,7 +226,7 @@ def test_dataset_from_hdf5_id_refuses_other_ids(tmp_path):
         out = ctypes.c_int64(7)
         st = lib().vh5_dataset_from_hdf5_id(f.id.id, ctypes.byref(out))
         assert vh5._lib.status_name(st) == "VH5_ERR_INVALID_HANDLE" and out.value == -1
-        assert "not a dataset" in vh5._lib.last_error_message()
+        assert "is a libhdf5 id of a file, not of a dataset" in vh5._lib.last_error_message()
         st = lib().vh5_dataset_from_hdf5_id(123456789, ctypes.byref(out))
         assert vh5._lib.status_name(st) == "VH5_ERR_INVALID_HANDLE"
 

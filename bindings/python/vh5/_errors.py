@@ -287,6 +287,15 @@ _PYTHON_TERMS = (
     (" (PAYLOAD_MAX_NDIM)", " (vh5's limit)"),
     ("(PAYLOAD_MAX_NDIM)", "(vh5's limit)"),
     ("without `VH5_SLICES_CLIP`", "without clip=True"),
+    (
+        "open it with vh5_file_open and read it with vh5_read_many_slices "
+        "(Python: vh5.File(path); command line: vh5 info FILE)",
+        "open it with vh5.File(path) (command line: vh5 info FILE)",
+    ),
+    (
+        "read it with the netCDF library (Python: netCDF4.Dataset or scipy.io.netcdf_file)",
+        "read it with the netCDF library (netCDF4.Dataset or scipy.io.netcdf_file)",
+    ),
 )
 
 _C_NAME = re.compile(r"\b(VH5_SLICES_|VH5_FILE_|VH5_GROUP_|PAYLOAD_)[A-Z_]+")
@@ -307,7 +316,7 @@ def python_message(message: str, ids=None) -> str:
     long one not in ``ids`` becomes "(an HDF5 id)" (meaningless to a Python user), and every
     other number (a coordinate or byte count of 2**64-1, a shape) is kept as written. Any
     C flag name left over is replaced by a neutral word rather than shown."""
-    if "VH5_" in message or "PAYLOAD_" in message or "payload_copy_data" in message:
+    if "VH5_" in message or "PAYLOAD_" in message or "payload_copy_data" in message or "(Python: " in message:
         for c_text, py_text in _PYTHON_TERMS:
             message = message.replace(c_text, py_text)
     named = {int(k): v for k, v in ids.items()} if ids else {}

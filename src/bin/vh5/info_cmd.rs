@@ -73,10 +73,32 @@ pub fn print_version() -> i32 {
 fn fmt_fill(info: &h5::DatasetInfo) -> String {
     let Some(fv) = &info.fill_value else { return "none".into() };
     let v = match info.dtype.dtype {
-        Some(d) if d != Dtype::Opaque => crate::read_cmd::sum_elements(d, fv).0,
+        Some(d) if d.itemsize() == Some(fv.len()) => fmt_element(d, fv),
         _ => return format!("{} bytes", fv.len()),
     };
     format!("{v}{}", if info.fill_value_user_defined { "" } else { " (default)" })
+}
+
+/// One element of type `d` (native byte order, `d.itemsize()` bytes) as numpy prints it:
+/// integers exactly as integers, `True`/`False`, floats with a decimal point, complex `a+bj`.
+fn fmt_element(d: Dtype, e: &[u8]) -> String {
+    let a = |k: usize, w: usize| -> [u8; 8] {
+        let mut a = [0u8; 8];
+        a[..w].copy_from_slice(&e[k..k + w]);
+        a
+    };
+    match d {
+        Dtype::Bool => (if e[0] != 0 { "True" } else { "False" }).into(),
+        Dtype::Int8 => (e[0] as i8).to_string(),
+        Dtype::UInt8 => e[0].to_string(),
+        Dtype::Int16 => i16::from_ne_bytes([e[0], e[1]]).to_string(),
+        Dtype::UInt16 => u16::from_ne_bytes([e[0], e[1]]).to_string(),
+        Dtype::Int32 => i32::from_ne_bytes([e[0], e[1], e[2], e[3]]).to_string(),
+        Dtype::UInt32 => u32::from_ne_bytes([e[0], e[1], e[2], e[3]]).to_string(),
+        Dtype::Int64 => i64::from_ne_bytes(a(0, 8)).to_string(),
+        Dtype::UInt64 => u64::from_ne_bytes(a(0, 8)).to_string(),
+        Dtype::Float16 | Dtype::Float32 | Dtype::Float64 | Dtype::Complex64 | Dtype::Complex128 | Dtype::Opaque => crate::read_cmd::sum_elements(d, e).0,
+    }
 }
 
 /// One line describing dataset `d`.
@@ -129,4 +151,21 @@ fn info(path: &str, flags: u32) -> Result<usize> {
         }
     }
     Ok(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_fill_value_is_printed_in_the_dataset_type() {
+        assert_eq!(fmt_element(Dtype::Int32, &0i32.to_ne_bytes()), "0");
+        assert_eq!(fmt_element(Dtype::Int32, &(-7i32).to_ne_bytes()), "-7");
+        assert_eq!(fmt_element(Dtype::UInt64, &u64::MAX.to_ne_bytes()), "18446744073709551615");
+        assert_eq!(fmt_element(Dtype::Int64, &(i64::MIN).to_ne_bytes()), "-9223372036854775808");
+        assert_eq!(fmt_element(Dtype::Int8, &[0xff]), "-1");
+        assert_eq!(fmt_element(Dtype::Bool, &[1]), "True");
+        assert_eq!(fmt_element(Dtype::Float64, &0f64.to_ne_bytes()), "0.0");
+        assert_eq!(fmt_element(Dtype::Float32, &1.5f32.to_ne_bytes()), "1.5");
+    }
 }

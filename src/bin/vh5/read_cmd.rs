@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use vh5::dtype::Dtype;
 use vh5::error::{Error, Result};
+use vh5::geometry::table::row_counts;
 use vh5::hdf5 as h5;
 use vh5::transfer::{read_many_slices, ArrayLayout, DstArray, SliceTable, SLICES_CLIP};
 
@@ -119,6 +120,12 @@ fn make_sample(path: &str, shape: &[u64], chunk: &[u64]) -> Result<()> {
     Ok(())
 }
 
+/// The value of option `opt` as a non-negative integer, or a usage error saying what `opt`
+/// expects (`what`) and what it got.
+fn count_arg<T: std::str::FromStr>(opt: &str, v: &str, what: &str) -> std::result::Result<T, String> {
+    v.trim().parse().map_err(|_| format!("{opt} expects a non-negative integer ({what}), got {v:?}"))
+}
+
 fn parse_list(s: Option<&String>) -> Option<Vec<u64>> {
     s?.split(',').map(|x| x.trim().parse().ok()).collect()
 }
@@ -126,7 +133,8 @@ fn parse_list(s: Option<&String>) -> Option<Vec<u64>> {
 /// `vh5 read --help` (stdout, exit 0; on stderr with exit 2 after a usage error).
 pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv | --random N --size A,B,..) [--seed S] [--clip]
                 [--save OUT.npy] [--show K]
-  Read many slices of DATASET into a new C-order array (just large enough for every row),
+  Read many slices of DATASET into a new C-order array (just large enough for every row;
+  with --clip, for every row as clipped to the dataset),
   print the first rows, a summary, a checksum (sum and FNV-1a 64 of the bytes) and the time.
   A 0-d (scalar) dataset is read without --table, --random and --size (one row).
   DATASET is written as `vh5 info` lists it: a byte of the name that is not UTF-8 as \\xNN
@@ -170,11 +178,11 @@ fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
         let mut val = || it.next().cloned().ok_or_else(|| format!("{a} needs a value"));
         match a.as_str() {
             "--table" => o.table = Some(val()?),
-            "--random" => o.random = Some(val()?.parse().map_err(|e| format!("--random: {e}"))?),
+            "--random" => o.random = Some(count_arg(a, &val()?, "a number of rows")?),
             "--size" => o.size = parse_list(Some(&val()?)).ok_or("--size: comma-separated integers")?,
-            "--seed" => o.seed = val()?.parse().map_err(|e| format!("--seed: {e}"))?,
+            "--seed" => o.seed = count_arg(a, &val()?, "a seed")?,
             "--save" => o.save = Some(val()?),
-            "--show" => o.show = val()?.parse().map_err(|e| format!("--show: {e}"))?,
+            "--show" => o.show = count_arg(a, &val()?, "the number of table rows to print; 0 prints none")?,
             "--clip" => o.clip = true,
             x if x.starts_with("--") => return Err(format!("unknown option {x}")),
             x => pos.push(x.to_string()),
@@ -278,6 +286,36 @@ fn random_table(shape: &[u64], size: &[u64], n: usize, seed: u64, itemsize: usiz
     Ok(t)
 }
 
+/// The destination of `vh5 read`: just large enough for every row, along each axis the
+/// largest `dst_start + (count - 1) * dst_step + 1` of the rows. With `clip` each row's counts
+/// are first clipped to the dataset `shape` as the read clips them (the library's own
+/// [`row_counts`], the destination side unbounded), and rows clipped to nothing add nothing.
+fn dest_shape(t: &SliceTable, shape: &[u64], clip: bool) -> Result<Vec<u64>> {
+    let n = t.ndim;
+    let unbounded = vec![u64::MAX; n];
+    let mut count = vec![0u64; n];
+    let mut dshape = vec![0u64; n];
+    for i in 0..t.nslices {
+        let base = i * n;
+        if clip {
+            if !row_counts(t, i, shape, &unbounded, true, ["dataset", "destination"], &mut count)? {
+                continue;
+            }
+        } else {
+            count.copy_from_slice(&t.count[base..base + n]);
+            if count.contains(&0) {
+                continue;
+            }
+        }
+        for (j, d) in dshape.iter_mut().enumerate() {
+            let step = t.dst_step.map_or(1, |s| s[base + j]);
+            let end = t.dst_start[base + j].saturating_add((count[j] - 1).saturating_mul(step)).saturating_add(1);
+            *d = (*d).max(end);
+        }
+    }
+    Ok(dshape)
+}
+
 fn read(o: &ReadOpts) -> Result<()> {
     let s = h5::session();
     let l = s.lock();
@@ -296,22 +334,8 @@ fn read(o: &ReadOpts) -> Result<()> {
         (None, Some(k)) => random_table(&info.shape, &o.size, k, o.seed, info.dtype.mem_itemsize)?,
         (None, None) => return Err(invalid(format!("give --table ROWS.csv or --random N --size A,B,.. (dataset {} has {} axes)", o.dataset, n))),
     };
-    // Destination: just large enough for every row (unclipped).
-    let mut dshape = vec![0u64; n];
-    for i in 0..t.n {
-        for (j, d) in dshape.iter_mut().enumerate() {
-            let k = i * n + j;
-            let step = if t.steps { t.cols[4][k] } else { 1 };
-            let end = t.cols[1][k].saturating_add(t.cols[2][k].saturating_sub(1).saturating_mul(step)).saturating_add(1);
-            *d = (*d).max(if t.cols[2][k] == 0 { 0 } else { end });
-        }
-    }
-    if o.clip {
-        // Clipped rows never reach beyond the dataset extent along each axis from their dst start.
-        for (d, &e) in dshape.iter_mut().zip(&info.shape) {
-            *d = (*d).min(e.saturating_mul(1 + t.n as u64));
-        }
-    }
+    let table = SliceTable::new(n, t.n, &t.cols[0], &t.cols[1], &t.cols[2], t.steps.then_some(&t.cols[3][..]), t.steps.then_some(&t.cols[4][..]))?;
+    let dshape = dest_shape(&table, &info.shape, o.clip)?;
     let itemsize = info.dtype.mem_itemsize;
     // The option that sized the destination, named when it cannot be allocated.
     let what = if o.table.is_some() { "--table" } else { "--random/--size" };
@@ -330,7 +354,6 @@ fn read(o: &ReadOpts) -> Result<()> {
             println!("row {i}: src {:?} -> dst {:?}, count {:?}", r(0), r(1), r(2));
         }
     }
-    let table = SliceTable::new(n, t.n, &t.cols[0], &t.cols[1], &t.cols[2], t.steps.then_some(&t.cols[3][..]), t.steps.then_some(&t.cols[4][..]))?;
     let mut dst = DstArray { buf: &mut buf, layout: ArrayLayout { shape: dshape.clone(), strides, offset: 0, base_len: bytes, itemsize }, dtype };
     let t0 = Instant::now();
     let stats = read_many_slices(d.id(), &mut dst, &table, if o.clip { SLICES_CLIP } else { 0 })?;

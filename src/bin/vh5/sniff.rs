@@ -1,9 +1,7 @@
 //! What an input that is not an array payload is, for `vh5 payload`'s error message: an
-//! HDF5 file (signature at byte 0 or after a user block of 512, 1024, 2048, ... bytes), a
-//! netCDF-3 file (`CDF\x01` classic, `CDF\x02` 64-bit offset, `CDF\x05` CDF-5), JSON, empty.
+//! HDF5 or netCDF-3 file (recognised by the library: [`other_file_kind`]), JSON, empty.
 
-/// HDF5's superblock signature.
-const HDF5_SIGNATURE: &[u8] = b"\x89HDF\r\n\x1a\n";
+use vh5::payload::detect::other_file_kind;
 
 /// A description of `buf` when it is a known kind of file that is not a payload, `None`
 /// otherwise (then the decoder's own message says what is wrong).
@@ -11,24 +9,9 @@ pub fn not_a_payload(buf: &[u8]) -> Option<String> {
     if buf.is_empty() {
         return Some("empty input (0 bytes)".into());
     }
-    let mut at = 0usize;
-    while at + HDF5_SIGNATURE.len() <= buf.len() {
-        if &buf[at..at + HDF5_SIGNATURE.len()] == HDF5_SIGNATURE {
-            let block = if at == 0 { String::new() } else { format!(" after a user block of {at} bytes") };
-            return Some(format!("an HDF5 file (signature at byte {at}{block}), not an array payload; list its datasets with `vh5 info FILE`"));
-        }
-        at = if at == 0 { 512 } else { at * 2 };
-    }
-    if buf.len() >= 4 && &buf[..3] == b"CDF" {
-        let kind = match buf[3] {
-            1 => Some("classic"),
-            2 => Some("64-bit offset"),
-            5 => Some("CDF-5 (64-bit data)"),
-            _ => None,
-        };
-        if let Some(kind) = kind {
-            return Some(format!("a netCDF-3 file ({kind} format), not an array payload (netCDF-3 is not HDF5 either: read it with the netCDF library)"));
-        }
+    if let Some(kind) = other_file_kind(buf) {
+        let advice = if kind.starts_with("an HDF5") { "list its datasets with `vh5 info FILE`" } else { "netCDF-3 is not HDF5 either: read it with the netCDF library" };
+        return Some(format!("{kind}, not an array payload; {advice}"));
     }
     let first = buf.iter().find(|b| !b.is_ascii_whitespace()).copied();
     if matches!(first, Some(b'{' | b'[' | b'"')) && serde_json::from_slice::<serde_json::Value>(buf).is_ok() {
@@ -46,6 +29,8 @@ pub fn first_bytes(buf: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use vh5::payload::detect::HDF5_SIGNATURE;
 
     #[test]
     fn recognises_hdf5_netcdf3_json_and_empty() {

@@ -5,7 +5,8 @@
 //! dataset of n axes either 3n fields `src_start_0..src_start_{n-1}, dst_start_0.., count_0..`
 //! or 5n fields that add `src_step_0.., dst_step_0..` (elements; every row the same width).
 //! Fields are non-negative integers, also written as floats with no fraction (`1.0`,
-//! `1.000000000000000000e+01`, np.savetxt's default format) up to 2^53. Blank lines and
+//! `1.000000000000000000e+01`, np.savetxt's default format) below 2^53 (from 2^53 on a float
+//! no longer tells which integer was meant: 2^53 + 1 reads as 2^53). Blank lines and
 //! everything after `#` are ignored; the first other line may be a header (it is skipped when
 //! one of its fields is not a number). Errors (`VH5_ERR_INVALID_ARGUMENT`) name the file, the
 //! line and the column; a table without data rows is an error naming the file.
@@ -16,10 +17,11 @@ use vh5::error::{Error, ErrorKind, Result};
 pub const FORMAT_HELP: &str = "  Table format (--table): one row per line, fields separated by commas or whitespace (spaces,
   tabs: what np.savetxt writes); for a dataset of n axes 3n fields src_start.., dst_start..,
   count.. or 5n fields that add src_step.., dst_step.. (elements). Fields are non-negative
-  integers (floats without a fraction such as 1.000000000000000000e+01 are accepted). Blank
-  lines and text after # are ignored; the first other line may be a header (skipped when a
-  field is not a number). A malformed line is an error naming the file and line; a table
-  with no data rows is an error.";
+  integers; floats without a fraction such as 1.000000000000000000e+01 are accepted below
+  2^53 (write larger values as integers). Blank lines and text after # are ignored; the
+  first other line may be a header (skipped when a field is not a number). A malformed line
+  is an error naming the file, line, data row and column; a table with no data rows is an
+  error.";
 
 /// Rows of a table as five flat columns (src_start, dst_start, count, src_step, dst_step),
 /// each `n * ndim` values in row order; the step columns are empty unless `steps`.
@@ -49,16 +51,32 @@ fn fields(line: &str) -> Option<Vec<&str>> {
     }
 }
 
-/// A field as a non-negative integer: decimal digits, or a float with no fraction <= 2^53.
+/// 2^53: from here on an f64 no longer holds every integer, so a float field this large may
+/// not be the integer that was written (`9.007199254740993e15`, 2^53 + 1, parses as 2^53).
+const FLOAT_EXACT_LIMIT: f64 = 9_007_199_254_740_992.0;
+
+/// A field as a non-negative integer: decimal digits (exact up to 2^64 - 1), or a float with
+/// no fraction below 2^53 (below that every integer-valued f64 is exactly the one written).
 fn number(f: &str) -> std::result::Result<u64, String> {
     if let Ok(v) = f.parse::<u64>() {
         return Ok(v);
     }
     match f.parse::<f64>() {
-        Ok(x) if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x <= 9_007_199_254_740_992.0 => Ok(x as u64),
-        Ok(x) if x.is_finite() && x >= 0.0 && x.fract() == 0.0 => Err("larger than 2^53 written as a float (write it as an integer)".into()),
+        Ok(x) if x.is_finite() && x >= FLOAT_EXACT_LIMIT => {
+            Err("a float of magnitude 2^53 or more, which cannot be trusted to be the integer written (2^53 + 1 reads as 2^53): write it as an integer".into())
+        }
+        Ok(x) if x >= 0.0 && x.fract() == 0.0 => Ok(x as u64),
         Ok(_) => Err("not a non-negative integer".into()),
         Err(_) => Err("not a number".into()),
+    }
+}
+
+/// What column `c` (0-based) of a row holds for a dataset of `ndim` axes, e.g. `count_1`.
+fn column_name(c: usize, ndim: usize) -> String {
+    const GROUPS: [&str; 5] = ["src_start", "dst_start", "count", "src_step", "dst_step"];
+    match GROUPS.get(c / ndim) {
+        Some(g) => format!("{g}_{}", c % ndim),
+        None => "an extra field".into(),
     }
 }
 
@@ -81,7 +99,8 @@ pub fn parse(path: &str, text: &str, ndim: usize) -> Result<Table> {
         }
         let mut vals = Vec::with_capacity(f.len());
         for (c, (x, p)) in f.iter().zip(parsed).enumerate() {
-            vals.push(p.map_err(|why| bad(ln, format!("column {}: {x:?} is {why}; {expect}", c + 1)))?);
+            let what = column_name(c, ndim);
+            vals.push(p.map_err(|why| bad(ln, format!("data row {}, column {} ({what}): {x:?} is {why}; {expect}", t.n, c + 1)))?);
         }
         let groups = vals.len() / ndim;
         if vals.len() % ndim != 0 || !(groups == 3 || groups == 5) {
@@ -131,9 +150,9 @@ mod tests {
     fn errors_name_file_line_and_column() {
         let e = parse("t.csv", "1 0 1\n2 x 1\n", 1).err().unwrap();
         assert_eq!(e.kind, ErrorKind::InvalidArgument);
-        assert!(e.message.starts_with("t.csv line 2: column 2: \"x\" is not a number"), "{}", e.message);
+        assert!(e.message.starts_with("t.csv line 2: data row 1, column 2 (dst_start_0): \"x\" is not a number"), "{}", e.message);
         let e = parse("t.csv", "1 0 1\n1.5 0 1\n", 1).err().unwrap();
-        assert!(e.message.contains("line 2: column 1: \"1.5\" is not a non-negative integer"), "{}", e.message);
+        assert!(e.message.contains("line 2: data row 1, column 1 (src_start_0): \"1.5\" is not a non-negative integer"), "{}", e.message);
         let e = parse("t.csv", "1 0 1\n1 0\n", 1).err().unwrap();
         assert!(e.message.contains("line 2: 2 fields"), "{}", e.message);
         let e = parse("t.csv", "1 0 1\n1 0 1 1 1\n", 1).err().unwrap();
@@ -146,5 +165,21 @@ mod tests {
         }
         let e = parse("t.csv", "-1 0 1\n", 1).err().unwrap();
         assert!(e.message.contains("\"-1\" is not a non-negative integer"), "{}", e.message);
+    }
+
+    #[test]
+    fn float_coordinates_from_2_pow_53_on_are_refused_integers_stay_exact() {
+        // 2^53 + 1 as an integer is exact; as a float it parses to 2^53 and would read the
+        // wrong element: refused, naming line, row, column and the value as written
+        let t = parse("t.csv", "9007199254740993,0,1\n18446744073709551615 0 1\n", 1).unwrap();
+        assert_eq!(t.cols[0], [9_007_199_254_740_993, u64::MAX]);
+        let t = parse("t.csv", "9007199254740991.0,0,1\n9.007199254740991e15 0 1\n", 1).unwrap();
+        assert_eq!(t.cols[0], [9_007_199_254_740_991; 2]);
+        for big in ["9.007199254740993e15", "9007199254740992.0", "9.007199254740992e15", "1e300", "1.8446744073709552e19"] {
+            let e = parse("t.csv", &format!("0 0 1 0 0 1\n0 0 0 0 1 {big}\n"), 2).err().unwrap();
+            assert_eq!(e.kind, ErrorKind::InvalidArgument);
+            let want = format!("t.csv line 2: data row 1, column 6 (count_1): \"{big}\" is a float of magnitude 2^53 or more");
+            assert!(e.message.starts_with(&want) && e.message.contains("write it as an integer"), "{}", e.message);
+        }
     }
 }

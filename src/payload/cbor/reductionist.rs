@@ -148,7 +148,7 @@ pub(crate) fn parse_reductionist<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, si
     let wire_order = k.byte_order.map_or(ByteOrder::Little, |(o, _)| o);
     let shape = shape_of(&k, &bytes, dtype, wire_order)?;
     let nelements = check_data_len(&shape, dtype, bytes.len(), "key \"bytes\"")?;
-    let count = count_of(&k, wire_order)?;
+    let count = count_of(&k, wire_order, d.input())?;
     Ok(Parsed {
         data: bytes.loc,
         format: Format::Reductionist,
@@ -293,17 +293,37 @@ fn shape_of(k: &Keys<'_>, bytes: &TypedBytes<'_>, dtype: Dtype, wire_order: Byte
     })
 }
 
-/// The count: `count_as_bytes` when non-empty (a non-empty `count` array must have as many
-/// elements), else `count` in whichever form it has, else absent.
-fn count_of<'a>(k: &Keys<'a>, wire_order: ByteOrder) -> Result<CountInfo<'a>> {
+/// The count: `count_as_bytes` when non-empty, else `count` in whichever form it has, else
+/// absent. A non-empty `count` array (or typed array) next to a non-empty `count_as_bytes`
+/// must hold the same values (as many, equal element by element), as `shape` and
+/// `shape_as_bytes` must; `input` is the whole message (an integer array is walked again).
+fn count_of<'a>(k: &Keys<'a>, wire_order: ByteOrder, input: &'a [u8]) -> Result<CountInfo<'a>> {
     let int64 = |form, len, scalar, offset| CountInfo { form, dtype: Some(Dtype::Int64), byte_order: None, len, scalar, bytes: None, offset };
     Ok(match (&k.count_ab, k.count) {
         (Some(b), cv) if b.len() > 0 => {
             let c = count_from_bytes(b, wire_order, "count_as_bytes")?;
-            if let Some(CountVal::Array { len: n, offset, .. }) = cv {
-                if n != 0 && n != c.len {
-                    bail!(Malformed, "count at byte {offset} has {n} elements but count_as_bytes has {}", c.len);
+            match cv {
+                Some(CountVal::Array { len: n, offset, .. }) if n != 0 => {
+                    if n != c.len {
+                        bail!(Malformed, "count at byte {offset} has {n} elements but count_as_bytes has {}", c.len);
+                    }
+                    check_counts_agree(&c, offset, |f| {
+                        let mut d = Decoder::new(input);
+                        d.set_position(offset);
+                        walk_array(&mut d, &mut { f }).map(|_| ())
+                    })?;
                 }
+                Some(CountVal::Typed(t)) if t.len() > 0 => {
+                    let tc = count_from_bytes(&t, wire_order, "count")?;
+                    if tc.len != c.len {
+                        bail!(Malformed, "count at byte {} has {} elements but count_as_bytes has {}", tc.offset, tc.len, c.len);
+                    }
+                    check_counts_agree(&c, tc.offset, |f| {
+                        (0..tc.len).for_each(|i| f(i, count_at(&tc, i)));
+                        Ok(())
+                    })?;
+                }
+                _ => {}
             }
             c
         }
@@ -312,6 +332,37 @@ fn count_of<'a>(k: &Keys<'a>, wire_order: ByteOrder) -> Result<CountInfo<'a>> {
         (_, Some(CountVal::Array { len, offset, .. })) => int64(CountForm::Array, len, 0, offset),
         (_, Some(CountVal::Typed(b))) => count_from_bytes(&b, wire_order, "count")?,
     })
+}
+
+/// Element `i` (< `c.len`) of a byte-string count already checked by [`count_from_bytes`].
+fn count_at(c: &CountInfo<'_>, i: u64) -> i64 {
+    let (Some(bytes), Some(dt)) = (c.bytes, c.dtype) else { return -1 };
+    let item = dt.itemsize().unwrap_or(1);
+    let at = i as usize * item;
+    bytes.get(at..at + item).and_then(|b| int_from_bytes_checked(b, dt, c.byte_order.unwrap_or(ByteOrder::Little))).unwrap_or(-1)
+}
+
+/// `Malformed` naming the first element where the values `walk` hands out (those of the
+/// `count` key at byte `count_offset`, as many as `ab` has) differ from `count_as_bytes` `ab`.
+fn check_counts_agree<W>(ab: &CountInfo<'_>, count_offset: usize, walk: W) -> Result<()>
+where
+    W: FnOnce(&mut dyn FnMut(u64, i64)) -> Result<()>,
+{
+    let mut first: Option<(u64, i64)> = None;
+    walk(&mut |i, v| {
+        if first.is_none() && (i >= ab.len || count_at(ab, i) != v) {
+            first = Some((i, v));
+        }
+    })?;
+    if let Some((i, v)) = first {
+        bail!(
+            Malformed,
+            "count (at byte {count_offset}) and count_as_bytes (at byte {}) disagree: element {i} is {v} in count but {} in count_as_bytes",
+            ab.offset,
+            count_at(ab, i)
+        );
+    }
+    Ok(())
 }
 
 /// The Reductionist layout: only the exact released key sets with standard value types

@@ -87,10 +87,17 @@ pub fn decode_document(buf: &[u8], format: DocFormat) -> Result<Document<'_>> {
 /// Errors: `InvalidArgument` (`Auto` cannot tell the format from the first byte: give it),
 /// `ServerError` (a JSON error body), `Malformed` (truncated, not well-formed, invalid UTF-8
 /// text, trailing bytes, and anything [`super::decode_view`] reports for an array inside),
-/// `Unsupported` (nesting deeper than [`MAX_DEPTH`], chunked array data, and the
+/// `Unsupported` (an HDF5 or netCDF-3 file, named as such with what reads it; nesting
+/// deeper than [`MAX_DEPTH`], chunked array data, and the
 /// `Unsupported` cases of [`super::decode_view`]: pickles, structured dtypes, float128 ...),
 /// `Dtype`.
 pub fn walk_document<'a, S: Sink<'a>>(buf: &'a [u8], format: DocFormat, sink: &mut S) -> Result<Counts> {
+    // An HDF5 or netCDF-3 file is named as such, with what reads it.
+    walk(buf, format, sink).map_err(|e| super::detect::name_other_file(buf, e))
+}
+
+/// [`walk_document`] without naming non-payload files.
+fn walk<'a, S: Sink<'a>>(buf: &'a [u8], format: DocFormat, sink: &mut S) -> Result<Counts> {
     let format = match format {
         DocFormat::Auto => {
             let mut f = detect_format(buf)?;
@@ -100,8 +107,8 @@ pub fn walk_document<'a, S: Sink<'a>>(buf: &'a [u8], format: DocFormat, sink: &m
             // the other format accepts is that format's.
             if matches!(buf[0], 0x80..=0xbf) {
                 let other = if f == DocFormat::Msgpack { DocFormat::Cbor } else { DocFormat::Msgpack };
-                if walk_document(buf, other, &mut NullSink).is_ok() {
-                    if walk_document(buf, f, &mut NullSink).is_ok() {
+                if walk(buf, other, &mut NullSink).is_ok() {
+                    if walk(buf, f, &mut NullSink).is_ok() {
                         bail!(
                             InvalidArgument,
                             "byte 0: the document is well-formed both as msgpack and as CBOR (first byte 0x{:02x}): give the document format (PAYLOAD_DOC_CBOR or PAYLOAD_DOC_MSGPACK)",
