@@ -134,6 +134,12 @@ pub struct Opened {
     walked: OnceLock<std::result::Result<bool, Fault>>,
 }
 
+/// [`Opened::tree`]'s type (1.14+ builds keep no tree).
+#[cfg(not(hdf5_1_14))]
+type TreeField = std::result::Result<Tree, String>;
+#[cfg(hdf5_1_14)]
+type TreeField = ();
+
 impl DatasetFile {
     /// The dataset's file view (and its chunk B-tree), opened now when this is the first use;
     /// `Err(reason)` when vh5 cannot read the file itself (another driver, a failing call).
@@ -148,7 +154,14 @@ impl Opened {
         let view = FileView::open(lock, dset)?;
         #[cfg(not(hdf5_1_14))]
         let tree = object_header_address(lock, dset).and_then(|oh| view.reader().layout(oh));
-        Ok(Opened {
+        #[cfg(hdf5_1_14)]
+        let tree = ();
+        Ok(Opened::new(view, tree))
+    }
+
+    /// `view` and (1.10 builds) its dataset's parsed layout, nothing checked yet.
+    fn new(view: FileView, #[cfg_attr(hdf5_1_14, allow(unused_variables))] tree: TreeField) -> Opened {
+        Opened {
             view,
             #[cfg(not(hdf5_1_14))]
             tree,
@@ -158,24 +171,18 @@ impl Opened {
             lookups: AtomicU64::new(0),
             #[cfg(not(hdf5_1_14))]
             walked: OnceLock::new(),
-        })
+        }
     }
 
     /// A view of `file` (base address 0, 8-byte addresses) and no tree, for unit tests.
     #[cfg(test)]
     pub fn for_tests(file: File) -> Opened {
         let len = file.metadata().map_or(0, |m| m.len());
-        Opened {
-            view: FileView { file, len, base: 0, sa: 8, ss: 8 },
-            #[cfg(not(hdf5_1_14))]
-            tree: Err("none".into()),
-            #[cfg(not(hdf5_1_14))]
-            keys_sound: AtomicBool::new(false),
-            #[cfg(not(hdf5_1_14))]
-            lookups: AtomicU64::new(0),
-            #[cfg(not(hdf5_1_14))]
-            walked: OnceLock::new(),
-        }
+        #[cfg(not(hdf5_1_14))]
+        let tree = Err("none".into());
+        #[cfg(hdf5_1_14)]
+        let tree = ();
+        Opened::new(FileView { file, len, base: 0, sa: 8, ss: 8 }, tree)
     }
 
     /// Record that a walk of the whole tree checked every key and found none damaged.
