@@ -110,7 +110,7 @@ int main(void) {
     /* refused: a file id (naming its type), a closed id, NULL out */
     st = vh5_dataset_from_hdf5_id(f, &v);
     const char *msg = last_msg();
-    CHECKF(st == VH5_ERR_INVALID_HANDLE && v == -1 && strstr(msg, "not a dataset"), "file id: %s %s", vh5_status_name(st), msg);
+    CHECKF(st == VH5_ERR_INVALID_HANDLE && v == -1 && strstr(msg, "not of a dataset"), "file id: %s %s", vh5_status_name(st), msg);
     st = vh5_dataset_from_hdf5_id(d, &v);
     CHECKF(st == VH5_ERR_INVALID_HANDLE && v == -1, "closed id: %s", vh5_status_name(st));
     CHECKF(vh5_dataset_from_hdf5_id(f, NULL) == VH5_ERR_NULL_ARGUMENT, "NULL out");
