@@ -1086,6 +1086,48 @@ vh5_status vh5_group_members(int64_t loc,
                              size_t *len_out);
 
 /**
+ * Read the link `name` itself (a NUL-terminated byte path relative to the file or group
+ * `loc`, e.g. `"grp/link"`; its last component is not followed): store its kind in
+ * `*kind_out` and copy its value to `buf`. What h5py's `Group.get(name, getlink=True)` reads.
+ *
+ * Kinds (ASCII bytes): `'h'` hard link (value empty), `'s'` soft link (value: the target
+ * path, e.g. `"/data/x"`, then a NUL byte), `'e'` external link (value: the file name as
+ * stored, a NUL byte, the object path in that file, a NUL byte; libhdf5's
+ * `H5Lunpack_elink_val` layout of the link message, HDF5 File Format Specification, "Link
+ * Message"), `'?'` a user-defined link class (value empty). Values are the bytes stored in
+ * the file, never replaced: UTF-8 is not required. The link is not followed: a dangling soft
+ * link or an external link to a missing file reads as well as any other (no file is opened,
+ * whatever `VH5_FILE_ALLOW_EXTERNAL` says); a path through an external link *before* its
+ * last component is followed only in files opened with `VH5_FILE_ALLOW_EXTERNAL`.
+ *
+ * Two-call protocol as `vh5_group_members`: `*len_out` receives the value's size in bytes
+ * (NUL bytes included; 0 for kinds `'h'` and `'?'`); the value is copied when `cap` is at
+ * least that size, `buf` NULL with `cap` 0 is a size query (`VH5_OK`), a smaller `cap`
+ * returns `VH5_ERR_BUFFER_TOO_SMALL` with nothing written to `buf` (`*kind_out` and
+ * `*len_out` are set).
+ *
+ * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`name`, `kind_out` or `len_out` NULL, or `buf`
+ * NULL with `cap` > 0); `VH5_ERR_INVALID_ARGUMENT` (`name` empty or the root group, which no
+ * link reaches; a component before the last is not a group, naming it);
+ * `VH5_ERR_INVALID_HANDLE` (`loc` is not an open file or group id); `VH5_ERR_NOT_FOUND`
+ * (naming the missing path component); `VH5_ERR_UNSUPPORTED` (the path goes through an
+ * external link before its last component and `loc` was not opened with
+ * `VH5_FILE_ALLOW_EXTERNAL`); `VH5_ERR_BUFFER_TOO_SMALL`; `VH5_ERR_HDF5` (libhdf5 could not
+ * read the link, or its value is malformed). On failures other than
+ * `VH5_ERR_BUFFER_TOO_SMALL`, `*kind_out` and `*len_out` are 0. Thread-safe.
+ *
+ * # Safety
+ * `name` must be NULL or a NUL-terminated string; `kind_out` and `len_out` NULL or valid for
+ * one write; `buf` NULL or valid for `cap` byte writes.
+ */
+vh5_status vh5_link_get(int64_t loc,
+                        const char *name,
+                        uint8_t *kind_out,
+                        uint8_t *buf,
+                        size_t cap,
+                        size_t *len_out);
+
+/**
  * Copy the client data values (`cd_values`) of filter number `index` (0-based, pipeline
  * order as in `vh5_dataset_info.filter_id`) of the dataset `dset` into `values` (room for
  * `cap` entries) and store their number in `*n_out`. Deflate (gzip) has one value, the

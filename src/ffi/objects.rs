@@ -1,6 +1,6 @@
 //! C ABI of object navigation and description beyond `vh5_dataset_info`: the members of a
-//! group (`vh5_group_members`) and the parameters of a dataset's filters
-//! (`vh5_dataset_filter_params`).
+//! group (`vh5_group_members`), a link itself (`vh5_link_get`) and the parameters of a
+//! dataset's filters (`vh5_dataset_filter_params`).
 //!
 //! Thread safety: callable from any thread at once (libhdf5 calls run under vh5's lock).
 
@@ -72,17 +72,95 @@ pub unsafe extern "C" fn vh5_group_members(loc: i64, group: *const c_char, flags
             out.extend_from_slice(&name);
             out.push(0);
         }
-        // SAFETY: len_out is valid for one write.
-        unsafe { *len_out = out.len() };
-        if buf.is_null() && cap == 0 {
-            return Ok(());
+        // SAFETY: the caller's contract for buf, cap and len_out (checked non-NULL above).
+        unsafe { copy_out(&out, buf, cap, len_out, "the members") }
+    })
+}
+
+/// The two-call protocol's second half: `*len_out = out.len()`; `out` copied to `buf` when
+/// `cap` is large enough, nothing written when `buf` is NULL and `cap` 0 (a size query),
+/// `BufferTooSmall` otherwise (`what` names the result in the message).
+///
+/// # Safety
+/// `len_out` valid for one write; `buf` NULL or valid for `cap` byte writes.
+unsafe fn copy_out(out: &[u8], buf: *mut u8, cap: usize, len_out: *mut usize, what: &str) -> crate::error::Result<()> {
+    // SAFETY: len_out is valid for one write (the caller's contract).
+    unsafe { *len_out = out.len() };
+    if buf.is_null() && cap == 0 {
+        return Ok(());
+    }
+    if cap < out.len() {
+        bail!(BufferTooSmall, "argument `cap`: {cap} bytes, {what} need {}", out.len());
+    }
+    // SAFETY: buf is valid for cap >= out.len() bytes (the caller's contract).
+    unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), buf, out.len()) };
+    Ok(())
+}
+
+/// Read the link `name` itself (a NUL-terminated byte path relative to the file or group
+/// `loc`, e.g. `"grp/link"`; its last component is not followed): store its kind in
+/// `*kind_out` and copy its value to `buf`. What h5py's `Group.get(name, getlink=True)` reads.
+///
+/// Kinds (ASCII bytes): `'h'` hard link (value empty), `'s'` soft link (value: the target
+/// path, e.g. `"/data/x"`, then a NUL byte), `'e'` external link (value: the file name as
+/// stored, a NUL byte, the object path in that file, a NUL byte; libhdf5's
+/// `H5Lunpack_elink_val` layout of the link message, HDF5 File Format Specification, "Link
+/// Message"), `'?'` a user-defined link class (value empty). Values are the bytes stored in
+/// the file, never replaced: UTF-8 is not required. The link is not followed: a dangling soft
+/// link or an external link to a missing file reads as well as any other (no file is opened,
+/// whatever `VH5_FILE_ALLOW_EXTERNAL` says); a path through an external link *before* its
+/// last component is followed only in files opened with `VH5_FILE_ALLOW_EXTERNAL`.
+///
+/// Two-call protocol as `vh5_group_members`: `*len_out` receives the value's size in bytes
+/// (NUL bytes included; 0 for kinds `'h'` and `'?'`); the value is copied when `cap` is at
+/// least that size, `buf` NULL with `cap` 0 is a size query (`VH5_OK`), a smaller `cap`
+/// returns `VH5_ERR_BUFFER_TOO_SMALL` with nothing written to `buf` (`*kind_out` and
+/// `*len_out` are set).
+///
+/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`name`, `kind_out` or `len_out` NULL, or `buf`
+/// NULL with `cap` > 0); `VH5_ERR_INVALID_ARGUMENT` (`name` empty or the root group, which no
+/// link reaches; a component before the last is not a group, naming it);
+/// `VH5_ERR_INVALID_HANDLE` (`loc` is not an open file or group id); `VH5_ERR_NOT_FOUND`
+/// (naming the missing path component); `VH5_ERR_UNSUPPORTED` (the path goes through an
+/// external link before its last component and `loc` was not opened with
+/// `VH5_FILE_ALLOW_EXTERNAL`); `VH5_ERR_BUFFER_TOO_SMALL`; `VH5_ERR_HDF5` (libhdf5 could not
+/// read the link, or its value is malformed). On failures other than
+/// `VH5_ERR_BUFFER_TOO_SMALL`, `*kind_out` and `*len_out` are 0. Thread-safe.
+///
+/// # Safety
+/// `name` must be NULL or a NUL-terminated string; `kind_out` and `len_out` NULL or valid for
+/// one write; `buf` NULL or valid for `cap` byte writes.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_link_get(loc: i64, name: *const c_char, kind_out: *mut u8, buf: *mut u8, cap: usize, len_out: *mut usize) -> vh5_status {
+    if !len_out.is_null() {
+        // SAFETY: len_out is valid for one write (the caller's contract).
+        unsafe { *len_out = 0 };
+    }
+    if !kind_out.is_null() {
+        // SAFETY: kind_out is valid for one write (the caller's contract).
+        unsafe { *kind_out = 0 };
+    }
+    guard(|| {
+        if len_out.is_null() {
+            return Err(null_arg("len_out"));
         }
-        if cap < out.len() {
-            bail!(BufferTooSmall, "argument `cap`: {cap} bytes, the members need {}", out.len());
+        if kind_out.is_null() {
+            return Err(null_arg("kind_out"));
         }
-        // SAFETY: buf is valid for cap >= out.len() bytes (the caller's contract).
-        unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), buf, out.len()) };
-        Ok(())
+        if buf.is_null() && cap > 0 {
+            return Err(null_arg("buf"));
+        }
+        // SAFETY: name is NULL or NUL-terminated (the caller's contract).
+        let name = unsafe { bytes_arg(name, "name") }?;
+        let s = h5::session();
+        let (kind, mut value) = h5::links::link_value(s.lock(), loc, name)?;
+        if !value.is_empty() {
+            value.push(0);
+        }
+        // SAFETY: kind_out is valid for one write (checked non-NULL above).
+        unsafe { *kind_out = kind };
+        // SAFETY: the caller's contract for buf, cap and len_out (checked non-NULL above).
+        unsafe { copy_out(&value, buf, cap, len_out, "the link's value") }
     })
 }
 

@@ -240,3 +240,34 @@ pub unsafe fn sec2_driver_id() -> hid_t {
     // no longer written; reading a plain integer.
     unsafe { H5FD_SEC2_id_g }
 }
+
+/// The type of the link `name` (relative to `loc`; the last component is not followed) and,
+/// for soft, external and user-defined links, the size in bytes of its value
+/// (`H5Lget_info` on 1.10, `H5Lget_info2` on >= 1.12); `None` when libhdf5 fails (error stack
+/// set).
+///
+/// # Safety
+/// Valid ids, NUL-terminated `name`; libhdf5 lock held.
+pub unsafe fn link_info(loc: hid_t, name: *const c_char, lapl: hid_t) -> Option<(H5L_type_t, usize)> {
+    #[cfg(not(hdf5_1_12))]
+    // SAFETY: guaranteed by the caller; `info` is plain data, writable; `val_size` is read
+    // only for the link types whose union member it is.
+    unsafe {
+        let mut info = hdf5_sys::h5l::H5L_info1_t::default();
+        if hdf5_sys::h5l::H5Lget_info1(loc, name, &mut info, lapl) < 0 {
+            return None;
+        }
+        let size = if info.type_ == H5L_type_t::H5L_TYPE_HARD { 0 } else { *info.u.val_size() };
+        Some((info.type_, size))
+    }
+    #[cfg(hdf5_1_12)]
+    // SAFETY: as above.
+    unsafe {
+        let mut info: hdf5_sys::h5l::H5L_info2_t = std::mem::zeroed();
+        if hdf5_sys::h5l::H5Lget_info2(loc, name, &mut info, lapl) < 0 {
+            return None;
+        }
+        let size = if info.type_ == H5L_type_t::H5L_TYPE_HARD { 0 } else { *info.u.val_size() };
+        Some((info.type_, size))
+    }
+}

@@ -89,6 +89,18 @@ pub fn members(lock: &H5Lock, loc: hid_t, group: impl AsRef<[u8]>, recursive: bo
 
 /// The kind byte of the object at `name`; `NotFound` when it does not exist.
 fn object_kind(lock: &H5Lock, loc: hid_t, name: &[u8], c: &CStr, lapl: hid_t) -> Result<u8> {
+    walk_path(lock, loc, name, lapl)?;
+    match info_kind(lock, loc, c, lapl)? {
+        Some(k) => Ok(k),
+        None => bail!(NotFound, "`{}` is a soft link to an object that does not exist", escape(name)),
+    }
+}
+
+/// Check that every link of the path `name` exists and that every component but the last is
+/// a group: `NotFound` naming the first missing component, `InvalidArgument` naming a
+/// component that is not a group (rather than a libhdf5 stack). The last link is not
+/// followed.
+fn walk_path(lock: &H5Lock, loc: hid_t, name: &[u8], lapl: hid_t) -> Result<()> {
     let shown = escape(name);
     if name != b"." && name != b"/" {
         // Walk the components so a missing one is named (and a dataset in the middle of the
@@ -122,10 +134,7 @@ fn object_kind(lock: &H5Lock, loc: hid_t, name: &[u8], c: &CStr, lapl: hid_t) ->
             }
         }
     }
-    match info_kind(lock, loc, c, lapl)? {
-        Some(k) => Ok(k),
-        None => bail!(NotFound, "`{shown}` is a soft link to an object that does not exist"),
-    }
+    Ok(())
 }
 
 fn kind_word(k: Option<u8>) -> &'static str {
@@ -231,4 +240,83 @@ fn visit(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8
     }
     v.out.sort_by(|a, b| path_order(&a.1, &b.1));
     Ok(v.out)
+}
+
+/// Kind byte of [`link_value`]: a hard link.
+pub const LINK_HARD: u8 = b'h';
+/// Kind byte of [`link_value`]: a soft link (its value: the target path).
+pub const LINK_SOFT: u8 = b's';
+/// Kind byte of [`link_value`]: an external link (its value: file name, NUL, object path).
+pub const LINK_EXTERNAL: u8 = b'e';
+/// Kind byte of [`link_value`]: a user-defined link class (its value is not interpreted).
+pub const LINK_OTHER: u8 = b'?';
+
+/// The link at `name` (a path relative to `loc`, which must not end at the root) itself, not
+/// followed: its kind ([`LINK_HARD`], [`LINK_SOFT`], [`LINK_EXTERNAL`], [`LINK_OTHER`]) and
+/// value: the target path of a soft link; the file name, a NUL byte and the object path of an
+/// external link (libhdf5's `H5Lunpack_elink_val`); empty for the others. What h5py's
+/// `Group.get(name, getlink=True)` reads. Values are the bytes stored in the file.
+///
+/// Errors: `InvalidHandle` (`loc` not an open file or group); `InvalidArgument` (`name` is
+/// empty, the root, holds a NUL byte, or a component before the last is not a group);
+/// `NotFound` (a link of the path does not exist); `Unsupported` (the path goes through an
+/// external link before its last component and `loc` was not opened with
+/// `VH5_FILE_ALLOW_EXTERNAL`); `Hdf5` (libhdf5 could not read the link, or an external link's
+/// value is malformed).
+pub fn link_value(lock: &H5Lock, loc: hid_t, name: impl AsRef<[u8]>) -> Result<(u8, Vec<u8>)> {
+    expect_kind(lock, loc, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_GROUP], "file")?;
+    let name = name.as_ref();
+    let shown = escape(name);
+    if trim_slashes(name).is_empty() || components(name).all(|c| c == b".") {
+        bail!(InvalidArgument, "argument `name`: `{shown}` names no link (the root group is not reached by a link)");
+    }
+    let c = CString::new(name).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
+    let allow_ext = super::external::allowed(loc);
+    let mut seen = super::external::ElinkSeen::default();
+    let lapl = if allow_ext { None } else { Some(super::external::refusing_lapl(lock, &mut seen)?) };
+    let lapl_id = lapl.as_ref().map_or(H5P_DEFAULT, |h| h.id());
+    let walked = walk_path(lock, loc, name, lapl_id);
+    // SAFETY: valid ids and C string; lock held.
+    let info = walked.map(|()| unsafe { compat::link_info(loc, c.as_ptr(), lapl_id) });
+    if let Some(target) = seen.target.take() {
+        clear_stack(lock);
+        return Err(super::external::refusal(&format!("`{shown}`"), &target));
+    }
+    let Some((t, size)) = info? else {
+        return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("cannot read the link `{shown}`")));
+    };
+    let kind = match t {
+        H5L_type_t::H5L_TYPE_HARD => return Ok((LINK_HARD, Vec::new())),
+        H5L_type_t::H5L_TYPE_SOFT => LINK_SOFT,
+        H5L_type_t::H5L_TYPE_EXTERNAL => LINK_EXTERNAL,
+        _ => return Ok((LINK_OTHER, Vec::new())),
+    };
+    // The value's size comes from the file: a link value is held in a link message of the
+    // group (at most 64 KiB in an object header; dense groups' heaps are bounded alike).
+    if size > 1 << 20 {
+        bail!(Hdf5, "the link `{shown}`: its value claims {size} bytes: the group's metadata is corrupted");
+    }
+    let mut buf = vec![0u8; size.max(1)];
+    // SAFETY: valid ids and C string; `buf` is writable for `buf.len()` bytes; lock held.
+    if unsafe { hdf5_sys::h5l::H5Lget_val(loc, c.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), lapl_id) } < 0 {
+        return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("cannot read the value of the link `{shown}`")));
+    }
+    if kind == LINK_SOFT {
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        buf.truncate(end);
+        return Ok((kind, buf));
+    }
+    let (mut flags, mut file, mut path): (std::ffi::c_uint, *const c_char, *const c_char) = (0, std::ptr::null(), std::ptr::null());
+    // SAFETY: `buf` holds the value libhdf5 wrote; the out-pointers are locals; lock held.
+    if unsafe { hdf5_sys::h5l::H5Lunpack_elink_val(buf.as_ptr().cast(), size, &mut flags, &mut file, &mut path) } < 0 || file.is_null() || path.is_null() {
+        return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("the external link `{shown}`: its value is malformed")));
+    }
+    // SAFETY: libhdf5 checked both strings are NUL-terminated inside `buf` (it refuses the
+    // value otherwise); they point into `buf`, alive here.
+    let (file, path) = unsafe { (CStr::from_ptr(file).to_bytes(), CStr::from_ptr(path).to_bytes()) };
+    let mut out = Vec::with_capacity(file.len() + path.len() + 1);
+    out.extend_from_slice(file);
+    out.push(0);
+    out.extend_from_slice(path);
+    Ok((kind, out))
 }

@@ -33,6 +33,7 @@ from ._datasets import Dataset
 from ._errors import *  # noqa: F403  (the names in _errors.__all__)
 from ._files import File, Group
 from ._hdf5info import HDF5Info, hdf5_version
+from ._links import ExternalLink, HardLink, SoftLink
 from ._pickle import allow_pickling
 from ._select import SliceTable, slice_table
 from ._slices import copy_many_slices, get_num_threads, read_many_slices, set_num_threads, write_many_slices
@@ -51,6 +52,9 @@ __all__ = [
     "File",
     "Group",
     "Dataset",
+    "HardLink",
+    "SoftLink",
+    "ExternalLink",
     "slice_table",
     "SliceTable",
     "read_many_slices",

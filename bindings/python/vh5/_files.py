@@ -130,6 +130,39 @@ class _Navigation(Mapping):
             return False
         return leaf in kinds
 
+    def get(self, name, default=None, getclass=False, getlink=False):
+        """The member at ``name`` (a name or path, as ``g[name]``), or ``default`` when
+        nothing is there (h5py's ``Group.get``).
+
+        ``getlink=True``: the link itself, not followed: :class:`vh5.HardLink`,
+        :class:`vh5.SoftLink` (``.path``) or :class:`vh5.ExternalLink` (``.filename``,
+        ``.path``); no file is opened for an external link, with or without
+        ``allow_external``. ``getclass=True``: the class of the member (:class:`vh5.Group`,
+        :class:`vh5.Dataset`) or, with ``getlink``, of the link. ``default`` when no link has
+        that name (a dangling soft link has one).
+
+        Raises:
+            KeyError (vh5.NotFoundError): ``getclass`` alone on a dangling soft link (h5py
+                raises RuntimeError).
+            vh5.UnsupportedError: following an external link without ``allow_external``, an
+                object that is neither a group nor a dataset (``getclass`` alone; h5py gives
+                its ``Datatype`` class for a named datatype), a user-defined link class.
+        """
+        if not (getclass or getlink):
+            try:
+                return self[name]
+            except KeyError:
+                return default
+        if name not in self:
+            return default
+        if not getlink:
+            obj = self[name]
+            return Group if isinstance(obj, Group | File) else type(obj)
+        from ._links import link_value
+
+        link = link_value(self._file, _join(self._path, name_arg(name, "object name")))
+        return type(link) if getclass else link
+
     def keys(self):
         """A view of the member names (h5py's ``KeysViewHDF5``)."""
         return KeysView(self)

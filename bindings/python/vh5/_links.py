@@ -1,0 +1,117 @@
+"""Links themselves, as h5py's ``Group.get(name, getlink=True)`` gives them: :class:`HardLink`,
+:class:`SoftLink` (target path) and :class:`ExternalLink` (file name and object path), read
+by ``vh5_link_get`` without following the link (no file is opened for an external link).
+
+Names and paths are ``str``, or ``bytes`` when the stored bytes are not UTF-8 (as h5py's own
+names; h5py's ``SoftLink`` turns such bytes into the text ``"b'...'"``). An external link's
+file name is decoded as the file system decodes names (``os.fsdecode``), as h5py does.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+from ._args import name_bytes, shown_name
+from ._errors import Error, check, error, status_number
+from ._lib import lib
+
+__all__ = ["HardLink", "SoftLink", "ExternalLink", "link_value"]
+
+
+class HardLink:
+    """A hard link (h5py's ``HardLink``): only what ``get(name, getlink=True)`` returns for a
+    link to an object."""
+
+    def __repr__(self) -> str:
+        return "<HardLink>"
+
+
+class SoftLink:
+    """A soft (symbolic) link: ``path`` is its target, absolute or relative, not checked to
+    exist (h5py's ``SoftLink``)."""
+
+    __slots__ = ("_path",)
+
+    def __init__(self, path):
+        self._path = path
+
+    @property
+    def path(self):
+        """The target path (``str``; ``bytes`` when not UTF-8)."""
+        return self._path
+
+    def __repr__(self) -> str:
+        return f'<SoftLink to "{self.path}">'
+
+
+class ExternalLink:
+    """An external link: ``path`` in the HDF5 file ``filename`` (h5py's ``ExternalLink``;
+    neither is checked to exist)."""
+
+    __slots__ = ("_filename", "_path")
+
+    def __init__(self, filename, path):
+        self._filename = os.fsdecode(filename)
+        self._path = path
+
+    @property
+    def filename(self) -> str:
+        """The file name as stored in the link (relative names are resolved by libhdf5's
+        external link search rules when the link is followed)."""
+        return self._filename
+
+    @property
+    def path(self):
+        """The object's path in that file (``str``; ``bytes`` when not UTF-8)."""
+        return self._path
+
+    def __repr__(self) -> str:
+        return f'<ExternalLink to "{self.path}" in file "{self.filename}"'
+
+
+_KINDS = {ord("h"): "hard", ord("s"): "soft", ord("e"): "external", ord("?"): "other"}
+
+
+def link_value(file, path: str):
+    """The link at ``path`` (internal name form, absolute) of the vh5 ``File`` ``file`` as a
+    :class:`HardLink`, :class:`SoftLink` or :class:`ExternalLink`.
+
+    Raises:
+        KeyError (vh5.NotFoundError): no such link. vh5.InvalidArgumentError: a component of
+        the path is not a group. vh5.UnsupportedError: the path goes through an external
+        link (file opened without ``allow_external``) or the link is of a user-defined class.
+        vh5.HDF5Error: libhdf5 could not read it.
+    """
+    from ._datasets import in_file
+
+    fid = file.id
+    c_path = name_bytes(path)
+    kind = ctypes.c_uint8(0)
+    n = ctypes.c_size_t(0)
+    fn = lib().vh5_link_get
+    ids = {fid: f"file {file.filename!r}"}
+    too_small = status_number("VH5_ERR_BUFFER_TOO_SMALL")
+    for _ in range(8):
+        try:
+            check(fn(fid, c_path, ctypes.byref(kind), None, 0, ctypes.byref(n)), ids)
+            buf = ctypes.create_string_buffer(max(n.value, 1))
+            st = fn(fid, c_path, ctypes.byref(kind), buf, n.value, ctypes.byref(n))
+            if st == too_small:
+                continue  # the link changed between the two calls (another writer of an r+ file)
+            check(st, ids)
+        except Error as e:
+            raise in_file(e, file.filename) from None
+        k = _KINDS.get(kind.value)
+        parts = buf.raw[: n.value].split(b"\0")
+        if k == "hard":
+            return HardLink()
+        if k == "soft":
+            return SoftLink(shown_name(parts[0].decode("utf-8", "surrogateescape")))
+        if k == "external":
+            return ExternalLink(parts[0], shown_name(parts[1].decode("utf-8", "surrogateescape")))
+        raise error(
+            "VH5_ERR_UNSUPPORTED",
+            f"{file.filename!r}: the link {shown_name(path)!r} is of a user-defined class (not hard, soft, external)",
+        )
+    raise error("VH5_ERR_HDF5", f"the link {shown_name(path)!r} in {file.filename!r} kept changing while read")

@@ -1,0 +1,122 @@
+"""Links themselves (``Group.get(name, getlink=True)`` / ``getclass=True``, C
+``vh5_link_get``) against h5py on a file holding every kind of link: hard, soft (absolute,
+relative, dangling, to a name that is not UTF-8), external (to an existing and a missing
+file), in the root and in subgroups, compact and dense groups."""
+
+import ctypes
+
+import h5py
+import numpy as np
+import pytest
+import vh5
+from vh5._lib import lib
+
+NAMES = ["d", "g", "g/x", "soft", "dang", "g/rel", "ext", "extmiss", "missing", "d/below", "g/sub/deep", "nonutf"]
+
+
+@pytest.fixture(scope="module")
+def linkfile(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("links")
+    with h5py.File(tmp / "b.h5", "w") as g:
+        g["t"] = np.arange(3)
+    p = tmp / "a.h5"
+    with h5py.File(p, "w") as f:
+        f["d"] = np.arange(4)
+        g = f.create_group("g")
+        g["x"] = 1
+        sub = g.create_group("sub")
+        sub["deep"] = h5py.SoftLink("/g/x")
+        f["soft"] = h5py.SoftLink("/d")
+        f["dang"] = h5py.SoftLink("/nothing")
+        f["g/rel"] = h5py.SoftLink("x")
+        f["ext"] = h5py.ExternalLink("b.h5", "/t")
+        f["extmiss"] = h5py.ExternalLink("nofile.h5", "/t")
+        f.id.links.create_soft(b"nonutf", b"/a\xe9")
+        dense = f.create_group("dense")  # > 8 links: a dense group (fractal heap + B-tree v2)
+        for i in range(20):
+            dense[f"s{i:02d}"] = h5py.SoftLink(f"/target/{i}")
+        dense["e"] = h5py.ExternalLink("other.h5", "/in/other")
+    return p
+
+
+def _describe(obj):
+    if isinstance(obj, type):
+        return obj.__name__
+    if isinstance(obj, (h5py.SoftLink, vh5.SoftLink)):
+        return ("SoftLink", obj.path)
+    if isinstance(obj, (h5py.ExternalLink, vh5.ExternalLink)):
+        return ("ExternalLink", obj.filename, obj.path)
+    if isinstance(obj, (h5py.HardLink, vh5.HardLink)):
+        return "HardLink"
+    return obj
+
+
+@pytest.mark.parametrize("getclass", [False, True])
+@pytest.mark.parametrize("name", NAMES + [f"dense/s{i:02d}" for i in (0, 7, 19)] + ["dense/e"])
+def test_get_link_equals_h5py(linkfile, name, getclass):
+    with h5py.File(linkfile) as h, vh5.File(linkfile) as v:
+        want = _describe(h.get(name, "DEFAULT", getlink=True, getclass=getclass))
+        if want == ("SoftLink", "b'/a\\xe9'"):
+            want = ("SoftLink", b"/a\xe9")  # h5py's str(bytes); vh5 gives the bytes, as for names
+        assert _describe(v.get(name, "DEFAULT", getlink=True, getclass=getclass)) == want
+        if name.startswith("g/"):  # the same link through its group
+            rel = name.removeprefix("g/")
+            want = _describe(h["g"].get(rel, "DEFAULT", getlink=True, getclass=getclass))
+            assert _describe(v["g"].get(rel, "DEFAULT", getlink=True, getclass=getclass)) == want
+
+
+@pytest.mark.parametrize("name", ["d", "g", "g/x", "soft", "g/rel", "g/sub/deep", "missing", "d/below", "/"])
+def test_get_class_equals_h5py(linkfile, name):
+    with h5py.File(linkfile) as h, vh5.File(linkfile) as v:
+        want = h.get(name, "DEFAULT", getclass=True)
+        got = v.get(name, "DEFAULT", getclass=True)
+        assert (got if isinstance(got, str) else got.__name__) == (want if isinstance(want, str) else want.__name__)
+
+
+def test_get_class_of_an_external_link_follows_it_only_when_allowed(linkfile):
+    with vh5.File(linkfile) as v, pytest.raises(vh5.UnsupportedError, match="allow_external"):
+        v.get("ext", getclass=True)
+    with vh5.File(linkfile, allow_external=True) as v:
+        assert v.get("ext", getclass=True) is vh5.Dataset
+        # the link itself is read without opening any file, allowed or not
+        assert _describe(v.get("extmiss", getlink=True)) == ("ExternalLink", "nofile.h5", "/t")
+
+
+def test_get_link_of_the_root_is_refused_naming_it(linkfile):
+    with vh5.File(linkfile) as v, pytest.raises(vh5.InvalidArgumentError, match="names no link"):
+        v.get("/", getlink=True)
+
+
+def _link_get(fid, name, cap=None):
+    kind, n = ctypes.c_uint8(0), ctypes.c_size_t(0)
+    fn = lib().vh5_link_get
+    st = fn(fid, name, ctypes.byref(kind), None, 0, ctypes.byref(n))
+    if st or cap == 0:
+        return st, kind.value, n.value, b""
+    buf = ctypes.create_string_buffer(max(n.value if cap is None else cap, 1))
+    st = fn(fid, name, ctypes.byref(kind), buf, len(buf) if cap is None else cap, ctypes.byref(n))
+    return st, kind.value, n.value, buf.raw[: n.value]
+
+
+def test_c_link_get_two_call_protocol_and_statuses(linkfile):
+    from vh5._errors import status_number
+
+    with vh5.File(linkfile) as v:
+        fid = v.id
+        assert _link_get(fid, b"ext") == (0, ord("e"), 8, b"b.h5\0/t\0")
+        assert _link_get(fid, b"/g/rel") == (0, ord("s"), 2, b"x\0")
+        assert _link_get(fid, b"nonutf") == (0, ord("s"), 4, b"/a\xe9\0")
+        assert _link_get(fid, b"d") == (0, ord("h"), 0, b"")
+        st, kind, n, _ = _link_get(fid, b"ext", cap=3)
+        assert (st, kind, n) == (status_number("VH5_ERR_BUFFER_TOO_SMALL"), ord("e"), 8)
+        assert _link_get(fid, b"missing")[0] == status_number("VH5_ERR_NOT_FOUND")
+        assert _link_get(fid, b"d/below")[0] == status_number("VH5_ERR_INVALID_ARGUMENT")
+        assert _link_get(fid, b"/")[0] == status_number("VH5_ERR_INVALID_ARGUMENT")
+        assert _link_get(fid, b"ext/below")[0] == status_number("VH5_ERR_UNSUPPORTED")
+        assert _link_get(123456789, b"d")[0] == status_number("VH5_ERR_INVALID_HANDLE")
+        kind, n = ctypes.c_uint8(7), ctypes.c_size_t(7)
+        fn = lib().vh5_link_get
+        assert fn(fid, None, ctypes.byref(kind), None, 0, ctypes.byref(n)) == status_number("VH5_ERR_NULL_ARGUMENT")
+        assert (kind.value, n.value) == (0, 0)
+        assert fn(fid, b"d", None, None, 0, ctypes.byref(n)) == status_number("VH5_ERR_NULL_ARGUMENT")
+        assert fn(fid, b"d", ctypes.byref(kind), None, 5, ctypes.byref(n)) == status_number("VH5_ERR_NULL_ARGUMENT")
