@@ -141,6 +141,10 @@ static void hdf5(const std::string &dir) {
   auto root = f.members("/");
   CHECK(std::find(root.begin(), root.end(), std::make_pair('d', std::string("tas"))) != root.end(), "members lists tas");
   CHECK(status_of([&] { f.members("/tas"); }) == VH5_ERR_INVALID_ARGUMENT, "members of a dataset");
+  // The link itself: tas is a hard link (empty value); a missing name throws NOT_FOUND.
+  CHECK(f.link("tas") == std::make_pair('h', std::string()), "tas is a hard link");
+  CHECK(status_of([&] { f.link("no_such"); }) == VH5_ERR_NOT_FOUND, "link of a missing name");
+  CHECK(status_of([&] { f.link("/"); }) == VH5_ERR_INVALID_ARGUMENT, "the root is reached by no link");
   // A destination in the non-native byte order (VH5_SLICES_SWAPPED): the same values, bytes reversed.
   std::vector<double> sw(9, 0.0);
   vh5::ArrayRef<double> sdst{sw.data(), sw.size(), {3, 1, 3}, {}};

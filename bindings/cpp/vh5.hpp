@@ -183,6 +183,24 @@ class File {
       return out;
     }
   }
+  /// The link at `name` itself, not followed (vh5_link_get): its kind ('h' hard, 's' soft,
+  /// 'e' external, '?' user-defined) and value: a soft link's target path; an external link's
+  /// file name, a NUL byte and the object path; empty otherwise. Bytes as stored (UTF-8 not
+  /// required). Throws vh5::Error (VH5_ERR_NOT_FOUND when no link has that name).
+  std::pair<char, std::string> link(const std::string &name) const {
+    for (;;) {
+      uint8_t kind = 0;
+      size_t need = 0;
+      detail::check(vh5_link_get(h_.id(), name.c_str(), &kind, nullptr, 0, &need));
+      std::string buf(need, '\0');
+      size_t got = 0;
+      vh5_status st = vh5_link_get(h_.id(), name.c_str(), &kind, reinterpret_cast<uint8_t *>(&buf[0]), buf.size(), &got);
+      if (st == VH5_ERR_BUFFER_TOO_SMALL) continue;  // the link changed between the calls
+      detail::check(st);
+      if (got > 0) buf.resize(got - 1);  // drop the final NUL
+      return {static_cast<char>(kind), buf};
+    }
+  }
 
  private:
   Handle h_;
