@@ -395,6 +395,37 @@ def test_python_message_names_only_the_ids_a_message_gives():
     assert python_message("chunk shape has 3 axes, dataset 2", ids) == "chunk shape has 3 axes, dataset 2"
 
 
+def test_error_messages_survive_handles_closed_by_the_garbage_collector(tmp_path, monkeypatch):
+    """Python's cyclic collector runs finalizers (a lost Dataset's ``vh5_close``) at any
+    allocation, also between a failing call and the read of its message. A successful close
+    keeps that message: it once came back empty, and ``f[b"a\\xe9/below"]`` (a path through a
+    dataset) raised the dataset open's HDF5Error instead of KeyError. Here the finalizers run
+    exactly there, as the collector ran them."""
+    p = str(tmp_path / "gc.h5")
+    with h5py.File(p, "w", libver=LIBVER) as h:
+        h["x"] = np.arange(3)
+    real = vh5._lib.status_name
+    assert vh5._errors.status_table()  # read once with the real status_name
+    with vh5.File(p) as f:
+        victims = []
+
+        def collect_then_name(status):  # check() names the status, then reads the message
+            if victims:
+                victims.pop()._finalizer()  # what the collector does to a lost Dataset
+            return real(status)
+
+        monkeypatch.setattr(vh5._lib, "status_name", collect_then_name)
+        for _ in range(3):
+            victims.extend(f["x"] for _ in range(2))  # one per failing call of the lookup
+            with pytest.raises(KeyError) as e:
+                f["x/below"]
+            assert "'/x/below'" in str(e.value) and "`/x` is a dataset, not a group" in str(e.value), str(e.value)
+            victims.append(f["x"])
+            with pytest.raises(vh5.NotFoundError, match="no dataset `/nope`"):
+                f.dataset("nope")
+        assert not victims
+
+
 def test_bad_hdf5_id_message_names_the_dataset(tmp_path):
     """A libhdf5 id vh5 cannot use is reported by what the caller called it, not its digits."""
     from vh5._datasets import Dataset
