@@ -4,58 +4,19 @@
  * round), reads equal what was written, and ids of other kinds or closed ids are refused with
  * VH5_ERR_INVALID_HANDLE. Skipped for a static build that exports no HDF5 symbols. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "hdf5_dlsym.h"
 #include "vh5.h"
-
-
-typedef int64_t hid;
-typedef unsigned long long hsize;
-
-/* libhdf5's functions, from the process's global scope (libvh5 loaded it). */
-static struct {
-    int (*open)(void);
-    hid (*fcreate)(const char *, unsigned, hid, hid);
-    hid (*fopen)(const char *, unsigned, hid);
-    int (*fclose)(hid);
-    hid (*screate_simple)(int, const hsize *, const hsize *);
-    int (*sclose)(hid);
-    hid (*dcreate2)(hid, const char *, hid, hid, hid, hid, hid);
-    hid (*dopen2)(hid, const char *, hid);
-    int (*dwrite)(hid, hid, hid, hid, hid, const void *);
-    int (*dclose)(hid);
-    int (*iis_valid)(hid);
-    hid *native_double;
-} h5;
-
-static int load(void) {
-#define SYM(field, name) *(void **)(&h5.field) = dlsym(RTLD_DEFAULT, name)
-    SYM(open, "H5open");
-    SYM(fcreate, "H5Fcreate");
-    SYM(fopen, "H5Fopen");
-    SYM(fclose, "H5Fclose");
-    SYM(screate_simple, "H5Screate_simple");
-    SYM(sclose, "H5Sclose");
-    SYM(dcreate2, "H5Dcreate2");
-    SYM(dopen2, "H5Dopen2");
-    SYM(dwrite, "H5Dwrite");
-    SYM(dclose, "H5Dclose");
-    SYM(iis_valid, "H5Iis_valid");
-    SYM(native_double, "H5T_NATIVE_DOUBLE_g");
-#undef SYM
-    return h5.open && h5.fcreate && h5.fopen && h5.fclose && h5.screate_simple && h5.sclose && h5.dcreate2 && h5.dopen2 &&
-           h5.dwrite && h5.dclose && h5.iis_valid && h5.native_double;
-}
 
 int main(void) {
     uint32_t major = 0;
     vh5_hdf5_version(&major, NULL, NULL, NULL); /* loads and initialises libhdf5 */
-    if (!load()) {
+    if (!hdf5_dlsym_load()) {
         printf("SKIP test_from_hdf5_id: libhdf5 symbols not visible (static build)\n");
         return 0;
     }

@@ -1,56 +1,19 @@
 /* C99 test of link names that are not UTF-8 through the C ABI: a file written with libhdf5
- * itself (looked up with dlsym, as test_from_hdf5_id.c; no -lhdf5) holds Latin-1 names
+ * itself (looked up with dlsym: hdf5_dlsym.h; no -lhdf5) holds Latin-1 names
  * ("temp\xe9rature" and "temp\xe8rature", a group "gr\xfcn" and a soft link "soft\xb0" to a
  * Latin-1 target) in a file whose path is not UTF-8 either. vh5_group_members lists the bytes
  * exactly (no replacement character, the two names stay two), vh5_dataset_open and
  * vh5_file_open take them back, and a missing one is named escaped (`\xe7`) in the message.
  * Skipped for a static build that exports no HDF5 symbols. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "hdf5_dlsym.h"
 #include "vh5.h"
-
-typedef int64_t hid;
-typedef unsigned long long hsize;
-
-static struct {
-    int (*open)(void);
-    hid (*fcreate)(const char *, unsigned, hid, hid);
-    int (*fclose)(hid);
-    hid (*gcreate2)(hid, const char *, hid, hid, hid);
-    int (*gclose)(hid);
-    hid (*screate_simple)(int, const hsize *, const hsize *);
-    int (*sclose)(hid);
-    hid (*dcreate2)(hid, const char *, hid, hid, hid, hid, hid);
-    int (*dwrite)(hid, hid, hid, hid, hid, const void *);
-    int (*dclose)(hid);
-    int (*lcreate_soft)(const char *, hid, const char *, hid, hid);
-    hid *native_double;
-} h5;
-
-static int load(void) {
-#define SYM(field, name) *(void **)(&h5.field) = dlsym(RTLD_DEFAULT, name)
-    SYM(open, "H5open");
-    SYM(fcreate, "H5Fcreate");
-    SYM(fclose, "H5Fclose");
-    SYM(gcreate2, "H5Gcreate2");
-    SYM(gclose, "H5Gclose");
-    SYM(screate_simple, "H5Screate_simple");
-    SYM(sclose, "H5Sclose");
-    SYM(dcreate2, "H5Dcreate2");
-    SYM(dwrite, "H5Dwrite");
-    SYM(dclose, "H5Dclose");
-    SYM(lcreate_soft, "H5Lcreate_soft");
-    SYM(native_double, "H5T_NATIVE_DOUBLE_g");
-#undef SYM
-    return h5.open && h5.fcreate && h5.fclose && h5.gcreate2 && h5.gclose && h5.screate_simple && h5.sclose && h5.dcreate2 &&
-           h5.dwrite && h5.dclose && h5.lcreate_soft && h5.native_double;
-}
 
 static int write_ds(hid loc, const char *name, double v) {
     hsize n = 1;
@@ -86,7 +49,7 @@ static double read_one(int64_t f, const char *name) {
 int main(void) {
     uint32_t major = 0;
     vh5_hdf5_version(&major, NULL, NULL, NULL); /* loads and initialises libhdf5 */
-    if (!load()) {
+    if (!hdf5_dlsym_load()) {
         printf("SKIP test_non_utf8_names: libhdf5 symbols not visible (static build)\n");
         return 0;
     }

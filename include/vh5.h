@@ -797,7 +797,9 @@ extern "C" {
  * terminating NUL, like `snprintf`, cut at a character boundary so it stays valid UTF-8.
  * Returns the full length of the message in bytes (not counting the NUL), so a return value
  * `>= cap` means it was truncated. The message is the
- * empty string after a successful call. Thread-safe: each thread has its own message.
+ * empty string after a successful call, except `vh5_close`: a successful close leaves the
+ * message of the thread's last failure as it was (cleanup between a failing call and this
+ * read keeps its message). Thread-safe: each thread has its own message.
  *
  * # Safety
  * `buf` must be NULL or valid for writes of `cap` bytes.
@@ -970,7 +972,10 @@ vh5_status vh5_dataset_get_info(int64_t dset, struct vh5_dataset_info *out);
  * file open until they are closed: `H5F_CLOSE_WEAK`).
  *
  * Returns `VH5_OK`; `VH5_ERR_INVALID_HANDLE` (not an open file or dataset id, e.g. closed
- * twice); `VH5_ERR_HDF5`. Thread-safe; do not close an id another thread is still using.
+ * twice); `VH5_ERR_HDF5`. A successful close leaves the message of the calling thread's last
+ * failure (`vh5_last_error_message`) as it was, so handles can be closed between a failing
+ * call and the read of its message. Thread-safe; do not close an id another thread is
+ * still using.
  */
 vh5_status vh5_close(int64_t id);
 
@@ -1048,7 +1053,10 @@ vh5_status vh5_read_many_slices(int64_t dset,
  * `loc`; `"/"` or `"."` for the root group) of the file or group `loc`.
  *
  * The result is a sequence of records, each one kind byte, the member's name and a NUL byte,
- * in libhdf5's name order (names compared byte by byte). Names are the bytes stored in the
+ * in h5py's order: without flags, creation order when the group tracks it
+ * (`H5P_CRT_ORDER_TRACKED`, indexed or not; h5py's `track_order=True`), else name order
+ * (names compared byte by byte); with `VH5_GROUP_RECURSIVE`, name order at every level
+ * (h5py's `visit` order, whatever order the groups track). Names are the bytes stored in the
  * file, never replaced: usually UTF-8, but files written by other tools may hold names that
  * are not (Latin-1 `"temp\xe9rature"`); such a name, or a path made of them, opens with
  * `vh5_dataset_open` / lists with `vh5_group_members` as it is. A name never holds a NUL

@@ -223,6 +223,17 @@ fn open_and_close_errors() {
     assert!(last_error().contains("is a group"));
     let st = unsafe { vh5_dataset_open(d, cs("one").as_ptr(), &mut x) };
     assert_eq!(st, VH5_ERR_INVALID_HANDLE);
+    // A successful close keeps the last failure's message (cleanup before reading it, or a
+    // garbage collector's finalizer, must not erase it); a failing close gives its own.
+    let (f2, d2) = ffi_open(&p, "/g/two");
+    assert_eq!(unsafe { vh5_dataset_open(f, cs("nogroup/two").as_ptr(), &mut x) }, VH5_ERR_NOT_FOUND);
+    let failure = last_error();
+    assert!(failure.contains("`nogroup` does not exist"), "{failure}");
+    assert_eq!(vh5_close(d2), VH5_OK);
+    assert_eq!(vh5_close(f2), VH5_OK);
+    assert_eq!(last_error(), failure);
+    assert_eq!(vh5_close(d2), VH5_ERR_INVALID_HANDLE);
+    assert!(last_error().contains("not an open libhdf5 id"), "{}", last_error());
     // H5F_CLOSE_WEAK: closing the file first keeps the dataset usable.
     assert_eq!(vh5_close(f), VH5_OK);
     let mut buf = vec![0u8; 8];

@@ -159,7 +159,8 @@ class File {
   /// Open the dataset at `name` (paths with groups; bytes matched exactly, UTF-8 not required:
   /// pass a name `members` gave); throws VH5_ERR_NOT_FOUND if missing.
   inline Dataset dataset(const std::string &name) const;
-  /// Members of the group at `group` ("/" = root) as (kind, name) pairs, name order (see
+  /// Members of the group at `group` ("/" = root) as (kind, name) pairs in h5py's order
+  /// (creation order for a group that tracks it, else name order; see
   /// vh5_group_members: kind 'g' group, 'd' dataset, 't' named datatype, 'e' external link,
   /// 's' dangling soft link, '?' other). `recursive`: every hard link below the group, names
   /// relative to it. Names are the bytes stored in the file, not necessarily UTF-8 (files

@@ -13,7 +13,7 @@ use hdf5_sys::h5i::H5I_type_t;
 
 use super::args::{dst_array, table_args};
 pub use super::args::{vh5_array, VH5_MAX_RANK};
-use super::{bytes_arg, guard, vh5_status, write_out};
+use super::{bytes_arg, guard, guard_keeping_last_error, vh5_status, write_out};
 use crate::dtype::ByteOrder;
 use crate::hdf5::{self as h5, DatasetInfo, Layout};
 use crate::transfer;
@@ -294,10 +294,13 @@ pub unsafe extern "C" fn vh5_dataset_get_info(dset: i64, out: *mut vh5_dataset_i
 /// file open until they are closed: `H5F_CLOSE_WEAK`).
 ///
 /// Returns `VH5_OK`; `VH5_ERR_INVALID_HANDLE` (not an open file or dataset id, e.g. closed
-/// twice); `VH5_ERR_HDF5`. Thread-safe; do not close an id another thread is still using.
+/// twice); `VH5_ERR_HDF5`. A successful close leaves the message of the calling thread's last
+/// failure (`vh5_last_error_message`) as it was, so handles can be closed between a failing
+/// call and the read of its message. Thread-safe; do not close an id another thread is
+/// still using.
 #[no_mangle]
 pub extern "C" fn vh5_close(id: i64) -> vh5_status {
-    guard(|| {
+    guard_keeping_last_error(|| {
         let s = h5::session();
         h5::dataset::expect_kind(s.lock(), id, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_DATASET], "id")?;
         h5::close(s.lock(), id)

@@ -172,6 +172,21 @@ pub(crate) fn guard<F: FnOnce() -> Result<()>>(f: F) -> vh5_status {
     }
 }
 
+/// [`guard`] for `vh5_close`, a cleanup call: when it succeeds, the calling thread's last
+/// error message is left as it was (as a successful `close(2)` leaves `errno`), so closing
+/// handles between a failing call and the read of its message does not erase the message. A
+/// garbage-collected binding closes handles at arbitrary points: Python's cyclic collector
+/// runs object finalizers between a failing call and `vh5_last_error_message`. A failing
+/// close replaces the message with its own.
+pub(crate) fn guard_keeping_last_error<F: FnOnce() -> Result<()>>(f: F) -> vh5_status {
+    let before = LAST_ERROR.with(|e| std::mem::take(&mut *e.borrow_mut()));
+    let st = guard(f);
+    if st == vh5_status::VH5_OK {
+        LAST_ERROR.with(|e| *e.borrow_mut() = before);
+    }
+    st
+}
+
 /// Error for a NULL pointer argument `name`.
 pub(crate) fn null_arg(name: &str) -> Error {
     Error::new(ErrorKind::NullArgument, format!("argument `{name}` is NULL"))
@@ -251,7 +266,9 @@ pub(crate) unsafe fn bytes_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a
 /// terminating NUL, like `snprintf`, cut at a character boundary so it stays valid UTF-8.
 /// Returns the full length of the message in bytes (not counting the NUL), so a return value
 /// `>= cap` means it was truncated. The message is the
-/// empty string after a successful call. Thread-safe: each thread has its own message.
+/// empty string after a successful call, except `vh5_close`: a successful close leaves the
+/// message of the thread's last failure as it was (cleanup between a failing call and this
+/// read keeps its message). Thread-safe: each thread has its own message.
 ///
 /// # Safety
 /// `buf` must be NULL or valid for writes of `cap` bytes.

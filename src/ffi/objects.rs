@@ -17,7 +17,10 @@ pub const VH5_GROUP_RECURSIVE: u32 = 1;
 /// `loc`; `"/"` or `"."` for the root group) of the file or group `loc`.
 ///
 /// The result is a sequence of records, each one kind byte, the member's name and a NUL byte,
-/// in libhdf5's name order (names compared byte by byte). Names are the bytes stored in the
+/// in h5py's order: without flags, creation order when the group tracks it
+/// (`H5P_CRT_ORDER_TRACKED`, indexed or not; h5py's `track_order=True`), else name order
+/// (names compared byte by byte); with `VH5_GROUP_RECURSIVE`, name order at every level
+/// (h5py's `visit` order, whatever order the groups track). Names are the bytes stored in the
 /// file, never replaced: usually UTF-8, but files written by other tools may hold names that
 /// are not (Latin-1 `"temp\xe9rature"`); such a name, or a path made of them, opens with
 /// `vh5_dataset_open` / lists with `vh5_group_members` as it is. A name never holds a NUL

@@ -39,6 +39,16 @@ pub unsafe fn link_type(info: *const LinkInfo) -> H5L_type_t {
     unsafe { (*info).type_ }
 }
 
+/// The creation order of the link described by `info`: `Some` when its group tracks creation
+/// order (`H5P_CRT_ORDER_TRACKED`: the link message stores it), `None` otherwise.
+///
+/// # Safety
+/// `info` is the valid pointer libhdf5 passed to a [`LinkCallback`], used during that call.
+pub unsafe fn link_creation_order(info: *const LinkInfo) -> Option<i64> {
+    // SAFETY: guaranteed by the caller.
+    unsafe { ((*info).corder_valid != 0).then_some((*info).corder) }
+}
+
 /// Whether `path` is an HDF5 file vh5's default file access reads (> 0 yes, 0 no, < 0 error):
 /// `H5Fis_hdf5` on 1.10, `H5Fis_accessible` with the default file access property list from
 /// 1.12 on, where `H5Fis_hdf5` is deprecated: a libhdf5 built without deprecated symbols (as
@@ -57,7 +67,8 @@ pub unsafe fn is_hdf5(path: *const c_char) -> hdf5_sys::h5::htri_t {
 }
 
 /// The links of the group `group` (a name relative to `loc`), in libhdf5's native order (sort
-/// them with [`crate::names::path_order`]), from index `*idx` on (`H5Literate_by_name`); `*idx` is left
+/// them as `links::sort_like_h5py` does: by their creation order when the group tracks it,
+/// else with [`crate::names::path_order`]), from index `*idx` on (`H5Literate_by_name`); `*idx` is left
 /// after the last link visited.
 ///
 /// Native order, not name order: for a group whose links are in dense storage (fractal heap +

@@ -179,12 +179,22 @@ impl Drop for HyperslabReader<'_> {
 
 /// Fresh file and memory dataspaces for reading `dset` (`Unsupported` for a null dataspace).
 fn new_spaces(lock: &H5Lock, dset: hid_t) -> Result<SpaceCache> {
+    let (file_space, mem_space, shape) = row_spaces(lock, dset, "read")?;
+    Ok(SpaceCache { file_space, mem_space, shape, mem_extent: vec![1] })
+}
+
+/// What a transfer of `dset` row by row starts from: its file dataspace, the extent of that
+/// dataspace, and a one-element memory dataspace (scalar for a scalar dataset, else 1-d, to
+/// be re-extended per row). `Unsupported` for a null dataspace (h5py.Empty, `H5S_NULL`: no
+/// elements at all, not a scalar, which has one; libhdf5 would read or write nothing and
+/// report success, losing the rows), the message naming the dataset and what it holds no
+/// elements `to` do ("read", "write").
+pub(super) fn row_spaces(lock: &H5Lock, dset: hid_t, to: &str) -> Result<(Handle, Handle, Vec<u64>)> {
     // SAFETY: valid dataset id (checked by the caller); lock held.
     unsafe {
         let file_space = Handle::new(lock, H5Dget_space(dset), "H5Dget_space")?;
         if H5Sget_simple_extent_type(file_space.id()) == H5S_class_t::H5S_NULL {
-            // h5py.Empty / H5S_NULL: no elements at all (not a scalar, which has one).
-            bail!(Unsupported, "dataset {}: a null dataspace (H5S_NULL, h5py.Empty): it holds no elements to read", super::handle::dataset_name(lock, dset));
+            bail!(Unsupported, "dataset {}: a null dataspace (H5S_NULL, h5py.Empty): it holds no elements to {to}", super::handle::dataset_name(lock, dset));
         }
         let (shape, _) = space_dims(lock, file_space.id())?;
         let one = [1u64];
@@ -193,6 +203,6 @@ fn new_spaces(lock: &H5Lock, dset: hid_t) -> Result<SpaceCache> {
         } else {
             Handle::new(lock, H5Screate_simple(1, one.as_ptr(), std::ptr::null()), "H5Screate_simple")?
         };
-        Ok(SpaceCache { file_space, mem_space, shape, mem_extent: vec![1] })
+        Ok((file_space, mem_space, shape))
     }
 }

@@ -13,7 +13,7 @@ use hdf5_sys::h5l::H5L_type_t;
 use hdf5_sys::h5o::H5O_type_t;
 use hdf5_sys::h5p::H5P_DEFAULT;
 
-use super::compat::{self, link_type, LinkInfo};
+use super::compat::{self, link_creation_order, link_type, LinkInfo};
 use super::dataset::{components, expect_kind, trim_slashes};
 use super::error::{check, clear_stack, hdf5_error};
 use super::handle::Handle;
@@ -44,11 +44,13 @@ fn kind_of_type(t: H5O_type_t) -> u8 {
 }
 
 /// The members of the group at `group` (a path relative to `loc`, `"."` or `"/"` for the
-/// root) as (kind byte, name) pairs in libhdf5's name order: its links when not `recursive`
-/// (names are link names; soft links are reported with the kind of their target), every
-/// hard link below it when `recursive` (names relative to the group, parents before their
-/// members, as `H5Lvisit` gives them; an object reachable by two hard links is listed under
-/// both names; soft and external links are left out, as h5py's `visit` does).
+/// root) as (kind byte, name) pairs in h5py's order: its links when not `recursive` (names
+/// are link names; soft links are reported with the kind of their target), in creation order
+/// when the group tracks it, else in name order (see `sort_like_h5py`); every hard link
+/// below it when `recursive` (names relative to the group, in libhdf5's name order, parents
+/// before their members, as h5py's `visit` gives them whatever order the groups track; an
+/// object reachable by two hard links is listed under both names; soft and external links
+/// are left out, as h5py's `visit` does).
 ///
 /// Names are bytes, as stored in the file (UTF-8 not required, never replaced: two links
 /// whose names differ only in bytes that are not UTF-8 stay two); `group` may be any bytes
@@ -162,17 +164,36 @@ fn info_kind(lock: &H5Lock, loc: hid_t, c: &CStr, lapl: hid_t) -> Result<Option<
     }
 }
 
+/// One link of a group: its type, name and creation order (when the group tracks it).
+type Link = (H5L_type_t, Vec<u8>, Option<i64>);
+
 struct LinkList {
-    names: Vec<(H5L_type_t, Vec<u8>)>,
+    names: Vec<Link>,
 }
 
 unsafe extern "C" fn link_cb(_g: hid_t, name: *const c_char, info: *const LinkInfo, data: *mut c_void) -> herr_t {
     // SAFETY: libhdf5 passes a valid name and info; data is the LinkList given below.
     unsafe {
         let out = &mut *(data as *mut LinkList);
-        out.names.push((link_type(info), CStr::from_ptr(name).to_bytes().to_vec()));
+        out.names.push((link_type(info), CStr::from_ptr(name).to_bytes().to_vec(), link_creation_order(info)));
     }
     0
+}
+
+/// Sort the links of one group as h5py's `Group.keys()` lists them: by creation order when
+/// the group tracks it (`H5P_CRT_ORDER_TRACKED`, indexed or not: h5py's `track_order=True`),
+/// which shows as every link carrying a creation order; else by name, byte by byte
+/// ([`path_order`]). Equal creation orders (only in a damaged file) fall back to name order.
+///
+/// The links are gathered in libhdf5's native order and sorted here rather than iterated by
+/// the creation-order index: any order but native makes libhdf5 build a link table that
+/// crashes on a damaged dense group ([`compat::iterate_by_name`]).
+fn sort_like_h5py(links: &mut [Link]) {
+    if links.iter().all(|l| l.2.is_some()) {
+        links.sort_by(|a, b| a.2.cmp(&b.2).then_with(|| path_order(&a.1, &b.1)));
+    } else {
+        links.sort_by(|a, b| path_order(&a.1, &b.1));
+    }
 }
 
 fn links(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8, Vec<u8>)>> {
@@ -182,10 +203,10 @@ fn links(lock: &H5Lock, loc: hid_t, group: &CStr, lapl: hid_t) -> Result<Vec<(u8
     unsafe {
         check(lock, compat::iterate_by_name(loc, group.as_ptr(), &mut idx, link_cb, &mut list as *mut _ as *mut c_void, lapl), "H5Literate_by_name")?;
     }
-    list.names.sort_by(|a, b| path_order(&a.1, &b.1));
+    sort_like_h5py(&mut list.names);
     let gname = group.to_bytes();
     let mut out = Vec::with_capacity(list.names.len());
-    for (t, name) in list.names {
+    for (t, name, _) in list.names {
         let kind = match t {
             H5L_type_t::H5L_TYPE_HARD | H5L_type_t::H5L_TYPE_SOFT => {
                 let full = if gname == b"." { name.clone() } else { [trim_slashes(gname), b"/", &name].concat() };
@@ -319,4 +340,32 @@ pub fn link_value(lock: &H5Lock, loc: hid_t, name: impl AsRef<[u8]>) -> Result<(
     out.push(0);
     out.extend_from_slice(path);
     Ok((kind, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(links: &[Link]) -> Vec<&[u8]> {
+        links.iter().map(|l| l.1.as_slice()).collect()
+    }
+
+    #[test]
+    fn links_sort_like_h5py_creation_order_when_tracked_else_name_order() {
+        let hard = H5L_type_t::H5L_TYPE_HARD;
+        let mut tracked = vec![(hard, b"a".to_vec(), Some(2)), (hard, b"z".to_vec(), Some(0)), (hard, b"m\xe9".to_vec(), Some(1))];
+        sort_like_h5py(&mut tracked);
+        assert_eq!(names(&tracked), vec![&b"z"[..], b"m\xe9", b"a"]);
+        let mut untracked = vec![(hard, b"a-x".to_vec(), None), (hard, b"a".to_vec(), None), (hard, b"B".to_vec(), None)];
+        sort_like_h5py(&mut untracked);
+        assert_eq!(names(&untracked), vec![&b"B"[..], b"a", b"a-x"]);
+        // a link without a creation order (not what libhdf5 writes): name order for all
+        let mut mixed = vec![(hard, b"b".to_vec(), Some(0)), (hard, b"a".to_vec(), None)];
+        sort_like_h5py(&mut mixed);
+        assert_eq!(names(&mixed), vec![&b"a"[..], b"b"]);
+        // equal creation orders (a damaged file): name order between them
+        let mut equal = vec![(hard, b"y".to_vec(), Some(5)), (hard, b"x".to_vec(), Some(5)), (hard, b"w".to_vec(), Some(9))];
+        sort_like_h5py(&mut equal);
+        assert_eq!(names(&equal), vec![&b"x"[..], b"y", b"w"]);
+    }
 }

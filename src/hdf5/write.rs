@@ -4,7 +4,7 @@
 
 use std::ffi::{c_int, c_uint};
 
-use hdf5_sys::h5d::{H5Dget_space, H5Dwrite};
+use hdf5_sys::h5d::H5Dwrite;
 use hdf5_sys::h5f::{H5Fget_intent, H5F_ACC_RDWR};
 use hdf5_sys::h5i::{hid_t, H5Iget_file_id};
 use hdf5_sys::h5p::H5P_DEFAULT;
@@ -44,26 +44,8 @@ pub struct HyperslabWriter<'l> {
 impl<'l> HyperslabWriter<'l> {
     /// `mem_type` must stay open for the writer's life; `mem_itemsize` is its size in bytes.
     pub fn new(lock: &'l H5Lock, dset: hid_t, mem_type: hid_t, mem_itemsize: usize) -> Result<Self> {
-        // SAFETY: valid dataset id (checked by the caller); lock held; buffers of 32 entries.
-        unsafe {
-            let file_space = Handle::new(lock, H5Dget_space(dset), "H5Dget_space")?;
-            if H5Sget_simple_extent_type(file_space.id()) == H5S_class_t::H5S_NULL {
-                // (libhdf5 writes nothing there and reports success: the rows would be lost.)
-                bail!(Unsupported, "dataset {}: a null dataspace (H5S_NULL, h5py.Empty): it holds no elements to write", super::handle::dataset_name(lock, dset));
-            }
-            let n = check(lock, H5Sget_simple_extent_ndims(file_space.id()), "H5Sget_simple_extent_ndims")? as usize;
-            let mut dims = [0u64; crate::dtype::MAX_RANK];
-            if n > 0 {
-                check(lock, H5Sget_simple_extent_dims(file_space.id(), dims.as_mut_ptr(), std::ptr::null_mut()), "H5Sget_simple_extent_dims")?;
-            }
-            let one = [1u64];
-            let mem_space = if n == 0 {
-                Handle::new(lock, H5Screate(H5S_class_t::H5S_SCALAR), "H5Screate(scalar)")?
-            } else {
-                Handle::new(lock, H5Screate_simple(1, one.as_ptr(), std::ptr::null()), "H5Screate_simple")?
-            };
-            Ok(HyperslabWriter { lock, dset, mem_type, mem_itemsize, file_space, mem_space, shape: dims[..n].to_vec(), mem_extent: vec![1] })
-        }
+        let (file_space, mem_space, shape) = super::hyperslab::row_spaces(lock, dset, "write")?;
+        Ok(HyperslabWriter { lock, dset, mem_type, mem_itemsize, file_space, mem_space, shape, mem_extent: vec![1] })
     }
 
     /// Current extent of the dataset (empty for a scalar dataset).

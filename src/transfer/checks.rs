@@ -1,12 +1,13 @@
 //! Checks shared by every many-slice transfer between a caller's array and a dataset
 //! (reads and writes): flag bits, the array's description against the table, and the
-//! memory type libhdf5 moves elements as. One place, so reads and writes cannot drift apart.
+//! memory type libhdf5 moves elements as, and the error either returns to its caller. One
+//! place, so reads and writes cannot drift apart.
 
 use hdf5_sys::h5i::hid_t;
 
 use super::broken_conversions::linked_bug;
 use crate::dtype::Dtype;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::geometry::{ArrayLayout, SliceTable};
 use crate::hdf5::lock::H5Lock;
 use crate::hdf5::types::{conversion_exists, mem_type_for, mem_type_of, mem_type_swapped, MemType, TypeInfo};
@@ -18,6 +19,14 @@ pub const SLICES_CLIP: u32 = 1;
 pub const SLICES_CONVERT: u32 = 2;
 /// Flag (reads only): the destination's elements are in the byte order opposite to the host's.
 pub const SLICES_SWAPPED: u32 = 4;
+
+/// `e`, the failure of a read or write of the dataset `dset`, as it leaves the transfer: a
+/// missing-filter error made deep in libhdf5 names the dataset
+/// ([`crate::hdf5::filter_support::name_dataset_of_missing_filter`]), and a failure because
+/// `dset` was closed during the call says so ([`crate::hdf5::dataset::closed_during_call`]).
+pub(crate) fn transfer_error(dset: hid_t, e: Error) -> Error {
+    crate::hdf5::dataset::closed_during_call(dset, crate::hdf5::filter_support::name_dataset_of_missing_filter(dset, e))
+}
 
 /// Which way elements move; it only changes the wording of errors and the direction of a
 /// libhdf5 conversion.

@@ -46,7 +46,7 @@ pub struct DstArray<'a> {
 /// Copy every row of `table` from dataset `dset` into `dst` (see the module docs and
 /// `vh5_read_many_slices` in the C header for the exact semantics and errors).
 pub fn read_many_slices(dset: hid_t, dst: &mut DstArray, table: &SliceTable, flags: u32) -> Result<ReadStats> {
-    read_rows(dset, dst, table, flags).map_err(|e| crate::hdf5::dataset::closed_during_call(dset, crate::hdf5::filter_support::name_dataset_of_missing_filter(dset, e)))
+    read_rows(dset, dst, table, flags).map_err(|e| super::checks::transfer_error(dset, e))
 }
 
 fn read_rows(dset: hid_t, dst: &mut DstArray, table: &SliceTable, flags: u32) -> Result<ReadStats> {

@@ -49,7 +49,7 @@ use crate::plan::{ChunkGrid, Plan};
 /// Write every row of `table` from `src` into dataset `dset` (see the module docs and
 /// `vh5_write_many_slices` in the C header for the exact semantics and errors).
 pub fn write_many_slices(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -> Result<WriteStats> {
-    write_all_rows(dset, src, table, flags).map_err(|e| crate::hdf5::dataset::closed_during_call(dset, crate::hdf5::filter_support::name_dataset_of_missing_filter(dset, e)))
+    write_all_rows(dset, src, table, flags).map_err(|e| super::checks::transfer_error(dset, e))
 }
 
 fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -> Result<WriteStats> {

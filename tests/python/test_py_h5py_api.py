@@ -395,6 +395,37 @@ def test_python_message_names_only_the_ids_a_message_gives():
     assert python_message("chunk shape has 3 axes, dataset 2", ids) == "chunk shape has 3 axes, dataset 2"
 
 
+def test_error_messages_survive_handles_closed_by_the_garbage_collector(tmp_path, monkeypatch):
+    """Python's cyclic collector runs finalizers (a lost Dataset's ``vh5_close``) at any
+    allocation, also between a failing call and the read of its message. A successful close
+    keeps that message: it once came back empty, and ``f[b"a\\xe9/below"]`` (a path through a
+    dataset) raised the dataset open's HDF5Error instead of KeyError. Here the finalizers run
+    exactly there, as the collector ran them."""
+    p = str(tmp_path / "gc.h5")
+    with h5py.File(p, "w", libver=LIBVER) as h:
+        h["x"] = np.arange(3)
+    real = vh5._lib.status_name
+    assert vh5._errors.status_table()  # read once with the real status_name
+    with vh5.File(p) as f:
+        victims = []
+
+        def collect_then_name(status):  # check() names the status, then reads the message
+            if victims:
+                victims.pop()._finalizer()  # what the collector does to a lost Dataset
+            return real(status)
+
+        monkeypatch.setattr(vh5._lib, "status_name", collect_then_name)
+        for _ in range(3):
+            victims.extend(f["x"] for _ in range(2))  # one per failing call of the lookup
+            with pytest.raises(KeyError) as e:
+                f["x/below"]
+            assert "'/x/below'" in str(e.value) and "`/x` is a dataset, not a group" in str(e.value), str(e.value)
+            victims.append(f["x"])
+            with pytest.raises(vh5.NotFoundError, match="no dataset `/nope`"):
+                f.dataset("nope")
+        assert not victims
+
+
 def test_bad_hdf5_id_message_names_the_dataset(tmp_path):
     """A libhdf5 id vh5 cannot use is reported by what the caller called it, not its digits."""
     from vh5._datasets import Dataset
@@ -556,6 +587,72 @@ def test_link_order_matches_h5py_in_compact_and_dense_groups(tmp_path):
         f.visit(got.append)
         h.visit(want.append)
         assert got == want
+
+
+#: group kind -> (File keywords, group creation-order flags or None for h5py's own group, links)
+_ORDER_KINDS = {
+    "symbol_table": (dict(libver=("earliest", "v110")), None, 6),
+    "compact": (dict(libver=("v110", "v110")), 0, 6),
+    "dense": (dict(libver=("v110", "v110")), 0, 14),
+    "tracked_compact": (dict(libver=("v110", "v110")), h5py.h5p.CRT_ORDER_TRACKED, 6),
+    "tracked_dense": (dict(libver=("v110", "v110")), h5py.h5p.CRT_ORDER_TRACKED, 14),
+    "indexed_compact": (dict(libver=("earliest", "v110")), h5py.h5p.CRT_ORDER_TRACKED | h5py.h5p.CRT_ORDER_INDEXED, 6),
+    "indexed_dense": (dict(libver=("earliest", "v110")), h5py.h5p.CRT_ORDER_TRACKED | h5py.h5p.CRT_ORDER_INDEXED, 14),
+    "track_order_file": (dict(libver=("earliest", "v110"), track_order=True), None, 14),
+}
+
+
+@pytest.mark.parametrize("kind", list(_ORDER_KINDS))
+def test_member_order_matches_h5py_in_every_group_kind(tmp_path, kind):
+    """keys() / values() / items() / iteration give h5py's order: creation order for a group
+    that tracks it (h5py's track_order=True: tracked and indexed; or tracked only, which
+    h5py also lists in creation order), name order otherwise; visit gives name order at
+    every level, as h5py's. vh5 listed tracked groups in name order before. Links are
+    created out of name order, with a group, soft links (one dangling), a name that is not
+    UTF-8, and one link deleted and one re-created (gaps in the creation order)."""
+    kw, flags, n = _ORDER_KINDS[kind]
+    p = tmp_path / f"{kind}.h5"
+    names = ["zeta", "a", "M", "grp/", b"\xe9t\xe9", "a-x", "_", "b10", "b2", "~", "q", "0", "Z", "mid"][:n]
+    with h5py.File(p, "w", **kw) as h:
+        if flags is None:
+            g = h if kind == "track_order_file" else h.create_group("g")
+        else:
+            gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
+            gcpl.set_link_creation_order(flags)
+            h5py.h5g.create(h.id, b"g", gcpl=gcpl)
+            g = h["g"]
+        for i, k in enumerate(names):
+            if k == "grp/":
+                g.create_group("grp").create_dataset("inner", data=[i])
+            else:
+                g.create_dataset(k, data=[i])
+        g["soft"] = h5py.SoftLink(g.name.rstrip("/") + "/zeta")
+        g["dangling"] = h5py.SoftLink("/nowhere")
+        del g["M"]
+        g.create_dataset("M", data=[99])
+        if kind == "track_order_file":
+            h.create_group("sub", track_order=True).create_dataset("y", data=[1])
+    tracked = bool(flags) or kind == "track_order_file"
+    with h5py.File(p, "r") as h, vh5.File(p) as f:
+        for path in ("/", "/sub") if kind == "track_order_file" else ("/", "/g"):
+            hg, vg = h[path], f[path]
+            want = list(hg.keys())
+            assert list(vg.keys()) == want, (kind, path)
+            assert list(vg) == want and len(vg) == len(hg)
+            assert [k for k, _ in vg.items()] == want
+            names_of = [None if v is None else v.name for v in vg.values()]
+            assert names_of == [None if v is None else v.name for v in hg.values()]
+        g = h["/" if kind == "track_order_file" else "/g"]
+        by_name = sorted(g.keys(), key=lambda k: k if isinstance(k, bytes) else k.encode())
+        assert (list(g.keys()) != by_name) == tracked, (kind, list(g.keys()))  # the kind is what it claims
+        got, want = [], []
+        f.visit(got.append)
+        h.visit(want.append)
+        assert got == want
+        vi, hi = [], []
+        f.visititems(lambda k, o: vi.append((k, o.name)))
+        h.visititems(lambda k, o: hi.append((k, o.name)))
+        assert vi == hi
 
 
 def test_items_and_values_give_none_for_a_dangling_soft_link(tmp_path):

@@ -3,7 +3,9 @@
 :class:`File` opens a file by path (read-only, or ``"r+"``); it is also the root
 :class:`Group`. Groups are dict-like: ``keys()``, ``values()``, ``items()``, iteration,
 ``in``, ``len``, ``get``, ``g["sub/x"]`` paths, ``visit`` / ``visititems``. Members are
-listed by the library (``vh5_group_members``); datasets are :class:`vh5.Dataset` objects.
+listed by the library (``vh5_group_members``) in h5py's order (creation order for a group
+that tracks it, else name order; ``visit`` in name order); datasets are :class:`vh5.Dataset`
+objects.
 
 Closing: as in h5py, :meth:`File.close` closes every :class:`vh5.Dataset` opened through
 that File object; using one afterwards raises :class:`vh5.InvalidHandleError` naming the
@@ -103,8 +105,11 @@ class _Navigation(Mapping):
         return Group(f, path)
 
     def __iter__(self):
-        """Member names (link names) in name order (byte order), as h5py gives them: ``str``,
-        or ``bytes`` for a name that is not UTF-8 (e.g. Latin-1 ``b"temp\\xe9rature"``)."""
+        """Member names (link names) in h5py's order: creation order for a group that tracks it
+        (written with h5py's ``track_order=True``, or any group whose creation property list
+        has ``H5P_CRT_ORDER_TRACKED``), else name order (byte order). As h5py gives them:
+        ``str``, or ``bytes`` for a name that is not UTF-8 (e.g. Latin-1
+        ``b"temp\\xe9rature"``)."""
         return iter([shown_name(n) for _, n in members(self._file, self._path)])
 
     def __len__(self) -> int:

@@ -299,7 +299,9 @@ def lib() -> _Lib:
 
 
 def last_error_message() -> str:
-    """The message of the last failure on the calling thread ('' after a success)."""
+    """The message of the last failure on the calling thread ('' after a success, except a
+    successful ``vh5_close``, which keeps it: a finalizer closing a lost handle between a
+    failing call and this read leaves the message intact)."""
     f = lib().vh5_last_error_message
     n = f(None, 0)
     buf = ctypes.create_string_buffer(n + 1)

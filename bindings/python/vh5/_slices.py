@@ -169,10 +169,11 @@ def _read_fast(src: Dataset, dst, src_start, dst_start, count, src_step, dst_ste
     ndarray tables of shape ``(nslices, ndim)`` (steps None or such tables too). Its cost
     matters for small calls (docs/BENCHMARKS.md, "single-row call"); the general path
     broadcasts, converts and checks in Python and raises the errors users see, so every
-    refusal here defers to it."""
-    if count is None or not dst.flags.writeable or src.shape is None:
+    refusal here defers to it (an empty dataset, h5py.Empty, raises as that path does:
+    :meth:`Dataset._extent`)."""
+    if count is None or not dst.flags.writeable:
         return False
-    ndim = len(src.shape)
+    ndim = len(src._extent())
     nslices = -1
     addrs = []
     for a in (src_start, dst_start, count, src_step, dst_step):
