@@ -113,11 +113,23 @@ impl Plan {
         // (a whole read of 65,536 chunks grew the plan by doubling: every call copied it into
         // fresh pages, 2,000 page faults). At most 2^24 at once (a larger row grows as before).
         let chunk = grid.chunk();
-        let est = (0..n).fold(1usize, |acc, j| {
+        let mut first = [0u64; MAX_RANK];
+        let mut est = 1usize;
+        for j in 0..n {
             let (s, c) = (dataset.0[j], count[j]);
-            let span = (s + (c - 1) * dataset.1[j]) / chunk[j] - s / chunk[j] + 1;
-            acc.saturating_mul(usize::try_from(span.min(c)).unwrap_or(usize::MAX))
-        });
+            first[j] = s / chunk[j];
+            let span = (s + (c - 1) * dataset.1[j]) / chunk[j] - first[j] + 1;
+            est = est.saturating_mul(usize::try_from(span.min(c)).unwrap_or(usize::MAX));
+        }
+        if est == 1 {
+            // Inside one chunk (the common row of many-row calls): the piece is the row, its
+            // chunk found above (no second pass of divisions through `for_each_piece`).
+            self.pieces.push(PieceKey { chunk: grid.linear_index(&first[..n]), row: i, at: before });
+            self.coords.extend_from_slice(&dataset.0[..n]);
+            self.coords.extend_from_slice(&array.0[..n]);
+            self.coords.extend_from_slice(&count[..n]);
+            return 1;
+        }
         if est > 1 {
             let est = est.min(1 << 24);
             self.pieces.reserve(est);
@@ -310,7 +322,9 @@ pub fn push_dst_box(start: &[u64], count: &[u64], step: &[u64], out: &mut Vec<u6
 /// as the largest box on that axis, so each box lands in at most 4 cells and only boxes
 /// sharing a cell are compared (cells found by sorting (cell, box) pairs: no hashing, one
 /// allocation). When the comparisons would exceed a budget (pathological
-/// layouts) every row is reported as overlapping.
+/// layouts) every row is reported as overlapping. Boxes that follow each other along one
+/// axis (each past the previous one's end, or each before it) are found disjoint in one
+/// pass, without buckets.
 pub fn overlapping_rows(boxes: &[u64], dst_shape: &[u64]) -> Vec<bool> {
     let n = dst_shape.len();
     let m = if n == 0 { 0 } else { boxes.len() / (2 * n) };
@@ -320,6 +334,15 @@ pub fn overlapping_rows(boxes: &[u64], dst_shape: &[u64]) -> Vec<bool> {
     }
     let lo = |k: usize, j: usize| boxes[2 * n * k + j];
     let hi = |k: usize, j: usize| boxes[2 * n * k + n + j];
+    // Boxes that follow each other along one axis, each starting past the previous one's
+    // end (or each ending before it): their intervals on that axis are pairwise disjoint
+    // (hi(k) < lo(k + 1) <= hi(k + 1) < lo(k + 2) ...), so no two boxes meet. One pass, no
+    // buckets (rows written one after another, the usual gather: the bucketing sorted a
+    // (cell, box) table as large as the plan, ~4% of a read of 262,144 one-chunk rows).
+    let follow = |j: usize| (1..m).all(|k| lo(k, j) > hi(k - 1, j)) || (1..m).all(|k| hi(k, j) < lo(k - 1, j));
+    if (0..n).any(follow) {
+        return out;
+    }
     // The two axes with the largest destination extent.
     let mut axes: Vec<usize> = (0..n).collect();
     axes.sort_by_key(|&j| std::cmp::Reverse(dst_shape[j]));
@@ -440,6 +463,25 @@ mod tests {
         }
     }
 
+    #[test]
+    fn overlap_of_boxes_following_each_other_along_an_axis() {
+        // Rows written one after another on axis 0 (increasing, then decreasing): none overlap.
+        let up: Vec<Row> = (0..6).map(|i| row(&[0, 0], &[i * 2, 5], &[2, 3], &[1, 1], &[1, 1])).collect();
+        assert!(overlapping_rows(&boxes(&up), &[20, 20]).iter().all(|&x| !x));
+        let down: Vec<Row> = up.iter().rev().copied().collect();
+        assert!(overlapping_rows(&boxes(&down), &[20, 20]).iter().all(|&x| !x));
+        // Following each other on axis 1 only (axis 0 all the same).
+        let side: Vec<Row> = (0..6).map(|i| row(&[0, 0], &[3, i * 3], &[4, 3], &[1, 1], &[1, 1])).collect();
+        assert!(overlapping_rows(&boxes(&side), &[20, 20]).iter().all(|&x| !x));
+        // One row starting on the previous one's last element: not following, those two overlap.
+        let mut touch = up.clone();
+        touch[3].dst_start[0] = 5;
+        assert_eq!(overlapping_rows(&boxes(&touch), &[20, 20]), vec![false, false, true, true, false, false]);
+        // Increasing on axis 0 with a step: boxes (not elements) compared, 0..=4 and 4..=8 meet.
+        let stepped = [row(&[0], &[0], &[3], &[1], &[2]), row(&[0], &[4], &[3], &[1], &[2])];
+        assert_eq!(overlapping_rows(&boxes(&stepped), &[20]), vec![true, true]);
+    }
+
     /// (chunk, row, dataset start, array start, count) of a piece.
     type Listed = (u64, usize, Vec<u64>, Vec<u64>, Vec<u64>);
 
@@ -488,6 +530,46 @@ mod tests {
             }
             prop_assert_eq!(k, p.pieces.len());
             p.recycle();
+        }
+
+        /// Boxes mostly following each other on axis 0 (sorted starts, random lengths: some
+        /// touch or overlap their neighbour), against the brute-force pairwise box test.
+        #[test]
+        fn overlap_of_sorted_boxes_matches_bruteforce(rows in proptest::collection::vec((0u64..6, 1u64..4, 0u64..12, 1u64..4), 0..12), down in any::<bool>()) {
+            let mut at = 0;
+            let mut rs: Vec<Row> = rows.iter().map(|&(gap, c0, d1, c1)| {
+                at = (at + gap).saturating_sub(2); // gap 0 or 1: overlaps the previous box
+                let r = row(&[0, 0], &[at, d1], &[c0, c1], &[1, 1], &[1, 1]);
+                at += c0;
+                r
+            }).collect();
+            if down {
+                rs.reverse();
+            }
+            let got = overlapping_rows(&boxes(&rs), &[60, 30]);
+            let bx = |r: &Row| -> Vec<(u64, u64)> { (0..2).map(|j| (r.dst_start[j], r.dst_start[j] + (r.count[j] - 1) * r.dst_step[j])).collect() };
+            for a in 0..rs.len() {
+                let ba = bx(&rs[a]);
+                let want = (0..rs.len()).any(|b| b != a && (0..2).all(|j| ba[j].0 <= bx(&rs[b])[j].1 && bx(&rs[b])[j].0 <= ba[j].1));
+                prop_assert_eq!(got[a], want);
+            }
+        }
+
+        /// `Plan::add`'s pieces (rows inside one chunk take a shortcut) are the grid's pieces
+        /// of the row, with array starts at the row's destination offsets.
+        #[test]
+        fn add_plans_the_grids_pieces(s0 in 0u64..30, s1 in 0u64..30, c0 in 1u64..6, c1 in 1u64..6, st in 1u64..4, d0 in 0u64..9, dt in 1u64..3) {
+            let g = ChunkGrid::new(&[60, 60], &[4, 7]).unwrap();
+            let r = row(&[s0, s1], &[d0, 2], &[c0, c1], &[1, st], &[dt, 1]);
+            let mut p = Plan::new(2);
+            let added = p.add_row(&g, 3, &r);
+            let mut want = vec![];
+            g.for_each_piece(&[s0, s1], &[c0, c1], &[1, st], |q| {
+                let a = vec![d0 + q.row_offset[0] * dt, 2 + q.row_offset[1]];
+                want.push((g.linear_index(q.chunk_coord), 3usize, q.src_start.to_vec(), a, q.count.to_vec()));
+            });
+            prop_assert_eq!(added, want.len());
+            prop_assert_eq!(listed(&p), want);
         }
 
         /// Against the brute-force pairwise box test.
