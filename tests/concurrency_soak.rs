@@ -1,7 +1,8 @@
 //! Concurrency soak (issue #8): many threads mixing payload decoding, slice reads on several
 //! files (shared handles and handles opened per call, every planner mode, 1-3 worker threads),
-//! memory-to-memory copies and writes (each thread to its own gzip file, read back), for a
-//! bounded time. Every result must equal the result computed single-threaded beforehand (itself checked against an independent reference), and
+//! memory-to-memory copies and writes (each thread to its own gzip file, read back; and to
+//! its own columns of the same gzip chunks of one shared file, through a shared handle or its
+//! own, none of them lost), for a bounded time. Every result must equal the result computed single-threaded beforehand (itself checked against an independent reference), and
 //! the run must finish: a watchdog aborts the process with a message if it does not (deadlock).
 //!
 //! A second test checks the promise behind "no deadlock": the libhdf5 lock is never held
@@ -336,6 +337,20 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
             (p, data)
         })
         .collect();
+    // One gzip dataset all threads write, each only its own columns (c % nthreads == tid),
+    // whose chunks hold columns of several threads: no thread's write may be lost.
+    let sshape = [40u64, 6 * nthreads as u64];
+    let spath = tmp.path("shared_w.h5");
+    let sinit = data_for(Dtype::Float64, (sshape[0] * sshape[1]) as usize, 999);
+    {
+        let mut s = DsSpec::new("s", &sshape, Dtype::Float64, Some(&sinit));
+        s.chunk = Some(vec![10, 16]);
+        s.gzip = Some(2);
+        s.shuffle = true;
+        create_file(&spath, &[s]);
+    }
+    let shared_w = write_common::open_rw(&spath, "s", true);
+    let shared_models: Mutex<Vec<Vec<u8>>> = Mutex::new(vec![sinit.clone(); nthreads]);
     drop(no_children);
 
     // Watchdog: a deadlock must fail the run, not hang CI.
@@ -356,18 +371,48 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
         });
     }
 
-    let ops = [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
+    let ops = [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
     let end = Instant::now() + Duration::from_secs(secs);
     let modes = [PlannerMode::Auto, PlannerMode::Chunks, PlannerMode::Rows];
     std::thread::scope(|sc| {
         for (tid, (wpath, model)) in writable.iter().cloned().enumerate() {
             let (reads, payloads, copies, datasets, handles, ops, copy_src) = (&reads, &payloads, &copies, &datasets, &handles, &ops, &copy_src);
+            let (spath, shared_w, shared_models, sinit) = (&spath, shared_w, &shared_models, &sinit);
             let mut model = model;
             sc.spawn(move || {
                 let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ ((tid as u64 + 1) * 0x9E37_79B9));
                 let (wf, wd) = write_common::open_rw(&wpath, "w", true);
+                let (sf, sd) = write_common::open_rw(spath, "s", true);
+                let mut smodel = sinit.to_vec();
                 while Instant::now() < end {
-                    match rng.below(11) {
+                    match rng.below(12) {
+                        // Writes to this thread's columns of the shared file (through the
+                        // handle all threads share or its own), its columns read back.
+                        11 => {
+                            let d = if rng.below(2) == 0 { shared_w.1 } else { sd };
+                            let src = data_for(Dtype::Float64, 40 * 4, rng.next());
+                            let lay = write_common::SrcLay::c(&[40, 4], 8);
+                            let rows: Vec<TRow> = (0..1 + rng.below(4))
+                                .map(|j| {
+                                    let d0 = rng.below(40);
+                                    let col = tid as u64 + rng.below(6) * nthreads as u64;
+                                    TRow { s: vec![0, j], d: vec![d0, col], c: vec![1 + rng.below(40 - d0), 1], ss: vec![1, 1], ds: vec![1, 1] }
+                                })
+                                .collect();
+                            let thr = 1 + rng.below(3) as usize;
+                            let (st, m) = with_overrides(None, Some(thr), || write_common::ffi_write(d, &src, &lay, Dtype::Float64, 8, &rows, 0));
+                            assert_eq!(st, VH5_OK, "thread {tid}: shared-file write: {m}");
+                            write_common::ref_write(&mut smodel, &sshape, &src, &lay, 8, &rows, false).unwrap();
+                            let mut back = vec![0u8; smodel.len()];
+                            let whole = [TRow { s: vec![0, 0], d: vec![0, 0], c: sshape.to_vec(), ss: vec![1, 1], ds: vec![1, 1] }];
+                            let (st, m) = ffi_read(sd, &mut back, 0, Dtype::Float64, 8, &sshape, None, &whole, 0, true);
+                            assert_eq!(st, VH5_OK, "thread {tid}: shared-file read back: {m}");
+                            assert!(
+                                own_columns(&back, &sshape, nthreads, tid) == own_columns(&smodel, &sshape, nthreads, tid),
+                                "thread {tid}: its columns of the shared file differ from its model after a write ({thr} threads)"
+                            );
+                            ops[5].fetch_add(1, Ordering::Relaxed);
+                        }
                         // Writes to this thread's own file, read back whole and compared.
                         10 => {
                             let src = data_for(Dtype::Float64, 30 * 40, rng.next());
@@ -425,26 +470,39 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
                         }
                     }
                 }
-                ffi_close(&[wd, wf]);
+                ffi_close(&[wd, wf, sd, sf]);
+                shared_models.lock().unwrap()[tid] = smodel;
             });
         }
     });
+    ffi_close(&[shared_w.1, shared_w.0]);
+    let (_, back) = read_whole(&spath, "s", h5type(Dtype::Float64, false, true), 8);
+    for (tid, m) in shared_models.lock().unwrap().iter().enumerate() {
+        assert!(own_columns(&back, &sshape, nthreads, tid) == own_columns(m, &sshape, nthreads, tid), "thread {tid}: a write to its columns of the shared file was lost");
+    }
     done.store(true, Ordering::SeqCst);
     for (f, d) in &handles {
         ffi_close(&[*d, *f]);
     }
     let n: Vec<usize> = ops.iter().map(|o| o.load(Ordering::Relaxed)).collect();
     println!(
-        "soak: {nthreads} threads for {secs} s over {} datasets, {} payloads: {} shared-handle reads, {} own-handle reads, {} payload decodes, {} copies, {} writes (+ read back), all identical to single-threaded",
+        "soak: {nthreads} threads for {secs} s over {} datasets, {} payloads: {} shared-handle reads, {} own-handle reads, {} payload decodes, {} copies, {} writes (+ read back), {} writes to shared chunks (none lost), all identical to single-threaded",
         datasets.len(),
         payloads.len(),
         n[0],
         n[1],
         n[2],
         n[3],
-        n[4]
+        n[4],
+        n[5]
     );
     assert!(n.iter().all(|&k| k > 0), "every kind of operation ran: {n:?}");
+}
+
+/// The elements of columns `c % nthreads == tid` of a C-order float64 array of `shape`.
+fn own_columns(a: &[u8], shape: &[u64; 2], nthreads: usize, tid: usize) -> Vec<u8> {
+    let cols = shape[1] as usize;
+    a.chunks_exact(8).enumerate().filter(|(i, _)| (i % cols) % nthreads == tid).flat_map(|(_, b)| b.iter().copied()).collect()
 }
 
 /// Run `op` 3 times while a prober thread takes and releases the libhdf5 lock every 300 µs;

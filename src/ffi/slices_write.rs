@@ -139,8 +139,21 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
 /// `VH5_ERR_NO_MEMORY` (a chunk-sized or row-sized staging buffer could not be allocated;
 /// the message names the chunk or row and the bytes; earlier rows may have been written).
 ///
-/// Thread-safe (libhdf5 calls serialised by vh5's lock); the caller must not modify `*src`'s
-/// memory from another thread during the call.
+/// Thread-safe, also for calls running at once on the same dataset (through one or several
+/// dataset ids, file ids or `vh5.File`s of the same file in this process): no call's elements
+/// are lost, whichever chunks the calls share. libhdf5 calls are serialised by vh5's lock.
+/// Writes through `H5Dwrite` (unfiltered chunked, contiguous and compact datasets, pipelines
+/// vh5 does not encode, conversions) hold it for the whole call: they run one at a time.
+/// Filtered writes vh5 encodes hold it only while they read and store chunks and encode with
+/// it released: calls on different datasets, and on different chunks of one dataset, encode
+/// in parallel; a chunk another call stored between this call's read and its store is read
+/// and merged again before it is stored (so only elements both calls write take the value
+/// of the later store). Calls are not atomic with respect to each other: two calls writing
+/// the same elements in several chunks may leave some chunks with one's values, others with
+/// the other's. Not coordinated: other processes, another copy of libhdf5 in this process,
+/// and libhdf5 writes of the same chunks made without vh5 (its calls from h5py's bound build
+/// hold h5py's lock). The caller must not modify `*src`'s memory from another thread during
+/// the call.
 ///
 /// # Safety
 /// `src` must be NULL or point to a `vh5_array` whose `base` is valid for reads of

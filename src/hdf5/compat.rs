@@ -195,6 +195,44 @@ pub unsafe fn object_header(loc: hid_t, name: *const c_char, lapl: hid_t) -> Opt
     }
 }
 
+/// The identity of the open object `obj` in this process: libhdf5's number of its file (the
+/// same for every id opened on one file: they share it) and its object header's address
+/// (1.10: `H5Oget_info2`, as little-endian bytes) or token (>= 1.12: `H5Oget_info3`), basic
+/// fields only; `None` when libhdf5 fails (error stack set).
+///
+/// # Safety
+/// Valid id; libhdf5 lock held.
+pub unsafe fn object_identity(obj: hid_t) -> Option<(u64, [u8; 16])> {
+    #[cfg(not(hdf5_1_12))]
+    {
+        use hdf5_sys::h5o::{H5O_info1_t, H5Oget_info2, H5O_INFO_BASIC};
+        let mut info = H5O_info1_t::default();
+        // SAFETY: guaranteed by the caller; `info` is writable.
+        let r = unsafe { H5Oget_info2(obj, &mut info, H5O_INFO_BASIC) };
+        let mut token = [0u8; 16];
+        token[..8].copy_from_slice(&info.addr.to_le_bytes());
+        // (`c_ulong`: 32 bits on Windows.)
+        #[allow(clippy::unnecessary_cast)]
+        let fileno = info.fileno as u64;
+        (r >= 0).then_some((fileno, token))
+    }
+    #[cfg(hdf5_1_12)]
+    {
+        use hdf5_sys::h5o::{H5O_info2_t, H5Oget_info3, H5O_INFO_BASIC};
+        // SAFETY: guaranteed by the caller; the out-struct is plain data, zeroed, writable.
+        unsafe {
+            let mut info: H5O_info2_t = std::mem::zeroed();
+            if H5Oget_info3(obj, &mut info, H5O_INFO_BASIC) < 0 {
+                return None;
+            }
+            // `H5O_token_t` is 16 opaque bytes (`H5O_MAX_TOKEN_SIZE`), repr(C).
+            #[allow(clippy::unnecessary_cast)]
+            let fileno = info.fileno as u64;
+            Some((fileno, std::mem::transmute::<hdf5_sys::h5o::H5O_token_t, [u8; 16]>(info.token)))
+        }
+    }
+}
+
 /// The type of the object `name` (relative to `loc`, links followed) from its object header
 /// (`H5Oget_info_by_name`, basic fields: no message of the header is decoded, unlike
 /// `H5Oopen`, which decodes a dataset's layout), or `None` when libhdf5 fails (error stack

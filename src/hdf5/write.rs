@@ -92,6 +92,18 @@ impl<'l> HyperslabWriter<'l> {
     }
 }
 
+/// The identity of dataset `dset` in this process, the same through every dataset id and
+/// file id opened on it: (libhdf5's number of its file, its object header address or token),
+/// see [`super::compat::object_identity`]. The caller holds the lock and checked `dset` is an
+/// open dataset. `Hdf5` error when libhdf5 cannot tell.
+pub fn dataset_identity(lock: &H5Lock, dset: hid_t) -> Result<(u64, [u8; 16])> {
+    // SAFETY: valid dataset id (checked by the caller); lock held.
+    match unsafe { super::compat::object_identity(dset) } {
+        Some(id) => Ok(id),
+        None => Err(super::error::hdf5_error(lock, crate::error::ErrorKind::Hdf5, format_args!("H5Oget_info of dataset {dset}"))),
+    }
+}
+
 /// Store `data`, the already-filtered bytes of one whole chunk, as the chunk whose first
 /// element is at dataset coordinates `origin` (one entry per axis, a multiple of the chunk
 /// shape), with `filter_mask` (bit i set = filter i of the pipeline was skipped; 0 = all

@@ -19,6 +19,7 @@ pub(crate) mod read_pipeline;
 pub(crate) mod rows;
 pub mod stats;
 pub mod write;
+pub(crate) mod write_stamps;
 
 pub use crate::geometry::{ArrayLayout, Row, SliceTable};
 pub use checks::{SLICES_CLIP, SLICES_CONVERT, SLICES_SWAPPED};

@@ -21,6 +21,13 @@
 //! Datasets created with `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`: partial edge chunks (those
 //! reaching past the current extent) are decoded and stored without the pipeline (mask 0,
 //! the whole chunk's bytes), exactly as libhdf5 stores and reads them.
+//!
+//! Other writes of the same dataset (other threads' calls, through any dataset or file id)
+//! may store a chunk between its prepare and its store: before storing, the calling thread
+//! asks [`super::write_stamps`] whether the chunk was stored by another write since it was
+//! prepared; if so the result is dropped and the chunk prepared and merged again from its
+//! current bytes (on the workers at most [`REQUEUES`] times, then on the calling thread with
+//! the lock held), so that no other write's elements are overwritten by older bytes.
 
 use std::sync::{mpsc, Mutex};
 
@@ -30,6 +37,7 @@ use super::merge::{ranges, report, MergeCtx, SrcArray};
 use super::options::{max_workers, num_threads};
 use super::pipeline::{spawn_workers, ChunkOutcome};
 use super::stats::WriteStats;
+use super::write_stamps::{chunk_key, DatasetId, RawWriteSession};
 use crate::codec::{swap_bytes, Decoder, Encoder, Filter};
 use crate::dtype::{ByteOrder, Dtype};
 use crate::engine::copy::copy_strided_runs;
@@ -106,7 +114,21 @@ enum Start {
 struct Job {
     group: usize,
     start: Start,
+    ticket: Ticket,
 }
+
+/// What a job's result depends on: whether it merged into the chunk's earlier bytes (or its
+/// absence), and the write clock when those were read ([`RawWriteSession::now`]).
+#[derive(Debug, Clone, Copy)]
+struct Ticket {
+    reads_old: bool,
+    seen: u64,
+}
+
+/// Times a chunk found stale (stored by another write after it was prepared) is prepared
+/// again and handed to the workers; after that it is merged on the calling thread with the
+/// lock held, where no other write can interleave.
+const REQUEUES: u8 = 2;
 
 /// Per-worker state.
 #[derive(Default)]
@@ -208,14 +230,16 @@ pub(super) fn write_chunks_raw(
     let mut dense = [0isize; MAX_RANK];
     dense_strides(grid.chunk(), itemsize, &mut dense[..ctx.n]);
     let shared = Shared { plan, ctx, grid, chunk_bytes, dense };
+    let (fileno, token) = crate::hdf5::write::dataset_identity(l, dset)?;
     let mut w = RawWriter {
         l,
         dset,
+        session: RawWriteSession::begin(DatasetId { fileno, token }),
         shared: &shared,
         reader,
         written_per_row: vec![0u32; ctx.table.nslices],
         pieces_per_row,
-        flushed: false,
+        flushed: None,
         fsize: u64::MAX,
         covered: Vec::new(),
         clipped: Vec::new(),
@@ -233,12 +257,15 @@ pub(super) fn write_chunks_raw(
 struct RawWriter<'a, 'r> {
     l: &'a H5Lock,
     dset: hid_t,
+    /// This write's registration for lost-update checks (deregistered when dropped).
+    session: RawWriteSession,
     shared: &'a Shared<'a>,
     reader: &'a mut HyperslabReader<'r>,
     written_per_row: Vec<u32>,
     pieces_per_row: &'a [u32],
-    /// The dataset was flushed (chunks cached by earlier writes are then in the file).
-    flushed: bool,
+    /// The write clock when the dataset was last flushed (chunks cached by earlier writes
+    /// are then in the file); flushed again after a write through libhdf5 of the dataset.
+    flushed: Option<u64>,
     /// File size after the flush.
     fsize: u64,
     covered: Vec<u8>,
@@ -268,6 +295,8 @@ impl RawWriter<'_, '_> {
         let (n, grid) = (sh.ctx.n, sh.grid);
         let (chunk, group) = sh.ctx.group(gi);
         let (coord, origin, extent) = chunk_box(grid, chunk, n);
+        // (Read before the chunk: a store by another write after this is seen by `finish`.)
+        let ticket = Ticket { reads_old: true, seen: self.session.now() };
         if !force_mem {
             let covers = sh.ctx.covers(group, &origin[..n], &extent[..n], &mut self.covered)?;
             // An edge chunk's bytes outside the extent are kept by libhdf5 (it never counts an
@@ -275,11 +304,11 @@ impl RawWriter<'_, '_> {
             // covered chunk, an unallocated one starts from the fill value (`Start::Fresh`).
             let edge = extent[..n] != grid.chunk()[..n];
             if covers && !edge {
-                return Ok(Job { group: gi, start: Start::Fresh });
+                return Ok(Job { group: gi, start: Start::Fresh, ticket: Ticket { reads_old: false, ..ticket } });
             }
-            if !self.flushed {
+            if self.flushed.is_none_or(|at| self.session.written_through_libhdf5_since(at)) {
                 flush_dataset(l, dset)?;
-                self.flushed = true;
+                self.flushed = Some(ticket.seen);
                 self.fsize = crate::hdf5::chunk::file_size(l, dset)?;
             }
             let state = chunk_state(l, dset, &origin[..n]);
@@ -294,12 +323,12 @@ impl RawWriter<'_, '_> {
                     let mut b = Vec::new();
                     // None: no file address after all (only in libhdf5's chunk cache).
                     if let Some(mask) = read_raw_chunk(l, dset, &origin[..n], size, &mut b)? {
-                        return Ok(Job { group: gi, start: Start::Raw(b, mask) });
+                        return Ok(Job { group: gi, start: Start::Raw(b, mask), ticket });
                     }
                 }
                 // What libhdf5 starts a new chunk from (H5D__chunk_lock).
-                ChunkState::Unallocated => return Ok(Job { group: gi, start: Start::Fresh }),
-                _ if covers => return Ok(Job { group: gi, start: Start::Fresh }),
+                ChunkState::Unallocated => return Ok(Job { group: gi, start: Start::Fresh, ticket }),
+                _ if covers => return Ok(Job { group: gi, start: Start::Fresh, ticket }),
                 _ => {}
             }
         }
@@ -317,17 +346,27 @@ impl RawWriter<'_, '_> {
         dense_strides(&extent[..n], itemsize, &mut cdense[..n]);
         let counts: Vec<usize> = extent[..n].iter().map(|&e| e as usize).collect();
         copy_strided_runs(&self.clipped, 0, &cdense[..n], &mut b, 0, &sh.dense[..n], &counts, itemsize)?;
-        Ok(Job { group: gi, start: Start::Mem(b) })
+        Ok(Job { group: gi, start: Start::Mem(b), ticket })
     }
 
     /// Store a worker's result (lock held); a chunk vh5 could not decode is read again
     /// through libhdf5 (which either decodes it or fails with its own error stack) and
-    /// redone here.
-    fn finish(&mut self, gi: usize, outcome: ChunkOutcome<Vec<u8>>, w: &mut Worker, stats: &mut WriteStats) -> Result<()> {
+    /// redone here. Returns `false`, storing nothing, when the result merged bytes that
+    /// another write replaced since (see the module docs): the chunk must be done again.
+    fn finish(&mut self, gi: usize, ticket: Ticket, outcome: ChunkOutcome<Vec<u8>>, w: &mut Worker, stats: &mut WriteStats) -> Result<bool> {
+        let n = self.shared.ctx.n;
+        let (chunk, group) = self.shared.ctx.group(gi);
+        let (coord, origin, _) = chunk_box(self.shared.grid, chunk, n);
+        let key = chunk_key(&coord[..n]);
         let bytes = match outcome {
+            ChunkOutcome::Done(_) if ticket.reads_old && self.session.stale(key, ticket.seen) => {
+                stats.chunks_redone += 1;
+                return Ok(false);
+            }
             ChunkOutcome::Done(b) => b,
             ChunkOutcome::Fail(e) => return Err(e),
             ChunkOutcome::RetryThroughLibhdf5(why) => {
+                // Prepared and merged with the lock held throughout: never stale.
                 let job = self
                     .prepare(gi, stats, true)
                     .map_err(|e| Error::new(e.kind, format!("vh5 could not decode the stored chunk ({why}) and libhdf5 could not read it: {}", e.message)))?;
@@ -338,24 +377,27 @@ impl RawWriter<'_, '_> {
                 }
             }
         };
-        let n = self.shared.ctx.n;
-        let (chunk, group) = self.shared.ctx.group(gi);
-        let (_, origin, _) = chunk_box(self.shared.grid, chunk, n);
         write_raw_chunk(self.l, self.dset, &origin[..n], 0, &bytes)?;
+        self.session.stored(key);
         stats.chunks_written += 1;
         stats.hdf5_writes += 1;
         stats.raw_chunks += 1;
         for p in group {
             self.written_per_row[p.row] += 1;
         }
-        Ok(())
+        Ok(true)
     }
 
-    /// Prepare, run and finish chunk group `gi` on the calling thread.
+    /// Prepare, run and finish chunk group `gi` on the calling thread, lock held throughout
+    /// (no other write can store the chunk meanwhile).
     fn one(&mut self, gi: usize, w: &mut Worker, stats: &mut WriteStats) -> Result<()> {
         let job = self.prepare(gi, stats, false)?;
+        let ticket = job.ticket;
         let outcome = self.shared.run(w, job);
-        self.finish(gi, outcome, w, stats)
+        if !self.finish(gi, ticket, outcome, w, stats)? {
+            bail!(Hdf5, "internal: chunk stored by another write while the libhdf5 lock was held");
+        }
+        Ok(())
     }
 
     /// Everything on the calling thread (one thread), lock held.
@@ -369,14 +411,16 @@ impl RawWriter<'_, '_> {
 
     /// Worker threads: jobs in, outcomes out; at most 2 jobs in flight per worker. Called
     /// with the lock released: it is taken while preparing and storing chunks, never while
-    /// waiting for a worker's result or joining the workers.
+    /// waiting for a worker's result or joining the workers. A result found stale
+    /// ([`RawWriter::finish`]) is prepared again and requeued, at most [`REQUEUES`] times per
+    /// chunk, then done on the calling thread with the lock held.
     fn run_threaded(&mut self, threads: usize, stats: &mut WriteStats) -> Result<()> {
         let ngroups = self.shared.ctx.plan.groups.len();
         let (job_tx, job_rx) = mpsc::channel::<Job>();
         let job_rx = Mutex::new(job_rx);
         let shared = self.shared;
         std::thread::scope(|sc| -> Result<()> {
-            let (res_tx, res_rx) = mpsc::channel::<(usize, ChunkOutcome<Vec<u8>>)>();
+            let (res_tx, res_rx) = mpsc::channel::<(usize, Ticket, ChunkOutcome<Vec<u8>>)>();
             let job_rx = &job_rx;
             let worker = move || {
                 let mut w = Worker::default();
@@ -386,8 +430,8 @@ impl RawWriter<'_, '_> {
                         Err(_) => return,
                     };
                     let Ok(job) = job else { return };
-                    let gi = job.group;
-                    if res_tx.send((gi, shared.run(&mut w, job))).is_err() {
+                    let (gi, ticket) = (job.group, job.ticket);
+                    if res_tx.send((gi, ticket, shared.run(&mut w, job))).is_err() {
                         return;
                     }
                 }
@@ -397,6 +441,8 @@ impl RawWriter<'_, '_> {
             let fl = lock();
             let mut main_worker = Worker::default();
             let (mut in_flight, mut next) = (0usize, 0usize);
+            // Requeues per chunk group, allocated at the first stale result.
+            let mut requeued: Vec<u8> = Vec::new();
             let mut outcome: Result<()> = Ok(());
             while next < ngroups || in_flight > 0 {
                 if outcome.is_ok() && next < ngroups && (in_flight < 2 * live || live == 0) {
@@ -405,9 +451,13 @@ impl RawWriter<'_, '_> {
                     let r = if live == 0 {
                         // No worker could be started: encode here, with the lock released meanwhile.
                         self.prepare(gi, stats, false).and_then(|job| {
+                            let ticket = job.ticket;
                             // SAFETY: `Shared::run` decodes, merges and encodes in memory only.
                             let o = unsafe { released(&fl, || shared.run(&mut main_worker, job)) };
-                            self.finish(gi, o, &mut main_worker, stats)
+                            match self.finish(gi, ticket, o, &mut main_worker, stats)? {
+                                true => Ok(()),
+                                false => self.one(gi, &mut main_worker, stats),
+                            }
                         })
                     } else {
                         self.prepare(gi, stats, false).map(|job| {
@@ -424,12 +474,29 @@ impl RawWriter<'_, '_> {
                     break;
                 }
                 // SAFETY: waiting on a channel calls no libhdf5 function.
-                let Ok((gi, res)) = (unsafe { released(&fl, || res_rx.recv()) }) else { break };
+                let Ok((gi, ticket, res)) = (unsafe { released(&fl, || res_rx.recv()) }) else { break };
                 in_flight -= 1;
-                if outcome.is_ok() {
-                    if let Err(e) = self.finish(gi, res, &mut main_worker, stats) {
-                        outcome = Err(self.report(e, gi));
+                if outcome.is_err() {
+                    continue;
+                }
+                let r = self.finish(gi, ticket, res, &mut main_worker, stats).and_then(|stored| {
+                    if stored {
+                        return Ok(());
                     }
+                    if requeued.is_empty() {
+                        requeued = vec![0; ngroups];
+                    }
+                    if requeued[gi] >= REQUEUES {
+                        return self.one(gi, &mut main_worker, stats);
+                    }
+                    requeued[gi] += 1;
+                    let job = self.prepare(gi, stats, false)?;
+                    let _ = job_tx.send(job);
+                    in_flight += 1;
+                    Ok(())
+                });
+                if let Err(e) = r {
+                    outcome = Err(self.report(e, gi));
                 }
             }
             drop(job_tx);

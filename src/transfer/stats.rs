@@ -45,6 +45,10 @@ pub struct WriteStats {
     /// Chunked filtered datasets: chunks whose filters vh5 ran itself and stored raw with
     /// `H5Dwrite_chunk` (counted in `chunks_written` and `hdf5_writes` too).
     pub raw_chunks: usize,
+    /// Raw writes: chunk results dropped because another write stored the chunk after it was
+    /// read and before the result could be stored; each was read and merged again (and
+    /// counted again in `chunks_read`).
+    pub chunks_redone: usize,
 }
 
 /// What a copy did.

@@ -120,6 +120,7 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
             write_chunked(l, dset, mem.id(), &mut writer, (&grid, &layout), src, table, clip, &mut stats)?;
         }
         _ => {
+            written_through_libhdf5(l, dset);
             let mut guard = WriteGuard::new(l, dset, &layout, mem.id(), itemsize)?;
             // libhdf5 reads the stored chunks a row writes in part: checked as reads check them
             let mut stored = ReadGuard::new(l, dset, &layout, None)?;
@@ -127,6 +128,16 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
         }
     }
     Ok(stats)
+}
+
+/// This call writes `dset` through `H5Dwrite`, the lock held until it returns: raw writes of
+/// the same dataset in flight (other threads, lock released while they encode) merge again the
+/// chunks they read before ([`super::write_stamps`]).
+fn written_through_libhdf5(l: &H5Lock, dset: hid_t) {
+    super::write_stamps::written_through_libhdf5(|| {
+        // (Not identified: every dataset with a raw write in flight is stamped.)
+        crate::hdf5::write::dataset_identity(l, dset).ok().map(|(fileno, token)| super::write_stamps::DatasetId { fileno, token })
+    });
 }
 
 /// Contiguous / compact / virtual datasets: one H5Dwrite per row.
@@ -238,6 +249,7 @@ fn write_chunked(
         let mut reader = guarded_reader()?;
         return super::rawwrite::write_chunks_raw(l, dset, &raw, grid, &ctx, &pieces_per_row, &mut reader, stats);
     }
+    written_through_libhdf5(l, dset);
     let mut reader = guarded_reader()?;
     let fill_never = layout.fill_never;
     let mut so_guard = WriteGuard::new(l, dset, layout, mem_type, itemsize)?;
