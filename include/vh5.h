@@ -8,6 +8,13 @@
  * message naming the culprit is copied out with vh5_last_error_message(). All buffers are
  * owned by the caller; vh5 never keeps a pointer past a call and never returns memory the
  * caller must free. hid_t is int64_t (HDF5 >= 1.10).
+ *
+ * Threads: every function may be called from any thread (libhdf5 calls are serialised by
+ * one process-wide lock). Fork: a process may fork() while other threads are inside vh5
+ * calls, and the child may call vh5: pthread_atfork handlers make the fork wait until the
+ * calls in flight have returned (calls starting meanwhile wait for the fork), so the child
+ * inherits no vh5 lock held and no worker half-way. A fork from inside a vh5 call (or by a
+ * thread holding the hdf5-sys lock of a Rust caller) does not wait: no such guarantee.
  */
 
 #ifndef VH5_H

@@ -19,6 +19,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 mod args;
 pub mod document;
+pub(crate) mod fork;
 pub mod hdf5;
 pub mod objects;
 pub mod payload;
@@ -155,8 +156,11 @@ fn set_last_error(msg: &str) {
 }
 
 /// Run the body of an export: clears the last error, catches panics, maps errors to a status
-/// and stores the message. Every `extern "C"` function in vh5 goes through this.
+/// and stores the message, and counts the call in flight for its whole duration, so that a
+/// `fork()` on another thread waits for it (`fork`). Every fallible `extern "C"` function in
+/// vh5 goes through this.
 pub(crate) fn guard<F: FnOnce() -> Result<()>>(f: F) -> vh5_status {
+    let _in_flight = fork::enter();
     LAST_ERROR.with(|e| e.borrow_mut().clear());
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => vh5_status::VH5_OK,

@@ -34,5 +34,8 @@ const _: () = assert!(VH5_MAX_THREADS == options::MAX_THREADS);
 /// `vh5_set_num_threads`, else `VH5_THREADS`, else the cores available. Thread-safe.
 #[no_mangle]
 pub extern "C" fn vh5_get_num_threads() -> u32 {
+    // Counted in flight: the first call reads env `VH5_THREADS` into a `OnceLock`, which a
+    // fork must not copy half-filled.
+    let _in_flight = super::fork::enter();
     options::num_threads().min(u32::MAX as usize) as u32
 }

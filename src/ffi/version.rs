@@ -70,6 +70,9 @@ pub unsafe extern "C" fn vh5_hdf5_build_version(major: *mut u32, minor: *mut u32
 /// never free it. Thread-safe.
 #[no_mangle]
 pub extern "C" fn vh5_hdf5_origin() -> *const c_char {
+    // Counted in flight: the first call fills a `OnceLock`, which a fork must not copy
+    // half-filled.
+    let _in_flight = super::fork::enter();
     match origin() {
         Origin::System => c"system".as_ptr(),
         Origin::Vendored => c"vendored".as_ptr(),

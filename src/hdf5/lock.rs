@@ -87,6 +87,21 @@ pub unsafe fn bump(held: &H5Lock) {
     std::mem::forget(hdf5_sys::LOCK.lock());
 }
 
+/// The libhdf5 lock held by the thread that is about to `fork()` (the fork handlers of
+/// `crate::ffi::fork`): no libhdf5 call may be made on the strength of it (it is no
+/// [`H5Lock`]); dropping it releases the lock, in the parent and in the child alike (the
+/// child's only thread is the one that took it).
+pub struct ForkHold {
+    _guard: ReentrantMutexGuard<'static, ()>,
+}
+
+/// Take the libhdf5 lock for a fork, waiting at most `timeout`: `None` when another thread
+/// kept it that long (the caller backs off and retries, so that a thread holding the lock
+/// while it waits for something the forking thread blocks cannot deadlock it).
+pub fn hold_for_fork(timeout: std::time::Duration) -> Option<ForkHold> {
+    hdf5_sys::LOCK.try_lock_for(timeout).map(|g| ForkHold { _guard: g })
+}
+
 /// Whether the calling thread holds the libhdf5 lock (tests and debug assertions).
 pub fn held_by_current_thread() -> bool {
     hdf5_sys::LOCK.is_owned_by_current_thread()
