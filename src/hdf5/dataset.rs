@@ -345,6 +345,19 @@ pub struct DatasetInfo {
     /// True for a null dataspace (`H5S_NULL`, h5py's `Empty`): no elements at all; `shape`
     /// and `maxshape` are then empty, as for a scalar, which has one element.
     pub null_dataspace: bool,
+    /// True when the extent may change while the id is open (the file is open read-write or
+    /// SWMR in this process, by whoever opened it: [`super::meta::extent_is_fixed`]).
+    pub extent_may_change: bool,
+}
+
+/// The current extent of the dataset `dset` (must be an open dataset id: `InvalidHandle`
+/// otherwise): one entry per axis, empty for a scalar or a null dataspace. What
+/// [`dataset_info`] reports as `shape`, without the rest (two libhdf5 calls).
+pub fn dataset_shape(lock: &H5Lock, dset: hid_t) -> Result<Vec<u64>> {
+    expect_kind(lock, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
+    // SAFETY: valid dataset id under the lock.
+    let space = Handle::new(lock, unsafe { H5Dget_space(dset) }, "H5Dget_space")?;
+    Ok(space_dims(lock, space.id())?.0)
 }
 
 /// Describe the dataset `dset` (must be an open dataset id: `InvalidHandle` otherwise).
@@ -404,6 +417,7 @@ pub fn dataset_info(lock: &H5Lock, dset: hid_t) -> Result<DatasetInfo> {
             fill_value,
             fill_value_user_defined: status == H5D_fill_value_t::H5D_FILL_VALUE_USER_DEFINED,
             null_dataspace,
+            extent_may_change: !super::meta::extent_is_fixed(lock, dset),
         })
     }
 }

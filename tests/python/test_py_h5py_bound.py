@@ -360,6 +360,33 @@ def test_chunk_cache_never_stale_on_a_file_h5py_writes(tmp_path):
 
 
 @bound
+def test_dataset_shape_follows_h5py_resize_in_the_same_process(tmp_path):
+    """A vh5.Dataset on a file h5py holds for writing (one libhdf5: shared intent read-write)
+    shows the live extent: shape, len, d[()] and d[...] follow h5py's resize, growing and
+    shrinking (once frozen at open: d[()] missed the new rows, and after a shrink failed
+    with a src_start/count message the caller never passed)."""
+    p = str(tmp_path / "grow.h5")
+    with h5py.File(p, "w") as f:
+        d = f.create_dataset("x", shape=(4, 3), maxshape=(None, 3), chunks=(2, 3), dtype="f8", fillvalue=-1)
+        d[...] = 1
+        with vh5.File(p) as g, g["x"] as v:
+            assert v.shape == (4, 3)
+            d.resize((8, 3))
+            d[4:8] = 2
+            assert v.shape == d.shape == (8, 3) and len(v) == 8 and v.size == 24
+            np.testing.assert_array_equal(v[()], d[()])
+            np.testing.assert_array_equal(v[6:], d[6:])
+            d.resize((2, 3))
+            assert v.shape == (2, 3) and len(v) == 2
+            np.testing.assert_array_equal(v[()], d[()])
+            np.testing.assert_array_equal(np.asarray(v), d[...])
+            with pytest.raises(IndexError):
+                v[3]
+    with h5py.File(p, "r") as f, vh5.File(p) as g:  # read-only everywhere: the extent is fixed
+        assert not g["x"]._live and g["x"].shape == f["x"].shape == (2, 3)
+
+
+@bound
 def test_read_only_file_still_cached_and_correct(tmp_path):
     p = str(tmp_path / "ro.h5")
     data = np.arange(1024.0).reshape(32, 32)
