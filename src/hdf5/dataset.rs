@@ -61,7 +61,7 @@ pub fn open_file(lock: &H5Lock, path: impl AsRef<[u8]>, flags: u32) -> Result<Ha
         let mode = if flags & FILE_READ_WRITE != 0 { H5F_ACC_RDWR } else { H5F_ACC_RDONLY };
         let id = H5Fopen(c.as_ptr(), mode, fapl.id());
         if id < 0 {
-            return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("libhdf5 could not open `{path}`")));
+            return Err(open_for_write_elsewhere(hdf5_error(lock, ErrorKind::Hdf5, format_args!("libhdf5 could not open `{path}`"))));
         }
         let h = Handle::new(lock, id, "H5Fopen")?;
         if flags & super::external::FILE_ALLOW_EXTERNAL != 0 {
@@ -69,6 +69,26 @@ pub fn open_file(lock: &H5Lock, path: impl AsRef<[u8]>, flags: u32) -> Result<Ha
         }
         Ok(h)
     }
+}
+
+/// libhdf5's advice on a file whose superblock marks it open for writing (file format 1.10 and
+/// later: a writer, e.g. a SWMR writer, has it open now, or crashed with it open).
+const H5CLEAR_ADVICE: &str = " (may use <h5clear file> to clear file consistency flags)";
+
+/// `e` (libhdf5's refusal to open a file) without libhdf5's advice to run h5clear when the
+/// file is marked open for writing: on a file being written (a SWMR writer) that would
+/// corrupt it. vh5 says what the mark means instead: the file is open for writing
+/// elsewhere and vh5 has no SWMR-reader mode.
+fn open_for_write_elsewhere(mut e: Error) -> Error {
+    if e.message.contains("already open for write") {
+        e.message = e.message.replace(H5CLEAR_ADVICE, "");
+        e.message.push_str(
+            "\nThe file is marked open for writing by another program (for example a writer in SWMR mode): vh5 cannot read a file \
+             while it is being written (it has no SWMR-reader mode); read it after the writer has closed it. Only if no program is \
+             writing it (a writer crashed) does `h5clear -s FILE` remove the mark.",
+        );
+    }
+    e
 }
 
 /// Check that `id` is an open libhdf5 id of one of `kinds`; `InvalidHandle` otherwise.
