@@ -649,3 +649,18 @@ def test_dataset_shape_follows_resize_of_a_read_write_file(tmp_path):
             d[1]
     d.close()
     assert d.shape == (1, 3)  # closed: the last extent seen
+
+
+def test_scalar_dataset_ellipsis_selections_match_h5py(tmp_path):
+    """d[(Ellipsis,)] of a scalar dataset gave a numpy scalar; h5py (and numpy) give a 0-d
+    array. d[()], d[...] and integer selections of datasets with axes unchanged (as h5py)."""
+    p = tmp_path / "scalar.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f["s"] = np.float64(2.5)
+        f["v"] = np.arange(3.0)
+    with h5py.File(p, "r") as h, vh5.File(p) as f:
+        scalar = [("s", ()), ("s", Ellipsis), ("s", (Ellipsis,))]
+        for name, sel in scalar + [("v", 0), ("v", (0,)), ("v", (0, Ellipsis)), ("v", (Ellipsis, 0))]:
+            want, got = h[name][sel], f[name][sel]
+            assert type(got) is type(want) and np.shape(got) == np.shape(want), (name, sel, got, want)
+            assert got == want, (name, sel, got, want)

@@ -509,3 +509,22 @@ def test_dask_token_of_in_memory_h5py_file_ignores_a_disk_file_of_that_name(tmp_
         d = hf.create_dataset("x", data=np.arange(10.0), chunks=(5,))
         hf.flush()
         assert token_parts(source_dataset(d))[-1] is not None
+
+
+def test_write_many_slices_to_h5py_dataset_refusal_true_for_each_build(tmp_path):
+    """Writing to an h5py.Dataset is refused; the message said "its own libhdf5 ... two metadata
+    caches" in the h5py-bound build too, where there is one libhdf5: each build now says its
+    own truth, and the bound build's advice (vh5.File r+ next to h5py's handle) works."""
+    p = str(tmp_path / "w.h5")
+    with h5py.File(p, "w") as f:
+        d = f.create_dataset("x", data=np.zeros(8), chunks=(4,))
+        with pytest.raises(TypeError) as e:
+            vh5.write_many_slices(np.ones(2), d, [0], [0], [2])
+        msg = str(e.value)
+        if lib().h5py_bound:
+            assert "shares h5py's libhdf5" in msg and "two metadata caches" not in msg, msg
+            with vh5.File(p, "r+") as g:
+                vh5.write_many_slices(np.ones(2), g["x"], [0], [0], [2])
+            np.testing.assert_array_equal(d[:], [1, 1, 0, 0, 0, 0, 0, 0])
+        else:
+            assert "its own libhdf5" in msg and "two metadata caches" in msg, msg

@@ -281,7 +281,8 @@ class Dataset(Handle):
         """The selected elements as a numpy array of :attr:`dtype` (h5py's basic selections:
         integers, slices with positive steps, ``...``, tuples of those, fewer indices than
         axes); a single element (all axes indexed by integers, or ``d[()]`` of a scalar
-        dataset) as a numpy scalar. One library call reads the whole hyperslab.
+        dataset) as a numpy scalar, and a scalar dataset read with ``...`` (``d[...]``,
+        ``d[(Ellipsis,)]``) as a 0-d array, as h5py. One library call reads the whole hyperslab.
 
         Raises:
             IndexError: an integer out of range, too many indices.
@@ -298,6 +299,10 @@ class Dataset(Handle):
             self.id  # noqa: B018 - raises InvalidHandleError
         out = out.reshape(hs.shape)
         if out.ndim == 0 and sel is not Ellipsis:
+            # h5py: a scalar dataset read with `...` (alone or in a tuple, as numpy) gives a 0-d
+            # array; `d[()]`, and integers selecting one element of a dataset with axes, a scalar.
+            if hs.start == () and isinstance(sel, tuple) and any(k is Ellipsis for k in sel):
+                return out
             return out[()]
         return out
 
