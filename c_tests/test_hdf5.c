@@ -44,6 +44,17 @@ int main(void) {
     CHECKF(info.dtype == VH5_DTYPE_FLOAT64 && info.itemsize == 8 && info.byte_order == VH5_ORDER_LITTLE, "dtype");
     CHECKF(info.nfilters == 2 && info.filter_id[0] == 2 && info.filter_id[1] == 1, "filters shuffle+deflate");
     CHECKF(info.has_fill_value == 1 && info.fill_value_user_defined == 1, "fill value");
+    CHECKF(info.extent_may_change == 0, "a read-only file: the extent is fixed while open");
+    {
+        /* vh5_dataset_get_shape: the extent alone (what a caller re-reads when it may change). */
+        uint64_t dims[32];
+        uint32_t nd = 99;
+        CHECKF(vh5_dataset_get_shape(d, &nd, dims) == VH5_OK && nd == 3 && dims[0] == 12 && dims[1] == 64 && dims[2] == 128,
+               "get_shape: %s", last());
+        CHECKF(vh5_dataset_get_shape(d, &nd, NULL) == VH5_ERR_NULL_ARGUMENT && nd == 0, "get_shape NULL shape");
+        CHECKF(vh5_dataset_get_shape(d, NULL, dims) == VH5_ERR_NULL_ARGUMENT, "get_shape NULL ndim");
+        CHECKF(vh5_dataset_get_shape(f, &nd, dims) == VH5_ERR_INVALID_HANDLE, "get_shape of a file id");
+    }
 
     /* Row 0: tas[0:12:5, 10, 20:30:4] into dst[0:3, 0, 0:3] of a (3, 1, 3) C-order array.
        Row 1: tas[11, 63, 127] into the last element, overwriting row 0's value there. */

@@ -744,6 +744,15 @@ typedef struct vh5_dataset_info {
    * and every other field's offset are unchanged.)
    */
   uint8_t null_dataspace;
+  /**
+   * 1 when the dataset's extent (`shape`) may change while `dset` is open: its file is
+   * open read-write or SWMR in this process, by vh5 or by another opener of the same
+   * libhdf5 (e.g. h5py in the h5py-bound build; libhdf5 shares one open file and its
+   * intent between openers), so `H5Dset_extent` / `H5Drefresh` may change it: ask again
+   * before relying on `shape`. 0: read-only without SWMR in this process, `shape` stays
+   * valid until the id is closed. (Placed in trailing padding, as `null_dataspace`.)
+   */
+  uint8_t extent_may_change;
 } vh5_dataset_info;
 
 /**
@@ -969,6 +978,22 @@ vh5_status vh5_dataset_from_hdf5_id(int64_t dataset_id, int64_t *out);
  * `out` must be NULL or valid for writing one `vh5_dataset_info`.
  */
 vh5_status vh5_dataset_get_info(int64_t dset, struct vh5_dataset_info *out);
+
+/**
+ * The current extent of the dataset `dset`: `*ndim` axes (0 for a scalar dataset and for a
+ * null dataspace), their lengths in elements in `shape[0..*ndim]` (the rest of `shape` is
+ * left untouched). The `shape` of `vh5_dataset_get_info` alone, at a fraction of its cost:
+ * for datasets whose `extent_may_change` is 1 (their file is open read-write or SWMR in this
+ * process), whose extent another handle of the same libhdf5 may change between calls.
+ *
+ * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`dset` is not an open
+ * dataset id); `VH5_ERR_HDF5`. On failure `*ndim` is 0. Thread-safe.
+ *
+ * # Safety
+ * `ndim` must be NULL or valid for writing one `uint32_t`; `shape` NULL or valid for writing
+ * 32 `uint64_t` (the most axes a dataset vh5 opens can have).
+ */
+vh5_status vh5_dataset_get_shape(int64_t dset, uint32_t *ndim, uint64_t *shape);
 
 /**
  * Close a file or dataset id obtained from `vh5_file_open` / `vh5_dataset_open` (or any

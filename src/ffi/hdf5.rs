@@ -114,6 +114,13 @@ pub struct vh5_dataset_info {
     /// `VH5_ERR_UNSUPPORTED`. (Placed in what was the struct's trailing padding: its size
     /// and every other field's offset are unchanged.)
     pub null_dataspace: u8,
+    /// 1 when the dataset's extent (`shape`) may change while `dset` is open: its file is
+    /// open read-write or SWMR in this process, by vh5 or by another opener of the same
+    /// libhdf5 (e.g. h5py in the h5py-bound build; libhdf5 shares one open file and its
+    /// intent between openers), so `H5Dset_extent` / `H5Drefresh` may change it: ask again
+    /// before relying on `shape`. 0: read-only without SWMR in this process, `shape` stays
+    /// valid until the id is closed. (Placed in trailing padding, as `null_dataspace`.)
+    pub extent_may_change: u8,
 }
 
 impl From<&DatasetInfo> for vh5_dataset_info {
@@ -154,6 +161,7 @@ impl From<&DatasetInfo> for vh5_dataset_info {
         }
         o.fill_value_user_defined = info.fill_value_user_defined as u8;
         o.null_dataspace = info.null_dataspace as u8;
+        o.extent_may_change = info.extent_may_change as u8;
         o
     }
 }
@@ -283,6 +291,36 @@ pub unsafe extern "C" fn vh5_dataset_get_info(dset: i64, out: *mut vh5_dataset_i
         let info = h5::dataset_info(s.lock(), dset)?;
         // SAFETY: as above.
         unsafe { write_out(out, "out", vh5_dataset_info::from(&info)) }
+    })
+}
+
+/// The current extent of the dataset `dset`: `*ndim` axes (0 for a scalar dataset and for a
+/// null dataspace), their lengths in elements in `shape[0..*ndim]` (the rest of `shape` is
+/// left untouched). The `shape` of `vh5_dataset_get_info` alone, at a fraction of its cost:
+/// for datasets whose `extent_may_change` is 1 (their file is open read-write or SWMR in this
+/// process), whose extent another handle of the same libhdf5 may change between calls.
+///
+/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`dset` is not an open
+/// dataset id); `VH5_ERR_HDF5`. On failure `*ndim` is 0. Thread-safe.
+///
+/// # Safety
+/// `ndim` must be NULL or valid for writing one `uint32_t`; `shape` NULL or valid for writing
+/// 32 `uint64_t` (the most axes a dataset vh5 opens can have).
+#[no_mangle]
+pub unsafe extern "C" fn vh5_dataset_get_shape(dset: i64, ndim: *mut u32, shape: *mut u64) -> vh5_status {
+    guard(|| {
+        // SAFETY: `ndim` is NULL or valid for one write (the caller's contract).
+        unsafe { write_out(ndim, "ndim", 0) }?;
+        if shape.is_null() {
+            return Err(super::null_arg("shape"));
+        }
+        let s = h5::session();
+        let dims = h5::dataset_shape(s.lock(), dset)?;
+        // SAFETY: `shape` is valid for 32 writes (the caller's contract) and `dims` has at most
+        // MAX_RANK (32) entries (`space_dims` refuses more).
+        unsafe { std::ptr::copy_nonoverlapping(dims.as_ptr(), shape, dims.len().min(h5::MAX_RANK)) };
+        // SAFETY: as above.
+        unsafe { write_out(ndim, "ndim", dims.len() as u32) }
     })
 }
 

@@ -337,6 +337,7 @@ mod tests {
         assert_eq!(size_of::<hdf5::vh5_dataset_info>(), 904);
         assert_eq!(offset_of!(hdf5::vh5_dataset_info, fill_value), 882);
         assert_eq!(offset_of!(hdf5::vh5_dataset_info, null_dataspace), 898);
+        assert_eq!(offset_of!(hdf5::vh5_dataset_info, extent_may_change), 899);
     }
 
     /// The literal C enum (cbindgen needs one) agrees with `error::STATUSES` in numbers and

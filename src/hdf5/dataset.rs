@@ -61,7 +61,7 @@ pub fn open_file(lock: &H5Lock, path: impl AsRef<[u8]>, flags: u32) -> Result<Ha
         let mode = if flags & FILE_READ_WRITE != 0 { H5F_ACC_RDWR } else { H5F_ACC_RDONLY };
         let id = H5Fopen(c.as_ptr(), mode, fapl.id());
         if id < 0 {
-            return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("libhdf5 could not open `{path}`")));
+            return Err(open_for_write_elsewhere(hdf5_error(lock, ErrorKind::Hdf5, format_args!("libhdf5 could not open `{path}`"))));
         }
         let h = Handle::new(lock, id, "H5Fopen")?;
         if flags & super::external::FILE_ALLOW_EXTERNAL != 0 {
@@ -69,6 +69,26 @@ pub fn open_file(lock: &H5Lock, path: impl AsRef<[u8]>, flags: u32) -> Result<Ha
         }
         Ok(h)
     }
+}
+
+/// libhdf5's advice on a file whose superblock marks it open for writing (file format 1.10 and
+/// later: a writer, e.g. a SWMR writer, has it open now, or crashed with it open).
+const H5CLEAR_ADVICE: &str = " (may use <h5clear file> to clear file consistency flags)";
+
+/// `e` (libhdf5's refusal to open a file) without libhdf5's advice to run h5clear when the
+/// file is marked open for writing: on a file being written (a SWMR writer) that would
+/// corrupt it. vh5 says what the mark means instead: the file is open for writing
+/// elsewhere and vh5 has no SWMR-reader mode.
+fn open_for_write_elsewhere(mut e: Error) -> Error {
+    if e.message.contains("already open for write") {
+        e.message = e.message.replace(H5CLEAR_ADVICE, "");
+        e.message.push_str(
+            "\nThe file is marked open for writing by another program (for example a writer in SWMR mode): vh5 cannot read a file \
+             while it is being written (it has no SWMR-reader mode); read it after the writer has closed it. Only if no program is \
+             writing it (a writer crashed) does `h5clear -s FILE` remove the mark.",
+        );
+    }
+    e
 }
 
 /// Check that `id` is an open libhdf5 id of one of `kinds`; `InvalidHandle` otherwise.
@@ -345,6 +365,19 @@ pub struct DatasetInfo {
     /// True for a null dataspace (`H5S_NULL`, h5py's `Empty`): no elements at all; `shape`
     /// and `maxshape` are then empty, as for a scalar, which has one element.
     pub null_dataspace: bool,
+    /// True when the extent may change while the id is open (the file is open read-write or
+    /// SWMR in this process, by whoever opened it: [`super::meta::extent_is_fixed`]).
+    pub extent_may_change: bool,
+}
+
+/// The current extent of the dataset `dset` (must be an open dataset id: `InvalidHandle`
+/// otherwise): one entry per axis, empty for a scalar or a null dataspace. What
+/// [`dataset_info`] reports as `shape`, without the rest (two libhdf5 calls).
+pub fn dataset_shape(lock: &H5Lock, dset: hid_t) -> Result<Vec<u64>> {
+    expect_kind(lock, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
+    // SAFETY: valid dataset id under the lock.
+    let space = Handle::new(lock, unsafe { H5Dget_space(dset) }, "H5Dget_space")?;
+    Ok(space_dims(lock, space.id())?.0)
 }
 
 /// Describe the dataset `dset` (must be an open dataset id: `InvalidHandle` otherwise).
@@ -404,6 +437,7 @@ pub fn dataset_info(lock: &H5Lock, dset: hid_t) -> Result<DatasetInfo> {
             fill_value,
             fill_value_user_defined: status == H5D_fill_value_t::H5D_FILL_VALUE_USER_DEFINED,
             null_dataspace,
+            extent_may_change: !super::meta::extent_is_fixed(lock, dset),
         })
     }
 }

@@ -100,7 +100,7 @@ impl DatasetMeta {
 /// vh5 opened read-only that another opener in the same libhdf5 (h5py, when vh5 is bound to
 /// its library) holds open for writing answers read-write. Any failure answers `false` (no
 /// caching).
-fn extent_is_fixed(lock: &H5Lock, dset: hid_t) -> bool {
+pub(crate) fn extent_is_fixed(lock: &H5Lock, dset: hid_t) -> bool {
     use hdf5_sys::h5f::{H5Fget_intent, H5F_ACC_RDWR, H5F_ACC_SWMR_READ, H5F_ACC_SWMR_WRITE};
     // SAFETY: valid dataset id (checked by the caller); lock held; `intent` is a local.
     unsafe {

@@ -40,7 +40,7 @@ pub mod version;
 pub mod write;
 
 pub use crate::dtype::MAX_RANK;
-pub use dataset::{close, dataset_info, list_datasets, open_dataset, open_file, DatasetInfo, Layout, Listed, FILE_READ_WRITE};
+pub use dataset::{close, dataset_info, dataset_shape, list_datasets, open_dataset, open_file, DatasetInfo, Layout, Listed, FILE_READ_WRITE};
 pub use error::{session, H5Session};
 pub use handle::Handle;
 pub use hyperslab::HyperslabReader;

@@ -38,8 +38,11 @@
 //!
 //! Memory: a thread keeps the buffers of the last plan it made, up to
 //! [`crate::plan::pieces::RECYCLE_MAX_BYTES`] (8 MiB), for its next call ([`Plan::recycled`]:
-//! no page faults planning the next call). The extra memory of a call is bounded by its chunks, not their number: small
-//! chunks are queued ([`QUEUE_PER_WORKER`](super::read_pipeline::QUEUE_PER_WORKER) per worker) and recycled; chunks of at least
+//! no page faults planning the next call). The extra memory of a call is bounded by its chunks, not their number: smaller
+//! chunks travel in batches ([`BATCH_BYTES`], or one chunk when larger), [`QUEUE_PER_WORKER`](super::read_pipeline::QUEUE_PER_WORKER)
+//! batches queued per worker and up to (4 W + 2) batches of buffers recycled (W workers), so a call holds at most
+//! (9 W + 3) batches plus one chunk-sized decoder spare per decoding thread (README: 258 MiB bound, 157 MiB measured,
+//! for 7.6 MiB chunks at 4 threads); chunks of at least
 //! [`BIG_CHUNK_BYTES`] are never queued, at most one or two buffers are recycled, and at
 //! most threads / 2 threads (at least one) decode at once, each holding at most two
 //! chunk-sized buffers, so a call holds at most (threads + 1) x the decoded chunk size

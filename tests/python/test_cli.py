@@ -464,3 +464,21 @@ def test_info_null_dataspace_is_not_listed_as_a_scalar(tmp_path):
     r = run("info", p)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "  /empty: shape null (no elements" in r.stdout and "  /scalar: shape []" in r.stdout, r.stdout
+
+
+def test_read_allow_external_opens_external_storage_and_the_refusal_names_the_flag(tmp_path):
+    """`vh5 read` had no --allow-external (vh5 info has one) and its refusal told the user about
+    VH5_FILE_ALLOW_EXTERNAL and the Python keyword; the CLI names its own flag (read and info)."""
+    raw = tmp_path / "raw.bin"
+    raw.write_bytes(bytes(range(16)))
+    p = tmp_path / "ext.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("ext", shape=(16,), dtype="u1", external=[(str(raw), 0, 16)])
+    r = run("read", p, "/ext", "--random", 3, "--size", 4)
+    assert r.returncode == 1 and "VH5_ERR_UNSUPPORTED" in r.stderr, r.stderr
+    assert "--allow-external" in r.stderr and "VH5_FILE_ALLOW_EXTERNAL" not in r.stderr and "Python" not in r.stderr
+    r = run("info", p)
+    assert "--allow-external" in r.stdout and "VH5_FILE_ALLOW_EXTERNAL" not in r.stdout, r.stdout
+    r = run("read", p, "/ext", "--random", 3, "--size", 4, "--allow-external")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "--allow-external" in run("read", "--help").stdout

@@ -413,3 +413,18 @@ def test_cbor_map_with_array_payload_key_refused_with_offset():
     body = bytes([0xA2]) + cbor2.dumps("a") + cbor2.dumps(1) + key + cbor2.dumps(2)
     with pytest.raises(vh5.UnsupportedError, match=f"map key at byte {body.index(key)} is or holds an array"):
         vh5.decode_document(body)
+
+
+def test_tag_40_with_a_plain_array_of_numbers_is_a_generic_tag():
+    """RFC 8746 tag 40 / 1040 whose elements are a plain CBOR array (valid; cbor2 decodes it)
+    has no byte view: decode_document returns it as vh5.Tag like other tags it does not view
+    (it failed UNSUPPORTED); a typed-array element list is still an array, a text string
+    still malformed."""
+    t = vh5.decode_document(cbor2.dumps(cbor2.CBORTag(40, [[2], [1.0, 2.0]])), "cbor")
+    assert isinstance(t, vh5.Tag) and t.tag == 40 and t.value == [[2], [1.0, 2.0]]
+    d = vh5.decode_document(cbor2.dumps({"a": cbor2.CBORTag(1040, [[2, 2], [1, 2, 3, 4]])}), "cbor")
+    assert d["a"].tag == 1040 and d["a"].value == [[2, 2], [1, 2, 3, 4]]
+    a = vh5.decode_document(cbor2.dumps(cbor2.CBORTag(40, [[2], cbor2.CBORTag(86, b"\0" * 16)])), "cbor")
+    assert isinstance(a, np.ndarray) and a.shape == (2,)
+    with pytest.raises(vh5.MalformedError):
+        vh5.decode_document(cbor2.dumps(cbor2.CBORTag(40, [[2], "x"])), "cbor")

@@ -200,3 +200,19 @@ def test_destination_strides_that_do_not_nest_refused_without_claiming_overlap()
     with pytest.raises(vh5.InvalidArgumentError, match="may share bytes.*strides nest.*contiguous array"):
         vh5.copy_many_slices(np.ones((2, 4)), dst, src_start=[0, 0], dst_start=[0, 0], count=[2, 4])
     assert not buf.any()  # nothing written
+
+
+@linked_only
+def test_swmr_file_being_written_is_refused_without_h5clear_advice(tmp_path):
+    """A file h5py writes in SWMR mode (marked open for writing in its superblock) is refused by
+    vh5's own libhdf5 as "already open for write"; libhdf5's advice to run h5clear (which would
+    corrupt a file being written) is replaced by what the mark means and what vh5 lacks."""
+    p = tmp_path / "swmr.h5"
+    with h5py.File(p, "w", libver=("v110", "v110")) as hf:
+        hf.create_dataset("x", data=np.arange(10.0), maxshape=(None,), chunks=(5,))
+        hf.swmr_mode = True
+        with pytest.raises(vh5.HDF5Error) as e:
+            vh5.File(p)
+    msg = str(e.value)
+    assert "already open for write" in msg and "h5clear file>" not in msg, msg
+    assert "open for writing by another program" in msg and "SWMR-reader" in msg, msg

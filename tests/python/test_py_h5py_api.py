@@ -1,6 +1,7 @@
 """The h5py-style API of vh5 (File/Group navigation, Dataset metadata and basic-selection
 reads, read_direct, slice tables), compared with h5py on files h5py writes."""
 
+import ctypes
 import os
 import re
 from pathlib import Path
@@ -715,3 +716,48 @@ def test_named_datatype_opened_as_dataset_says_so_in_words(tmp_path):
     msg = str(ei.value)
     assert "`/t` is a named datatype, not a dataset" in msg, msg
     assert "Some(" not in msg and "H5I_" not in msg, msg
+
+
+@pytest.mark.skipif(
+    vh5._lib.lib().h5py_bound, reason="the h5py-bound build: test_py_h5py_bound.py resizes through h5py"
+)
+def test_dataset_shape_follows_resize_of_a_read_write_file(tmp_path):
+    """The extent of a dataset of an r+ file may change in this process (H5Dset_extent by any
+    caller of vh5's libhdf5, which shares the open file): shape, len and d[()] ask again every
+    time (once frozen at open). A read-only file keeps the shape read at open (its extent
+    cannot change in this process), as the library reports (``extent_may_change``)."""
+    p = tmp_path / "grow.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("x", data=np.ones((4, 3)), maxshape=(None, 3), chunks=(2, 3), fillvalue=-1.0)
+    with vh5.File(p) as f:
+        assert not f["x"]._live
+    h5 = vh5._lib.lib().cdll  # dlsym through libvh5 finds its own libhdf5's H5Dset_extent
+    h5.H5Dset_extent.argtypes = [ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64)]
+    with vh5.File(p, "r+") as f:
+        d = f["x"]
+        assert d._live and d.shape == (4, 3)
+        assert h5.H5Dset_extent(d.id, (ctypes.c_uint64 * 2)(6, 3)) >= 0
+        assert d.shape == (6, 3) and len(d) == 6 and d.size == 18
+        np.testing.assert_array_equal(d[()], np.r_[np.ones((4, 3)), np.full((2, 3), -1.0)])
+        assert h5.H5Dset_extent(d.id, (ctypes.c_uint64 * 2)(1, 3)) >= 0
+        assert d.shape == (1, 3)
+        np.testing.assert_array_equal(d[()], np.ones((1, 3)))
+        with pytest.raises(IndexError, match="out of bounds for axis 0 with size 1"):
+            d[1]
+    d.close()
+    assert d.shape == (1, 3)  # closed: the last extent seen
+
+
+def test_scalar_dataset_ellipsis_selections_match_h5py(tmp_path):
+    """d[(Ellipsis,)] of a scalar dataset gave a numpy scalar; h5py (and numpy) give a 0-d
+    array. d[()], d[...] and integer selections of datasets with axes unchanged (as h5py)."""
+    p = tmp_path / "scalar.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f["s"] = np.float64(2.5)
+        f["v"] = np.arange(3.0)
+    with h5py.File(p, "r") as h, vh5.File(p) as f:
+        scalar = [("s", ()), ("s", Ellipsis), ("s", (Ellipsis,))]
+        for name, sel in scalar + [("v", 0), ("v", (0,)), ("v", (0, Ellipsis)), ("v", (Ellipsis, 0))]:
+            want, got = h[name][sel], f[name][sel]
+            assert type(got) is type(want) and np.shape(got) == np.shape(want), (name, sel, got, want)
+            assert got == want, (name, sel, got, want)

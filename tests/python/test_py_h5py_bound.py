@@ -360,6 +360,33 @@ def test_chunk_cache_never_stale_on_a_file_h5py_writes(tmp_path):
 
 
 @bound
+def test_dataset_shape_follows_h5py_resize_in_the_same_process(tmp_path):
+    """A vh5.Dataset on a file h5py holds for writing (one libhdf5: shared intent read-write)
+    shows the live extent: shape, len, d[()] and d[...] follow h5py's resize, growing and
+    shrinking (once frozen at open: d[()] missed the new rows, and after a shrink failed
+    with a src_start/count message the caller never passed)."""
+    p = str(tmp_path / "grow.h5")
+    with h5py.File(p, "w") as f:
+        d = f.create_dataset("x", shape=(4, 3), maxshape=(None, 3), chunks=(2, 3), dtype="f8", fillvalue=-1)
+        d[...] = 1
+        with vh5.File(p) as g, g["x"] as v:
+            assert v.shape == (4, 3)
+            d.resize((8, 3))
+            d[4:8] = 2
+            assert v.shape == d.shape == (8, 3) and len(v) == 8 and v.size == 24
+            np.testing.assert_array_equal(v[()], d[()])
+            np.testing.assert_array_equal(v[6:], d[6:])
+            d.resize((2, 3))
+            assert v.shape == (2, 3) and len(v) == 2
+            np.testing.assert_array_equal(v[()], d[()])
+            np.testing.assert_array_equal(np.asarray(v), d[...])
+            with pytest.raises(IndexError):
+                v[3]
+    with h5py.File(p, "r") as f, vh5.File(p) as g:  # read-only everywhere: the extent is fixed
+        assert not g["x"]._live and g["x"].shape == f["x"].shape == (2, 3)
+
+
+@bound
 def test_read_only_file_still_cached_and_correct(tmp_path):
     p = str(tmp_path / "ro.h5")
     data = np.arange(1024.0).reshape(32, 32)
@@ -482,3 +509,22 @@ def test_dask_token_of_in_memory_h5py_file_ignores_a_disk_file_of_that_name(tmp_
         d = hf.create_dataset("x", data=np.arange(10.0), chunks=(5,))
         hf.flush()
         assert token_parts(source_dataset(d))[-1] is not None
+
+
+def test_write_many_slices_to_h5py_dataset_refusal_true_for_each_build(tmp_path):
+    """Writing to an h5py.Dataset is refused; the message said "its own libhdf5 ... two metadata
+    caches" in the h5py-bound build too, where there is one libhdf5: each build now says its
+    own truth, and the bound build's advice (vh5.File r+ next to h5py's handle) works."""
+    p = str(tmp_path / "w.h5")
+    with h5py.File(p, "w") as f:
+        d = f.create_dataset("x", data=np.zeros(8), chunks=(4,))
+        with pytest.raises(TypeError) as e:
+            vh5.write_many_slices(np.ones(2), d, [0], [0], [2])
+        msg = str(e.value)
+        if lib().h5py_bound:
+            assert "shares h5py's libhdf5" in msg and "two metadata caches" not in msg, msg
+            with vh5.File(p, "r+") as g:
+                vh5.write_many_slices(np.ones(2), g["x"], [0], [0], [2])
+            np.testing.assert_array_equal(d[:], [1, 1, 0, 0, 0, 0, 0, 0])
+        else:
+            assert "its own libhdf5" in msg and "two metadata caches" in msg, msg

@@ -48,7 +48,11 @@ class Dataset(Handle):
         name (str | bytes): absolute path of the dataset, e.g. ``"/grp/x"``; ``bytes`` when
             it is not UTF-8 (a file written by another tool), as in h5py: ``b"/temp\\xe9rature"``.
         file (File): the file it came from.
-        shape (tuple[int, ...]): current extent in elements.
+        shape (tuple[int, ...]): current extent in elements: asked of libhdf5 again on every
+            use (``d.shape``, ``d[sel]``, ``len(d)``...) when it may change in this process
+            (the file is open read-write or SWMR here, by this File or by another opener of
+            the same libhdf5: h5py, with the h5py-bound build, resizing the dataset); read
+            once at open otherwise (a read-only file nothing in this process can write).
         maxshape (tuple[int | None, ...]): maximum extent, None for unlimited axes.
         dtype (numpy.dtype | None): the element type *as stored in the file*, byte order
             included (e.g. ``dtype('>f4')``); compound and other fixed-size non-numeric types
@@ -65,7 +69,9 @@ class Dataset(Handle):
         ndim (int), size (int): number of axes and of elements.
     """
 
-    __slots__ = ("name", "file", "shape", "maxshape", "dtype", "chunks", "layout", "filters", "fillvalue", "_by_file")
+    __slots__ = (
+        "name", "file", "_shape", "_live", "maxshape", "dtype", "chunks", "layout", "filters", "fillvalue", "_by_file",
+    )  # fmt: skip
 
     def __init__(self, file, name):
         self.file = file
@@ -113,10 +119,14 @@ class Dataset(Handle):
 
     def _describe(self, info) -> None:
         nd = int(info.ndim)
-        self.shape = tuple(int(info.shape[i]) for i in range(nd))
+        self._shape = tuple(int(info.shape[i]) for i in range(nd))
+        # The library says whether the extent may change while the id is open (the file's
+        # shared intent is read-write or SWMR): then `shape` asks again on every use.
+        self._live = bool(info.extent_may_change)
         self.maxshape = tuple(None if info.maxshape[i] == _UNLIMITED else int(info.maxshape[i]) for i in range(nd))
         if info.null_dataspace:  # h5py.Empty: no elements at all (a scalar has one), as h5py
-            self.shape = self.maxshape = None
+            self._shape = self.maxshape = None
+            self._live = False  # a null dataspace cannot be extended
         self.chunks = tuple(int(info.chunk[i]) for i in range(nd)) if info.chunked else None
         self.layout = LAYOUT_NAMES.get(int(info.layout), str(int(info.layout)))
         self.filters = tuple(FILTER_NAMES.get(int(f), int(f)) for f in info.filter_id[: min(int(info.nfilters), 16)])
@@ -147,23 +157,36 @@ class Dataset(Handle):
     # -- h5py's metadata properties ------------------------------------------------------
 
     @property
+    def shape(self):
+        """Current extent (see the class docs): re-read from libhdf5 when it may change in
+        this process (``H5Dset_extent`` by vh5's or h5py's handle of the same libhdf5), so it
+        is never stale; a closed dataset keeps the last extent seen."""
+        if self._live and not self.closed:
+            nd, dims = ctypes.c_uint32(0), (ctypes.c_uint64 * 32)()
+            check(lib().vh5_dataset_get_shape(self._id, ctypes.byref(nd), dims), self._ids())
+            self._shape = tuple(dims[: nd.value])
+        return self._shape
+
+    @property
     def ndim(self) -> int:
         """Number of axes (0 for a scalar dataset and for an empty one, h5py's ``Empty``)."""
-        return 0 if self.shape is None else len(self.shape)
+        return 0 if self._shape is None else len(self._shape)  # the extent's rank never changes
 
     @property
     def size(self):
         """Number of elements (product of :attr:`shape`); None for an empty dataset (a null
         dataspace, h5py's ``Empty``: :attr:`shape` is None), as h5py."""
-        return None if self.shape is None else int(np.prod(self.shape, dtype=np.int64))
+        shape = self.shape
+        return None if shape is None else int(np.prod(shape, dtype=np.int64))
 
     def __len__(self) -> int:
         """Length of the first axis (``TypeError`` for a scalar or empty dataset, as h5py)."""
-        if self.shape is None:
+        shape = self.shape
+        if shape is None:
             raise TypeError(f"dataset {self.name!r} is empty (a null dataspace, h5py.Empty): it has no len()")
-        if not self.shape:
+        if not shape:
             raise TypeError(f"dataset {self.name!r} is a scalar (0-d): it has no len()")
-        return self.shape[0]
+        return shape[0]
 
     @property
     def compression(self):
@@ -206,13 +229,14 @@ class Dataset(Handle):
 
     def _extent(self) -> tuple:
         """:attr:`shape`, refusing an empty dataset (a null dataspace) as the library does."""
-        if self.shape is None:
+        shape = self.shape
+        if shape is None:
             raise error(
                 "VH5_ERR_UNSUPPORTED",
                 f"dataset {self.name!r} of {self.file.filename!r} has a null dataspace (H5S_NULL, h5py.Empty): "
                 "it holds no elements to read",
             )
-        return self.shape
+        return shape
 
     def _readable_dtype(self) -> np.dtype:
         dt = self.dtype
@@ -257,7 +281,8 @@ class Dataset(Handle):
         """The selected elements as a numpy array of :attr:`dtype` (h5py's basic selections:
         integers, slices with positive steps, ``...``, tuples of those, fewer indices than
         axes); a single element (all axes indexed by integers, or ``d[()]`` of a scalar
-        dataset) as a numpy scalar. One library call reads the whole hyperslab.
+        dataset) as a numpy scalar, and a scalar dataset read with ``...`` (``d[...]``,
+        ``d[(Ellipsis,)]``) as a 0-d array, as h5py. One library call reads the whole hyperslab.
 
         Raises:
             IndexError: an integer out of range, too many indices.
@@ -274,6 +299,10 @@ class Dataset(Handle):
             self.id  # noqa: B018 - raises InvalidHandleError
         out = out.reshape(hs.shape)
         if out.ndim == 0 and sel is not Ellipsis:
+            # h5py: a scalar dataset read with `...` (alone or in a tuple, as numpy) gives a 0-d
+            # array; `d[()]`, and integers selecting one element of a dataset with axes, a scalar.
+            if hs.start == () and isinstance(sel, tuple) and any(k is Ellipsis for k in sel):
+                return out
             return out[()]
         return out
 

@@ -138,16 +138,21 @@ def _same_file_path(h5file, driver, filename, name):
     device and inode are those of the descriptor (``os.stat`` vs ``os.fstat``). The path
     returned is an ordinary absolute name (never ``/proc/self/fd/N``, which would mean
     another file in another process, e.g. once pickled). Without a descriptor (other
-    drivers) an absolute given name is used as is and a relative one refused. Raises
+    drivers: ``stdio``, ``direct``) an absolute given name is used as is and a relative one
+    refused (vh5.UnsupportedError: the directory it was resolved against is unknown). Raises
     vh5.IoError naming the names when no candidate is h5py's file."""
     fd = _h5py_fd(h5file, driver)
     given = os.path.abspath(filename)
     if fd is None:
         if os.path.isabs(filename):
             return filename, None
-        why = (
-            "h5py gives no file descriptor to check it against (driver "
-            f"{driver!r}), and the name is relative (the working directory may have changed since h5py opened it)"
+        raise error(
+            "VH5_ERR_UNSUPPORTED",
+            f"cannot reopen the file h5py has open for {name!r}: h5py opened it by the relative name "
+            f"{filename!r} with the {driver!r} driver, which gives no file descriptor, and the working "
+            f"directory that name was resolved against is not known (it may have changed since; the name "
+            f"now resolves to {given!r}), so vh5 cannot tell which file on disk it is. Open the h5py file "
+            "by an absolute path (or with the default 'sec2' driver), or use vh5.File(path)",
         )
     else:
         st = os.fstat(fd)

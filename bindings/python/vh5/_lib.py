@@ -113,6 +113,7 @@ class DatasetInfo(Structure):
         ("fill_value_user_defined", c_uint8),
         ("fill_value", c_uint8 * 16),
         ("null_dataspace", c_uint8),
+        ("extent_may_change", c_uint8),
     ]
 
 
@@ -157,6 +158,7 @@ _SIGNATURES = {
     "vh5_dataset_open": (c_int32, [c_int64, c_char_p, POINTER(c_int64)]),
     "vh5_dataset_from_hdf5_id": (c_int32, [c_int64, POINTER(c_int64)]),
     "vh5_dataset_get_info": (c_int32, [c_int64, POINTER(DatasetInfo)]),
+    "vh5_dataset_get_shape": (c_int32, [c_int64, POINTER(c_uint32), POINTER(c_uint64)]),
     "vh5_close": (c_int32, [c_int64]),
     "vh5_group_members": (c_int32, [c_int64, c_char_p, c_uint32, c_void_p, c_size_t, POINTER(c_size_t)]),
     "vh5_link_get": (c_int32, [c_int64, c_char_p, POINTER(c_uint8), c_void_p, c_size_t, POINTER(c_size_t)]),

@@ -270,8 +270,9 @@ class _LazyDataset(_Lazy, Dataset):
         self._closed_here = False
         self.file = file
         self.name = name
+        self._live = False  # the pickled extent (a lazy handle resolves nothing to show it)
         for m, v in zip(_META, meta):
-            setattr(self, m, v)
+            setattr(self, "_shape" if m == "shape" else m, v)
 
     def _open(self):
         key = self.file._key

@@ -261,11 +261,19 @@ def write_many_slices(
     if not isinstance(src, np.ndarray):
         raise TypeError(f"src must be a numpy.ndarray, not {type(src).__name__}")
     if is_h5py_dataset(dst):
-        raise TypeError(
-            "dst is an h5py.Dataset: vh5 writes through its own libhdf5, which must not write a "
-            "file h5py holds open (two metadata caches corrupt it). Close it in h5py and use "
-            "vh5.File(path, 'r+')[name], or write through h5py"
-        )
+        if lib().h5py_bound:
+            why = (
+                "vh5 writes only datasets it opened itself. This build shares h5py's libhdf5, so "
+                "vh5.File(path, 'r+')[name] may stay open next to h5py's handle (one open file, one "
+                "metadata cache); write through it, or through h5py"
+            )
+        else:
+            why = (
+                "vh5 writes through its own libhdf5, which must not write a file h5py holds open "
+                "(two metadata caches corrupt it). Close it in h5py and use vh5.File(path, 'r+')[name], "
+                "or write through h5py"
+            )
+        raise TypeError(f"dst is an h5py.Dataset: {why}")
     if not isinstance(dst, Dataset):
         raise TypeError(f"dst must be a vh5.Dataset, not {type(dst).__name__}")
     if count is None or _select.is_selection_list(dst_start):

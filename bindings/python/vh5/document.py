@@ -322,7 +322,9 @@ def decode_document(buf, format: str | None = None):
 
     Returns:
         The document as Python objects: ``dict``, ``list``, ``str``, ``int``, ``float``,
-        ``bool``, ``None``; byte strings as read-only ``memoryview`` slices of ``buf`` (map keys
+        ``bool``, ``None`` (CBOR ``null``, and also CBOR ``undefined``, simple value 23, for
+        which cbor2 returns its ``cbor2.undefined`` sentinel: vh5 does not tell the two apart);
+        byte strings as read-only ``memoryview`` slices of ``buf`` (map keys
         that are byte strings as ``bytes``, which are hashable); every array (msgpack-numpy
         map, RFC 8746 typed array, tag 40/1040 array, Reductionist map) as a read-only numpy
         array viewing ``buf`` (a msgpack-numpy ``nd: false`` scalar as a numpy scalar); other

@@ -144,7 +144,7 @@ fn info(path: &str, flags: u32) -> Result<usize> {
         let line = line.unwrap_or_else(|e| {
             bad += 1;
             // continuation lines (a libhdf5 error stack) indented under the entry
-            format!("cannot open: {}: {}", status_name(e.kind), e.message.replace('\n', "\n    "))
+            format!("cannot open: {}: {}", status_name(e.kind), crate::cli_message(&e.message).replace('\n', "\n    "))
         });
         if writeln!(out, "  {}: {line}", it.path).is_err() {
             return Ok(bad);

@@ -28,7 +28,7 @@ const USAGE: &str = "usage:
   vh5 info --version
         vh5's version and the libhdf5 in use
   vh5 read FILE DATASET (--table ROWS.csv | --random N --size A,B,..) [--seed S] [--clip]
-                        [--save OUT.npy] [--show K]
+                        [--save OUT.npy] [--show K] [--allow-external]
         read many slices, print a checksum and the time
   vh5 make-sample FILE [--shape 2000,2000] [--chunk 100,100]
         write a float64 gzip+shuffle sample dataset /data (default 2000x2000, 100x100 chunks)
@@ -48,9 +48,18 @@ pub fn status_name(k: vh5::error::ErrorKind) -> String {
     format!("{:?}", vh5::ffi::vh5_status::from(k))
 }
 
+/// What the library's refusal of a dataset pointing at other files tells a C / Python caller.
+const EXTERNAL_HINT: &str = "open the file with VH5_FILE_ALLOW_EXTERNAL (Python: vh5.File(path, allow_external=True))";
+
+/// `message` as a CLI user should read it: the C / Python way to allow external data
+/// ([`EXTERNAL_HINT`]) becomes the command's `--allow-external` option.
+pub fn cli_message(message: &str) -> String {
+    message.replace(EXTERNAL_HINT, "run the command with --allow-external (trusted files only)")
+}
+
 /// Print `vh5: VH5_ERR_...: message` to stderr; returns exit code 1.
 pub fn fail(e: &vh5::error::Error) -> i32 {
-    eprintln!("vh5: {}: {}", status_name(e.kind), e.message);
+    eprintln!("vh5: {}: {}", status_name(e.kind), cli_message(&e.message));
     1
 }
 

@@ -132,7 +132,7 @@ fn parse_list(s: Option<&String>) -> Option<Vec<u64>> {
 
 /// `vh5 read --help` (stdout, exit 0; on stderr with exit 2 after a usage error).
 pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv | --random N --size A,B,..) [--seed S] [--clip]
-                [--save OUT.npy] [--show K]
+                [--save OUT.npy] [--show K] [--allow-external]
   Read many slices of DATASET into a new C-order array (just large enough for every row;
   with --clip, for every row as clipped to the dataset),
   print the first rows, a summary, a checksum (sum and FNV-1a 64 of the bytes) and the time.
@@ -148,6 +148,9 @@ pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv
   --clip            versioned-hdf5 semantics (clip counts, skip empty rows) instead of errors
   --save OUT.npy    write the destination array as a .npy file
   --show K          print the first K rows of the table (default 3)
+  --allow-external  read a dataset whose data lives in other files (external storage,
+                    virtual datasets, external links); refused by default: a crafted file
+                    could make vh5 read any file the process may read
   -h, --help        this help
   Summary: rows read / skipped (count 0, or clipped to nothing by --clip), elements copied;
   chunks read whole once (of them, raw chunks decoded by vh5), hyperslab reads by libhdf5
@@ -168,11 +171,25 @@ struct ReadOpts {
     clip: bool,
     save: Option<String>,
     show: usize,
+    /// `--allow-external`: the file is opened with `FILE_ALLOW_EXTERNAL`.
+    allow_external: bool,
 }
 
 fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
     let mut pos = Vec::new();
-    let mut o = ReadOpts { path: String::new(), dataset: String::new(), dataset_bytes: vec![], table: None, random: None, size: vec![], seed: 1, clip: false, save: None, show: 3 };
+    let mut o = ReadOpts {
+        path: String::new(),
+        dataset: String::new(),
+        dataset_bytes: vec![],
+        table: None,
+        random: None,
+        size: vec![],
+        seed: 1,
+        clip: false,
+        save: None,
+        show: 3,
+        allow_external: false,
+    };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().cloned().ok_or_else(|| format!("{a} needs a value"));
@@ -184,6 +201,7 @@ fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
             "--save" => o.save = Some(val()?),
             "--show" => o.show = count_arg(a, &val()?, "the number of table rows to print; 0 prints none")?,
             "--clip" => o.clip = true,
+            "--allow-external" => o.allow_external = true,
             x if x.starts_with("--") => return Err(format!("unknown option {x}")),
             x => pos.push(x.to_string()),
         }
@@ -319,7 +337,8 @@ fn dest_shape(t: &SliceTable, shape: &[u64], clip: bool) -> Result<Vec<u64>> {
 fn read(o: &ReadOpts) -> Result<()> {
     let s = h5::session();
     let l = s.lock();
-    let f = h5::open_file(l, &o.path, 0)?;
+    let flags = if o.allow_external { h5::external::FILE_ALLOW_EXTERNAL } else { 0 };
+    let f = h5::open_file(l, &o.path, flags)?;
     let d = h5::open_dataset(l, f.id(), &o.dataset_bytes)?;
     let info = h5::dataset_info(l, d.id())?;
     let Some(dtype) = info.dtype.dtype else {

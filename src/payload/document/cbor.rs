@@ -51,7 +51,8 @@ pub(super) fn walk<'a, S: Sink<'a>>(w: &mut Walk<'a, '_, S>) -> Result<usize> {
             }
             6 => {
                 let t = h.arg;
-                if typed_array_tag(t)?.is_some() || t == TAG_MULTIDIM_ROW_MAJOR || t == TAG_MULTIDIM_COL_MAJOR {
+                let multidim = t == TAG_MULTIDIM_ROW_MAJOR || t == TAG_MULTIDIM_COL_MAJOR;
+                if typed_array_tag(t)?.is_some() || (multidim && !plain_elements(buf, start + h.len)) {
                     let (p, end) = parse_at(buf, start, false)?;
                     let v = view_of(p, 0).map_err(|e| crate::payload::cbor::raw::ctx(e, &format!("tag {t} at byte {start}")))?;
                     w.emit_view(start, v);
@@ -79,6 +80,34 @@ pub(super) fn walk<'a, S: Sink<'a>>(w: &mut Walk<'a, '_, S>) -> Result<usize> {
             return Ok(pos);
         }
     }
+}
+
+/// True when the content of a tag 40 / 1040 at `pos` is `[dims, elements]` with `elements` a
+/// plain CBOR array (of numbers, RFC 8746 §3.1.1 allows any array), not a typed array or byte
+/// string: valid, but with no byte view. The document then keeps the tag as a generic tag (as
+/// cbor2 decodes it) rather than refusing it. Any other shape answers false (the array parser
+/// then reports what is wrong with it).
+fn plain_elements(buf: &[u8], pos: usize) -> bool {
+    let Ok(c) = head(buf, pos) else { return false };
+    if c.major != 4 || c.indefinite() || c.arg != 2 {
+        return false;
+    }
+    let mut p = pos + c.len;
+    let Ok(d) = head(buf, p) else { return false };
+    if d.major != 4 || d.indefinite() {
+        return false;
+    }
+    if d.arg > 64 {
+        return false;
+    }
+    p += d.len;
+    for _ in 0..d.arg {
+        match head(buf, p) {
+            Ok(x) if x.major <= 1 => p += x.len,
+            _ => return false,
+        }
+    }
+    head(buf, p).is_ok_and(|e| e.major == 4)
 }
 
 /// A simple value or float (major type 7, not a break).

@@ -13,7 +13,8 @@ Same results for: nested maps / lists of anything msgpack encodes; keys as ``byt
 scalars (``nd: false``), 0-d, empty, bool, complex, byte-swapped and Fortran-order arrays
 (msgpack-numpy packs those as C-order copies); Python ``complex`` values.
 
-Differences, each a refusal rather than a different value:
+Differences (all but the last a refusal rather than a different value; the last one returns an
+array where msgpack-numpy returns the map):
 - kind ``'O'`` (object arrays) raises :class:`vh5.UnsupportedError`: the pickle is never
   loaded (msgpack-numpy would run it);
 - structured dtypes (kind ``'V'``) and dtypes vh5 has no view for (strings ``<U``/``|S``,
@@ -22,7 +23,10 @@ Differences, each a refusal rather than a different value:
   installed, else the library's :class:`vh5.UnsupportedError` / :class:`vh5.DtypeError`;
 - a map with keys ``nd``, ``type`` and ``data`` that is not a valid msgpack-numpy array
   raises :class:`vh5.MalformedError` (msgpack-numpy may return the map unchanged);
-- text keys ``"nd"``, ... also mark an array (msgpack-numpy tests only byte-string keys).
+- text keys ``"nd"``, ... also mark an array (msgpack-numpy tests only byte-string keys): a
+  map ``{"nd": True, "type": "<f8", "kind": b"", "shape": [1], "data": b"..."}`` (text keys,
+  e.g. packed with ``use_bin_type`` and read with ``raw=False``) comes back as the array, where
+  msgpack-numpy returns the map itself — a different value, not a refusal.
 """
 
 from __future__ import annotations
