@@ -21,10 +21,11 @@ import weakref
 from collections.abc import ItemsView, KeysView, Mapping, ValuesView
 
 from ._args import escaped, name_arg, name_bytes, path_arg, shown_name, with_lock_hint
-from ._datasets import Dataset, in_file
-from ._errors import Error, InvalidArgumentError, NotFoundError, check, error, status_number
+from ._datasets import Dataset
+from ._errors import Error, InvalidArgumentError, NotFoundError, check, error
 from ._handle import Handle
 from ._lib import VH5_GROUP_RECURSIVE, lib
+from ._protocol import two_call
 
 __all__ = ["File", "Group", "Handle", "members"]
 
@@ -227,31 +228,16 @@ def members(file: File, path: str, *, recursive: bool = False, count_only: bool 
     ``"s"`` dangling soft link, ``"?"`` other. ``path`` and the names are in the internal
     form of :func:`vh5._args.name_arg` (bytes that are not UTF-8 as surrogate escapes).
     Errors name the file."""
-    fid = file.id
     c_path = name_bytes(path)
     fl = VH5_GROUP_RECURSIVE if recursive else 0
-    n = ctypes.c_size_t(0)
     fn = lib().vh5_group_members
-    ids = {fid: f"file {file.filename!r}"}
-    too_small = status_number("VH5_ERR_BUFFER_TOO_SMALL")
-    for _ in range(8):
-        try:
-            check(fn(fid, c_path, fl, None, 0, ctypes.byref(n)), ids)
-        except Error as e:
-            raise in_file(e, file.filename) from None
-        if count_only:
-            return []
-        buf = ctypes.create_string_buffer(max(n.value, 1))
-        st = fn(fid, c_path, fl, buf, n.value, ctypes.byref(n))
-        if st == too_small:
-            continue  # the group changed between the two calls (another writer of an r+ file)
-        check(st, ids)
-        raw = buf.raw[: n.value]
-        out = []
-        for rec in raw.split(b"\0")[:-1]:
-            out.append((chr(rec[0]), rec[1:].decode("utf-8", "surrogateescape")))
-        return out
-    raise error("VH5_ERR_HDF5", f"the members of {shown_name(path)!r} in {file.filename!r} kept changing while listed")
+    raw = two_call(
+        file,
+        lambda fid, buf, cap, n: fn(fid, c_path, fl, buf, cap, n),
+        f"the members of {shown_name(path)!r}",
+        size_only=count_only,
+    )
+    return [(chr(rec[0]), rec[1:].decode("utf-8", "surrogateescape")) for rec in raw.split(b"\0")[:-1]]
 
 
 class Group(_Navigation):

@@ -13,8 +13,9 @@ import ctypes
 import os
 
 from ._args import name_bytes, shown_name
-from ._errors import Error, check, error, status_number
+from ._errors import error
 from ._lib import lib
+from ._protocol import two_call
 
 __all__ = ["HardLink", "SoftLink", "ExternalLink", "link_value"]
 
@@ -83,35 +84,23 @@ def link_value(file, path: str):
         link (file opened without ``allow_external``) or the link is of a user-defined class.
         vh5.HDF5Error: libhdf5 could not read it.
     """
-    from ._datasets import in_file
-
-    fid = file.id
     c_path = name_bytes(path)
     kind = ctypes.c_uint8(0)
-    n = ctypes.c_size_t(0)
     fn = lib().vh5_link_get
-    ids = {fid: f"file {file.filename!r}"}
-    too_small = status_number("VH5_ERR_BUFFER_TOO_SMALL")
-    for _ in range(8):
-        try:
-            check(fn(fid, c_path, ctypes.byref(kind), None, 0, ctypes.byref(n)), ids)
-            buf = ctypes.create_string_buffer(max(n.value, 1))
-            st = fn(fid, c_path, ctypes.byref(kind), buf, n.value, ctypes.byref(n))
-            if st == too_small:
-                continue  # the link changed between the two calls (another writer of an r+ file)
-            check(st, ids)
-        except Error as e:
-            raise in_file(e, file.filename) from None
-        k = _KINDS.get(kind.value)
-        parts = buf.raw[: n.value].split(b"\0")
-        if k == "hard":
-            return HardLink()
-        if k == "soft":
-            return SoftLink(shown_name(parts[0].decode("utf-8", "surrogateescape")))
-        if k == "external":
-            return ExternalLink(parts[0], shown_name(parts[1].decode("utf-8", "surrogateescape")))
-        raise error(
-            "VH5_ERR_UNSUPPORTED",
-            f"{file.filename!r}: the link {shown_name(path)!r} is of a user-defined class (not hard, soft, external)",
-        )
-    raise error("VH5_ERR_HDF5", f"the link {shown_name(path)!r} in {file.filename!r} kept changing while read")
+    raw = two_call(
+        file,
+        lambda fid, buf, cap, n: fn(fid, c_path, ctypes.byref(kind), buf, cap, n),
+        f"the link {shown_name(path)!r}",
+    )
+    k = _KINDS.get(kind.value)
+    parts = raw.split(b"\0")
+    if k == "hard":
+        return HardLink()
+    if k == "soft":
+        return SoftLink(shown_name(parts[0].decode("utf-8", "surrogateescape")))
+    if k == "external":
+        return ExternalLink(parts[0], shown_name(parts[1].decode("utf-8", "surrogateescape")))
+    raise error(
+        "VH5_ERR_UNSUPPORTED",
+        f"{file.filename!r}: the link {shown_name(path)!r} is of a user-defined class (not hard, soft, external)",
+    )
