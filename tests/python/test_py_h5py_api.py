@@ -732,7 +732,10 @@ def test_dataset_shape_follows_resize_of_a_read_write_file(tmp_path):
     with vh5.File(p) as f:
         assert not f["x"]._live
     h5 = vh5._lib.lib().cdll  # dlsym through libvh5 finds its own libhdf5's H5Dset_extent
-    h5.H5Dset_extent.argtypes = [ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64)]
+    try:
+        h5.H5Dset_extent.argtypes = [ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64)]
+    except AttributeError:
+        pytest.skip("libhdf5's symbols are not visible through libvh5 (static-hdf5 build: linked in, not exported)")
     with vh5.File(p, "r+") as f:
         d = f["x"]
         assert d._live and d.shape == (4, 3)
