@@ -861,7 +861,8 @@ const char *vh5_dtype_name(uint32_t dtype);
  *
  * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`n_items` / `n_views` NULL, `buf` NULL with a
  * non-zero `len`, `items` / `views` NULL with a non-zero capacity); VH5_ERR_INVALID_ARGUMENT (unknown
- * `format`, or PAYLOAD_DOC_AUTO and the document is valid in both formats);
+ * `format`, or PAYLOAD_DOC_AUTO and the document is valid in both formats, or `items` /
+ * `views` (their capacities) overlapping `buf`'s bytes);
  * VH5_ERR_BUFFER_TOO_SMALL (see above); VH5_ERR_MALFORMED (truncated at any byte, not
  * well-formed, text not UTF-8, trailing bytes after the root value, declared lengths
  * beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (an HDF5 or
@@ -1019,7 +1020,9 @@ vh5_status vh5_close(int64_t id);
  * d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j] (1 if `src_step` is
  * NULL), ds = dst_step[i*ndim+j] (1 if NULL); all in ELEMENTS. Each table holds
  * `nslices * dst->ndim` uint64 values, row-major, borrowed for the call (may be NULL when
- * that product is 0). Rows run in order: where destinations overlap, the later row wins.
+ * that product is 0) and read before anything is written: tables lying inside dst's own
+ * memory are copied first, so rows writing over them change nothing of the call. Rows run
+ * in order: where destinations overlap, the later row wins.
  * A row with a count of 0 on any axis copies nothing and is not bounds-checked.
  * The dataset must have `dst->ndim` axes. A scalar (0-d) dataset is read with `ndim` 0 and
  * empty tables: each row copies the single element.
@@ -1235,7 +1238,8 @@ vh5_status payload_decode_view(const uint8_t *buf,
  * 0); `*written` receives the number of values written (0 when the payload has no count).
  *
  * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`written` NULL, `buf` NULL with `len` > 0, `out`
- * NULL with `cap` > 0); VH5_ERR_BUFFER_TOO_SMALL when `cap` < count length: nothing is
+ * NULL with `cap` > 0); VH5_ERR_INVALID_ARGUMENT (`out`'s `cap` values overlap `buf`'s
+ * bytes: nothing written); VH5_ERR_BUFFER_TOO_SMALL when `cap` < count length: nothing is
  * written beyond `out[cap-1]` (for an integer array the first `cap` values may be written,
  * as counts are decoded in a single pass), `*written` is set to the NEEDED count and the
  * message gives it;
@@ -1264,7 +1268,8 @@ vh5_status payload_decode_count(const uint8_t *buf,
  * Unlike payload_decode_view this also reads data stored as an indefinite-length (chunked)
  * CBOR byte string.
  *
- * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT; VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
+ * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT; VH5_ERR_INVALID_ARGUMENT (`out`'s `out_len` bytes
+ * overlap `buf`'s: nothing written); VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
  * than the data length (nothing written; `*written` is set to the NEEDED byte count; the
  * message gives it); and any status payload_decode_view returns for the message (except
  * VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER, which do not apply). Thread-safe.
@@ -1288,7 +1293,8 @@ vh5_status payload_copy_data(const uint8_t *buf,
  * (an index into `*src`), d = dst_start[i*ndim+j] (an index into `*dst`),
  * c = count[i*ndim+j], ss = src_step[i*ndim+j] and ds = dst_step[i*ndim+j] (1 when the
  * table is NULL); all in ELEMENTS. Each table holds `nslices * ndim` uint64 values,
- * row-major (NULL allowed when that product is 0). Rows run in order: where destinations
+ * row-major (NULL allowed when that product is 0), read before anything is written (tables
+ * lying inside dst's memory are copied first). Rows run in order: where destinations
  * overlap, the later row wins. A row with a count of 0 on some axis copies nothing and is not
  * bounds-checked. `src->ndim` and `dst->ndim` must be equal (0-d arrays: every row copies
  * the single element).

@@ -2,9 +2,10 @@
 //! turns a `vh5_array` into a dtype and an [`ArrayLayout`] ([`array_parts`]: checking the
 //! pointer, dtype code, rank, item size against the dtype, shape/strides pointers, base vs
 //! base_len; [`dst_array`] / [`src_array`] borrow its memory on top) and one that borrows the
-//! five `nslices * ndim` tables of a many-slice call ([`table_args`]).
+//! five `nslices * ndim` tables of a many-slice call, or copies them when they lie inside the
+//! memory the call writes ([`table_args`]).
 
-use super::{null_arg, slice_arg};
+use super::{null_arg, overlaps, slice_arg};
 use crate::dtype::Dtype;
 use crate::error::Result;
 use crate::transfer::{ArrayLayout, DstArray, SliceTable, SrcArray};
@@ -91,19 +92,17 @@ pub(crate) unsafe fn array_parts(a: *const vh5_array, name: &str, check_itemsize
     Ok((base, dtype, ArrayLayout { shape, strides, offset: a.offset, base_len: a.base_len, itemsize: a.itemsize }))
 }
 
-/// Borrow the `vh5_array` at `a` (argument `name`) as a destination: checks as
-/// [`array_parts`] without the item size (see there).
+/// Borrow the memory of a destination described by [`array_parts`] (`base`, `layout`): the
+/// last step of decoding a destination, after the slice tables ([`table_args`] must know the
+/// bytes it writes before any reference to them exists).
 ///
 /// # Safety
-/// As [`array_parts`], and `a.base` valid for reads and writes of `a.base_len` bytes, not
-/// accessed by anyone else, for `'a`.
-pub(crate) unsafe fn dst_array<'a>(a: *const vh5_array, name: &str) -> Result<DstArray<'a>> {
-    // SAFETY: this function's contract.
-    let (base, dtype, layout) = unsafe { array_parts(a, name, false) }?;
-    // SAFETY: `base` is valid for reads and writes of `base_len` bytes for `'a` (this function's
-    // contract; dangling but non-NULL when 0, valid for an empty slice).
+/// `base` valid for reads and writes of `layout.base_len` bytes (dangling but non-NULL when
+/// 0), not accessed by anyone else (the tables included), for `'a`.
+pub(crate) unsafe fn dst_array<'a>(base: *mut u8, dtype: Dtype, layout: ArrayLayout) -> DstArray<'a> {
+    // SAFETY: this function's contract (a dangling non-NULL pointer is valid for an empty slice).
     let buf = unsafe { std::slice::from_raw_parts_mut(base, layout.base_len) };
-    Ok(DstArray { buf, layout, dtype })
+    DstArray { buf, layout, dtype }
 }
 
 /// Borrow the `vh5_array` at `a` (argument `name`) as a source: checks as [`array_parts`],
@@ -121,10 +120,17 @@ pub(crate) unsafe fn src_array<'a>(a: *const vh5_array, name: &str) -> Result<Sr
     Ok(SrcArray { buf, layout, dtype })
 }
 
-/// Borrow the five tables of `nslices * ndim` values (steps optional) of a many-slice call.
+/// The five tables of `nslices * ndim` values (steps optional) of a many-slice call: borrowed
+/// from the caller, or copied into `copies` when any of them lies inside `written`, the bytes
+/// the call writes (a destination array's `[base, base + base_len)`; empty for calls writing
+/// no caller memory). The tables are thus read once, before anything is written: a row
+/// writing into a later row's table entries cannot change that row after it was validated
+/// (it did, and a copy then wrote outside its destination). The overlap test uses addresses
+/// only, so no reference to table memory is formed while it may be written.
 ///
 /// # Safety
-/// Each non-NULL pointer must hold `nslices * ndim` values, not written during `'a`.
+/// Each non-NULL pointer must hold `nslices * ndim` values, not written during `'a` by anyone
+/// else than this call through `written`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn table_args<'a>(
     ndim: usize,
@@ -134,9 +140,45 @@ pub(crate) unsafe fn table_args<'a>(
     count: *const u64,
     src_step: *const u64,
     dst_step: *const u64,
+    written: (*const u8, usize),
+    copies: &'a mut Vec<u64>,
 ) -> Result<SliceTable<'a>> {
     let len = nslices.checked_mul(ndim).ok_or_else(|| err!(InvalidArgument, "nslices {nslices} x ndim {ndim} overflows"))?;
-    // SAFETY: every table holds `len` values when not NULL (this function's contract).
+    let ptrs = [(src_start, "src_start", true), (dst_start, "dst_start", true), (count, "count", true), (src_step, "src_step", false), (dst_step, "dst_step", false)];
+    // NULL checks first, in argument order (the order of the statuses).
+    for &(p, name, required) in &ptrs {
+        if required && p.is_null() && len > 0 {
+            return Err(null_arg(name));
+        }
+    }
+    let present = |p: *const u64| !p.is_null() && len > 0;
+    if ptrs.iter().any(|&(p, _, _)| present(p) && overlaps(p.cast(), len * 8, written)) {
+        copies.clear();
+        let values = len.saturating_mul(ptrs.len());
+        copies.try_reserve_exact(values).map_err(|e| err!(NoMemory, "copying the slice tables out of the destination's memory: cannot allocate {values} values ({e})"))?;
+        for &(p, _, _) in &ptrs {
+            if present(p) {
+                // SAFETY: `p` holds `len` values (this function's contract); they are read
+                // before anything is written to `written`, and no reference to them is kept.
+                unsafe { copies.extend_from_slice(std::slice::from_raw_parts(p, len)) };
+            }
+        }
+        // Here `len` > 0 and the required tables are present (checked above).
+        let mut rest: &'a [u64] = copies;
+        let mut take = |p: *const u64| {
+            if p.is_null() {
+                return None;
+            }
+            let (t, r) = rest.split_at(len);
+            rest = r;
+            Some(t)
+        };
+        let (s, d, c) = (take(src_start).unwrap_or(&[]), take(dst_start).unwrap_or(&[]), take(count).unwrap_or(&[]));
+        let (ss, ds) = (take(src_step), take(dst_step));
+        return SliceTable::new(ndim, nslices, s, d, c, ss, ds);
+    }
+    // SAFETY: every table holds `len` values when not NULL and lies outside `written`
+    // (this function's contract and the test above).
     let table = |p: *const u64, name: &str| unsafe { slice_arg(p, len, name) };
     let opt = |p: *const u64, name: &str| if p.is_null() { Ok(None) } else { table(p, name).map(Some) };
     SliceTable::new(ndim, nslices, table(src_start, "src_start")?, table(dst_start, "dst_start")?, table(count, "count")?, opt(src_step, "src_step")?, opt(dst_step, "dst_step")?)

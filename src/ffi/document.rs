@@ -2,7 +2,7 @@
 //! `crate::payload::document`).
 
 use super::payload::payload_view;
-use super::{guard, slice_arg, slice_mut_arg, vh5_status, write_out};
+use super::{guard, refuse_output_in_input, slice_arg, slice_mut_arg, vh5_status, write_out};
 use crate::error::Result;
 use crate::payload::document::{self, DocFormat, Item, ItemKind, Sink};
 use crate::payload::PayloadView;
@@ -162,7 +162,8 @@ impl<'a> Sink<'a> for SliceSink<'_> {
 ///
 /// Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`n_items` / `n_views` NULL, `buf` NULL with a
 /// non-zero `len`, `items` / `views` NULL with a non-zero capacity); VH5_ERR_INVALID_ARGUMENT (unknown
-/// `format`, or PAYLOAD_DOC_AUTO and the document is valid in both formats);
+/// `format`, or PAYLOAD_DOC_AUTO and the document is valid in both formats, or `items` /
+/// `views` (their capacities) overlapping `buf`'s bytes);
 /// VH5_ERR_BUFFER_TOO_SMALL (see above); VH5_ERR_MALFORMED (truncated at any byte, not
 /// well-formed, text not UTF-8, trailing bytes after the root value, declared lengths
 /// beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (an HDF5 or
@@ -196,7 +197,10 @@ pub unsafe extern "C" fn payload_decode_document(
         zeroed.into_iter().collect::<Result<()>>()?;
         // SAFETY: `buf` is NULL or valid for `len` bytes (the caller's contract).
         let b = unsafe { slice_arg(buf, len, "buf") }?;
-        // SAFETY: `items` / `views` are NULL or valid for `*_cap` writes (the caller's contract).
+        refuse_output_in_input("items", items.cast_const().cast(), items_cap.saturating_mul(std::mem::size_of::<payload_item>()), buf, len)?;
+        refuse_output_in_input("views", views.cast_const().cast(), views_cap.saturating_mul(std::mem::size_of::<payload_view>()), buf, len)?;
+        // SAFETY: `items` / `views` are NULL or valid for `*_cap` writes (the caller's contract),
+        // outside `buf`.
         let (items, views) = unsafe { (slice_mut_arg(items, items_cap, "items")?, slice_mut_arg(views, views_cap, "views")?) };
         let format = match format {
             PAYLOAD_DOC_AUTO => DocFormat::Auto,

@@ -11,7 +11,7 @@ use std::ffi::c_char;
 
 use hdf5_sys::h5i::H5I_type_t;
 
-use super::args::{dst_array, table_args};
+use super::args::{array_parts, dst_array, table_args};
 pub use super::args::{vh5_array, VH5_MAX_RANK};
 use super::{bytes_arg, guard, guard_keeping_last_error, vh5_status, write_out};
 use crate::dtype::ByteOrder;
@@ -352,7 +352,9 @@ pub extern "C" fn vh5_close(id: i64) -> vh5_status {
 /// d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j] (1 if `src_step` is
 /// NULL), ds = dst_step[i*ndim+j] (1 if NULL); all in ELEMENTS. Each table holds
 /// `nslices * dst->ndim` uint64 values, row-major, borrowed for the call (may be NULL when
-/// that product is 0). Rows run in order: where destinations overlap, the later row wins.
+/// that product is 0) and read before anything is written: tables lying inside dst's own
+/// memory are copied first, so rows writing over them change nothing of the call. Rows run
+/// in order: where destinations overlap, the later row wins.
 /// A row with a count of 0 on any axis copies nothing and is not bounds-checked.
 /// The dataset must have `dst->ndim` axes. A scalar (0-d) dataset is read with `ndim` 0 and
 /// empty tables: each row copies the single element.
@@ -415,10 +417,13 @@ pub unsafe extern "C" fn vh5_read_many_slices(
     flags: u32,
 ) -> vh5_status {
     guard(|| {
-        // SAFETY: `dst` and its memory as this function's contract says.
-        let mut d = unsafe { dst_array(dst, "dst") }?;
-        // SAFETY: the tables as this function's contract says.
-        let table = unsafe { table_args(d.layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step) }?;
+        // SAFETY: `dst` as this function's contract says.
+        let (base, dtype, layout) = unsafe { array_parts(dst, "dst", false) }?;
+        let mut copies = Vec::new();
+        // SAFETY: the tables as this function's contract says (copied when inside dst's memory).
+        let table = unsafe { table_args(layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step, (base, layout.base_len), &mut copies) }?;
+        // SAFETY: dst's memory as this function's contract says; no table borrows it.
+        let mut d = unsafe { dst_array(base, dtype, layout) };
         transfer::read_many_slices(dset, &mut d, &table, flags).map(drop)
     })
 }

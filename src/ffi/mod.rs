@@ -251,6 +251,25 @@ pub(crate) unsafe fn write_out<T>(ptr: *mut T, name: &str, value: T) -> Result<(
     Ok(())
 }
 
+/// Whether the `n` bytes at `p` share a byte with the `len` bytes at `start` (by address; no
+/// memory is read).
+pub(crate) fn overlaps(p: *const u8, n: usize, (start, len): (*const u8, usize)) -> bool {
+    let (a, b) = (p as usize, start as usize);
+    n > 0 && len > 0 && a < b.saturating_add(len) && b < a.saturating_add(n)
+}
+
+/// Refuse an output argument `name` (`n` bytes at `p`) that shares memory with the input
+/// message `buf` (`len` bytes) of a call that writes its outputs while it parses the input
+/// (the parse would read its own output): `InvalidArgument` naming both and the byte offset.
+/// A NULL output passes (its own check reports it).
+pub(crate) fn refuse_output_in_input(name: &str, p: *const u8, n: usize, buf: *const u8, len: usize) -> Result<()> {
+    if !p.is_null() && overlaps(p, n, (buf, len)) {
+        let at = (p as usize).wrapping_sub(buf as usize) as isize;
+        bail!(InvalidArgument, "`{name}` ({n} bytes) overlaps `buf` (the message, {len} bytes) at byte offset {at} of buf: outputs must not share memory with the input");
+    }
+    Ok(())
+}
+
 /// Borrow a NUL-terminated C string argument as bytes (any bytes but NUL: HDF5 names and Unix
 /// paths need not be UTF-8).
 ///

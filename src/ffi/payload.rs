@@ -1,7 +1,7 @@
 //! C ABI of the payload half: `payload_decode_view`, `payload_decode_count`,
 //! `payload_copy_data` (thin wrappers over `crate::payload`).
 
-use super::{guard, slice_arg, slice_mut_arg, vh5_status, write_out};
+use super::{guard, refuse_output_in_input, slice_arg, slice_mut_arg, vh5_status, write_out};
 use crate::dtype::{ByteOrder, Dtype};
 use crate::error::{ErrorKind, Result};
 use crate::payload::{self, CountForm, PayloadView};
@@ -212,7 +212,8 @@ pub unsafe extern "C" fn payload_decode_view(buf: *const u8, len: usize, flags: 
 /// 0); `*written` receives the number of values written (0 when the payload has no count).
 ///
 /// Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`written` NULL, `buf` NULL with `len` > 0, `out`
-/// NULL with `cap` > 0); VH5_ERR_BUFFER_TOO_SMALL when `cap` < count length: nothing is
+/// NULL with `cap` > 0); VH5_ERR_INVALID_ARGUMENT (`out`'s `cap` values overlap `buf`'s
+/// bytes: nothing written); VH5_ERR_BUFFER_TOO_SMALL when `cap` < count length: nothing is
 /// written beyond `out[cap-1]` (for an integer array the first `cap` values may be written,
 /// as counts are decoded in a single pass), `*written` is set to the NEEDED count and the
 /// message gives it;
@@ -239,7 +240,8 @@ pub unsafe extern "C" fn payload_decode_count(buf: *const u8, len: usize, out: *
 /// Unlike payload_decode_view this also reads data stored as an indefinite-length (chunked)
 /// CBOR byte string.
 ///
-/// Returns VH5_OK; VH5_ERR_NULL_ARGUMENT; VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
+/// Returns VH5_OK; VH5_ERR_NULL_ARGUMENT; VH5_ERR_INVALID_ARGUMENT (`out`'s `out_len` bytes
+/// overlap `buf`'s: nothing written); VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
 /// than the data length (nothing written; `*written` is set to the NEEDED byte count; the
 /// message gives it); and any status payload_decode_view returns for the message (except
 /// VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER, which do not apply). Thread-safe.
@@ -274,7 +276,8 @@ unsafe fn decode_into<T>(
         unsafe { write_out(written, "written", 0) }?;
         // SAFETY: `buf` is NULL or valid for `len` bytes (this function's contract).
         let b = unsafe { slice_arg(buf, len, "buf") }?;
-        // SAFETY: `out` is NULL or valid for `cap` writes (this function's contract).
+        refuse_output_in_input("out", out.cast_const().cast(), cap.saturating_mul(std::mem::size_of::<T>()), buf, len)?;
+        // SAFETY: `out` is NULL or valid for `cap` writes (this function's contract), outside `buf`.
         let o = unsafe { slice_mut_arg(out, cap, "out") }?;
         let n = match decode(b, o) {
             Ok(n) => n,

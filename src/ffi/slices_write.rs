@@ -17,7 +17,8 @@ use super::{guard, null_arg, vh5_status};
 /// (an index into `*src`), d = dst_start[i*ndim+j] (an index into `*dst`),
 /// c = count[i*ndim+j], ss = src_step[i*ndim+j] and ds = dst_step[i*ndim+j] (1 when the
 /// table is NULL); all in ELEMENTS. Each table holds `nslices * ndim` uint64 values,
-/// row-major (NULL allowed when that product is 0). Rows run in order: where destinations
+/// row-major (NULL allowed when that product is 0), read before anything is written (tables
+/// lying inside dst's memory are copied first). Rows run in order: where destinations
 /// overlap, the later row wins. A row with a count of 0 on some axis copies nothing and is not
 /// bounds-checked. `src->ndim` and `dst->ndim` must be equal (0-d arrays: every row copies
 /// the single element).
@@ -69,8 +70,9 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
         }
         // SAFETY: `src` and `dst` point to `vh5_array`s (this function's contract).
         let ((sp, sd, sl), (dp, dd, dl)) = unsafe { (array_parts(src, "src", true)?, array_parts(dst, "dst", true)?) };
-        // SAFETY: the tables as this function's contract says.
-        let table = unsafe { table_args(dl.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step) }?;
+        let mut copies = Vec::new();
+        // SAFETY: the tables as this function's contract says (copied when inside dst's memory).
+        let table = unsafe { table_args(dl.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step, (dp, dl.base_len), &mut copies) }?;
         // SAFETY: the caller's contract on src/dst memory; the core never holds a shared and a
         // mutable borrow of the same bytes at once.
         unsafe { crate::transfer::memcopy::copy_many_slices_raw(sp, &sl, sd, dp, &dl, dd, &table, flags) }.map(drop)
@@ -174,8 +176,10 @@ pub unsafe extern "C" fn vh5_write_many_slices(
     guard(|| {
         // SAFETY: `src` and its memory as this function's contract says.
         let a = unsafe { src_array(src, "src") }?;
+        // The call writes no caller memory: the tables are borrowed as they are.
+        let mut none = Vec::new();
         // SAFETY: the tables as this function's contract says.
-        let table = unsafe { table_args(a.layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step) }?;
+        let table = unsafe { table_args(a.layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step, (std::ptr::null(), 0), &mut none) }?;
         crate::transfer::write_many_slices(dset, &a, &table, flags).map(drop)
     })
 }

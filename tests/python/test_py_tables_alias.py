@@ -1,0 +1,97 @@
+"""Slice tables that are views of the destination array (found by a new-user tryout).
+
+numpy hands table views to vh5 without copying, so ``vh5.copy_many_slices(src, dst, dst[0:2],
+...)`` passes tables lying inside ``dst``'s memory. Before the fix a copy validated every row,
+then re-read a later row's entries after an earlier row had written over them: it wrote
+outside ``dst`` (SIGSEGV with a large value), and reads depended on the planner (an error after
+a partial write in one mode, success in another). Now the tables are read once, before
+anything is written: every call gives the result of the same call with copies of the tables,
+in every planner mode, and nothing outside ``dst`` changes.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import vh5
+from _tmpdirs import module_tmp
+
+h5py = pytest.importorskip("h5py")
+TMP = module_tmp("vh5-py-tables-alias-")
+
+
+def _aliased_case(rng, n_dst):
+    """A uint64 buffer ``big`` whose first ``n_dst`` elements are the destination, and three
+    2 x 1 tables as views of its first 6 elements, filled so that row 0 writes over row 1's
+    entries with the source's values."""
+    big = np.zeros(2 * n_dst, np.uint64)
+    dst = big[:n_dst]
+    tabs = [
+        dst[2 * k : 2 * k + 2].reshape(2, 1) for k in range(3)
+    ]  # src_start, dst_start, count
+    tabs[0][:] = [[0], [rng.integers(0, 2)]]
+    tabs[1][:] = [[rng.integers(0, 5)], [rng.integers(8, n_dst - 2)]]
+    tabs[2][:] = [[2], [1]]
+    return big, dst, tabs
+
+
+def test_copy_tables_inside_destination_are_read_before_any_write():
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        big, dst, tabs = _aliased_case(rng, 64)
+        # values that, as dst_start / count, reach far outside dst
+        src = rng.choice(np.array([0, 1, 63, 64, 100, 10**9, 2**63], np.uint64), 4)
+        ref_big = big.copy()
+        ref_tabs = [t.copy() for t in tabs]
+        vh5.copy_many_slices(src, ref_big[:64], *ref_tabs)
+        vh5.copy_many_slices(src, dst, *tabs)
+        np.testing.assert_array_equal(big, ref_big)
+        assert not big[64:].any()
+
+
+# One child per planner mode (VH5_PLANNER is read once per process).
+CHILD = r"""
+import sys, numpy as np, vh5
+from test_py_tables_alias import _aliased_case
+rng = np.random.default_rng(7)
+with vh5.File(sys.argv[1]) as f:
+    for name in ("contiguous", "chunked", "gzip"):
+        for _ in range(50):
+            big, dst, tabs = _aliased_case(rng, 64)
+            ref_big = big.copy()
+            vh5.read_many_slices(f[name], ref_big[:64], *[t.copy() for t in tabs])
+            vh5.read_many_slices(f[name], dst, *tabs)
+            assert np.array_equal(big, ref_big), (name, big[:8], ref_big[:8])
+            assert not big[64:].any(), name
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("planner", ["auto", "chunks", "rows"])
+def test_read_tables_inside_destination_are_read_before_any_write(planner):
+    p = TMP / "u64.h5"
+    if not p.exists():
+        data = np.array([2, 100, 5, 6, 64, 10**9, 3, 2**63], np.uint64)
+        with h5py.File(p, "w") as f:
+            f.create_dataset("contiguous", data=data)
+            f.create_dataset("chunked", data=data, chunks=(2,))
+            f.create_dataset("gzip", data=data, chunks=(2,), compression="gzip")
+    here = os.path.dirname(os.path.abspath(__file__))
+    pkg = os.path.dirname(os.path.dirname(vh5.__file__))
+    env = dict(
+        os.environ,
+        VH5_PLANNER=planner,
+        PYTHONPATH=os.pathsep.join(
+            filter(None, [here, pkg, os.environ.get("PYTHONPATH")])
+        ),
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, str(p)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
