@@ -374,19 +374,25 @@ pub struct DatasetInfo {
 /// otherwise): one entry per axis, empty for a scalar or a null dataspace. What
 /// [`dataset_info`] reports as `shape`, without the rest (two libhdf5 calls).
 pub fn dataset_shape(lock: &H5Lock, dset: hid_t) -> Result<Vec<u64>> {
+    Ok(dataset_extent(lock, dset)?.1)
+}
+
+/// The dataspace of the dataset `dset` (checked to be an open dataset id: `InvalidHandle`
+/// otherwise) with its current and maximum extent: the one reading of the extent behind
+/// [`dataset_shape`] and [`dataset_info`].
+fn dataset_extent(lock: &H5Lock, dset: hid_t) -> Result<(Handle, Vec<u64>, Vec<u64>)> {
     expect_kind(lock, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
     // SAFETY: valid dataset id under the lock.
     let space = Handle::new(lock, unsafe { H5Dget_space(dset) }, "H5Dget_space")?;
-    Ok(space_dims(lock, space.id())?.0)
+    let (shape, maxshape) = space_dims(lock, space.id())?;
+    Ok((space, shape, maxshape))
 }
 
 /// Describe the dataset `dset` (must be an open dataset id: `InvalidHandle` otherwise).
 pub fn dataset_info(lock: &H5Lock, dset: hid_t) -> Result<DatasetInfo> {
-    expect_kind(lock, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
+    let (space, shape, maxshape) = dataset_extent(lock, dset)?;
     // SAFETY: valid ids under the lock; every buffer is sized as libhdf5 requires.
     unsafe {
-        let space = Handle::new(lock, H5Dget_space(dset), "H5Dget_space")?;
-        let (shape, maxshape) = space_dims(lock, space.id())?;
         let null_dataspace = H5Sget_simple_extent_type(space.id()) == H5S_class_t::H5S_NULL;
         let ftype = Handle::new(lock, H5Dget_type(dset), "H5Dget_type")?;
         let dtype = classify(lock, ftype.id())?;
