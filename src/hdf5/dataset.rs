@@ -366,7 +366,7 @@ pub struct DatasetInfo {
     /// and `maxshape` are then empty, as for a scalar, which has one element.
     pub null_dataspace: bool,
     /// True when the extent may change while the id is open (the file is open read-write or
-    /// SWMR in this process, by whoever opened it: [`super::meta::extent_is_fixed`]).
+    /// SWMR in this process, by whoever opened it: `meta::extent_is_fixed`).
     pub extent_may_change: bool,
 }
 

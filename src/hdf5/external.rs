@@ -113,7 +113,7 @@ pub fn check_dataset(lock: &H5Lock, dset: hid_t) -> Result<()> {
     check_allowed(lock, dset, storage_elsewhere(lock, dset)?.as_deref())
 }
 
-/// Where a refused external link pointed (filled by [`refuse_elink`]).
+/// Where a refused external link pointed (filled by `refuse_elink`).
 #[derive(Default)]
 pub struct ElinkSeen {
     pub target: Option<String>,

@@ -7,7 +7,7 @@
 //! possibly byte-swapped (no libhdf5 type conversion). Any other pipeline (szip, nbit,
 //! scaleoffset, plugins), an unfiltered dataset, or a conversion goes through `H5Dwrite`.
 //!
-//! Per touched chunk (pieces grouped by [`super::merge::chunk_groups`]), the calling thread,
+//! Per touched chunk (pieces grouped by chunk: [`crate::plan::Plan::groups`]), the calling thread,
 //! holding the lock, prepares a job: an interior chunk the rows cover entirely, and any
 //! unallocated chunk, starts as libhdf5 starts a new chunk: the fill value throughout (also
 //! outside the extent of an edge chunk, where a later resize shows it), zeros under fill time
@@ -24,9 +24,9 @@
 //!
 //! Other writes of the same dataset (other threads' calls, through any dataset or file id)
 //! may store a chunk between its prepare and its store: before storing, the calling thread
-//! asks [`super::write_stamps`] whether the chunk was stored by another write since it was
+//! asks `write_stamps` whether the chunk was stored by another write since it was
 //! prepared; if so the result is dropped and the chunk prepared and merged again from its
-//! current bytes (on the workers at most [`REQUEUES`] times, then on the calling thread with
+//! current bytes (on the workers at most `REQUEUES` times, then on the calling thread with
 //! the lock held), so that no other write's elements are overwritten by older bytes.
 
 use std::sync::{mpsc, Mutex};
@@ -412,7 +412,7 @@ impl RawWriter<'_, '_> {
     /// Worker threads: jobs in, outcomes out; at most 2 jobs in flight per worker. Called
     /// with the lock released: it is taken while preparing and storing chunks, never while
     /// waiting for a worker's result or joining the workers. A result found stale
-    /// ([`RawWriter::finish`]) is prepared again and requeued, at most [`REQUEUES`] times per
+    /// ([`RawWriter::finish`]) is prepared again and requeued, at most `REQUEUES` times per
     /// chunk, then done on the calling thread with the lock held.
     fn run_threaded(&mut self, threads: usize, stats: &mut WriteStats) -> Result<()> {
         let ngroups = self.shared.ctx.plan.groups.len();
