@@ -120,3 +120,16 @@ def test_c_link_get_two_call_protocol_and_statuses(linkfile):
         assert (kind.value, n.value) == (0, 0)
         assert fn(fid, b"d", None, None, 0, ctypes.byref(n)) == status_number("VH5_ERR_NULL_ARGUMENT")
         assert fn(fid, b"d", ctypes.byref(kind), None, 5, ctypes.byref(n)) == status_number("VH5_ERR_NULL_ARGUMENT")
+
+
+def test_membership_and_getitem_of_a_group_ask_the_link_not_a_listing(linkfile, monkeypatch):
+    # `name in g` answers from the status of vh5_link_get and g["group"] from the dataset
+    # open's, neither by listing a group (vh5_group_members: its cost grows with the group)
+    import vh5._files as files
+
+    names = NAMES + ["dense/s07", "dense/e", "dense/nope", "g/sub", "nothing/x"]
+    with h5py.File(linkfile) as h, vh5.File(linkfile) as v:
+        monkeypatch.setattr(files, "members", lambda *a, **k: pytest.fail("a group was listed"))
+        assert [n in v for n in names] == [n in h for n in names]
+        assert isinstance(v["g"], vh5.Group) and isinstance(v["g/sub"], vh5.Group)
+        assert [n in v["g"] for n in ("x", "rel", "sub/deep", "nope")] == [True, True, True, False]
