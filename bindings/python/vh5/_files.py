@@ -70,7 +70,9 @@ class _Navigation(Mapping):
 
         Raises:
             KeyError (:class:`vh5.NotFoundError`): no such object, a component of the path
-                is a dataset, or a dangling soft link; the message names the file and the path.
+                is a dataset, a dangling soft link, or (file opened with
+                ``allow_external=True``) an external link whose file or object cannot be
+                opened (missing, not HDF5), as h5py; the message names the file and the path.
             vh5.UnsupportedError: an external link (unless the file was opened with
                 ``allow_external=True``) or an object that is neither a group nor a dataset.
         """
@@ -131,7 +133,9 @@ class _Navigation(Mapping):
         ``.path``); no file is opened for an external link, with or without
         ``allow_external``. ``getclass=True``: the class of the member (:class:`vh5.Group`,
         :class:`vh5.Dataset`) or, with ``getlink``, of the link. ``default`` when no link has
-        that name (a dangling soft link has one).
+        that name (a dangling soft link has one); without ``getclass`` / ``getlink``, also
+        where ``g[name]`` raises KeyError (a dangling soft link, an external link that cannot
+        be followed), as h5py.
 
         Raises:
             KeyError (vh5.NotFoundError): ``getclass`` alone on a dangling soft link (h5py
@@ -203,7 +207,7 @@ def _not_a_dataset(f: File, path: str, first: Error):
     """``f[path]`` once opening ``path`` as a dataset failed with ``first`` (neither NOT_FOUND
     nor a group): a :class:`Group` after all, or the error h5py's ``__getitem__`` gives, told
     apart by the statuses of ``vh5_link_get`` (the link itself) and ``vh5_group_members``."""
-    from ._links import SoftLink, link_value
+    from ._links import ExternalLink, SoftLink, link_value
 
     try:
         link = link_value(f, path)
@@ -213,6 +217,14 @@ def _not_a_dataset(f: File, path: str, first: Error):
         raise error("VH5_ERR_NOT_FOUND", f"no object {shown_name(path)!r} in {f.filename!r}: {detail}") from None
     except Error:
         raise first from None
+    if isinstance(link, ExternalLink) and f.allow_external:
+        # Followed, and its file or object could not be opened (missing, not HDF5, no such
+        # object): KeyError, as h5py (so get() gives the default and values() None).
+        raise error(
+            "VH5_ERR_NOT_FOUND",
+            f"{f.filename!r}: the external link {shown_name(path)!r} to object {link.path!r} of file "
+            f"{link.filename!r} cannot be followed: {first.message.removeprefix(f'{f.filename!r}: ')}",
+        ) from None
     try:
         members(f, path, count_only=True)
     except NotFoundError as e:
