@@ -88,12 +88,12 @@ pub fn storage_elsewhere(lock: &H5Lock, dset: hid_t) -> Result<Option<String>> {
     }
 }
 
+/// What [`refusal`] tells a C / Python caller to do (the CLI replaces it with its own option).
+pub const ALLOW_EXTERNAL_HINT: &str = "open the file with VH5_FILE_ALLOW_EXTERNAL (Python: vh5.File(path, allow_external=True))";
+
 /// The refusal of a dataset that points at other files.
 pub fn refusal(name: &str, what: &str) -> crate::error::Error {
-    err!(
-        Unsupported,
-        "dataset {name}: {what}: refused, a file pointing at other files could make a read return any file this process may read; open the file with VH5_FILE_ALLOW_EXTERNAL (Python: vh5.File(path, allow_external=True)) to allow it"
-    )
+    err!(Unsupported, "dataset {name}: {what}: refused, a file pointing at other files could make a read return any file this process may read; {ALLOW_EXTERNAL_HINT} to allow it")
 }
 
 /// `Unsupported` when `dset` stores its data outside its file (`elsewhere`, from
