@@ -145,17 +145,12 @@ pub fn closed_during_call(dset: hid_t, e: Error) -> Error {
 pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: impl AsRef<[u8]>) -> Result<Handle> {
     let name = name.as_ref();
     expect_kind(lock, loc, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_GROUP], "file")?;
-    let allow_ext = super::external::allowed(loc);
-    let mut seen = super::external::ElinkSeen::default();
-    let lapl = if allow_ext { None } else { Some(super::external::refusing_lapl(lock, &mut seen)?) };
-    let lapl_id = lapl.as_ref().map_or(H5P_DEFAULT, |h| h.id());
-    let h = open_dataset_with(lock, loc, name, lapl_id, allow_ext).map_err(|e| with_file_if_newer_format(lock, loc, e));
-    drop(lapl);
-    if let Some(target) = seen.target.take() {
-        clear_stack(lock);
-        return Err(super::external::refusal(&format!("`{}`", escape(name)), &target));
-    }
-    let h = h?;
+    let (h, allow_ext) = super::external::with_link_access(
+        lock,
+        loc,
+        || format!("`{}`", escape(name)),
+        |lapl, allow_ext| open_dataset_with(lock, loc, name, lapl, allow_ext).map(|h| (h, allow_ext)).map_err(|e| with_file_if_newer_format(lock, loc, e)),
+    )?;
     if allow_ext {
         super::external::allow(h.id());
     } else if let Some(what) = super::external::storage_elsewhere(lock, h.id())? {

@@ -141,6 +141,24 @@ extern "C" fn refuse_elink(
     -1
 }
 
+/// Run `f` with the link access list for paths followed from `loc`: `H5P_DEFAULT` when `loc`
+/// was opened with [`FILE_ALLOW_EXTERNAL`] (then `f`'s second argument is true), else a list
+/// refusing every external link ([`refusing_lapl`]). When `f` tried to traverse an external
+/// link so refused, its result, whatever it was, becomes the [`refusal`] naming `what()` (e.g.
+/// "`/grp/x`") and the link's target, and libhdf5's error stack is cleared.
+pub fn with_link_access<T>(lock: &H5Lock, loc: hid_t, what: impl FnOnce() -> String, f: impl FnOnce(hid_t, bool) -> Result<T>) -> Result<T> {
+    let allow_ext = allowed(loc);
+    let mut seen = ElinkSeen::default();
+    let lapl = if allow_ext { None } else { Some(refusing_lapl(lock, &mut seen)?) };
+    let r = f(lapl.as_ref().map_or(H5P_DEFAULT, |h| h.id()), allow_ext);
+    drop(lapl);
+    if let Some(target) = seen.target.take() {
+        super::error::clear_stack(lock);
+        return Err(refusal(&what(), &target));
+    }
+    r
+}
+
 /// A link access property list whose external-link traversals fail (recording the target in
 /// `seen`, which must outlive every libhdf5 call given the list).
 pub fn refusing_lapl(lock: &H5Lock, seen: &mut ElinkSeen) -> Result<Handle> {
