@@ -399,17 +399,12 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
                                     TRow { s: vec![0, j], d: vec![d0, col], c: vec![1 + rng.below(40 - d0), 1], ss: vec![1, 1], ds: vec![1, 1] }
                                 })
                                 .collect();
-                            let thr = 1 + rng.below(3) as usize;
-                            let (st, m) = with_overrides(None, Some(thr), || write_common::ffi_write(d, &src, &lay, Dtype::Float64, 8, &rows, 0));
-                            assert_eq!(st, VH5_OK, "thread {tid}: shared-file write: {m}");
-                            write_common::ref_write(&mut smodel, &sshape, &src, &lay, 8, &rows, false).unwrap();
-                            let mut back = vec![0u8; smodel.len()];
-                            let whole = [TRow { s: vec![0, 0], d: vec![0, 0], c: sshape.to_vec(), ss: vec![1, 1], ds: vec![1, 1] }];
-                            let (st, m) = ffi_read(sd, &mut back, 0, Dtype::Float64, 8, &sshape, None, &whole, 0, true);
-                            assert_eq!(st, VH5_OK, "thread {tid}: shared-file read back: {m}");
+                            let w = SoakWrite { src: &src, lay: &lay, rows: &rows, flags: 0, thr: 1 + rng.below(3) as usize };
+                            let back = w.run(tid, (d, sd), &mut smodel, &sshape, "shared-file ");
                             assert!(
                                 own_columns(&back, &sshape, nthreads, tid) == own_columns(&smodel, &sshape, nthreads, tid),
-                                "thread {tid}: its columns of the shared file differ from its model after a write ({thr} threads)"
+                                "thread {tid}: its columns of the shared file differ from its model after a write ({} threads)",
+                                w.thr
                             );
                             ops[5].fetch_add(1, Ordering::Relaxed);
                         }
@@ -426,15 +421,9 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
                                     ds: vec![1, 1 + rng.below(2)],
                                 })
                                 .collect();
-                            let thr = 1 + rng.below(3) as usize;
-                            let (st, m) = with_overrides(None, Some(thr), || write_common::ffi_write(wd, &src, &lay, Dtype::Float64, 8, &rows, vh5::ffi::hdf5::VH5_SLICES_CLIP));
-                            assert_eq!(st, VH5_OK, "thread {tid}: write: {m}");
-                            write_common::ref_write(&mut model, &wshape, &src, &lay, 8, &rows, true).unwrap();
-                            let mut back = vec![0u8; model.len()];
-                            let whole = [TRow { s: vec![0, 0], d: vec![0, 0], c: wshape.to_vec(), ss: vec![1, 1], ds: vec![1, 1] }];
-                            let (st, m) = ffi_read(wd, &mut back, 0, Dtype::Float64, 8, &wshape, None, &whole, 0, true);
-                            assert_eq!(st, VH5_OK, "thread {tid}: read back: {m}");
-                            assert!(back == model, "thread {tid}: its file differs from its model after a write ({thr} threads)");
+                            let w = SoakWrite { src: &src, lay: &lay, rows: &rows, flags: vh5::ffi::hdf5::VH5_SLICES_CLIP, thr: 1 + rng.below(3) as usize };
+                            let back = w.run(tid, (wd, wd), &mut model, &wshape, "");
+                            assert!(back == model, "thread {tid}: its file differs from its model after a write ({} threads)", w.thr);
                             ops[4].fetch_add(1, Ordering::Relaxed);
                         }
                         // Reads on a handle shared by all threads, any mode and thread count.
@@ -500,6 +489,34 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
 }
 
 /// The elements of columns `c % nthreads == tid` of a C-order float64 array of `shape`.
+/// One write of the soak: `rows` of the float64 array `src` (laid out as `lay`) with `flags`,
+/// through `thr` encode threads.
+struct SoakWrite<'a> {
+    src: &'a [u8],
+    lay: &'a write_common::SrcLay,
+    rows: &'a [TRow],
+    flags: u32,
+    thr: usize,
+}
+
+impl SoakWrite<'_> {
+    /// Write to `dset` (thread `tid`), apply the write to `model` (the 2-d dataset's expected
+    /// content, extent `shape`), then read the dataset back whole through `back_from` (the same
+    /// or another id of it) and return what was read. `what` prefixes "write" / "read back" in
+    /// failure messages.
+    fn run(&self, tid: usize, (dset, back_from): (i64, i64), model: &mut [u8], shape: &[u64; 2], what: &str) -> Vec<u8> {
+        let clip = self.flags & vh5::ffi::hdf5::VH5_SLICES_CLIP != 0;
+        let (st, m) = with_overrides(None, Some(self.thr), || write_common::ffi_write(dset, self.src, self.lay, Dtype::Float64, 8, self.rows, self.flags));
+        assert_eq!(st, VH5_OK, "thread {tid}: {what}write: {m}");
+        write_common::ref_write(model, shape, self.src, self.lay, 8, self.rows, clip).unwrap();
+        let mut back = vec![0u8; model.len()];
+        let whole = [TRow { s: vec![0, 0], d: vec![0, 0], c: shape.to_vec(), ss: vec![1, 1], ds: vec![1, 1] }];
+        let (st, m) = ffi_read(back_from, &mut back, 0, Dtype::Float64, 8, shape, None, &whole, 0, true);
+        assert_eq!(st, VH5_OK, "thread {tid}: {what}read back: {m}");
+        back
+    }
+}
+
 fn own_columns(a: &[u8], shape: &[u64; 2], nthreads: usize, tid: usize) -> Vec<u8> {
     let cols = shape[1] as usize;
     a.chunks_exact(8).enumerate().filter(|(i, _)| (i % cols) % nthreads == tid).flat_map(|(_, b)| b.iter().copied()).collect()

@@ -248,6 +248,13 @@ fn open_and_close_errors() {
     assert_eq!(vh5_close(-1), VH5_ERR_INVALID_HANDLE);
 }
 
+/// The extent `vh5_dataset_get_shape` reports for `d`.
+fn get_shape(d: i64) -> Vec<u64> {
+    let (mut nd, mut dims) = (u32::MAX, [u64::MAX; VH5_MAX_RANK as usize]);
+    assert_eq!(unsafe { vh5_dataset_get_shape(d, &mut nd, dims.as_mut_ptr()) }, VH5_OK, "{}", last_error());
+    dims[..nd as usize].to_vec()
+}
+
 #[test]
 fn info_reports_shape_chunks_filters_order_and_fill() {
     let tmp = TempDir::new("info");
@@ -267,6 +274,7 @@ fn info_reports_shape_chunks_filters_order_and_fill() {
     assert_eq!(info.ndim, 2);
     assert_eq!(&info.shape[..3], &[4, 6, 0]);
     assert_eq!(&info.maxshape[..2], &[4, 6]);
+    assert_eq!(get_shape(d), info.shape[..2], "vh5_dataset_get_shape: get_info's shape");
     assert_eq!((info.chunked, info.contiguous, info.compact, info.layout), (1, 0, 0, VH5_LAYOUT_CHUNKED));
     assert_eq!(&info.chunk[..2], &[2, 3]);
     assert_eq!((info.dtype, info.itemsize, info.file_itemsize, info.byte_order), (Dtype::Int16.code(), 2, 2, 1));
@@ -285,6 +293,7 @@ fn info_reports_shape_chunks_filters_order_and_fill() {
     assert_eq!(unsafe { vh5_dataset_open(f, cs("s").as_ptr(), &mut sd) }, VH5_OK);
     assert_eq!(unsafe { vh5_dataset_get_info(sd, &mut info) }, VH5_OK);
     assert_eq!((info.ndim, info.contiguous, info.has_filters), (0, 1, 0));
+    assert_eq!(get_shape(sd), Vec::<u64>::new());
     let mut buf = vec![0u8; 8];
     let a = vh5_array {
         base: buf.as_mut_ptr() as *mut _,

@@ -67,6 +67,24 @@ inline std::string last_message() {
 inline void check(int32_t status) {
   if (status != VH5_OK) throw Error(status, last_message());
 }
+/// The result of a C function of the two-call protocol (vh5_group_members, vh5_link_get):
+/// `call(buf, cap, len_out)` returns a status; a size query (buf NULL, cap 0), then the copy,
+/// again when the result grew between the two calls (another writer of the file). Throws
+/// vh5::Error.
+template <class Call>
+std::string two_call(Call call) {
+  for (;;) {
+    size_t need = 0;
+    check(call(nullptr, 0, &need));
+    std::string buf(need, '\0');
+    size_t got = 0;
+    vh5_status st = call(reinterpret_cast<uint8_t *>(&buf[0]), buf.size(), &got);
+    if (st == VH5_ERR_BUFFER_TOO_SMALL) continue;  // the result changed between the calls
+    check(st);
+    buf.resize(got);
+    return buf;
+  }
+}
 template <class T>
 constexpr uint32_t dtype_of() {
   if (std::is_same<T, bool>::value) return VH5_DTYPE_BOOL;
@@ -167,40 +185,28 @@ class File {
   /// written by other tools may hold Latin-1 names); `group` is bytes too. Throws vh5::Error.
   std::vector<std::pair<char, std::string>> members(const std::string &group = "/", bool recursive = false) const {
     uint32_t flags = recursive ? VH5_GROUP_RECURSIVE : 0;
-    for (;;) {
-      size_t need = 0;
-      detail::check(vh5_group_members(h_.id(), group.c_str(), flags, nullptr, 0, &need));
-      std::string buf(need, '\0');
-      size_t got = 0;
-      vh5_status st = vh5_group_members(h_.id(), group.c_str(), flags, reinterpret_cast<uint8_t *>(&buf[0]), buf.size(), &got);
-      if (st == VH5_ERR_BUFFER_TOO_SMALL) continue;  // the group changed between the calls
-      detail::check(st);
-      std::vector<std::pair<char, std::string>> out;
-      for (size_t i = 0; i < got;) {
-        size_t end = buf.find('\0', i);
-        out.emplace_back(buf[i], buf.substr(i + 1, end - i - 1));
-        i = end + 1;
-      }
-      return out;
+    std::string buf = detail::two_call([&](uint8_t *b, size_t cap, size_t *len) {
+      return vh5_group_members(h_.id(), group.c_str(), flags, b, cap, len);
+    });
+    std::vector<std::pair<char, std::string>> out;
+    for (size_t i = 0; i < buf.size();) {
+      size_t end = buf.find('\0', i);
+      out.emplace_back(buf[i], buf.substr(i + 1, end - i - 1));
+      i = end + 1;
     }
+    return out;
   }
   /// The link at `name` itself, not followed (vh5_link_get): its kind ('h' hard, 's' soft,
   /// 'e' external, '?' user-defined) and value: a soft link's target path; an external link's
   /// file name, a NUL byte and the object path; empty otherwise. Bytes as stored (UTF-8 not
   /// required). Throws vh5::Error (VH5_ERR_NOT_FOUND when no link has that name).
   std::pair<char, std::string> link(const std::string &name) const {
-    for (;;) {
-      uint8_t kind = 0;
-      size_t need = 0;
-      detail::check(vh5_link_get(h_.id(), name.c_str(), &kind, nullptr, 0, &need));
-      std::string buf(need, '\0');
-      size_t got = 0;
-      vh5_status st = vh5_link_get(h_.id(), name.c_str(), &kind, reinterpret_cast<uint8_t *>(&buf[0]), buf.size(), &got);
-      if (st == VH5_ERR_BUFFER_TOO_SMALL) continue;  // the link changed between the calls
-      detail::check(st);
-      if (got > 0) buf.resize(got - 1);  // drop the final NUL
-      return {static_cast<char>(kind), buf};
-    }
+    uint8_t kind = 0;
+    std::string buf = detail::two_call([&](uint8_t *b, size_t cap, size_t *len) {
+      return vh5_link_get(h_.id(), name.c_str(), &kind, b, cap, len);
+    });
+    if (!buf.empty()) buf.pop_back();  // drop the final NUL
+    return {static_cast<char>(kind), buf};
   }
 
  private:

@@ -236,7 +236,7 @@ fn release() {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
-    use std::sync::mpsc::channel;
+    use std::sync::mpsc::{channel, Sender};
     use std::sync::Arc;
 
     /// Tests that announce forks (without forking) run one at a time.
@@ -246,20 +246,31 @@ mod tests {
         HELD.with_borrow(|h| h.is_some())
     }
 
+    fn serial() -> MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Run `body` on a new thread and return once it has sent on its `ready` sender: the
+    /// thread, and the flag `body` receives (for it to set once it has done its part).
+    fn spawn_ready(body: impl FnOnce(Sender<()>, &AtomicBool) + Send + 'static) -> (std::thread::JoinHandle<()>, Arc<AtomicBool>) {
+        let flag = Arc::new(AtomicBool::new(false));
+        let (ready, started) = channel();
+        let f = flag.clone();
+        let t = std::thread::spawn(move || body(ready, &f));
+        started.recv().unwrap();
+        (t, flag)
+    }
+
     #[test]
     fn fork_waits_for_calls_in_flight_and_holds_new_ones_until_done() {
-        let _s = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-        let done = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = channel();
-        let d = done.clone();
-        let a = std::thread::spawn(move || {
+        let _s = serial();
+        let (a, done) = spawn_ready(|ready, done| {
             let call = enter();
-            tx.send(()).unwrap();
+            ready.send(()).unwrap();
             std::thread::sleep(Duration::from_millis(50));
-            d.store(true, Ordering::SeqCst);
+            done.store(true, Ordering::SeqCst);
             drop(call);
         });
-        rx.recv().unwrap();
         prepare_fork();
         assert!(done.load(Ordering::SeqCst), "the fork went ahead while a call was in flight");
         assert!(held() && lock::held_by_current_thread());
@@ -279,7 +290,7 @@ mod tests {
 
     #[test]
     fn fork_from_inside_a_call_does_not_wait_for_itself() {
-        let _s = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+        let _s = serial();
         let outer = enter();
         let inner = enter(); // nested: counted once
         drop(inner);
@@ -292,22 +303,18 @@ mod tests {
 
     #[test]
     fn fork_while_a_thread_holds_the_libhdf5_lock_and_calls_vh5_does_not_deadlock() {
-        let _s = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-        let called = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = channel();
-        let c2 = called.clone();
-        let c = std::thread::spawn(move || {
+        let _s = serial();
+        let (c, called) = spawn_ready(|ready, called| {
             let l = lock::lock(); // held outside vh5, as a hdf5-metno user may
-            tx.send(()).unwrap();
+            ready.send(()).unwrap();
             let t0 = std::time::Instant::now();
             while !FORKING.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(2) {
                 std::thread::yield_now();
             }
             drop(enter()); // a vh5 call while the fork is pending: must not wait for it
-            c2.store(true, Ordering::SeqCst);
+            called.store(true, Ordering::SeqCst);
             drop(l);
         });
-        rx.recv().unwrap();
         prepare_fork(); // gets the libhdf5 lock once the thread lets it go
         assert!(called.load(Ordering::SeqCst) && held());
         release();

@@ -10,7 +10,7 @@
 //! `H5D__btree_decode_key`, for every key of every node it loads); 1.10 reads past such a key,
 //! its chunk on another grid or as never written: the fill value, with `VH5_OK` (conformance
 //! seeds 46 and 53 at 8000 cases; new-user tryouts, session 14). vh5 checks every key of every
-//! node it reads (the chunk B-tree walker, [`super::chunk_btree::Reader::walk`] and `lookup`):
+//! node it reads (the chunk B-tree walker, `chunk_btree::Reader::walk` and `lookup`):
 //!
 //! - at a dataset's first use (any read, any planner, any file intent): the whole tree, when it
 //!   has at most [`FIRST_USE_NODES`] nodes ([`first_use_damage`]);

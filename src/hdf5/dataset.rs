@@ -145,17 +145,12 @@ pub fn closed_during_call(dset: hid_t, e: Error) -> Error {
 pub fn open_dataset(lock: &H5Lock, loc: hid_t, name: impl AsRef<[u8]>) -> Result<Handle> {
     let name = name.as_ref();
     expect_kind(lock, loc, &[H5I_type_t::H5I_FILE, H5I_type_t::H5I_GROUP], "file")?;
-    let allow_ext = super::external::allowed(loc);
-    let mut seen = super::external::ElinkSeen::default();
-    let lapl = if allow_ext { None } else { Some(super::external::refusing_lapl(lock, &mut seen)?) };
-    let lapl_id = lapl.as_ref().map_or(H5P_DEFAULT, |h| h.id());
-    let h = open_dataset_with(lock, loc, name, lapl_id, allow_ext).map_err(|e| with_file_if_newer_format(lock, loc, e));
-    drop(lapl);
-    if let Some(target) = seen.target.take() {
-        clear_stack(lock);
-        return Err(super::external::refusal(&format!("`{}`", escape(name)), &target));
-    }
-    let h = h?;
+    let (h, allow_ext) = super::external::with_link_access(
+        lock,
+        loc,
+        || format!("`{}`", escape(name)),
+        |lapl, allow_ext| open_dataset_with(lock, loc, name, lapl, allow_ext).map(|h| (h, allow_ext)).map_err(|e| with_file_if_newer_format(lock, loc, e)),
+    )?;
     if allow_ext {
         super::external::allow(h.id());
     } else if let Some(what) = super::external::storage_elsewhere(lock, h.id())? {
@@ -366,7 +361,7 @@ pub struct DatasetInfo {
     /// and `maxshape` are then empty, as for a scalar, which has one element.
     pub null_dataspace: bool,
     /// True when the extent may change while the id is open (the file is open read-write or
-    /// SWMR in this process, by whoever opened it: [`super::meta::extent_is_fixed`]).
+    /// SWMR in this process, by whoever opened it: `meta::extent_is_fixed`).
     pub extent_may_change: bool,
 }
 
@@ -374,19 +369,25 @@ pub struct DatasetInfo {
 /// otherwise): one entry per axis, empty for a scalar or a null dataspace. What
 /// [`dataset_info`] reports as `shape`, without the rest (two libhdf5 calls).
 pub fn dataset_shape(lock: &H5Lock, dset: hid_t) -> Result<Vec<u64>> {
+    Ok(dataset_extent(lock, dset)?.1)
+}
+
+/// The dataspace of the dataset `dset` (checked to be an open dataset id: `InvalidHandle`
+/// otherwise) with its current and maximum extent: the one reading of the extent behind
+/// [`dataset_shape`] and [`dataset_info`].
+fn dataset_extent(lock: &H5Lock, dset: hid_t) -> Result<(Handle, Vec<u64>, Vec<u64>)> {
     expect_kind(lock, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
     // SAFETY: valid dataset id under the lock.
     let space = Handle::new(lock, unsafe { H5Dget_space(dset) }, "H5Dget_space")?;
-    Ok(space_dims(lock, space.id())?.0)
+    let (shape, maxshape) = space_dims(lock, space.id())?;
+    Ok((space, shape, maxshape))
 }
 
 /// Describe the dataset `dset` (must be an open dataset id: `InvalidHandle` otherwise).
 pub fn dataset_info(lock: &H5Lock, dset: hid_t) -> Result<DatasetInfo> {
-    expect_kind(lock, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
+    let (space, shape, maxshape) = dataset_extent(lock, dset)?;
     // SAFETY: valid ids under the lock; every buffer is sized as libhdf5 requires.
     unsafe {
-        let space = Handle::new(lock, H5Dget_space(dset), "H5Dget_space")?;
-        let (shape, maxshape) = space_dims(lock, space.id())?;
         let null_dataspace = H5Sget_simple_extent_type(space.id()) == H5S_class_t::H5S_NULL;
         let ftype = Handle::new(lock, H5Dget_type(dset), "H5Dget_type")?;
         let dtype = classify(lock, ftype.id())?;

@@ -88,12 +88,12 @@ pub fn storage_elsewhere(lock: &H5Lock, dset: hid_t) -> Result<Option<String>> {
     }
 }
 
+/// What [`refusal`] tells a C / Python caller to do (the CLI replaces it with its own option).
+pub const ALLOW_EXTERNAL_HINT: &str = "open the file with VH5_FILE_ALLOW_EXTERNAL (Python: vh5.File(path, allow_external=True))";
+
 /// The refusal of a dataset that points at other files.
 pub fn refusal(name: &str, what: &str) -> crate::error::Error {
-    err!(
-        Unsupported,
-        "dataset {name}: {what}: refused, a file pointing at other files could make a read return any file this process may read; open the file with VH5_FILE_ALLOW_EXTERNAL (Python: vh5.File(path, allow_external=True)) to allow it"
-    )
+    err!(Unsupported, "dataset {name}: {what}: refused, a file pointing at other files could make a read return any file this process may read; {ALLOW_EXTERNAL_HINT} to allow it")
 }
 
 /// `Unsupported` when `dset` stores its data outside its file (`elsewhere`, from
@@ -113,7 +113,7 @@ pub fn check_dataset(lock: &H5Lock, dset: hid_t) -> Result<()> {
     check_allowed(lock, dset, storage_elsewhere(lock, dset)?.as_deref())
 }
 
-/// Where a refused external link pointed (filled by [`refuse_elink`]).
+/// Where a refused external link pointed (filled by `refuse_elink`).
 #[derive(Default)]
 pub struct ElinkSeen {
     pub target: Option<String>,
@@ -139,6 +139,24 @@ extern "C" fn refuse_elink(
         seen.target = Some(format!("an external link in group `{}` of `{}` points at object `{}` in file `{}`", s(parent_group), s(parent_file), s(child_object), s(child_file)));
     }
     -1
+}
+
+/// Run `f` with the link access list for paths followed from `loc`: `H5P_DEFAULT` when `loc`
+/// was opened with [`FILE_ALLOW_EXTERNAL`] (then `f`'s second argument is true), else a list
+/// refusing every external link ([`refusing_lapl`]). When `f` tried to traverse an external
+/// link so refused, its result, whatever it was, becomes the [`refusal`] naming `what()` (e.g.
+/// "`/grp/x`") and the link's target, and libhdf5's error stack is cleared.
+pub fn with_link_access<T>(lock: &H5Lock, loc: hid_t, what: impl FnOnce() -> String, f: impl FnOnce(hid_t, bool) -> Result<T>) -> Result<T> {
+    let allow_ext = allowed(loc);
+    let mut seen = ElinkSeen::default();
+    let lapl = if allow_ext { None } else { Some(refusing_lapl(lock, &mut seen)?) };
+    let r = f(lapl.as_ref().map_or(H5P_DEFAULT, |h| h.id()), allow_ext);
+    drop(lapl);
+    if let Some(target) = seen.target.take() {
+        super::error::clear_stack(lock);
+        return Err(refusal(&what(), &target));
+    }
+    r
 }
 
 /// A link access property list whose external-link traversals fail (recording the target in

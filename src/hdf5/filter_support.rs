@@ -22,7 +22,7 @@
 //!   With a partial pixel libaec 1.1's encoder also writes past its buffer (writes aborted in
 //!   "free()" with libhdf5 1.10.8, 2.0.0 and 2.2.0). A number type nbit packs is the
 //!   exception whose length is known: `elements * precision / 8 + 1` bytes whatever the data
-//!   ([`nbit_packed_len`]); szip after it (shuffle, fletcher32 between them or not) is
+//!   (`nbit_packed_len`); szip after it (shuffle, fletcher32 between them or not) is
 //!   accepted when that is whole pixels and szip keeps every bit (next point).
 //! - szip codes samples of the type's precision (`H5Z_set_local_szip`: 1 .. 24 bits at bit
 //!   offset 0, other than 8 and 16, stay as they are) in pixels of 1, 2 or 4 bytes and keeps
@@ -40,7 +40,7 @@
 //!   on chunks it could not shrink; all-zero data).
 //!
 //! - Before libhdf5 2.2.0, nbit and scaleoffset with nothing to do (nbit on a type of full
-//!   precision, client data [1] non-zero; integer scaleoffset keeping every bit) hand on the
+//!   precision, client data \[1\] non-zero; integer scaleoffset keeping every bit) hand on the
 //!   capacity of their buffer instead of its data length (fixed by HDF5 pull request 6389,
 //!   "fix nbit/scaleoffset no-op return values"; the 2.2.0 sources return the length). When
 //!   a filter after them in write order (deflate, fletcher32, ...) leaves a buffer larger than

@@ -1,6 +1,6 @@
 //! Refusing a virtual dataset, a datatype message libhdf5 1.10 crashes on
 //! ([`super::dtype_peek`]), or a filter pipeline message that runs past its end
-//! ([`pipeline_damage`]), before libhdf5 opens the object. Opening a dataset (`H5Oopen`,
+//! (`pipeline_damage`), before libhdf5 opens the object. Opening a dataset (`H5Oopen`,
 //! `H5Dopen2`) makes libhdf5 decode its layout message; for a virtual dataset that includes
 //! the source selections stored in the global heap, and libhdf5 1.10.8 decodes a damaged
 //! selection without bounds checks: a segmentation fault or an endless loop inside `H5Oopen`
@@ -21,7 +21,7 @@
 //!
 //! The object header address comes from libhdf5 (`H5Oget_info_by_name`), the bytes from the
 //! file descriptor libhdf5 uses (sec2 driver only, user block honoured; every read bounded by
-//! the file and by 16 MiB, see [`super::chunk_btree::Reader`]). When the header cannot be
+//! the file and by 16 MiB, see `chunk_btree::Reader`). When the header cannot be
 //! read (another file driver, a header vh5's reader rejects, a shared layout message) the
 //! peek says nothing and libhdf5 opens the dataset as before. The datatype check runs on every
 //! open; the virtual-dataset refusal not for files opened with `VH5_FILE_ALLOW_EXTERNAL`
@@ -50,7 +50,7 @@ pub(super) struct Peek {
     /// Its datatype message is damaged in a way libhdf5 1.10 crashes on
     /// ([`super::dtype_peek`]): the damage.
     pub damaged_type: Option<String>,
-    /// Its filter pipeline message runs past its end ([`pipeline_damage`]): the damage.
+    /// Its filter pipeline message runs past its end (`pipeline_damage`): the damage.
     pub damaged_pipeline: Option<String>,
 }
 
@@ -79,7 +79,7 @@ pub(super) fn peek(lock: &H5Lock, view: &FileView, loc: hid_t, name: &CStr, lapl
 }
 
 /// The error for the object `name` of the file `file` whose datatype message is damaged
-/// (`why`, from [`Peek::damaged_type`]): `Hdf5`.
+/// (`why`, from `Peek::damaged_type`): `Hdf5`.
 pub fn damaged_type(file: &str, name: &str, why: &str) -> crate::error::Error {
     crate::error::Error::new(
         crate::error::ErrorKind::Hdf5,
@@ -153,7 +153,7 @@ pub(super) fn pipeline_damage(msg: &[u8]) -> Option<String> {
 }
 
 /// The error for the object `name` of the file `file` whose filter pipeline message is
-/// damaged (`why`, from [`Peek::damaged_pipeline`]): `Hdf5`.
+/// damaged (`why`, from `Peek::damaged_pipeline`): `Hdf5`.
 pub fn damaged_pipeline(file: &str, name: &str, why: &str) -> crate::error::Error {
     crate::error::Error::new(
         crate::error::ErrorKind::Hdf5,
@@ -217,7 +217,7 @@ fn heap_object(r: &Reader<'_>, addr: u64, index: u64) -> Result<Vec<u8>, String>
 }
 
 /// [`super::external::refusal`] of the virtual dataset `name` in the file `file` whose
-/// mapping [`virtual_mapping`] described.
+/// mapping `Peek::virtual_mapping` described.
 pub fn refusal(file: &str, name: &str, mapping: &str) -> crate::error::Error {
     super::external::refusal(
         &format!("`{name}` in `{file}`"),

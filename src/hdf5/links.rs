@@ -66,27 +66,24 @@ pub fn members(lock: &H5Lock, loc: hid_t, group: impl AsRef<[u8]>, recursive: bo
     let group = if group.is_empty() { &b"."[..] } else { group };
     let shown = escape(group);
     let c = CString::new(group).map_err(|_| err!(InvalidArgument, "argument `group` contains a NUL byte"))?;
-    let allow_ext = super::external::allowed(loc);
-    let mut seen = super::external::ElinkSeen::default();
-    let lapl = if allow_ext { None } else { Some(super::external::refusing_lapl(lock, &mut seen)?) };
-    let lapl_id = lapl.as_ref().map_or(H5P_DEFAULT, |h| h.id());
-    let kind = object_kind(lock, loc, group, &c, lapl_id);
-    if let Some(target) = seen.target.take() {
-        clear_stack(lock);
-        return Err(super::external::refusal(&format!("`{shown}`"), &target));
-    }
-    match kind? {
-        KIND_GROUP => {}
-        KIND_DATASET => bail!(InvalidArgument, "`{shown}` is a dataset, not a group"),
-        KIND_DATATYPE => bail!(InvalidArgument, "`{shown}` is a named datatype, not a group"),
-        _ => bail!(InvalidArgument, "`{shown}` is not a group"),
-    }
-    let out = if recursive { visit(lock, loc, &c, lapl_id)? } else { links(lock, loc, &c, lapl_id)? };
-    if let Some(target) = seen.target.take() {
-        clear_stack(lock);
-        return Err(super::external::refusal(&format!("`{shown}`"), &target));
-    }
-    Ok(out)
+    super::external::with_link_access(
+        lock,
+        loc,
+        || format!("`{shown}`"),
+        |lapl, _| {
+            match object_kind(lock, loc, group, &c, lapl)? {
+                KIND_GROUP => {}
+                KIND_DATASET => bail!(InvalidArgument, "`{shown}` is a dataset, not a group"),
+                KIND_DATATYPE => bail!(InvalidArgument, "`{shown}` is a named datatype, not a group"),
+                _ => bail!(InvalidArgument, "`{shown}` is not a group"),
+            }
+            if recursive {
+                visit(lock, loc, &c, lapl)
+            } else {
+                links(lock, loc, &c, lapl)
+            }
+        },
+    )
 }
 
 /// The kind byte of the object at `name`; `NotFound` when it does not exist.
@@ -292,18 +289,14 @@ pub fn link_value(lock: &H5Lock, loc: hid_t, name: impl AsRef<[u8]>) -> Result<(
         bail!(InvalidArgument, "argument `name`: `{shown}` names no link (the root group is not reached by a link)");
     }
     let c = CString::new(name).map_err(|_| err!(InvalidArgument, "argument `name` contains a NUL byte"))?;
-    let allow_ext = super::external::allowed(loc);
-    let mut seen = super::external::ElinkSeen::default();
-    let lapl = if allow_ext { None } else { Some(super::external::refusing_lapl(lock, &mut seen)?) };
-    let lapl_id = lapl.as_ref().map_or(H5P_DEFAULT, |h| h.id());
-    let walked = walk_path(lock, loc, name, lapl_id);
+    super::external::with_link_access(lock, loc, || format!("`{shown}`"), |lapl, _| read_link(lock, loc, &c, &shown, lapl))
+}
+
+/// [`link_value`] of the link `c` (shown as `shown` in messages) with the link access `lapl`.
+fn read_link(lock: &H5Lock, loc: hid_t, c: &CStr, shown: &str, lapl_id: hid_t) -> Result<(u8, Vec<u8>)> {
+    walk_path(lock, loc, c.to_bytes(), lapl_id)?;
     // SAFETY: valid ids and C string; lock held.
-    let info = walked.map(|()| unsafe { compat::link_info(loc, c.as_ptr(), lapl_id) });
-    if let Some(target) = seen.target.take() {
-        clear_stack(lock);
-        return Err(super::external::refusal(&format!("`{shown}`"), &target));
-    }
-    let Some((t, size)) = info? else {
+    let Some((t, size)) = (unsafe { compat::link_info(loc, c.as_ptr(), lapl_id) }) else {
         return Err(hdf5_error(lock, ErrorKind::Hdf5, format_args!("cannot read the link `{shown}`")));
     };
     let kind = match t {

@@ -1,7 +1,7 @@
 //! libhdf5 access: the process-wide lock ([`lock`]), error-stack capture and silenced error
 //! printing ([`error`]), RAII handles and names of ids ([`handle`]), datatype mapping
 //! ([`types`]), files and datasets ([`dataset`]), hyperslab reads ([`hyperslab`]) and
-//! writes ([`write`]), per-dataset cached facts ([`meta`]), raw chunk access ([`chunk`]) and
+//! writes ([`mod@write`]), per-dataset cached facts ([`meta`]), raw chunk access ([`chunk`]) and
 //! the refusal of storage in other files ([`external`]), of filter pipelines libhdf5 cannot
 //! decode reliably ([`filter_support`]), of scaleoffset chunks it stores undecodable
 //! ([`scaleoffset`]) and of stored chunks whose headers libhdf5 would trust

@@ -71,7 +71,7 @@ pub fn stored_unreadable(values: impl IntoIterator<Item = f32>, fill: Option<f32
 }
 
 /// The position in the pipeline of a float D-scale scaleoffset filter on 4-byte values (see
-/// [`float4_dscale`]): the chunks a read reaches are checked by
+/// `float4_dscale`): the chunks a read reaches are checked by
 /// `chunk_guard::ReadGuard` with [`check_float4_bits`].
 pub fn float4_dscale_index(layout: &ChunkLayout) -> Option<usize> {
     float4_dscale(layout).map(|(i, _)| i)

@@ -1,6 +1,6 @@
 //! What decoding a payload produces: the view ([`PayloadView`]) and its parts (format,
 //! Reductionist layout, count, shape), the parse result every format's decoder returns
-//! ([`Parsed`]), the limits, and the checks shared by the decoders. The bottom of the payload
+//! (`Parsed`), the limits, and the checks shared by the decoders. The bottom of the payload
 //! modules: it imports none of them.
 
 use crate::dtype::{ByteOrder, Dtype};

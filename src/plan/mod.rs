@@ -1,6 +1,6 @@
 //! Chunk-grid planning (pure, safe Rust, no libhdf5): the pieces of a row inside each chunk
 //! ([`grid`]) and the pieces of a call grouped by chunk, plus the rows whose destinations
-//! overlap ([`pieces`]), and the read cost model ([`decide`]).
+//! overlap ([`pieces`]), and the read cost model ([`mod@decide`]).
 
 pub mod decide;
 pub mod grid;

@@ -23,7 +23,7 @@ pub struct PieceKey {
     pub chunk: u64,
     /// Index of the row in the caller's table.
     pub row: usize,
-    /// Index of the piece's coordinates in [`Plan::coords`] (in units of `3 * ndim`).
+    /// Index of the piece's coordinates in `Plan::coords` (in units of `3 * ndim`).
     pub at: usize,
 }
 

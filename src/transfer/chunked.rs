@@ -3,14 +3,14 @@
 //!
 //! Per call (chunked datasets, `VH5_PLANNER` = `auto` or `chunks`):
 //! 0. when every chunk the rows touch is in the dataset's decoded-chunk cache, the rows are
-//!    copied from it in row order with no plan ([`super::cached_gather`]) and the call ends.
+//!    copied from it in row order with no plan (`cached_gather`) and the call ends.
 //! 1. validate rows, compute each row's destination box and find rows whose boxes overlap
-//!    ([`plan::overlapping_rows`]); those run last, one `H5Dread` per row in row order, so the
+//!    ([`crate::plan::overlapping_rows`]); those run last, one `H5Dread` per row in row order, so the
 //!    later row wins exactly as in the baseline. Every other row is cut into pieces by chunk
 //!    ([`Plan`]); pieces of such rows never share a destination element, so chunks can be
 //!    scattered in any order and on any thread.
 //! 2. decide per chunk: read it whole, or read its pieces with their own `H5Dread` (the rule
-//!    is in [`decide`]). In `auto` mode, when no chunk is worth reading whole the call falls
+//!    is in [`decide()`](fn@crate::plan::decide)). In `auto` mode, when no chunk is worth reading whole the call falls
 //!    back to the row path (one `H5Dread` per row).
 //! 3. the calling thread (holding the libhdf5 lock) fetches whole chunks in C order of the
 //!    grid: raw (`H5Dget_chunk_storage_size` + `H5Dread_chunk`) when vh5 can decode the
@@ -21,12 +21,12 @@
 //!    scattered by `threads - 1` worker threads (see [`super::options::num_threads`]; in
 //!    `auto` mode only for filtered chunks, unfiltered ones are scattered by the calling
 //!    thread) outside any lock, pipelined with the fetches: the calling thread queues each chunk (at most
-//!    [`QUEUE_PER_WORKER`](super::read_pipeline::QUEUE_PER_WORKER) per worker) and, when the queue is full, decodes that chunk itself
+//!    `read_pipeline::QUEUE_PER_WORKER` per worker) and, when the queue is full, decodes that chunk itself
 //!    instead of waiting, so it never blocks on the workers while holding the libhdf5 lock
 //!    (at the end it helps drain the queue; the join waits for at most one chunk per worker).
 //!    Chunk buffers are recycled between fetches. Small chunks the dataset's chunk index
 //!    locates are not fetched by the calling thread: it hands out spans of consecutive chunk
-//!    groups, and whoever takes one reads, decodes and scatters them ([`super::chunk_span`]:
+//!    groups, and whoever takes one reads, decodes and scatters them (`chunk_span`:
 //!    one `pread` per run of chunks adjacent in the file, no lock). A chunk vh5 fails to decode is corrupt
 //!    (vh5 only fetches raw the pipelines it decodes): the call fails with `Hdf5` naming the
 //!    chunk and the reason, and the chunk is never handed to libhdf5 (libhdf5 1.10 crashes
@@ -34,16 +34,16 @@
 //!    uninitialised memory). So is a chunk whose stored size (a number in the file's chunk
 //!    index) exceeds the file.
 //! 4. datasets whose whole pipeline vh5 decodes ("checked" reads) take this path in every
-//!    planner mode, every chunk read whole (see [`read_chunked`]).
+//!    planner mode, every chunk read whole (see `read_chunked`).
 //!
 //! Memory: a thread keeps the buffers of the last plan it made, up to
 //! [`crate::plan::pieces::RECYCLE_MAX_BYTES`] (8 MiB), for its next call ([`Plan::recycled`]:
 //! no page faults planning the next call). The extra memory of a call is bounded by its chunks, not their number: smaller
-//! chunks travel in batches ([`BATCH_BYTES`], or one chunk when larger), [`QUEUE_PER_WORKER`](super::read_pipeline::QUEUE_PER_WORKER)
+//! chunks travel in batches (`BATCH_BYTES`, or one chunk when larger), `read_pipeline::QUEUE_PER_WORKER`
 //! batches queued per worker and up to (4 W + 2) batches of buffers recycled (W workers), so a call holds at most
 //! (9 W + 3) batches plus one chunk-sized decoder spare per decoding thread (README: 258 MiB bound, 157 MiB measured,
 //! for 7.6 MiB chunks at 4 threads); chunks of at least
-//! [`BIG_CHUNK_BYTES`] are never queued, at most one or two buffers are recycled, and at
+//! `BIG_CHUNK_BYTES` are never queued, at most one or two buffers are recycled, and at
 //! most threads / 2 threads (at least one) decode at once, each holding at most two
 //! chunk-sized buffers, so a call holds at most (threads + 1) x the decoded chunk size
 //! (+ O(rows)); measured in tests/python/test_py_chunk_memory.py. Chunks whose decoded size
@@ -80,7 +80,7 @@ use crate::plan::pieces::{overlapping_rows, push_dst_box, Plan};
 /// Chunks whose decoded size reaches this many bytes are "big": never queued (a job is
 /// handed only to an idle worker), at most one or two buffers recycled, and the number of
 /// threads decoding at once capped so that the extra memory of a call stays within
-/// (threads + 1) x chunk size (see [`read_chunked`]).
+/// (threads + 1) x chunk size (see `read_chunked`).
 pub(crate) const BIG_CHUNK_BYTES: usize = 8 << 20;
 
 /// Read a chunked dataset with the planner. Returns `Ok(None)` (nothing done) when `auto`

@@ -13,7 +13,7 @@
 //! lowest-to-highest byte range of a row's source block intersects that of its destination
 //! block does the row go through a scratch buffer; otherwise it is copied directly.
 //!
-//! **Fast path** ([`copy_fast`]): with no flags, no step tables, rows that are runs on both
+//! **Fast path** (`copy_fast`): with no flags, no step tables, rows that are runs on both
 //! sides (innermost strides = item size) and buffers that do not intersect, every row is
 //! validated by a tight bounds loop and then copied without per-row staging checks; the
 //! source rows a few rows ahead are prefetched (sources >= 1 MiB) and large destinations
@@ -245,7 +245,7 @@ fn prefetch(p: *const u8) {
 }
 
 /// Destinations of at least this many bytes (beyond the last-level cache of small machines)
-/// are written with non-temporal stores by [`copy_fast`].
+/// are written with non-temporal stores by `copy_fast`.
 const STREAM_MIN_BYTES: usize = 4 << 20;
 
 /// Copy `rows` runs of `len` bytes (a multiple of 16) from `s` (stride `ss` bytes) to `d`

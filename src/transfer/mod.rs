@@ -1,7 +1,7 @@
 //! Many-slice transfers (orchestration): a read from HDF5 into a caller's array ([`read`],
-//! chunked datasets through [`chunked`]), a write from a caller's array into HDF5 ([`write`],
+//! chunked datasets through [`chunked`]), a write from a caller's array into HDF5 ([`mod@write`],
 //! filtered chunks vh5 encodes through [`rawwrite`]), copies between two arrays in memory
-//! ([`memcopy`]), the checks they share ([`checks`]) and the process settings ([`options`]).
+//! ([`memcopy`]), the checks they share (`checks`) and the process settings ([`options`]).
 
 pub(crate) mod broken_conversions;
 pub(crate) mod cached_gather;

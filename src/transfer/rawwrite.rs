@@ -7,7 +7,7 @@
 //! possibly byte-swapped (no libhdf5 type conversion). Any other pipeline (szip, nbit,
 //! scaleoffset, plugins), an unfiltered dataset, or a conversion goes through `H5Dwrite`.
 //!
-//! Per touched chunk (pieces grouped by [`super::merge::chunk_groups`]), the calling thread,
+//! Per touched chunk (pieces grouped by chunk: [`crate::plan::Plan::groups`]), the calling thread,
 //! holding the lock, prepares a job: an interior chunk the rows cover entirely, and any
 //! unallocated chunk, starts as libhdf5 starts a new chunk: the fill value throughout (also
 //! outside the extent of an edge chunk, where a later resize shows it), zeros under fill time
@@ -24,9 +24,9 @@
 //!
 //! Other writes of the same dataset (other threads' calls, through any dataset or file id)
 //! may store a chunk between its prepare and its store: before storing, the calling thread
-//! asks [`super::write_stamps`] whether the chunk was stored by another write since it was
+//! asks `write_stamps` whether the chunk was stored by another write since it was
 //! prepared; if so the result is dropped and the chunk prepared and merged again from its
-//! current bytes (on the workers at most [`REQUEUES`] times, then on the calling thread with
+//! current bytes (on the workers at most `REQUEUES` times, then on the calling thread with
 //! the lock held), so that no other write's elements are overwritten by older bytes.
 
 use std::sync::{mpsc, Mutex};
@@ -409,10 +409,54 @@ impl RawWriter<'_, '_> {
         Ok(())
     }
 
+    /// Prepare chunk group `gi`, encode it on the calling thread with the lock released
+    /// (`held`, taken again to store), and store it; done again with the lock held throughout
+    /// when another write stored the chunk meanwhile.
+    fn encode_here(&mut self, gi: usize, held: &H5Lock, w: &mut Worker, stats: &mut WriteStats) -> Result<()> {
+        let job = self.prepare(gi, stats, false)?;
+        let ticket = job.ticket;
+        let shared = self.shared;
+        // SAFETY: `Shared::run` decodes, merges and encodes in memory only.
+        let o = unsafe { released(held, || shared.run(w, job)) };
+        match self.finish(gi, ticket, o, w, stats)? {
+            true => Ok(()),
+            false => self.one(gi, w, stats),
+        }
+    }
+
+    /// Store a worker's result `(group, ticket, outcome)`, or, when it is stale (see
+    /// [`RawWriter::finish`]), prepare the group again and send it to the workers (`Ok(true)`:
+    /// one more job in flight) at most [`REQUEUES`] times per group (counted in `requeued`,
+    /// allocated at the first stale result), then do it on the calling thread, lock held.
+    fn store_or_requeue(
+        &mut self,
+        done: (usize, Ticket, ChunkOutcome<Vec<u8>>),
+        requeued: &mut Vec<u8>,
+        job_tx: &mpsc::Sender<Job>,
+        w: &mut Worker,
+        stats: &mut WriteStats,
+    ) -> Result<bool> {
+        let (gi, ticket, res) = done;
+        if self.finish(gi, ticket, res, w, stats)? {
+            return Ok(false);
+        }
+        if requeued.is_empty() {
+            *requeued = vec![0; self.shared.ctx.plan.groups.len()];
+        }
+        if requeued[gi] >= REQUEUES {
+            self.one(gi, w, stats)?;
+            return Ok(false);
+        }
+        requeued[gi] += 1;
+        let job = self.prepare(gi, stats, false)?;
+        let _ = job_tx.send(job);
+        Ok(true)
+    }
+
     /// Worker threads: jobs in, outcomes out; at most 2 jobs in flight per worker. Called
     /// with the lock released: it is taken while preparing and storing chunks, never while
     /// waiting for a worker's result or joining the workers. A result found stale
-    /// ([`RawWriter::finish`]) is prepared again and requeued, at most [`REQUEUES`] times per
+    /// ([`RawWriter::finish`]) is prepared again and requeued, at most `REQUEUES` times per
     /// chunk, then done on the calling thread with the lock held.
     fn run_threaded(&mut self, threads: usize, stats: &mut WriteStats) -> Result<()> {
         let ngroups = self.shared.ctx.plan.groups.len();
@@ -450,15 +494,7 @@ impl RawWriter<'_, '_> {
                     next += 1;
                     let r = if live == 0 {
                         // No worker could be started: encode here, with the lock released meanwhile.
-                        self.prepare(gi, stats, false).and_then(|job| {
-                            let ticket = job.ticket;
-                            // SAFETY: `Shared::run` decodes, merges and encodes in memory only.
-                            let o = unsafe { released(&fl, || shared.run(&mut main_worker, job)) };
-                            match self.finish(gi, ticket, o, &mut main_worker, stats)? {
-                                true => Ok(()),
-                                false => self.one(gi, &mut main_worker, stats),
-                            }
-                        })
+                        self.encode_here(gi, &fl, &mut main_worker, stats)
                     } else {
                         self.prepare(gi, stats, false).map(|job| {
                             let _ = job_tx.send(job);
@@ -474,29 +510,15 @@ impl RawWriter<'_, '_> {
                     break;
                 }
                 // SAFETY: waiting on a channel calls no libhdf5 function.
-                let Ok((gi, ticket, res)) = (unsafe { released(&fl, || res_rx.recv()) }) else { break };
+                let Ok(done) = (unsafe { released(&fl, || res_rx.recv()) }) else { break };
                 in_flight -= 1;
                 if outcome.is_err() {
                     continue;
                 }
-                let r = self.finish(gi, ticket, res, &mut main_worker, stats).and_then(|stored| {
-                    if stored {
-                        return Ok(());
-                    }
-                    if requeued.is_empty() {
-                        requeued = vec![0; ngroups];
-                    }
-                    if requeued[gi] >= REQUEUES {
-                        return self.one(gi, &mut main_worker, stats);
-                    }
-                    requeued[gi] += 1;
-                    let job = self.prepare(gi, stats, false)?;
-                    let _ = job_tx.send(job);
-                    in_flight += 1;
-                    Ok(())
-                });
-                if let Err(e) = r {
-                    outcome = Err(self.report(e, gi));
+                let gi = done.0;
+                match self.store_or_requeue(done, &mut requeued, &job_tx, &mut main_worker, stats) {
+                    Ok(again) => in_flight += usize::from(again),
+                    Err(e) => outcome = Err(self.report(e, gi)),
                 }
             }
             drop(job_tx);

@@ -21,8 +21,9 @@
 //!
 //! - A book exists only while a raw write of its dataset is in flight; the raw writes register
 //!   ([`RawWriteSession::begin`]), stores are recorded only while another raw write of the
-//!   dataset is in flight (nobody else could need the stamp), a lone write costs one mutex
-//!   round per chunk.
+//!   dataset is in flight (nobody else could need the stamp). A lone write costs, per chunk,
+//!   a hash of its coordinates and up to three rounds of its book's uncontended mutex (the
+//!   clock read at prepare, the staleness check and the store's record).
 //! - Writes through `H5Dwrite` (libhdf5 merges the chunks itself, the whole call under the
 //!   lock) stamp the whole dataset ([`written_through_libhdf5`]): every chunk a raw write
 //!   prepared before is merged again, after one more flush of libhdf5's chunk cache.

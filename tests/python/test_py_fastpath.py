@@ -5,7 +5,6 @@ threads at once, layouts changed in place), and a closed dataset. Every result i
 with numpy slicing of an h5py read.
 """
 
-
 import numpy as np
 import pytest
 import vh5  # noqa: E402
@@ -168,7 +167,9 @@ def test_one_row_tables_given_as_lists_match_arrays_and_errors(data_file):
             vh5.read_many_slices(d, ref, a(src), a([0, 0]), a(cnt), a(step))
             np.testing.assert_array_equal(out, ref)
             st = step or (1, 1)
-            want = data[src[0] : src[0] + (cnt[0] - 1) * st[0] + 1 : st[0], src[1] : src[1] + (cnt[1] - 1) * st[1] + 1 : st[1]]
+            want = data[
+                src[0] : src[0] + (cnt[0] - 1) * st[0] + 1 : st[0], src[1] : src[1] + (cnt[1] - 1) * st[1] + 1 : st[1]
+            ]
             np.testing.assert_array_equal(out[: cnt[0], : cnt[1]], want)
         # values the shortcut leaves to the general path: numpy ints, a 1-D array
         out = np.zeros((4, 3))
@@ -186,5 +187,28 @@ def test_one_row_tables_given_as_lists_match_arrays_and_errors(data_file):
         # a bool among the integers is refused, naming its row and axis (numpy would read True
         # as 1: session-14 tryout)
         for args in (([True, 0], [0, 0], [1, 1]), ([[5, np.True_]], [0, 0], [1, 1]), ([0, 0], [0, 0], [1, True])):
-            with pytest.raises(TypeError, match=r"row 0 axis [01] is (True|np\.True_): coordinates must be integers, not bools"):
+            with pytest.raises(
+                TypeError, match=r"row 0 axis [01] is (True|np\.True_): coordinates must be integers, not bools"
+            ):
                 vh5.read_many_slices(d, np.zeros((4, 3)), *args)
+
+
+def test_reads_of_a_dataset_whose_extent_may_change_ask_only_its_rank(data_file, monkeypatch):
+    # r+: Dataset.shape asks the library each time (the extent may change); a many-slice read
+    # needs only the rank, which never changes: neither the fast nor the general path asks
+    from vh5._lib import lib
+
+    path, data = data_file
+    src, dst, cnt = tables(30, 2)
+    want = expected(data, src, cnt, (120, 3))
+    with vh5.File(path, "r+") as f:
+        d = f.dataset("x")
+        asked = []
+        real = lib().vh5_dataset_get_shape
+        monkeypatch.setattr(lib(), "vh5_dataset_get_shape", lambda *a: asked.append(1) or real(*a))
+        assert d.shape == (60, 50) and len(asked) == 1, "live extent: asked"
+        for s in (src, src.tolist()):  # fast path, general path
+            out = np.zeros((120, 3))
+            vh5.read_many_slices(d, out, s, dst, cnt)
+            assert np.array_equal(out, want)
+        assert len(asked) == 1

@@ -82,6 +82,72 @@ def test_get_class_of_an_external_link_follows_it_only_when_allowed(linkfile):
         assert _describe(v.get("extmiss", getlink=True)) == ("ExternalLink", "nofile.h5", "/t")
 
 
+@pytest.fixture(scope="module")
+def brokenext(tmp_path_factory):
+    """External links h5py cannot follow (a missing file, a missing object, a file that is
+    not HDF5) beside ones it can (to a dataset, to a group)."""
+    tmp = tmp_path_factory.mktemp("brokenext")
+    with h5py.File(tmp / "b.h5", "w") as g:
+        g["t"] = np.arange(3)
+        g.create_group("grp")
+    (tmp / "text.h5").write_bytes(b"not an HDF5 file\n")
+    p = tmp / "a.h5"
+    with h5py.File(p, "w") as f:
+        f["d"] = np.arange(2)
+        f["nofile"] = h5py.ExternalLink("nofile.h5", "/t")
+        f["noobject"] = h5py.ExternalLink("b.h5", "/nothing")
+        f["nothdf5"] = h5py.ExternalLink("text.h5", "/t")
+        f["ok"] = h5py.ExternalLink("b.h5", "/t")
+        f["okgroup"] = h5py.ExternalLink("b.h5", "/grp")
+    return p
+
+
+BROKEN = ["nofile", "noobject", "nothdf5"]
+
+
+def _kind(obj):
+    if isinstance(obj, (h5py.Group, vh5.Group)):
+        return "Group"
+    if isinstance(obj, (h5py.Dataset, vh5.Dataset)):
+        return "Dataset"
+    return obj  # None or the default
+
+
+@pytest.mark.parametrize("name", BROKEN + ["ok", "okgroup", "d", "missing"])
+def test_get_of_an_external_link_that_cannot_be_followed_gives_the_default_as_h5py(brokenext, name):
+    # allow_external: the link is followed, and where h5py cannot open its target, get()
+    # gives the default (vh5 raised HDF5Error)
+    with h5py.File(brokenext) as h, vh5.File(brokenext, allow_external=True) as v:
+        assert _kind(v.get(name)) == _kind(h.get(name))
+        assert _kind(v.get(name, "DEFAULT")) == _kind(h.get(name, "DEFAULT"))
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_getitem_of_an_external_link_that_cannot_be_followed_raises_key_error_as_h5py(brokenext, name):
+    with h5py.File(brokenext) as h, pytest.raises(KeyError):
+        h[name]
+    with vh5.File(brokenext, allow_external=True) as v, pytest.raises(vh5.NotFoundError) as e:
+        v[name]
+    assert isinstance(e.value, KeyError)
+    # the message names the link, where it points and libhdf5's reason
+    assert f"external link '/{name}'" in e.value.message and "cannot be followed" in e.value.message
+    assert "libhdf5 error stack" in e.value.message
+
+
+def test_values_and_items_of_external_links_that_cannot_be_followed_equal_h5py(brokenext):
+    with h5py.File(brokenext) as h, vh5.File(brokenext, allow_external=True) as v:
+        assert [_kind(x) for x in v.values()] == [_kind(x) for x in h.values()]
+        assert [(k, _kind(x)) for k, x in v.items()] == [(k, _kind(x)) for k, x in h.items()]
+        assert [n in v for n in BROKEN + ["missing", "d/x"]] == [n in h for n in BROKEN + ["missing", "d/x"]]
+
+
+def test_external_links_without_allow_external_are_still_refused(brokenext):
+    with vh5.File(brokenext) as v:
+        for name in BROKEN + ["ok"]:
+            with pytest.raises(vh5.UnsupportedError, match="allow_external"):
+                v.get(name)
+
+
 def test_get_link_of_the_root_is_refused_naming_it(linkfile):
     with vh5.File(linkfile) as v, pytest.raises(vh5.InvalidArgumentError, match="names no link"):
         v.get("/", getlink=True)
@@ -120,3 +186,16 @@ def test_c_link_get_two_call_protocol_and_statuses(linkfile):
         assert (kind.value, n.value) == (0, 0)
         assert fn(fid, b"d", None, None, 0, ctypes.byref(n)) == status_number("VH5_ERR_NULL_ARGUMENT")
         assert fn(fid, b"d", ctypes.byref(kind), None, 5, ctypes.byref(n)) == status_number("VH5_ERR_NULL_ARGUMENT")
+
+
+def test_membership_and_getitem_of_a_group_ask_the_link_not_a_listing(linkfile, monkeypatch):
+    # `name in g` answers from the status of vh5_link_get and g["group"] from the dataset
+    # open's, neither by listing a group (vh5_group_members: its cost grows with the group)
+    import vh5._files as files
+
+    names = NAMES + ["dense/s07", "dense/e", "dense/nope", "g/sub", "nothing/x"]
+    with h5py.File(linkfile) as h, vh5.File(linkfile) as v:
+        monkeypatch.setattr(files, "members", lambda *a, **k: pytest.fail("a group was listed"))
+        assert [n in v for n in names] == [n in h for n in names]
+        assert isinstance(v["g"], vh5.Group) and isinstance(v["g/sub"], vh5.Group)
+        assert [n in v["g"] for n in ("x", "rel", "sub/deep", "nope")] == [True, True, True, False]

@@ -238,6 +238,13 @@ class Dataset(Handle):
             )
         return shape
 
+    def _rank(self) -> int:
+        """Number of axes, refusing an empty dataset (a null dataspace) as :meth:`_extent`
+        does, without asking the library for the extent (its rank never changes)."""
+        if self._shape is None:
+            self._extent()  # raises
+        return len(self._shape)
+
     def _readable_dtype(self) -> np.dtype:
         dt = self.dtype
         if dt is None:

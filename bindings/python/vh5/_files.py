@@ -69,8 +69,10 @@ class _Navigation(Mapping):
         absolute; ``"sub/x"`` paths go through groups).
 
         Raises:
-            KeyError (:class:`vh5.NotFoundError`): no such object, or a component of the
-                path is a dataset; the message names the file and the path.
+            KeyError (:class:`vh5.NotFoundError`): no such object, a component of the path
+                is a dataset, a dangling soft link, or (file opened with
+                ``allow_external=True``) an external link whose file or object cannot be
+                opened (missing, not HDF5), as h5py; the message names the file and the path.
             vh5.UnsupportedError: an external link (unless the file was opened with
                 ``allow_external=True``) or an object that is neither a group nor a dataset.
         """
@@ -81,29 +83,18 @@ class _Navigation(Mapping):
             return f if isinstance(self, File) else Group(f, "/")
         try:
             return Dataset(f, path)
-        except InvalidArgumentError as e:
-            if "is a group, not a dataset" in e.message:
-                return Group(f, path)
-            first = e
         except NotFoundError:
             raise
+        except InvalidArgumentError as e:
+            # vh5_dataset_open's INVALID_ARGUMENT: the object exists and is not a dataset. That
+            # it is a group only the message says (no status tells it short of listing the
+            # group, vh5_group_members, whose cost grows with the group): its exact text.
+            if e.message == f"{f.filename!r}: `{escaped(path)}` is a group, not a dataset":
+                return Group(f, path)
+            first = e
         except Error as e:
             first = e
-        try:
-            members(f, path, count_only=True)
-        except InvalidArgumentError as e:
-            detail = e.message.removeprefix(f"{f.filename!r}: ")
-            if not detail.startswith(f"`{escaped(path)}`: "):
-                raise first from None  # the object itself is not a group: the dataset's own error
-            detail = detail.removeprefix(f"`{escaped(path)}`: ")
-            raise error("VH5_ERR_NOT_FOUND", f"no object {shown_name(path)!r} in {f.filename!r}: {detail}") from None
-        except NotFoundError as e:
-            if _is_dangling(f, path):
-                raise e from None  # a dangling soft link: KeyError, as in h5py
-            raise first from None  # e.g. damaged metadata: the dataset's own error says more
-        except Error:
-            raise first from None
-        return Group(f, path)
+        return _not_a_dataset(f, path, first)
 
     def __iter__(self):
         """Member names (link names) in h5py's order: creation order for a group that tracks it
@@ -129,12 +120,9 @@ class _Navigation(Mapping):
         path = _join(self._path, name)
         if path == "/":
             return True
-        parent, _, leaf = path.rpartition("/")
-        try:
-            kinds = dict((n, k) for k, n in members(self._file, parent or "/"))
-        except (NotFoundError, InvalidArgumentError):
-            return False
-        return leaf in kinds
+        from ._links import link_exists
+
+        return link_exists(self._file, path)
 
     def get(self, name, default=None, getclass=False, getlink=False):
         """The member at ``name`` (a name or path, as ``g[name]``), or ``default`` when
@@ -145,7 +133,9 @@ class _Navigation(Mapping):
         ``.path``); no file is opened for an external link, with or without
         ``allow_external``. ``getclass=True``: the class of the member (:class:`vh5.Group`,
         :class:`vh5.Dataset`) or, with ``getlink``, of the link. ``default`` when no link has
-        that name (a dangling soft link has one).
+        that name (a dangling soft link has one); without ``getclass`` / ``getlink``, also
+        where ``g[name]`` raises KeyError (a dangling soft link, an external link that cannot
+        be followed), as h5py.
 
         Raises:
             KeyError (vh5.NotFoundError): ``getclass`` alone on a dangling soft link (h5py
@@ -213,13 +203,37 @@ class _Navigation(Mapping):
         return id(self)
 
 
-def _is_dangling(file: File, path: str) -> bool:
-    """True when ``path`` is a soft link to nothing (its parent lists it with kind ``"s"``)."""
-    parent, _, leaf = path.rpartition("/")
+def _not_a_dataset(f: File, path: str, first: Error):
+    """``f[path]`` once opening ``path`` as a dataset failed with ``first`` (neither NOT_FOUND
+    nor a group): a :class:`Group` after all, or the error h5py's ``__getitem__`` gives, told
+    apart by the statuses of ``vh5_link_get`` (the link itself) and ``vh5_group_members``."""
+    from ._links import ExternalLink, SoftLink, link_value
+
     try:
-        return dict((n, k) for k, n in members(file, parent or "/")).get(leaf) == "s"
+        link = link_value(f, path)
+    except InvalidArgumentError as e:
+        # A component before the last is not a group (the message names it): h5py's KeyError.
+        detail = e.message.removeprefix(f"{f.filename!r}: ").removeprefix(f"`{escaped(path)}`: ")
+        raise error("VH5_ERR_NOT_FOUND", f"no object {shown_name(path)!r} in {f.filename!r}: {detail}") from None
     except Error:
-        return False
+        raise first from None
+    if isinstance(link, ExternalLink) and f.allow_external:
+        # Followed, and its file or object could not be opened (missing, not HDF5, no such
+        # object): KeyError, as h5py (so get() gives the default and values() None).
+        raise error(
+            "VH5_ERR_NOT_FOUND",
+            f"{f.filename!r}: the external link {shown_name(path)!r} to object {link.path!r} of file "
+            f"{link.filename!r} cannot be followed: {first.message.removeprefix(f'{f.filename!r}: ')}",
+        ) from None
+    try:
+        members(f, path, count_only=True)
+    except NotFoundError as e:
+        if isinstance(link, SoftLink):
+            raise e from None  # a dangling soft link: KeyError, as in h5py
+        raise first from None  # e.g. damaged metadata: the dataset's own error says more
+    except Error:
+        raise first from None  # not a group either: the dataset's own error
+    return Group(f, path)
 
 
 def members(file: File, path: str, *, recursive: bool = False, count_only: bool = False):

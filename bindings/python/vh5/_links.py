@@ -13,11 +13,11 @@ import ctypes
 import os
 
 from ._args import name_bytes, shown_name
-from ._errors import error
+from ._errors import InvalidArgumentError, NotFoundError, error
 from ._lib import lib
 from ._protocol import two_call
 
-__all__ = ["HardLink", "SoftLink", "ExternalLink", "link_value"]
+__all__ = ["HardLink", "SoftLink", "ExternalLink", "link_exists", "link_value"]
 
 
 class HardLink:
@@ -72,6 +72,26 @@ class ExternalLink:
 
 
 _KINDS = {ord("h"): "hard", ord("s"): "soft", ord("e"): "external", ord("?"): "other"}
+
+
+def link_exists(file, path: str) -> bool:
+    """Whether a link reaches ``path`` (internal name form, absolute, not the root) in the vh5
+    ``File`` ``file``, as h5py's ``name in group``: the status of a ``vh5_link_get`` size
+    query (the link is not followed: a dangling soft link or an external link exists). False
+    for NOT_FOUND and for INVALID_ARGUMENT (a component before the last is not a group).
+
+    Raises:
+        vh5.UnsupportedError: the path goes through an external link before its last
+        component (file opened without ``allow_external``). vh5.HDF5Error: libhdf5 failed.
+    """
+    c_path = name_bytes(path)
+    kind = ctypes.c_uint8(0)
+    fn = lib().vh5_link_get
+    try:
+        two_call(file, lambda fid, buf, cap, n: fn(fid, c_path, ctypes.byref(kind), buf, cap, n), "", size_only=True)
+    except (NotFoundError, InvalidArgumentError):
+        return False
+    return True
 
 
 def link_value(file, path: str):

@@ -148,7 +148,7 @@ def read_many_slices(
             len(shape), shape, src_start, dst_start, count, src_step
         )
     if type(src) is Dataset:
-        tabs, nslices = _marshal.tables(len(src._extent()), src_start, dst_start, count, src_step, dst_step)
+        tabs, nslices = _marshal.tables(src._rank(), src_start, dst_start, count, src_step, dst_step)
         _marshal.read(src.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), src._ids)
         return
     if isinstance(src, np.ndarray):
@@ -170,10 +170,10 @@ def _read_fast(src: Dataset, dst, src_start, dst_start, count, src_step, dst_ste
     matters for small calls (docs/BENCHMARKS.md, "single-row call"); the general path
     broadcasts, converts and checks in Python and raises the errors users see, so every
     refusal here defers to it (an empty dataset, h5py.Empty, raises as that path does:
-    :meth:`Dataset._extent`)."""
+    :meth:`Dataset._rank`)."""
     if count is None or not dst.flags.writeable:
         return False
-    ndim = len(src._extent())
+    ndim = src._rank()  # no library call for a live extent: only the rank matters here
     nslices = -1
     addrs = []
     for a in (src_start, dst_start, count, src_step, dst_step):

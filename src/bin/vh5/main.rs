@@ -48,13 +48,10 @@ pub fn status_name(k: vh5::error::ErrorKind) -> String {
     format!("{:?}", vh5::ffi::vh5_status::from(k))
 }
 
-/// What the library's refusal of a dataset pointing at other files tells a C / Python caller.
-const EXTERNAL_HINT: &str = "open the file with VH5_FILE_ALLOW_EXTERNAL (Python: vh5.File(path, allow_external=True))";
-
 /// `message` as a CLI user should read it: the C / Python way to allow external data
-/// ([`EXTERNAL_HINT`]) becomes the command's `--allow-external` option.
+/// ([`vh5::hdf5::external::ALLOW_EXTERNAL_HINT`]) becomes the command's `--allow-external` option.
 pub fn cli_message(message: &str) -> String {
-    message.replace(EXTERNAL_HINT, "run the command with --allow-external (trusted files only)")
+    message.replace(vh5::hdf5::external::ALLOW_EXTERNAL_HINT, "run the command with --allow-external (trusted files only)")
 }
 
 /// Print `vh5: VH5_ERR_...: message` to stderr; returns exit code 1.

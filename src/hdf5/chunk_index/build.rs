@@ -15,7 +15,7 @@ use crate::hdf5::lock::H5Lock;
 use crate::plan::grid::ChunkGrid;
 
 /// Build and check the index of the chunked dataset `dset` of grid `grid` (see the module
-/// docs) from its file `file`; `Err` when it cannot be used ([`BuildError`]: damaged, or
+/// docs) from its file `file`; `Err` when it cannot be used ([`super::BuildError`]: damaged, or
 /// declined and the caller then reads through libhdf5). `unfiltered_bytes`: for a dataset
 /// without filters, its chunks' size in the file type (every entry must store exactly that).
 /// The caller holds the lock and checked the file is open read-only without SWMR.
