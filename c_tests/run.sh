@@ -33,6 +33,21 @@ PYEOF
 cc $CFLAGS -c "$OUT/readme_example.c" -o "$OUT/readme_example.o"
 echo "README C example compiles"
 
+# vh5.hpp refuses at compile time to write into an ArrayRef<const T> (static_assert naming
+# the reason) and to copy between element types; each snippet must fail to compile with it.
+while IFS='|' read -r call why; do
+  printf '#include "vh5.hpp"\nvoid f(const vh5::Dataset &d, const vh5::ArrayRef<double> &m, const vh5::ArrayRef<const double> &c,\n       const vh5::ArrayRef<float> &g, const std::vector<uint64_t> &t) {\n  (void)d; (void)m; (void)c; (void)g; (void)t;\n  %s;\n}\nint main() { return 0; }\n' "$call" > "$OUT/compile_fail.cpp"
+  if c++ $CXXFLAGS -fsyntax-only "$OUT/compile_fail.cpp" > "$OUT/compile_fail.log" 2>&1; then
+    echo "vh5.hpp accepted at compile time: $call" >&2; exit 1
+  fi
+  grep -q "$why" "$OUT/compile_fail.log" || { echo "vh5.hpp refused '$call' without saying '$why':" >&2; cat "$OUT/compile_fail.log" >&2; exit 1; }
+done <<'CASES'
+vh5::read_many_slices(d, c, t, t, t)|read_many_slices writes dst: it cannot be an ArrayRef<const T>
+vh5::copy_many_slices(m, c, t, t, t)|copy_many_slices writes dst: it cannot be an ArrayRef<const T>
+vh5::copy_many_slices(c, g, t, t, t)|copy_many_slices copies elements of one type
+CASES
+echo "vh5.hpp refuses const destinations at compile time"
+
 pass=0; fail=0; failed=""
 for src in c_tests/test_*.c c_tests/test_*.cpp; do
   [ -e "$src" ] || continue

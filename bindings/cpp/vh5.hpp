@@ -4,7 +4,10 @@
 //   message (vh5_last_error_message of the calling thread).
 // - vh5::File / vh5::Dataset are move-only RAII owners of vh5 (libhdf5) ids.
 // - vh5::read_many_slices / write_many_slices / copy_many_slices take any contiguous
-//   containers (std::vector, std::array, ...) as slice tables.
+//   containers (std::vector, std::array, ...) as slice tables; omitted steps (or `{}`) are 1.
+// - Strings passed down as C strings (paths, object names) must not contain a NUL byte: C would
+//   end the string there and name another file or object, so such an argument throws
+//   vh5::Error (VH5_ERR_INVALID_ARGUMENT) naming it.
 // - vh5::PayloadView decodes a payload WITHOUT copying: it borrows the caller's bytes, which
 //   must outlive it. Typed element access is safe on misaligned data and non-native byte
 //   order (memcpy + byte swap); counts decode into std::vector<int64_t>.
@@ -85,8 +88,11 @@ std::string two_call(Call call) {
     return buf;
   }
 }
-template <class T>
+/// The VH5_DTYPE_* of element type T (cv-qualifiers ignored: `const double` is float64);
+/// VH5_DTYPE_INVALID for a type vh5 has no code for.
+template <class T0>
 constexpr uint32_t dtype_of() {
+  using T = typename std::remove_cv<T0>::type;
   if (std::is_same<T, bool>::value) return VH5_DTYPE_BOOL;
   if (std::is_same<T, int8_t>::value) return VH5_DTYPE_INT8;
   if (std::is_same<T, int16_t>::value) return VH5_DTYPE_INT16;
@@ -99,6 +105,17 @@ constexpr uint32_t dtype_of() {
   if (std::is_same<T, float>::value) return VH5_DTYPE_FLOAT32;
   if (std::is_same<T, double>::value) return VH5_DTYPE_FLOAT64;
   return VH5_DTYPE_INVALID;
+}
+/// `s.c_str()` for a string passed to C, which ends at the first NUL byte: a string holding one
+/// would silently name another file or object ("a.h5\0x" opens "a.h5"), so it throws
+/// vh5::Error (VH5_ERR_INVALID_ARGUMENT) naming the argument `what` instead.
+inline const char *c_string(const std::string &s, const char *what) {
+  size_t nul = s.find('\0');
+  if (nul != std::string::npos)
+    throw Error(VH5_ERR_INVALID_ARGUMENT, std::string("embedded NUL byte in ") + what + " at byte " + std::to_string(nul) +
+                                              " of " + std::to_string(s.size()) +
+                                              " (C would end the string there and name another object)");
+  return s.c_str();
 }
 }  // namespace detail
 
@@ -166,27 +183,30 @@ class Dataset;
 class File {
  public:
   /// Open `path` (bytes: UTF-8 not required); throws vh5::Error (VH5_ERR_IO for a missing or
-  /// non-HDF5 file).
+  /// non-HDF5 file; VH5_ERR_INVALID_ARGUMENT for a path holding a NUL byte).
   explicit File(const std::string &path, uint32_t flags = 0) {
     int64_t id = -1;
-    detail::check(vh5_file_open(path.c_str(), flags, &id));
+    detail::check(vh5_file_open(detail::c_string(path, "path"), flags, &id));
     h_ = Handle(id);
   }
   int64_t id() const noexcept { return h_.id(); }
   void close() { h_.close(); }
   /// Open the dataset at `name` (paths with groups; bytes matched exactly, UTF-8 not required:
-  /// pass a name `members` gave); throws VH5_ERR_NOT_FOUND if missing.
+  /// pass a name `members` gave); throws VH5_ERR_NOT_FOUND if missing, VH5_ERR_INVALID_ARGUMENT
+  /// for a name holding a NUL byte.
   inline Dataset dataset(const std::string &name) const;
   /// Members of the group at `group` ("/" = root) as (kind, name) pairs in h5py's order
   /// (creation order for a group that tracks it, else name order; see
   /// vh5_group_members: kind 'g' group, 'd' dataset, 't' named datatype, 'e' external link,
   /// 's' dangling soft link, '?' other). `recursive`: every hard link below the group, names
   /// relative to it. Names are the bytes stored in the file, not necessarily UTF-8 (files
-  /// written by other tools may hold Latin-1 names); `group` is bytes too. Throws vh5::Error.
+  /// written by other tools may hold Latin-1 names); `group` is bytes too (no NUL byte). Throws
+  /// vh5::Error.
   std::vector<std::pair<char, std::string>> members(const std::string &group = "/", bool recursive = false) const {
     uint32_t flags = recursive ? VH5_GROUP_RECURSIVE : 0;
+    const char *g = detail::c_string(group, "group");
     std::string buf = detail::two_call([&](uint8_t *b, size_t cap, size_t *len) {
-      return vh5_group_members(h_.id(), group.c_str(), flags, b, cap, len);
+      return vh5_group_members(h_.id(), g, flags, b, cap, len);
     });
     std::vector<std::pair<char, std::string>> out;
     for (size_t i = 0; i < buf.size();) {
@@ -199,11 +219,13 @@ class File {
   /// The link at `name` itself, not followed (vh5_link_get): its kind ('h' hard, 's' soft,
   /// 'e' external, '?' user-defined) and value: a soft link's target path; an external link's
   /// file name, a NUL byte and the object path; empty otherwise. Bytes as stored (UTF-8 not
-  /// required). Throws vh5::Error (VH5_ERR_NOT_FOUND when no link has that name).
+  /// required). Throws vh5::Error (VH5_ERR_NOT_FOUND when no link has that name;
+  /// VH5_ERR_INVALID_ARGUMENT for a name holding a NUL byte).
   std::pair<char, std::string> link(const std::string &name) const {
+    const char *n = detail::c_string(name, "name");
     uint8_t kind = 0;
     std::string buf = detail::two_call([&](uint8_t *b, size_t cap, size_t *len) {
-      return vh5_link_get(h_.id(), name.c_str(), &kind, b, cap, len);
+      return vh5_link_get(h_.id(), n, &kind, b, cap, len);
     });
     if (!buf.empty()) buf.pop_back();  // drop the final NUL
     return {static_cast<char>(kind), buf};
@@ -243,11 +265,16 @@ class Dataset {
     v.resize(std::min(n, v.size()));
     return v;
   }
-  /// The dataset's extents in elements.
+  /// The dataset's extents in elements. Empty both for a scalar (0-d, one element) and for a
+  /// null dataspace (no element at all): tell them apart with null_dataspace().
   std::vector<uint64_t> shape() const {
     vh5_dataset_info i = info();
     return std::vector<uint64_t>(i.shape, i.shape + i.ndim);
   }
+  /// True for a null dataspace (H5S_NULL, h5py's Empty): the dataset holds no elements and
+  /// reads of it throw VH5_ERR_UNSUPPORTED; shape() is empty as for a scalar, which holds one
+  /// (vh5_dataset_info.null_dataspace).
+  bool null_dataspace() const { return info().null_dataspace != 0; }
 
  private:
   Handle h_;
@@ -255,20 +282,30 @@ class Dataset {
 
 inline Dataset File::dataset(const std::string &name) const {
   int64_t id = -1;
-  detail::check(vh5_dataset_open(h_.id(), name.c_str(), &id));
+  detail::check(vh5_dataset_open(h_.id(), detail::c_string(name, "name"), &id));
   return Dataset(id);
 }
 
 /// Describe a caller-owned array of T (C order unless byte strides are given) for vh5.
 /// `data` points at element [0,...,0]; `total_elems` is the number of T in the buffer starting
 /// at `data` (negative strides are not expressible through this helper: use vh5_array).
+/// `strides` is empty or holds one value per axis of `shape`. A read-only array may be
+/// `ArrayRef<const T>` (same dtype as T): accepted as a source (write_many_slices,
+/// copy_many_slices' src), refused at compile time as a destination.
 template <class T>
 struct ArrayRef {
   T *data;
   size_t total_elems;
   std::vector<uint64_t> shape;
   std::vector<int64_t> strides;  // bytes; empty = C order
-  vh5_array c_array() const {
+  /// The C description, pointing into this object's vectors (valid while it lives unchanged).
+  /// Throws vh5::Error (VH5_ERR_INVALID_ARGUMENT, naming `what`) when `strides` is neither
+  /// empty nor one value per axis: the library would read shape.size() strides from it.
+  vh5_array c_array(const char *what = "array") const {
+    if (!strides.empty() && strides.size() != shape.size())
+      throw Error(VH5_ERR_INVALID_ARGUMENT, std::string(what) + ".strides has " + std::to_string(strides.size()) +
+                                                " values for " + std::to_string(shape.size()) +
+                                                " axes (shape): give one byte stride per axis, or none for C order");
     vh5_array a;
     std::memset(&a, 0, sizeof a);
     a.base = const_cast<void *>(static_cast<const void *>(data));
@@ -283,39 +320,66 @@ struct ArrayRef {
   }
 };
 
-/// Copy many hyperslabs of `src` into `dst` (see vh5_read_many_slices). Each table holds
-/// nslices x ndim uint64 values in row-major order (any contiguous container); steps may
-/// be empty containers (all 1). Flags: VH5_SLICES_CLIP, VH5_SLICES_CONVERT,
-/// VH5_SLICES_SWAPPED (`dst` holds its elements in the byte order opposite to the host's).
-/// Throws vh5::Error.
-template <class T, class Table>
-void read_many_slices(const Dataset &src, const ArrayRef<T> &dst, const Table &src_start, const Table &dst_start,
-                      const Table &count, const Table &src_step = Table(), const Table &dst_step = Table(),
-                      uint32_t flags = 0) {
+/// The type of an omitted step table (the default of the step arguments, also what `{}`
+/// gives there): no values, i.e. every step 1. A default-constructed std::array would be a
+/// full-size table of zeros (step 0), so the steps do not default to the table type.
+struct NoSteps {
+  constexpr size_t size() const noexcept { return 0; }
+  constexpr const uint64_t *data() const noexcept { return nullptr; }
+};
+
+namespace detail {
+/// nslices from the tables (each nslices x ndim values; steps may be empty), or throw. ndim 0
+/// (a scalar, 0-d arrays): the tables have no columns, one row copies the one element.
+template <class Table, class SrcStep, class DstStep>
+size_t table_rows(size_t ndim, const Table &src_start, const Table &dst_start, const Table &count,
+                  const SrcStep &src_step, const DstStep &dst_step) {
   static_assert(std::is_same<typename std::decay<decltype(*std::data(src_start))>::type, uint64_t>::value,
                 "slice tables hold uint64_t");
-  // ndim 0 (a scalar dataset): tables have no columns and one row copies the one element.
-  const size_t ndim = dst.shape.size();
+  static_assert(std::is_same<typename std::decay<decltype(*std::data(src_step))>::type, uint64_t>::value,
+                "src_step holds uint64_t");
+  static_assert(std::is_same<typename std::decay<decltype(*std::data(dst_step))>::type, uint64_t>::value,
+                "dst_step holds uint64_t");
   if (ndim > 0 && std::size(count) % ndim != 0)
     throw Error(VH5_ERR_INVALID_ARGUMENT, "count has " + std::to_string(std::size(count)) +
                                               " values, not a multiple of ndim = " + std::to_string(ndim));
   const size_t n = ndim == 0 ? 1 : std::size(count) / ndim;
-  auto check_len = [&](const Table &t, const char *name, bool optional) {
-    size_t len = std::size(t);
+  auto check_len = [&](size_t len, const char *name, bool optional) {
     if ((optional && len == 0) || len == n * ndim) return;
     throw Error(VH5_ERR_INVALID_ARGUMENT, std::string(name) + " has " + std::to_string(len) +
                                               " values, expected nslices*ndim = " + std::to_string(n * ndim) +
                                               " (nslices = " + std::to_string(n) + " from count)");
   };
-  check_len(src_start, "src_start", false);
-  check_len(dst_start, "dst_start", false);
-  check_len(count, "count", false);
-  check_len(src_step, "src_step", true);
-  check_len(dst_step, "dst_step", true);
-  vh5_array a = dst.c_array();
+  check_len(std::size(src_start), "src_start", false);
+  check_len(std::size(dst_start), "dst_start", false);
+  check_len(std::size(count), "count", false);
+  check_len(std::size(src_step), "src_step", true);
+  check_len(std::size(dst_step), "dst_step", true);
+  return n;
+}
+/// A step table for C: NULL when empty (all steps 1).
+template <class Steps>
+const uint64_t *opt_table(const Steps &t) {
+  return std::size(t) ? std::data(t) : nullptr;
+}
+}  // namespace detail
+
+/// Copy many hyperslabs of `src` into `dst` (see vh5_read_many_slices). Each table holds
+/// nslices x ndim uint64 values in row-major order (any contiguous container); the steps may
+/// be omitted, `{}` or empty containers (all 1), and may be of another container type than
+/// the other tables. A 0-d (scalar) dataset is read with `dst.shape` empty and empty tables
+/// (one row). Flags: VH5_SLICES_CLIP, VH5_SLICES_CONVERT, VH5_SLICES_SWAPPED (`dst` holds its
+/// elements in the byte order opposite to the host's). `dst` is written, so `T` must not be
+/// const. Throws vh5::Error.
+template <class T, class Table, class SrcStep = NoSteps, class DstStep = NoSteps>
+void read_many_slices(const Dataset &src, const ArrayRef<T> &dst, const Table &src_start, const Table &dst_start,
+                      const Table &count, const SrcStep &src_step = SrcStep(), const DstStep &dst_step = DstStep(),
+                      uint32_t flags = 0) {
+  static_assert(!std::is_const<T>::value, "read_many_slices writes dst: it cannot be an ArrayRef<const T>");
+  const size_t n = detail::table_rows(dst.shape.size(), src_start, dst_start, count, src_step, dst_step);
+  vh5_array a = dst.c_array("dst");
   detail::check(vh5_read_many_slices(src.id(), &a, n, std::data(src_start), std::data(dst_start), std::data(count),
-                                     std::size(src_step) ? std::data(src_step) : nullptr,
-                                     std::size(dst_step) ? std::data(dst_step) : nullptr, flags));
+                                     detail::opt_table(src_step), detail::opt_table(dst_step), flags));
 }
 
 /// A decoded payload borrowing the caller's bytes (which must outlive it). No copy is made.
@@ -442,58 +506,37 @@ constexpr uint32_t READ_WRITE = VH5_FILE_READ_WRITE;
 /// virtual datasets, external links), refused by default: File f(path, vh5::ALLOW_EXTERNAL).
 constexpr uint32_t ALLOW_EXTERNAL = VH5_FILE_ALLOW_EXTERNAL;
 
-namespace detail {
-/// nslices from the tables (each nslices x ndim values; steps may be empty), or throw.
-template <class Table>
-size_t table_rows(size_t ndim, const Table &src_start, const Table &dst_start, const Table &count,
-                  const Table &src_step, const Table &dst_step) {
-  static_assert(std::is_same<typename std::decay<decltype(*std::data(src_start))>::type, uint64_t>::value,
-                "slice tables hold uint64_t");
-  if (ndim == 0) throw Error(VH5_ERR_INVALID_ARGUMENT, "arrays must have at least one axis");
-  const size_t n = std::size(count) / ndim;
-  auto check_len = [&](const Table &t, const char *name, bool optional) {
-    size_t len = std::size(t);
-    if ((optional && len == 0) || len == n * ndim) return;
-    throw Error(VH5_ERR_INVALID_ARGUMENT, std::string(name) + " has " + std::to_string(len) +
-                                              " values, expected nslices*ndim = " + std::to_string(n * ndim));
-  };
-  check_len(src_start, "src_start", false);
-  check_len(dst_start, "dst_start", false);
-  check_len(count, "count", false);
-  check_len(src_step, "src_step", true);
-  check_len(dst_step, "dst_step", true);
-  return n;
-}
-template <class Table>
-const uint64_t *opt_table(const Table &t) {
-  return std::size(t) ? std::data(t) : nullptr;
-}
-}  // namespace detail
 
 /// Write many slices of the array `src` into dataset `dst` (see vh5_write_many_slices):
 /// src_* tables index the ARRAY, dst_* tables the DATASET. The file must be open read-write
 /// (File(path, vh5::READ_WRITE)). Flags: VH5_SLICES_CLIP, VH5_SLICES_CONVERT. Throws vh5::Error
 /// (nothing written unless the status is VH5_ERR_HDF5, whose message names the rows written).
-template <class T, class Table>
+/// Steps and 0-d arrays as in read_many_slices; `src` may be an ArrayRef<const T>.
+template <class T, class Table, class SrcStep = NoSteps, class DstStep = NoSteps>
 void write_many_slices(const ArrayRef<T> &src, const Dataset &dst, const Table &src_start, const Table &dst_start,
-                       const Table &count, const Table &src_step = Table(), const Table &dst_step = Table(),
+                       const Table &count, const SrcStep &src_step = SrcStep(), const DstStep &dst_step = DstStep(),
                        uint32_t flags = 0) {
   const size_t n = detail::table_rows(src.shape.size(), src_start, dst_start, count, src_step, dst_step);
-  vh5_array a = src.c_array();
+  vh5_array a = src.c_array("src");
   detail::check(vh5_write_many_slices(dst.id(), &a, n, std::data(src_start), std::data(dst_start), std::data(count),
                                       detail::opt_table(src_step), detail::opt_table(dst_step), flags));
 }
 
 /// Copy many slices from array `src` into array `dst` in memory (see vh5_copy_many_slices).
 /// They may share memory: each row then behaves as if its source were copied to a temporary
-/// first (memmove semantics). Flags: VH5_SLICES_CLIP. Throws vh5::Error (nothing written).
-template <class T, class Table>
-void copy_many_slices(const ArrayRef<T> &src, const ArrayRef<T> &dst, const Table &src_start, const Table &dst_start,
-                      const Table &count, const Table &src_step = Table(), const Table &dst_step = Table(),
+/// first (memmove semantics). Flags: VH5_SLICES_CLIP. Steps and 0-d arrays as in
+/// read_many_slices. `src` may be an ArrayRef<const T>; `dst` is written, so its element type
+/// must be T itself (checked at compile time). Throws vh5::Error (nothing written).
+template <class S, class T, class Table, class SrcStep = NoSteps, class DstStep = NoSteps>
+void copy_many_slices(const ArrayRef<S> &src, const ArrayRef<T> &dst, const Table &src_start, const Table &dst_start,
+                      const Table &count, const SrcStep &src_step = SrcStep(), const DstStep &dst_step = DstStep(),
                       uint32_t flags = 0) {
+  static_assert(!std::is_const<T>::value, "copy_many_slices writes dst: it cannot be an ArrayRef<const T>");
+  static_assert(std::is_same<typename std::remove_const<S>::type, T>::value,
+                "copy_many_slices copies elements of one type: src and dst must be ArrayRef<T> (src may be const T)");
   const size_t n = detail::table_rows(dst.shape.size(), src_start, dst_start, count, src_step, dst_step);
-  vh5_array a = src.c_array();
-  vh5_array b = dst.c_array();
+  vh5_array a = src.c_array("src");
+  vh5_array b = dst.c_array("dst");
   detail::check(vh5_copy_many_slices(&a, &b, n, std::data(src_start), std::data(dst_start), std::data(count),
                                      detail::opt_table(src_step), detail::opt_table(dst_step), flags));
 }

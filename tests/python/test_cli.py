@@ -260,6 +260,41 @@ def test_table_without_rows_or_with_a_malformed_line_names_file_and_line(grid, t
     assert r.returncode == 1 and f'{bad} line 2: data row 1, column 3 (dst_start_0): "zero" is not a number' in r.stderr, r.stderr
 
 
+def test_table_header_only_without_numbers_typo_in_first_row_is_an_error(grid, tmp_path):
+    """A typo in the first data row (letter O for zero) made it a header, skipped silently
+    (exit 0, one row fewer): a line with any numeric field is a data row; a real header is
+    named in the output."""
+    p, data = grid
+    t = tmp_path / "typo.csv"
+    t.write_text("1O 2 0 0 3 4\n10 11 3 0 3 4\n")
+    r = run("read", p, "x", "--table", t)
+    assert r.returncode == 1 and r.stdout == "", (r.stdout, r.stderr)
+    want = f'vh5: VH5_ERR_INVALID_ARGUMENT: {t} line 1: data row 0, column 1 (src_start_0): "1O" is not a number; the first line is a header only when none of its fields is a number'
+    assert r.stderr.startswith(want), r.stderr
+    t.write_text("src0 src1 dst0 dst1 c0 c1\n1 2 0 0 3 4\n10 11 3 0 3 4\n")
+    out = tmp_path / "h.npy"
+    r = run("read", p, "x", "--table", t, "--save", out)
+    skipped = f"{t} line 1: skipped as a header (none of its fields is a number)"
+    assert r.returncode == 0 and skipped in r.stdout, (r.stdout, r.stderr)
+    assert "rows: 2 read" in r.stdout, r.stdout
+    np.testing.assert_array_equal(np.load(out), _expect(data, [(1, 2, 0, 0, 3, 4), (10, 11, 3, 0, 3, 4)]))
+    t.write_text("1 2 0 0 3 4\n")
+    r = run("read", p, "x", "--table", t)
+    assert r.returncode == 0 and "header" not in r.stdout, r.stdout
+
+
+def test_read_null_dataspace_is_named_not_called_a_scalar(tmp_path):
+    """h5py.Empty (H5S_NULL) has ndim 0 like a scalar: --random said "0-d (a scalar)" and
+    suggested dropping the options, which then printed a row before failing."""
+    p = tmp_path / "empty.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("e", data=h5py.Empty("f8"))
+    for opts in [("--random", 5, "--size", 2), (), ("--table", p)]:
+        r = run("read", p, "e", *opts)
+        want = "vh5: VH5_ERR_UNSUPPORTED: dataset e has a null dataspace (H5S_NULL, h5py.Empty): it holds no elements to read"
+        assert r.returncode == 1 and r.stderr.strip() == want and r.stdout == "", (opts, r.stdout, r.stderr)
+
+
 def test_table_float_coordinates_from_2_pow_53_refused_integers_exact(tmp_path):
     """2^53 + 1 written as a float parses to 2^53 and would read the neighbouring element:
     refused naming line, row, column and the value as written; as an integer it is exact."""

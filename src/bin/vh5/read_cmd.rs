@@ -136,7 +136,8 @@ pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv
   Read many slices of DATASET into a new C-order array (just large enough for every row;
   with --clip, for every row as clipped to the dataset),
   print the first rows, a summary, a checksum (sum and FNV-1a 64 of the bytes) and the time.
-  A 0-d (scalar) dataset is read without --table, --random and --size (one row).
+  A 0-d (scalar) dataset is read without --table, --random and --size (one row); a dataset
+  with a null dataspace (H5S_NULL, h5py.Empty) holds no elements and is refused.
   DATASET is written as `vh5 info` lists it: a byte of the name that is not UTF-8 as \\xNN
   (`/temp\\xe9rature` for Latin-1 bytes), a backslash as \\\\.
   --table ROWS.csv  slice table file, one row per line (format below)
@@ -344,6 +345,10 @@ fn read(o: &ReadOpts) -> Result<()> {
     let Some(dtype) = info.dtype.dtype else {
         return Err(Error::new(vh5::error::ErrorKind::Unsupported, format!("dataset {}: type not supported ({})", o.dataset, info.dtype.description)));
     };
+    if info.null_dataspace {
+        // ndim 0 as for a scalar, but no element at all: say so before judging the options
+        return Err(Error::new(vh5::error::ErrorKind::Unsupported, format!("dataset {} has a null dataspace (H5S_NULL, h5py.Empty): it holds no elements to read", o.dataset)));
+    }
     let n = info.shape.len();
     let t = match (&o.table, o.random) {
         (Some(_), _) if n == 0 => return Err(invalid(format!("--table: dataset {} is 0-d (a scalar): read it without --table", o.dataset))),
@@ -365,6 +370,9 @@ fn read(o: &ReadOpts) -> Result<()> {
     let mut buf = try_alloc::<u8>(nbytes, what)?;
     let bytes = buf.len();
     let strides = ArrayLayout::c_strides(&dshape, itemsize).ok_or_else(|| invalid(format!("{what}: destination {dshape:?} too large")))?;
+    if let (Some(p), Some(line)) = (&o.table, t.header_line) {
+        println!("{p} line {line}: skipped as a header (none of its fields is a number)");
+    }
     for i in 0..t.n.min(o.show) {
         let r = |c: usize| &t.cols[c][i * n..(i + 1) * n];
         if t.steps {

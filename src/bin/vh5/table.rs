@@ -7,9 +7,11 @@
 //! Fields are non-negative integers, also written as floats with no fraction (`1.0`,
 //! `1.000000000000000000e+01`, np.savetxt's default format) below 2^53 (from 2^53 on a float
 //! no longer tells which integer was meant: 2^53 + 1 reads as 2^53). Blank lines and
-//! everything after `#` are ignored; the first other line may be a header (it is skipped when
-//! one of its fields is not a number). Errors (`VH5_ERR_INVALID_ARGUMENT`) name the file, the
-//! line and the column; a table without data rows is an error naming the file.
+//! everything after `#` are ignored; the first other line may be a header: it is one only when
+//! none of its fields is a number (a first line such as `1O 2 0 0 3 4`, with a typo in one
+//! field, is a data row and an error, not a header skipped silently); `vh5 read` says which
+//! line it skipped. Errors (`VH5_ERR_INVALID_ARGUMENT`) name the file, the line and the
+//! column; a table without data rows is an error naming the file.
 
 use vh5::error::{Error, ErrorKind, Result};
 
@@ -19,8 +21,10 @@ pub const FORMAT_HELP: &str = "  Table format (--table): one row per line, field
   count.. or 5n fields that add src_step.., dst_step.. (elements). Fields are non-negative
   integers; floats without a fraction such as 1.000000000000000000e+01 are accepted below
   2^53 (write larger values as integers). Blank lines and text after # are ignored; the
-  first other line may be a header (skipped when a field is not a number). A malformed line
-  is an error naming the file, line, data row and column; a table with no data rows is an
+  first other line may be a header: it is one only when NONE of its fields is a number
+  (src0,src1,...), and the output names the line skipped; a first line with some numbers
+  (1O 2 0 0 3 4: letter O typed for zero) is a data row and an error. A malformed line is
+  an error naming the file, line, data row and column; a table with no data rows is an
   error.";
 
 /// Rows of a table as five flat columns (src_start, dst_start, count, src_step, dst_step),
@@ -30,6 +34,8 @@ pub struct Table {
     pub cols: [Vec<u64>; 5],
     pub steps: bool,
     pub n: usize,
+    /// The header line skipped (1-based line number), if the table had one.
+    pub header_line: Option<usize>,
 }
 
 /// The fields of one line (comments removed): split at commas when it has any (then every
@@ -71,6 +77,12 @@ fn number(f: &str) -> std::result::Result<u64, String> {
     }
 }
 
+/// A field that reads as a number (integer, float, exponent form), as opposed to a header
+/// name. `inf` / `nan` parse as f64 but have no digit: header words, not numbers.
+fn is_numeric(f: &str) -> bool {
+    f.parse::<f64>().is_ok() && f.bytes().any(|b| b.is_ascii_digit())
+}
+
 /// What column `c` (0-based) of a row holds for a dataset of `ndim` axes, e.g. `count_1`.
 fn column_name(c: usize, ndim: usize) -> String {
     const GROUPS: [&str; 5] = ["src_start", "dst_start", "count", "src_step", "dst_step"];
@@ -94,13 +106,16 @@ pub fn parse(path: &str, text: &str, ndim: usize) -> Result<Table> {
         let first = !seen_line;
         seen_line = true;
         let parsed: Vec<std::result::Result<u64, String>> = f.iter().map(|x| number(x)).collect();
-        if first && f.iter().zip(&parsed).any(|(x, p)| p.is_err() && x.parse::<f64>().is_err()) {
-            continue; // a header line: some field is not a number at all
+        if first && !f.iter().any(|x| is_numeric(x)) {
+            t.header_line = Some(ln + 1); // a header line: no field is a number
+            continue;
         }
+        // On the first line, say why it was not taken as a header (a typo such as `1O`).
+        let not_header = if first { "; the first line is a header only when none of its fields is a number" } else { "" };
         let mut vals = Vec::with_capacity(f.len());
         for (c, (x, p)) in f.iter().zip(parsed).enumerate() {
             let what = column_name(c, ndim);
-            vals.push(p.map_err(|why| bad(ln, format!("data row {}, column {} ({what}): {x:?} is {why}; {expect}", t.n, c + 1)))?);
+            vals.push(p.map_err(|why| bad(ln, format!("data row {}, column {} ({what}): {x:?} is {why}{not_header}; {expect}", t.n, c + 1)))?);
         }
         let groups = vals.len() / ndim;
         if vals.len() % ndim != 0 || !(groups == 3 || groups == 5) {
@@ -137,7 +152,7 @@ mod tests {
             assert_eq!((t.n, t.steps, &t.cols), (want.n, want.steps, &want.cols), "{text:?}");
         }
         let t = parse("t.csv", "# c\nsrc dst count\n1 0 3\n4\t3\t1\n", 1).unwrap();
-        assert_eq!((t.n, t.steps), (2, false));
+        assert_eq!((t.n, t.steps, t.header_line), (2, false, Some(2)));
         assert_eq!(t.cols[0], [1, 4]);
         assert_eq!(t.cols[2], [3, 1]);
         let t = parse("t.csv", "1.000000000000000000e+00,0,2.0\n", 1).unwrap();
@@ -165,6 +180,28 @@ mod tests {
         }
         let e = parse("t.csv", "-1 0 1\n", 1).err().unwrap();
         assert!(e.message.contains("\"-1\" is not a non-negative integer"), "{}", e.message);
+    }
+
+    #[test]
+    fn header_only_when_no_field_is_a_number_a_typo_in_the_first_row_is_an_error() {
+        // `1O` (letter O) in the first data row made it a header, skipped silently
+        for text in ["1O 2 0 0 3 4\n10 11 3 0 3 4\n", "src0 src1 dst0 dst1 c0 2\n1 2 0 0 3 4\n", "a,b,1e3,c,d,e\n1,2,0,0,3,4\n"] {
+            let e = parse("t.csv", text, 2).err().unwrap();
+            assert_eq!(e.kind, ErrorKind::InvalidArgument);
+            assert!(e.message.starts_with("t.csv line 1: data row 0, column "), "{}", e.message);
+            assert!(e.message.contains("the first line is a header only when none of its fields is a number"), "{}", e.message);
+        }
+        // the same typo further down says nothing about headers
+        let e = parse("t.csv", "10 11 3 0 3 4\n1O 2 0 0 3 4\n", 2).err().unwrap();
+        assert!(e.message.starts_with("t.csv line 2: data row 1, column 1 (src_start_0): \"1O\" is not a number; expected"), "{}", e.message);
+        // headers: no numeric field (words with digits inside, inf/nan words included)
+        for (text, line) in [("\nsrc0 src1 dst0 dst1 c0 c1\n1 2 0 0 3 4\n", Some(2)), ("a_1,b2,inf,nan,x,y\n1,2,0,0,3,4\n", Some(1)), ("1 2 0 0 3 4\n", None)] {
+            let t = parse("t.csv", text, 2).unwrap();
+            assert_eq!((t.n, t.header_line, &t.cols[0]), (1, line, &vec![1, 2]), "{text:?}");
+        }
+        // only the first line may be a header
+        let e = parse("t.csv", "1 2 0 0 3 4\nsrc0 src1 dst0 dst1 c0 c1\n", 2).err().unwrap();
+        assert!(e.message.starts_with("t.csv line 2: data row 1, column 1"), "{}", e.message);
     }
 
     #[test]
