@@ -46,8 +46,8 @@ impl Rng {
     }
 }
 
-/// Held while a child process of this binary runs, and while the soak makes the files its
-/// threads then open read-write. libhdf5 opens files without `O_CLOEXEC` and locks them
+/// Held while a child process of this binary runs, and while the soak makes its files (some
+/// are opened read-write after they are made, and its threads open others read-write). libhdf5 opens files without `O_CLOEXEC` and locks them
 /// (`flock`, on the open file description): a child started while such a file is open
 /// inherits the descriptor, and with it the lock, until it exits, and a later read-write open
 /// of that file then fails ("unable to lock file, errno = 11"; seen with libhdf5 1.14.6 when
@@ -268,7 +268,13 @@ fn soak_mixed_payloads_reads_and_copies_match_single_threaded() {
     let nthreads = env_usize("VH5_SOAK_THREADS", 8);
     let tmp = TempDir::new("soak");
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let mut datasets = make_datasets(&tmp);
+    // Made while no child process of this binary is started (`CHILDREN`): `make_datasets`
+    // opens a file read-write after creating it (seen failing when the refused-threads test's
+    // child inherited the new file's locked descriptor).
+    let mut datasets = {
+        let _no_children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+        make_datasets(&tmp)
+    };
     // A real netCDF-4 file too when the shared data is here (extra coverage only).
     if let Some(root) = shared_data() {
         let p = root.join("real/test1.nc");
