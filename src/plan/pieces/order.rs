@@ -50,9 +50,9 @@ impl Plan {
             return;
         }
         let n = self.pieces.len();
-        let (lo, hi) = self.pieces.iter().fold((u64::MAX, 0), |(lo, hi), p| (lo.min(p.chunk), hi.max(p.chunk)));
+        // Chunk range and row order in one pass.
+        let (lo, hi, _, in_row_order) = self.pieces.iter().fold((u64::MAX, 0, 0, true), |(lo, hi, row, ok), p| (lo.min(p.chunk), hi.max(p.chunk), p.row, ok && p.row >= row));
         let span = hi.wrapping_sub(lo).wrapping_add(1);
-        let in_row_order = self.pieces.is_sorted_by_key(|p| p.row);
         if n > 1 && in_row_order && span <= (n as u64).saturating_mul(COUNTING_SPAN) {
             self.counting_sort(lo, span as usize);
         } else {
