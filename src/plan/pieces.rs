@@ -9,12 +9,14 @@
 //! [`Plan::block`] turns a piece into the two strided blocks the copy engine moves: one in a
 //! chunk buffer, one in the caller's array.
 
+mod order;
+mod pool;
+
+pub use order::COUNTING_SPAN;
+pub use pool::{POOL_PLANS, RECYCLE_BUDGET_BYTES};
+
 use super::grid::ChunkGrid;
 use crate::geometry::{axis_stride, ArrayLayout, Row, MAX_RANK};
-
-/// [`Plan::finish`] sorts by counting when the pieces' chunk indices span at most this many
-/// times their number (the count table then costs no more than the pieces themselves).
-pub const COUNTING_SPAN: u64 = 4;
 
 /// One piece: a row's part inside one chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,15 +41,13 @@ pub struct Plan {
     pub groups: Vec<(u64, std::ops::Range<usize>)>,
     /// Buffers [`Plan::finish`] sorts into (the sorted vectors swap with them).
     spare: (Vec<PieceKey>, Vec<u64>),
-}
-
-/// A plan whose buffers together hold at most this many bytes is kept by
-/// [`Plan::recycle`] for the thread's next [`Plan::recycled`].
-pub const RECYCLE_MAX_BYTES: usize = 8 << 20;
-
-std::thread_local! {
-    /// The plan a thread finished with last (see [`Plan::recycle`]).
-    static RECYCLED: std::cell::RefCell<Option<Plan>> = const { std::cell::RefCell::new(None) };
+    /// The caller's buffers ([`Plan::take_scratch`], [`Plan::take_rows`]), kept with the others.
+    scratch: Vec<u64>,
+    rows: Vec<usize>,
+    /// The counting sort's table ([`Plan::finish`]).
+    counts: Vec<usize>,
+    /// The most bytes its buffers ever held (kept plans: see `pool`).
+    written: usize,
 }
 
 impl Plan {
@@ -61,31 +61,30 @@ impl Plan {
         Plan { ndim, pieces: Vec::with_capacity(pieces), coords: Vec::with_capacity(pieces.saturating_mul(3 * ndim)), ..Default::default() }
     }
 
-    /// As [`Plan::with_capacity`], reusing the buffers of the plan this thread last
-    /// [`Plan::recycle`]d: memory already touched, so planning a call costs no page faults
-    /// (fresh buffers of a plan of 10,000 rows were ~1,000 page faults, ~15% of the call).
-    pub fn recycled(ndim: usize, pieces: usize) -> Plan {
-        let Some(mut p) = RECYCLED.with(|r| r.borrow_mut().take()) else {
-            return Plan::with_capacity(ndim, pieces);
-        };
-        p.ndim = ndim;
-        p.pieces.clear();
-        p.coords.clear();
-        p.groups.clear();
-        p.pieces.reserve(pieces);
-        p.coords.reserve(pieces.saturating_mul(3 * ndim));
-        p
+    /// An empty buffer for the caller's own use while it plans (kept with the plan's buffers
+    /// by [`Plan::recycle`] once handed back with [`Plan::keep_scratch`]: the destination
+    /// boxes of a read's rows, 4-8 MB fresh per call for 262,144 rows).
+    pub fn take_scratch(&mut self) -> Vec<u64> {
+        let mut v = std::mem::take(&mut self.scratch);
+        v.clear();
+        v
     }
 
-    /// Keep this plan's buffers for the thread's next [`Plan::recycled`] when they hold at
-    /// most [`RECYCLE_MAX_BYTES`] (else they are freed).
-    pub fn recycle(self) {
-        let bytes = (self.pieces.capacity() + self.spare.0.capacity()) * std::mem::size_of::<PieceKey>()
-            + (self.coords.capacity() + self.spare.1.capacity()) * 8
-            + self.groups.capacity() * std::mem::size_of::<(u64, std::ops::Range<usize>)>();
-        if bytes <= RECYCLE_MAX_BYTES {
-            RECYCLED.with(|r| *r.borrow_mut() = Some(self));
-        }
+    /// Hand back a buffer taken with [`Plan::take_scratch`].
+    pub fn keep_scratch(&mut self, v: Vec<u64>) {
+        self.scratch = v;
+    }
+
+    /// As [`Plan::take_scratch`], a buffer of row numbers (a read's rows that copy something).
+    pub fn take_rows(&mut self) -> Vec<usize> {
+        let mut v = std::mem::take(&mut self.rows);
+        v.clear();
+        v
+    }
+
+    /// Hand back a buffer taken with [`Plan::take_rows`].
+    pub fn keep_rows(&mut self, v: Vec<usize>) {
+        self.rows = v;
     }
 
     /// Add the pieces of row `i` of a READ (valid: inside the dataset; steps of both sides
@@ -125,9 +124,13 @@ impl Plan {
             // Inside one chunk (the common row of many-row calls): the piece is the row, its
             // chunk found above (no second pass of divisions through `for_each_piece`).
             self.pieces.push(PieceKey { chunk: grid.linear_index(&first[..n]), row: i, at: before });
-            self.coords.extend_from_slice(&dataset.0[..n]);
-            self.coords.extend_from_slice(&array.0[..n]);
-            self.coords.extend_from_slice(&count[..n]);
+            let parts = [&dataset.0[..n], &array.0[..n], &count[..n]];
+            match n {
+                1 => push_coords::<1>(&mut self.coords, parts),
+                2 => push_coords::<2>(&mut self.coords, parts),
+                3 => push_coords::<3>(&mut self.coords, parts),
+                _ => push_coords::<0>(&mut self.coords, parts),
+            }
             return 1;
         }
         if est > 1 {
@@ -151,89 +154,6 @@ impl Plan {
     /// their coordinates stay stored, unused).
     pub fn retain_rows(&mut self, mut keep: impl FnMut(usize) -> bool) {
         self.pieces.retain(|p| keep(p.row));
-    }
-
-    /// Group the pieces by chunk (C order of the grid), keeping row order inside a chunk, and
-    /// store their coordinates in that order (the scatter then reads them front to back, not
-    /// in the caller's row order). Pieces added in row order (every caller) over a span of
-    /// chunk indices at most [`COUNTING_SPAN`] x their number are placed by a counting sort,
-    /// O(pieces + span); others are sorted. Extra memory: one more copy of the coordinates.
-    pub fn finish(&mut self) {
-        self.order_pieces();
-        self.groups.clear();
-        let mut k = 0;
-        while k < self.pieces.len() {
-            let c = self.pieces[k].chunk;
-            let start = k;
-            while k < self.pieces.len() && self.pieces[k].chunk == c {
-                k += 1;
-            }
-            self.groups.push((c, start..k));
-        }
-    }
-
-    /// Order the pieces by (chunk, row) and their coordinates with them ([`Plan::finish`]).
-    fn order_pieces(&mut self) {
-        if self.pieces.is_sorted_by_key(|p| (p.chunk, p.row)) {
-            // Already in order (a row over many chunks: its pieces come in C order of the
-            // grid): no sort, and no copy of the coordinates unless rows were dropped.
-            self.permute_coords();
-            return;
-        }
-        let n = self.pieces.len();
-        let (lo, hi) = self.pieces.iter().fold((u64::MAX, 0), |(lo, hi), p| (lo.min(p.chunk), hi.max(p.chunk)));
-        let span = hi.wrapping_sub(lo).wrapping_add(1);
-        let in_row_order = self.pieces.is_sorted_by_key(|p| p.row);
-        if n > 1 && in_row_order && span <= (n as u64).saturating_mul(COUNTING_SPAN) {
-            self.counting_sort(lo, span as usize);
-        } else {
-            // (chunk, row) is unique (a row has one piece per chunk), so an unstable sort on
-            // it orders as a stable sort by chunk would, faster.
-            self.pieces.sort_unstable_by_key(|p| (p.chunk, p.row));
-            self.permute_coords();
-        }
-    }
-
-    /// Stable counting sort of the pieces by chunk index (all in `lo .. lo + span`), their
-    /// coordinates moved along ([`Plan::finish`]).
-    fn counting_sort(&mut self, lo: u64, span: usize) {
-        let mut next = vec![0usize; span + 1];
-        for p in &self.pieces {
-            next[(p.chunk - lo) as usize + 1] += 1;
-        }
-        for i in 1..=span {
-            next[i] += next[i - 1];
-        }
-        let w = 3 * self.ndim;
-        let (mut pieces, mut coords) = std::mem::take(&mut self.spare);
-        pieces.clear();
-        pieces.resize(self.pieces.len(), PieceKey { chunk: 0, row: 0, at: 0 });
-        coords.clear();
-        coords.resize(self.pieces.len() * w, 0);
-        for p in &self.pieces {
-            let slot = &mut next[(p.chunk - lo) as usize];
-            let k = *slot;
-            *slot += 1;
-            pieces[k] = PieceKey { at: k, ..*p };
-            coords[k * w..(k + 1) * w].copy_from_slice(&self.coords[p.at * w..(p.at + 1) * w]);
-        }
-        self.spare = (std::mem::replace(&mut self.pieces, pieces), std::mem::replace(&mut self.coords, coords));
-    }
-
-    /// Store the coordinates in the pieces' order (after a sort).
-    fn permute_coords(&mut self) {
-        let w = 3 * self.ndim;
-        if self.pieces.iter().enumerate().all(|(k, p)| p.at == k) && self.coords.len() == self.pieces.len() * w {
-            return;
-        }
-        let mut coords = std::mem::take(&mut self.spare.1);
-        coords.clear();
-        coords.reserve(self.pieces.len() * w);
-        for (k, p) in self.pieces.iter_mut().enumerate() {
-            coords.extend_from_slice(&self.coords[p.at * w..(p.at + 1) * w]);
-            p.at = k;
-        }
-        self.spare.1 = std::mem::replace(&mut self.coords, coords);
     }
 
     /// Plan the given rows at once (see [`Plan::add_row`]).
@@ -279,6 +199,20 @@ impl Plan {
     pub fn piece_elements(&self, p: &PieceKey) -> u64 {
         self.piece(p).2.iter().product()
     }
+}
+
+/// Append the three slices of `parts` to `out`, as fixed-size copies when `N` > 0 (then each
+/// has `N` values; a copy of a run-time length called `memmove`, ~15% of planning 262,144
+/// one-chunk rows with the sort's copies).
+#[inline(always)]
+fn push_coords<const N: usize>(out: &mut Vec<u64>, parts: [&[u64]; 3]) {
+    if let (true, Ok(a), Ok(b), Ok(c)) = (N > 0, <[u64; N]>::try_from(parts[0]), <[u64; N]>::try_from(parts[1]), <[u64; N]>::try_from(parts[2])) {
+        out.extend_from_slice(&a);
+        out.extend_from_slice(&b);
+        out.extend_from_slice(&c);
+        return;
+    }
+    parts.iter().for_each(|p| out.extend_from_slice(p));
 }
 
 /// A piece as two strided blocks (see [`Plan::block`]); byte offsets and strides, the first

@@ -36,9 +36,9 @@
 //! 4. datasets whose whole pipeline vh5 decodes ("checked" reads) take this path in every
 //!    planner mode, every chunk read whole (see `read_chunked`).
 //!
-//! Memory: a thread keeps the buffers of the last plan it made, up to
-//! [`crate::plan::pieces::RECYCLE_MAX_BYTES`] (8 MiB), for its next call ([`Plan::recycled`]:
-//! no page faults planning the next call). The extra memory of a call is bounded by its chunks, not their number: smaller
+//! Memory: the buffers of finished plans are kept for later calls, up to
+//! [`crate::plan::pieces::RECYCLE_BUDGET_BYTES`] (64 MiB) for the whole process
+//! ([`Plan::recycled`]: no page faults planning the next call). The extra memory of a call is bounded by its chunks, not their number: smaller
 //! chunks travel in batches (`BATCH_BYTES`, or one chunk when larger), `read_pipeline::QUEUE_PER_WORKER`
 //! batches queued per worker and up to (4 W + 2) batches of buffers recycled (W workers), so a call holds at most
 //! (9 W + 3) batches plus one chunk-sized decoder spare per decoding thread (README: 258 MiB bound, 157 MiB measured,
@@ -218,7 +218,9 @@ pub(crate) fn read_chunked(
     stats.chunks_read += d.nwhole;
     stats.raw_chunks += raw_chunks;
     stats.hdf5_reads += hdf5_reads;
-    rp.plan.recycle();
+    let RowPlan { mut plan, valid, .. } = rp;
+    plan.keep_rows(valid);
+    plan.recycle();
     Ok(Some(*stats))
 }
 
@@ -238,14 +240,17 @@ struct RowPlan {
 /// overlaps another row's are left out of the plan (they run last, in row order).
 fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, validated: bool) -> Result<RowPlan> {
     let n = ctx.src_shape.len();
-    // Sized once for the common case (one piece per row): growing them by doubling moved
-    // and page-faulted fresh memory on every call (test1.nc: 10,000 rows of 1x4x4).
-    let mut boxes = Vec::with_capacity(table.nslices.min(1 << 20) * 2 * n);
-    let mut valid: Vec<usize> = Vec::with_capacity(table.nslices.min(1 << 20));
     // Room for two pieces per row: capacity never touched costs no page, but growing a
     // full plan by doubling copied it into fresh pages (test1.nc, 10,000 random 1x4x4 rows
     // in 6x32x32 chunks, ~18% of them cut in two: 40% of the call's page faults).
     let mut plan = Plan::recycled(n, table.nslices.min(1 << 20) * 2);
+    // Sized once for the common case (one piece per row): growing them by doubling moved
+    // and page-faulted fresh memory on every call (test1.nc: 10,000 rows of 1x4x4). The
+    // boxes are the plan's scratch buffer, kept with it between calls.
+    let mut boxes = plan.take_scratch();
+    boxes.reserve(table.nslices.min(1 << 20) * 2 * n);
+    let mut valid = plan.take_rows();
+    valid.reserve(table.nslices.min(1 << 20));
     let mut elements = 0u64;
     // Rows are validated and planned straight from the tables (no `Row`: building one per
     // row zeroed and copied ~1.3 KB, a fifth of the planning of 65,536 one-chunk rows).
@@ -267,7 +272,7 @@ fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, validated: bool) -
         plan.add(grid, i, &count[..n], (s0, &ss[..n]), (d0, &ds[..n]));
     }
     let overlap = overlapping_rows(&boxes, ctx.dst_shape);
-    drop(boxes);
+    plan.keep_scratch(boxes);
     if overlap.iter().any(|&o| o) {
         let mut is_overlapping = vec![false; table.nslices];
         for (k, &i) in valid.iter().enumerate() {
