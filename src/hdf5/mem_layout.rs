@@ -13,7 +13,8 @@
 //! `"<i4"`, `"|b1"`, `"|S10"`, `"|V8"`; a compound as numpy's dict form `{"names": [...],
 //! "formats": [...], "offsets": [...], "itemsize": n}`; an array type as `[base, [dims...]]`;
 //! `null` when some part has no exact numpy equivalent (time types, non-UTF-8 member names,
-//! reduced-precision numbers, ...).
+//! reduced-precision numbers, ...). The native `long double` is numpy's longdouble (`"<f16"`
+//! on x86-64).
 
 use std::ffi::{c_uint, CStr};
 
@@ -95,6 +96,8 @@ pub fn describe(lock: &H5Lock, t: hid_t) -> Result<Option<Value>> {
         Ok(match H5Tget_class(t) {
             H5T_class_t::H5T_STRING => Some(json!(format!("|S{size}"))),
             H5T_class_t::H5T_OPAQUE => Some(json!(format!("|V{size}"))),
+            // C `long double` (x87 extended on x86-64): numpy's longdouble is the same C type.
+            H5T_class_t::H5T_FLOAT if super::error::check(lock, H5Tequal(t, *H5T_NATIVE_LDOUBLE), "H5Tequal")? > 0 => Some(json!(format!("{}f{size}", order_char(size)))),
             H5T_class_t::H5T_BITFIELD if matches!(size, 1 | 2 | 4 | 8) && H5Tget_precision(t) == 8 * size && H5Tget_offset(t) == 0 => {
                 Some(json!(format!("{}u{size}", order_char(size))))
             }

@@ -242,6 +242,7 @@ def test_record_fillvalues_match_h5py():
         )
         h.create_dataset("opaque", shape=(4,), dtype="V4", fillvalue=np.void(b"abcd"))
         h.create_dataset("plain", shape=(4,), dtype=">i4", fillvalue=42)
+        h.create_dataset("longdouble", shape=(4,), dtype=np.longdouble, fillvalue=1.5)
     with vh5.File(path) as f, h5py.File(path, "r") as h:
         for name in h:
             want, got = h[name].fillvalue, f[name].fillvalue
