@@ -97,6 +97,10 @@ def read_many_slices(
             ``src.dtype`` in native byte order (big-endian files are delivered natively)
             unless ``convert`` is True (libhdf5 converts, e.g. int16 -> float64). Written
             in place. A 0-d dataset is read with a 0-d dst and ``(nslices, 0)`` tables.
+            Compound (record) datasets: a ``V<n>`` dst takes the raw records; a dst with
+            named fields must have exactly the layout of libhdf5's native memory type (the
+            records vh5 moves; h5py's ``dset.dtype`` may differ: file offsets, big-endian
+            members), else :class:`vh5.DtypeError` naming both layouts.
         src_start, dst_start, count: integer array-likes of shape ``(ndim,)`` or
             ``(nslices, ndim)``, broadcast together (a 1-D array applies to every row).
             Or ``src_start`` a list of basic selections of ``src`` (``[np.s_[0:10, ::2],
@@ -119,7 +123,8 @@ def read_many_slices(
             names the row and axis.
         vh5.InvalidArgumentError: ndim mismatch, step 0, read-only dst...
         vh5.DtypeError: dtype mismatch without ``convert``; non-native dst byte order; a
-            conversion the linked libhdf5 gets wrong.
+            conversion the linked libhdf5 gets wrong; a record dst in another layout than
+            the dataset's native memory type.
         vh5.HDF5Error: libhdf5 failed (message carries its error stack).
         vh5.IoError, vh5.NotFoundError: re-opening an h5py dataset failed.
         TypeError / ValueError: bad coordinate arrays (non-integer, negative, wrong shape)
@@ -259,7 +264,8 @@ def write_many_slices(
             module docs) or ``src`` is not a numpy array; bad coordinate arrays.
         vh5.InvalidArgumentError: file opened read-only ("no write intent"), ndim mismatch,
             step 0 (naming row and axis); vh5.OutOfBoundsError (without clip);
-            vh5.DtypeError (dtype mismatch, non-native ``src``); vh5.HDF5Error (libhdf5
+            vh5.DtypeError (dtype mismatch, non-native ``src``, a record ``src`` in another
+            layout than the dataset's native memory type); vh5.HDF5Error (libhdf5
             failed part-way: the message lists the rows written completely / in part).
     """
     if not isinstance(src, np.ndarray):
