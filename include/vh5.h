@@ -470,7 +470,12 @@ enum vh5_dtype
    */
   VH5_DTYPE_COMPLEX128 = 14,
   /**
-   * Any other fixed-size type, moved as raw bytes of a stated item size.
+   * Any other fixed-size type, moved as raw bytes of a stated item size: records of
+   * libhdf5's native memory type of the dataset's type (compound members in member order
+   * at native alignment, native byte order; `vh5_dataset_mem_type` describes it), which
+   * may differ from the file's layout. Records in another layout of the same size are
+   * moved unchanged, fields in the wrong places: a caller passing records with named
+   * fields compares their layout with `vh5_dataset_mem_type` first.
    */
   VH5_DTYPE_OPAQUE = 15,
 };
@@ -702,7 +707,7 @@ typedef struct vh5_dataset_info {
   /**
    * Bytes per element of the memory type vh5 reads with: what a destination's `itemsize`
    * must be. Equals `file_itemsize` except for some `VH5_DTYPE_OPAQUE` types (native
-   * alignment of compound members).
+   * alignment of compound members; the layout itself: `vh5_dataset_mem_type`).
    */
   size_t itemsize;
   /**
@@ -781,7 +786,8 @@ typedef struct vh5_array {
   uint32_t dtype;
   /**
    * Bytes per element; must equal the dtype's size (required for `VH5_DTYPE_OPAQUE`, where
-   * it must equal the dataset's memory `itemsize` from `vh5_dataset_get_info`).
+   * it must equal the dataset's memory `itemsize` from `vh5_dataset_get_info`; only the
+   * size is checked: the records' layout must be the one `vh5_dataset_mem_type` describes).
    */
   size_t itemsize;
   /**
@@ -1190,6 +1196,40 @@ vh5_status vh5_dataset_filter_params(int64_t dset,
                                      uint32_t *values,
                                      size_t cap,
                                      size_t *n_out);
+
+/**
+ * Describe the memory type vh5 reads and writes the elements of the dataset `dset` with, as
+ * UTF-8 JSON text (no NUL byte) in numpy's vocabulary:
+ * `{"itemsize": n, "numpy": D, "fill_value": F}`.
+ *
+ * `itemsize` is `vh5_dataset_info.itemsize`. `D` describes the element layout: a numpy type
+ * string in native byte order (`"<f8"`, `"|b1"`, `"|S10"` a fixed-length string, `"|V8"` an
+ * opaque type, `"<u2"` a bitfield, an enum as its base integer, `"<f16"` the C `long double`
+ * of x86-64, numpy's longdouble); a compound as numpy's dict
+ * form `{"names": [...], "formats": [D, ...], "offsets": [...], "itemsize": n}`; an array
+ * type as `[D, [dims...]]`; `null` when some part has no exact numpy equivalent (time types,
+ * member names that are not UTF-8, numbers with padding bits, variable-length types). For
+ * `VH5_DTYPE_OPAQUE` datasets this is libhdf5's native memory type (`H5Tget_native_type` of
+ * the file type), NOT the file's layout: compound members in member order at native
+ * alignment, numbers in native byte order (h5py's dtype for the same dataset keeps the
+ * file's offsets and byte order, which may differ). Records in any other layout moved as
+ * `VH5_DTYPE_OPAQUE` of the same item size would be read or written with their fields in
+ * the wrong places: a binding compares its record type with `D` first. `F` is the fill value
+ * as lowercase hex of one element of this type (`itemsize` bytes, any size), or `null` when
+ * none is defined or the type cannot be read.
+ *
+ * Two-call protocol as `vh5_group_members`: `*len_out` receives the text's size in bytes; it
+ * is copied when `cap` is at least that size; `buf` NULL with `cap` 0 is a size query
+ * (`VH5_OK`); a smaller `cap` returns `VH5_ERR_BUFFER_TOO_SMALL` with nothing written.
+ *
+ * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`len_out` NULL, or `buf` NULL with `cap` > 0);
+ * `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_BUFFER_TOO_SMALL`;
+ * `VH5_ERR_HDF5`. `*len_out` is 0 on other failures. Thread-safe.
+ *
+ * # Safety
+ * `buf` must be NULL or valid for `cap` byte writes; `len_out` NULL or valid for one write.
+ */
+vh5_status vh5_dataset_mem_type(int64_t dset, uint8_t *buf, size_t cap, size_t *len_out);
 
 /**
  * Decode the payload in `buf` (`len` bytes) into `*out`, a view pointing INTO `buf`.

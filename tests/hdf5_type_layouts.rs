@@ -208,3 +208,49 @@ fn non_ieee_float_is_reported_as_converted() {
         assert!(info.description.contains("non-IEEE"), "{}", info.description);
     }
 }
+
+/// `vh5_dataset_mem_type` of a compound stored with its member offsets out of order
+/// (a at 4, b at 0, big-endian b) and padded: the description is libhdf5's native memory
+/// type (a at 0, b at 4, native order), the layout vh5 moves the records in; two-call
+/// protocol and handle errors as documented.
+#[test]
+fn mem_type_describes_the_native_record_layout_not_the_files() {
+    use vh5::ffi::objects::vh5_dataset_mem_type;
+    let tmp = TempDir::new("memtype");
+    let p = tmp.path("cmp.h5");
+    {
+        let _s = vh5::hdf5::session();
+        unsafe {
+            let t = H5Tcreate(H5T_class_t::H5T_COMPOUND, 12);
+            assert!(H5Tinsert(t, cs("a").as_ptr(), 4, *H5T_STD_I32LE) >= 0);
+            assert!(H5Tinsert(t, cs("b").as_ptr(), 0, *H5T_STD_I32BE) >= 0);
+            let m = H5Tcreate(H5T_class_t::H5T_COMPOUND, 8);
+            assert!(H5Tinsert(m, cs("a").as_ptr(), 0, *H5T_NATIVE_INT) >= 0);
+            assert!(H5Tinsert(m, cs("b").as_ptr(), 4, *H5T_NATIVE_INT) >= 0);
+            let data: Vec<u8> = (0..240i32).flat_map(|k| k.to_ne_bytes()).collect();
+            create(&p, t, 1, m, Some(&data));
+            close_type(t);
+            close_type(m);
+        }
+    }
+    let (f, d) = ffi_open(&p, "x");
+    let mut n = 0usize;
+    assert_eq!(unsafe { vh5_dataset_mem_type(d, std::ptr::null_mut(), 0, &mut n) }, VH5_OK);
+    let mut buf = vec![0u8; n];
+    let mut small = 0usize;
+    assert_eq!(unsafe { vh5_dataset_mem_type(d, buf.as_mut_ptr(), n - 1, &mut small) }, VH5_ERR_BUFFER_TOO_SMALL);
+    assert_eq!(small, n);
+    assert_eq!(unsafe { vh5_dataset_mem_type(d, buf.as_mut_ptr(), n, &mut n) }, VH5_OK);
+    let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+    let order = if cfg!(target_endian = "little") { "<" } else { ">" };
+    let want = serde_json::json!({
+        "itemsize": 8,
+        "numpy": {"names": ["a", "b"], "formats": [format!("{order}i4"), format!("{order}i4")], "offsets": [0, 4], "itemsize": 8},
+        "fill_value": "0000000000000000",
+    });
+    assert_eq!(v, want);
+    assert_eq!(unsafe { vh5_dataset_mem_type(d, std::ptr::null_mut(), 0, std::ptr::null_mut()) }, VH5_ERR_NULL_ARGUMENT);
+    assert_eq!(unsafe { vh5_dataset_mem_type(f, std::ptr::null_mut(), 0, &mut n) }, VH5_ERR_INVALID_HANDLE);
+    assert_eq!(n, 0);
+    ffi_close(&[d, f]);
+}

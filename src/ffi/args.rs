@@ -30,7 +30,8 @@ pub struct vh5_array {
     /// Element type `VH5_DTYPE_*`.
     pub dtype: u32,
     /// Bytes per element; must equal the dtype's size (required for `VH5_DTYPE_OPAQUE`, where
-    /// it must equal the dataset's memory `itemsize` from `vh5_dataset_get_info`).
+    /// it must equal the dataset's memory `itemsize` from `vh5_dataset_get_info`; only the
+    /// size is checked: the records' layout must be the one `vh5_dataset_mem_type` describes).
     pub itemsize: usize,
     /// Number of axes (at most `VH5_MAX_RANK`; 0 for a single element).
     pub ndim: u32,

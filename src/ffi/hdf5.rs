@@ -89,7 +89,7 @@ pub struct vh5_dataset_info {
     pub dtype: u32,
     /// Bytes per element of the memory type vh5 reads with: what a destination's `itemsize`
     /// must be. Equals `file_itemsize` except for some `VH5_DTYPE_OPAQUE` types (native
-    /// alignment of compound members).
+    /// alignment of compound members; the layout itself: `vh5_dataset_mem_type`).
     pub itemsize: usize,
     /// Bytes per element in the file.
     pub file_itemsize: usize,

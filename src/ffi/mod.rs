@@ -97,7 +97,12 @@ pub enum vh5_dtype {
     VH5_DTYPE_COMPLEX64 = 13,
     /// Two float64: real, imaginary.
     VH5_DTYPE_COMPLEX128 = 14,
-    /// Any other fixed-size type, moved as raw bytes of a stated item size.
+    /// Any other fixed-size type, moved as raw bytes of a stated item size: records of
+    /// libhdf5's native memory type of the dataset's type (compound members in member order
+    /// at native alignment, native byte order; `vh5_dataset_mem_type` describes it), which
+    /// may differ from the file's layout. Records in another layout of the same size are
+    /// moved unchanged, fields in the wrong places: a caller passing records with named
+    /// fields compares their layout with `vh5_dataset_mem_type` first.
     VH5_DTYPE_OPAQUE = 15,
 }
 

@@ -1,6 +1,7 @@
 //! C ABI of object navigation and description beyond `vh5_dataset_info`: the members of a
 //! group (`vh5_group_members`), a link itself (`vh5_link_get`) and the parameters of a
-//! dataset's filters (`vh5_dataset_filter_params`).
+//! dataset's filters (`vh5_dataset_filter_params`) and the memory type a dataset's elements are
+//! moved with (`vh5_dataset_mem_type`).
 //!
 //! Thread safety: callable from any thread at once (libhdf5 calls run under vh5's lock).
 
@@ -203,5 +204,55 @@ pub unsafe extern "C" fn vh5_dataset_filter_params(dset: i64, index: u32, values
         // SAFETY: n_out is valid for one write.
         unsafe { *n_out = v.len() };
         Ok(())
+    })
+}
+
+/// Describe the memory type vh5 reads and writes the elements of the dataset `dset` with, as
+/// UTF-8 JSON text (no NUL byte) in numpy's vocabulary:
+/// `{"itemsize": n, "numpy": D, "fill_value": F}`.
+///
+/// `itemsize` is `vh5_dataset_info.itemsize`. `D` describes the element layout: a numpy type
+/// string in native byte order (`"<f8"`, `"|b1"`, `"|S10"` a fixed-length string, `"|V8"` an
+/// opaque type, `"<u2"` a bitfield, an enum as its base integer, `"<f16"` the C `long double`
+/// of x86-64, numpy's longdouble); a compound as numpy's dict
+/// form `{"names": [...], "formats": [D, ...], "offsets": [...], "itemsize": n}`; an array
+/// type as `[D, [dims...]]`; `null` when some part has no exact numpy equivalent (time types,
+/// member names that are not UTF-8, numbers with padding bits, variable-length types). For
+/// `VH5_DTYPE_OPAQUE` datasets this is libhdf5's native memory type (`H5Tget_native_type` of
+/// the file type), NOT the file's layout: compound members in member order at native
+/// alignment, numbers in native byte order (h5py's dtype for the same dataset keeps the
+/// file's offsets and byte order, which may differ). Records in any other layout moved as
+/// `VH5_DTYPE_OPAQUE` of the same item size would be read or written with their fields in
+/// the wrong places: a binding compares its record type with `D` first. `F` is the fill value
+/// as lowercase hex of one element of this type (`itemsize` bytes, any size), or `null` when
+/// none is defined or the type cannot be read.
+///
+/// Two-call protocol as `vh5_group_members`: `*len_out` receives the text's size in bytes; it
+/// is copied when `cap` is at least that size; `buf` NULL with `cap` 0 is a size query
+/// (`VH5_OK`); a smaller `cap` returns `VH5_ERR_BUFFER_TOO_SMALL` with nothing written.
+///
+/// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`len_out` NULL, or `buf` NULL with `cap` > 0);
+/// `VH5_ERR_INVALID_HANDLE` (`dset` is not an open dataset id); `VH5_ERR_BUFFER_TOO_SMALL`;
+/// `VH5_ERR_HDF5`. `*len_out` is 0 on other failures. Thread-safe.
+///
+/// # Safety
+/// `buf` must be NULL or valid for `cap` byte writes; `len_out` NULL or valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn vh5_dataset_mem_type(dset: i64, buf: *mut u8, cap: usize, len_out: *mut usize) -> vh5_status {
+    if !len_out.is_null() {
+        // SAFETY: len_out is valid for one write (the caller's contract).
+        unsafe { *len_out = 0 };
+    }
+    guard(|| {
+        if len_out.is_null() {
+            return Err(null_arg("len_out"));
+        }
+        if buf.is_null() && cap > 0 {
+            return Err(null_arg("buf"));
+        }
+        let s = h5::session();
+        let text = h5::mem_layout::mem_type_json(s.lock(), dset)?;
+        // SAFETY: the caller's contract for buf, cap and len_out (checked non-NULL above).
+        unsafe { copy_out(text.as_bytes(), buf, cap, len_out, "the description") }
     })
 }

@@ -32,6 +32,7 @@ pub mod hyperslab;
 pub mod layout_peek;
 pub mod links;
 pub mod lock;
+pub mod mem_layout;
 pub mod meta;
 pub mod scaleoffset;
 pub mod stored_sizes;

@@ -193,8 +193,9 @@ def test_unsupported_selections_are_refused_naming_axis(files):
     d = f["f4_contig"]
     with pytest.raises(ValueError, match=r"axis 1: slice ::-1 has a negative \(-1\) step"):
         d[:, ::-1]
-    with pytest.raises(ValueError, match="axis 0: slice 0:5:0 has a zero step"):
+    with pytest.raises(ValueError, match="axis 0: slice 0:5:0 has a zero step") as e:
         d[0:5:0]
+    assert "reverse" not in str(e.value) and "step of 1 or more" in str(e.value)  # advice for negative steps only
     with pytest.raises(TypeError, match="axis 0: .*fancy indexing"):
         d[[0, 2]]
     with pytest.raises(TypeError, match="axis 2: .*boolean mask"):
@@ -764,3 +765,27 @@ def test_scalar_dataset_ellipsis_selections_match_h5py(tmp_path):
             want, got = h[name][sel], f[name][sel]
             assert type(got) is type(want) and np.shape(got) == np.shape(want), (name, sel, got, want)
             assert got == want, (name, sel, got, want)
+
+
+def test_nbytes_and_scaleoffset_match_h5py(tmp_path):
+    """h5py's Dataset.nbytes (size times the file type's item size; 0 for h5py.Empty) and
+    Dataset.scaleoffset (bits kept for integers, decimal digits for floats, else None)."""
+    path = str(tmp_path / "nbytes.h5")
+    base = np.arange(240).reshape(20, 12)
+    with h5py.File(path, "w", libver=LIBVER) as h:
+        h.create_dataset("so_int", data=base.astype("<i4") - 100, scaleoffset=0)
+        h.create_dataset("so_int_bits", data=base.astype(">i2"), scaleoffset=9, chunks=(5, 6))
+        h.create_dataset("so_float", data=base * 0.25, scaleoffset=2)
+        h.create_dataset("so_float_be", data=(base * 0.5).astype(">f4"), scaleoffset=3, compression="gzip")
+        h.create_dataset("gzip", data=base.astype("<f8"), compression="gzip")
+        # 9 bytes in the file, 16 in memory
+        h.create_dataset("packed_cmp", data=np.zeros(5, [("a", "i1"), ("b", "<f8")]))
+        h.create_dataset("arrtype", shape=(4,), dtype=np.dtype((">f8", (2, 3))))
+        h.create_dataset("vlen", data=np.array(["a", "bc"], dtype=object), dtype=h5py.string_dtype())
+        h.create_dataset("scalar", data=np.float32(1.5))
+        h.create_dataset("empty", data=h5py.Empty("f8"))
+        h.create_dataset("zero", shape=(0, 5), dtype="<i2", chunks=(1, 5), maxshape=(None, 5))
+    with vh5.File(path) as f, h5py.File(path, "r") as h:
+        for name in h:
+            assert f[name].nbytes == h[name].nbytes, name
+            assert f[name].scaleoffset == h[name].scaleoffset, name

@@ -12,6 +12,7 @@ returning bytes h5py would show as named fields.
 from __future__ import annotations
 
 import ctypes
+import json
 
 import numpy as np
 
@@ -29,6 +30,7 @@ FILTER_NAMES = {1: "gzip", 2: "shuffle", 3: "fletcher32", 4: "szip", 5: "nbit", 
 _COMPRESSION = {"gzip": "gzip", "szip": "szip", 32000: "lzf"}
 _UNLIMITED = 2**64 - 1
 _SZIP_EC, _SZIP_NN = 4, 32
+_OBJECT_ITEMSIZE = np.dtype(object).itemsize
 
 
 def in_file(e: Error, filename: str) -> Error:
@@ -63,14 +65,20 @@ class Dataset(Handle):
         layout (str): ``"contiguous"``, ``"chunked"``, ``"compact"`` or ``"virtual"``.
         filters (tuple[str | int, ...]): filter pipeline in order (``"gzip"``, ``"shuffle"``,
             ``"fletcher32"``, ... or the numeric id of a plugin filter, e.g. 32000 for LZF).
-        compression, compression_opts, shuffle, fletcher32: as in h5py (properties).
-        fillvalue: the fill value as a scalar of :attr:`dtype` (h5py's value: 0 when the
-            writer set none), or None when it is not representable here.
+        compression, compression_opts, shuffle, fletcher32, scaleoffset: as in h5py (properties).
+        nbytes (int): :attr:`size` times the file type's item size, as h5py (property).
+        fillvalue: the fill value (h5py's value: 0 when the writer set none) as a scalar of
+            :attr:`dtype` for numbers; for records, a value of the memory type's numpy dtype
+            (the layout vh5 moves them in), what h5py gives field for field: ``np.void`` with
+            named fields for a compound, ``np.bytes_`` for a fixed-length string, an array
+            for an array type, the base integer for an enum, ``np.void`` bytes for an opaque
+            type (and where numpy has no exact dtype); None when vh5 cannot read the type.
         ndim (int), size (int): number of axes and of elements.
     """
 
     __slots__ = (
         "name", "file", "_shape", "_live", "maxshape", "dtype", "chunks", "layout", "filters", "fillvalue", "_by_file",
+        "_memtype", "_file_itemsize",
     )  # fmt: skip
 
     def __init__(self, file, name):
@@ -131,11 +139,69 @@ class Dataset(Handle):
         self.layout = LAYOUT_NAMES.get(int(info.layout), str(int(info.layout)))
         self.filters = tuple(FILTER_NAMES.get(int(f), int(f)) for f in info.filter_id[: min(int(info.nfilters), 16)])
         self.dtype = None if info.dtype == 0 else _dtypes.to_numpy(info.dtype, info.itemsize, info.byte_order)
+        # h5py's itemsize: the file type's (its dtype keeps the file layout); a Python object
+        # reference for the types h5py reads as objects (vlen, variable-length strings, references).
+        self._file_itemsize = int(info.file_itemsize) if self.dtype is not None else _OBJECT_ITEMSIZE
         self.fillvalue = None
-        if self.dtype is not None and info.has_fill_value and info.itemsize <= 16:
+        self._memtype = None
+        if self.dtype is not None and self.dtype.kind == "V":
+            # Records: the fill value as a value of the memory type's numpy dtype (any size),
+            # what h5py gives field for field (np.void with fields, bytes, an array, an int).
+            native, fill = self._mem_type()
+            if fill is not None:
+                value = np.frombuffer(fill, dtype=native if native is not None else self.dtype)
+                self.fillvalue = value[0]
+        elif self.dtype is not None and info.has_fill_value and info.itemsize <= 16:
             native = self.dtype.newbyteorder("=") if self.dtype.itemsize > 1 else self.dtype
             value = np.frombuffer(bytes(info.fill_value)[: info.itemsize], dtype=native)
             self.fillvalue = value.astype(self.dtype)[0]
+
+    def _mem_type(self):
+        """(numpy dtype, fill value bytes) of the memory type vh5 moves the elements with
+        (``vh5_dataset_mem_type``): the dtype None when numpy has no exact equivalent, the
+        bytes None without a fill value. Asked once per dataset."""
+        got = getattr(self, "_memtype", None)
+        if got is None:
+            lib_fn, n = lib().vh5_dataset_mem_type, ctypes.c_size_t(0)
+            check(lib_fn(self.id, None, 0, ctypes.byref(n)), self._ids())
+            buf = ctypes.create_string_buffer(max(n.value, 1))
+            check(lib_fn(self.id, buf, n.value, ctypes.byref(n)), self._ids())
+            d = json.loads(buf.raw[: n.value].decode("utf-8"))
+            fill = d["fill_value"]
+            got = (_dtypes.from_description(d["numpy"]), None if fill is None else bytes.fromhex(fill))
+            try:
+                self._memtype = got
+            except AttributeError:
+                pass  # a stand-in without the slot
+        return got
+
+    def _check_records(self, dt: np.dtype, what: str) -> None:
+        """Refuse a record dtype (numpy fields) ``dt`` for the array ``what`` unless its layout
+        is exactly the memory type vh5 moves this dataset's elements with (raw records: any
+        other layout of the same size would put values in the wrong fields)."""
+        native = self._mem_type()[0]
+        if native is not None and native.names is not None and dt == native:
+            return
+        mine = _dtypes.layout_text(dt)
+        if native is None:
+            theirs = "one numpy cannot describe exactly"
+        else:
+            theirs = _dtypes.layout_text(native)
+        hint = (
+            f" Use that dtype (np.dtype({_dtypes.dtype_spec(native)!r})) and rearrange afterwards"
+            if native is not None and native.names is not None
+            else f" Use np.dtype('V{self._itemsize()}') for the raw records"
+        )
+        raise error(
+            "VH5_ERR_DTYPE",
+            f"dataset {self.name!r} of {self.file.filename!r}: {what} has the record dtype {mine}, but vh5 moves this "
+            f"dataset's elements as raw records of libhdf5's native memory type, {theirs} (h5py's dtype keeps the "
+            "file's offsets and byte order, which may differ): fields would land in the wrong places, so vh5 "
+            f"refuses.{hint}, or read with h5py",
+        )
+
+    def _itemsize(self) -> int:
+        return self.dtype.itemsize if self.dtype is not None else 0
 
     def _ids(self) -> dict:
         """Names for this dataset's (and its file's) raw ids in library messages."""
@@ -210,6 +276,30 @@ class Dataset(Handle):
         return ("ec" if mask & _SZIP_EC else "nn" if mask & _SZIP_NN else None, pixels)
 
     @property
+    def nbytes(self) -> int:
+        """Bytes the elements take in the file's element type, uncompressed: :attr:`size`
+        times the file type's item size (h5py's ``nbytes``, whose dtype keeps the file's
+        layout; 8 per element for the types h5py reads as Python objects); 0 for an empty
+        dataset (a null dataspace)."""
+        size = self.size
+        if size is None:
+            return 0
+        itemsize = getattr(self, "_file_itemsize", None)
+        if itemsize is None:  # a stand-in made before the attribute existed
+            itemsize = self.dtype.itemsize if self.dtype is not None else _OBJECT_ITEMSIZE
+        return size * itemsize
+
+    @property
+    def scaleoffset(self):
+        """The scale-offset filter's setting as in h5py: for integers the number of bits kept
+        (0: chosen by libhdf5), for floats the number of decimal digits kept; None when the
+        filter is not in the pipeline."""
+        if "scaleoffset" not in self.filters:
+            return None
+        values = self._filter_params(self.filters.index("scaleoffset"))
+        return int(values[1]) if len(values) > 1 else None
+
+    @property
     def shuffle(self) -> bool:
         """True when the shuffle filter is in the pipeline."""
         return "shuffle" in self.filters
@@ -275,6 +365,8 @@ class Dataset(Handle):
 
     def _read_hyperslab(self, hs: _select.Hyperslab, dst: np.ndarray, convert: bool) -> None:
         """One ``vh5_read_many_slices`` row: hyperslab ``hs`` into ``dst`` (shape ``hs.count``)."""
+        if dst.dtype.names is not None:
+            self._check_records(dst.dtype, "dst")
         nd = len(hs.start)
         stepped = hs.step != (1,) * nd
         rows = (hs.start, (0,) * nd, hs.count, hs.step) if stepped else (hs.start, (0,) * nd, hs.count)

@@ -67,3 +67,55 @@ def from_numpy(dt: np.dtype):
     else:
         order = ORDER_BIG if NATIVE_ORDER == ORDER_LITTLE else ORDER_LITTLE
     return code, dt.itemsize, order
+
+
+def from_description(d):
+    """The numpy dtype of a ``vh5_dataset_mem_type`` description (JSON decoded: a type string,
+    numpy's dict form of a compound, ``[base, dims]`` for an array type), None for null."""
+    if d is None:
+        return None
+    return np.dtype(_dtype_arg(d))
+
+
+def _dtype_arg(d):
+    if isinstance(d, str):
+        return d
+    if isinstance(d, list):
+        return (_dtype_arg(d[0]), tuple(int(n) for n in d[1]))
+    return {
+        "names": list(d["names"]),
+        "formats": [_dtype_arg(f) for f in d["formats"]],
+        "offsets": [int(o) for o in d["offsets"]],
+        "itemsize": int(d["itemsize"]),
+    }
+
+
+def layout_text(dt: np.dtype) -> str:
+    """A record dtype's full layout for messages: names, formats, offsets and item size
+    (numpy's dict form; ``repr(dt)`` leaves the offsets out for packed layouts)."""
+    if dt.names is None:
+        return dt.str if dt.subdtype is None else repr(dt)
+    parts = []
+    for name in dt.names:
+        fdt, off = dt.fields[name][:2]
+        parts.append(f"{name!r}: {layout_text(fdt) if fdt.names else _leaf(fdt)} at {off}")
+    return "{" + ", ".join(parts) + f"; itemsize {dt.itemsize}}}"
+
+
+def _leaf(dt: np.dtype) -> str:
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        return f"{layout_text(base) if base.names else base.str} x {shape}"
+    return dt.str
+
+
+def dtype_spec(dt: np.dtype):
+    """``dt`` as an argument of ``np.dtype`` that keeps every offset (for messages)."""
+    if dt.names is None:
+        return dt.str if dt.subdtype is None else (dtype_spec(dt.subdtype[0]), dt.subdtype[1])
+    return {
+        "names": list(dt.names),
+        "formats": [dtype_spec(dt.fields[n][0]) for n in dt.names],
+        "offsets": [dt.fields[n][1] for n in dt.names],
+        "itemsize": dt.itemsize,
+    }

@@ -71,6 +71,7 @@ PHIL_FUNCTIONS = frozenset(
         "vh5_group_members",
         "vh5_link_get",
         "vh5_dataset_filter_params",
+        "vh5_dataset_mem_type",
         "vh5_read_many_slices",
         "vh5_write_many_slices",
     }

@@ -163,6 +163,7 @@ _SIGNATURES = {
     "vh5_group_members": (c_int32, [c_int64, c_char_p, c_uint32, c_void_p, c_size_t, POINTER(c_size_t)]),
     "vh5_link_get": (c_int32, [c_int64, c_char_p, POINTER(c_uint8), c_void_p, c_size_t, POINTER(c_size_t)]),
     "vh5_dataset_filter_params": (c_int32, [c_int64, c_uint32, POINTER(c_uint32), c_size_t, POINTER(c_size_t)]),
+    "vh5_dataset_mem_type": (c_int32, [c_int64, c_void_p, c_size_t, POINTER(c_size_t)]),
     "vh5_set_num_threads": (c_int32, [c_uint32]),
     "vh5_get_num_threads": (c_uint32, []),
     "vh5_read_many_slices": (

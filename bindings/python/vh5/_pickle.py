@@ -102,7 +102,7 @@ def _refuse_writable(handle, path: str):
     )
 
 
-_META = ("shape", "maxshape", "dtype", "chunks", "layout", "filters", "fillvalue")
+_META = ("shape", "maxshape", "dtype", "chunks", "layout", "filters", "fillvalue", "_file_itemsize")
 
 
 def reduce_file(f: File):

@@ -153,9 +153,13 @@ def _slice(k: slice, n: int, axis: int, index):
                 ) from None
     if k.step is not None and operator.index(k.step) <= 0:
         st = operator.index(k.step)
-        what = "zero" if st == 0 else f"negative ({st})"
+        if st == 0:
+            raise ValueError(
+                f"{_where(index)}axis {axis}: slice {_describe(k)} has a zero step (slice step cannot be zero, "
+                "as in numpy and h5py): use a step of 1 or more, or None for every element"
+            )
         raise ValueError(
-            f"{_where(index)}axis {axis}: slice {_describe(k)} has a {what} step; vh5 (like h5py) reads "
+            f"{_where(index)}axis {axis}: slice {_describe(k)} has a negative ({st}) step; vh5 (like h5py) reads "
             "positive steps only: read with a positive step and reverse the result (e.g. d[::2][::-1])"
         )
     return k.indices(n)

@@ -97,6 +97,10 @@ def read_many_slices(
             ``src.dtype`` in native byte order (big-endian files are delivered natively)
             unless ``convert`` is True (libhdf5 converts, e.g. int16 -> float64). Written
             in place. A 0-d dataset is read with a 0-d dst and ``(nslices, 0)`` tables.
+            Compound (record) datasets: a ``V<n>`` dst takes the raw records; a dst with
+            named fields must have exactly the layout of libhdf5's native memory type (the
+            records vh5 moves; h5py's ``dset.dtype`` may differ: file offsets, big-endian
+            members), else :class:`vh5.DtypeError` naming both layouts.
         src_start, dst_start, count: integer array-likes of shape ``(ndim,)`` or
             ``(nslices, ndim)``, broadcast together (a 1-D array applies to every row).
             Or ``src_start`` a list of basic selections of ``src`` (``[np.s_[0:10, ::2],
@@ -119,7 +123,8 @@ def read_many_slices(
             names the row and axis.
         vh5.InvalidArgumentError: ndim mismatch, step 0, read-only dst...
         vh5.DtypeError: dtype mismatch without ``convert``; non-native dst byte order; a
-            conversion the linked libhdf5 gets wrong.
+            conversion the linked libhdf5 gets wrong; a record dst in another layout than
+            the dataset's native memory type.
         vh5.HDF5Error: libhdf5 failed (message carries its error stack).
         vh5.IoError, vh5.NotFoundError: re-opening an h5py dataset failed.
         TypeError / ValueError: bad coordinate arrays (non-integer, negative, wrong shape)
@@ -148,6 +153,8 @@ def read_many_slices(
             len(shape), shape, src_start, dst_start, count, src_step
         )
     if type(src) is Dataset:
+        if dst.dtype.names is not None:
+            src._check_records(dst.dtype, "dst")
         tabs, nslices = _marshal.tables(src._rank(), src_start, dst_start, count, src_step, dst_step)
         _marshal.read(src.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), src._ids)
         return
@@ -171,8 +178,8 @@ def _read_fast(src: Dataset, dst, src_start, dst_start, count, src_step, dst_ste
     broadcasts, converts and checks in Python and raises the errors users see, so every
     refusal here defers to it (an empty dataset, h5py.Empty, raises as that path does:
     :meth:`Dataset._rank`)."""
-    if count is None or not dst.flags.writeable:
-        return False
+    if count is None or not dst.flags.writeable or dst.dtype.names is not None:
+        return False  # records (numpy fields) are checked against the memory type on the general path
     ndim = src._rank()  # no library call for a live extent: only the rank matters here
     nslices = -1
     addrs = []
@@ -211,6 +218,8 @@ def read_tables(
 ):
     """:func:`read_many_slices` of an open :class:`vh5.Dataset` and coordinate tables (no
     dispatch, no selections): the building block of the compatibility shims."""
+    if dst.dtype.names is not None:
+        dset._check_records(dst.dtype, "dst")
     tabs, nslices = _marshal.tables(dset.ndim, src_start, dst_start, count, src_step, dst_step)
     _marshal.read(dset.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), dset._ids)
 
@@ -255,7 +264,8 @@ def write_many_slices(
             module docs) or ``src`` is not a numpy array; bad coordinate arrays.
         vh5.InvalidArgumentError: file opened read-only ("no write intent"), ndim mismatch,
             step 0 (naming row and axis); vh5.OutOfBoundsError (without clip);
-            vh5.DtypeError (dtype mismatch, non-native ``src``); vh5.HDF5Error (libhdf5
+            vh5.DtypeError (dtype mismatch, non-native ``src``, a record ``src`` in another
+            layout than the dataset's native memory type); vh5.HDF5Error (libhdf5
             failed part-way: the message lists the rows written completely / in part).
     """
     if not isinstance(src, np.ndarray):
@@ -278,6 +288,8 @@ def write_many_slices(
         raise TypeError(f"dst must be a vh5.Dataset, not {type(dst).__name__}")
     if count is None or _select.is_selection_list(dst_start):
         raise TypeError("write_many_slices takes coordinate tables (src_start, dst_start, count), not selections")
+    if src.dtype.names is not None:
+        dst._check_records(src.dtype, "src")
     tabs, nslices = _marshal.tables(dst.ndim, src_start, dst_start, count, src_step, dst_step)
     _marshal.write(src, dst.id, tabs, nslices, _marshal.flags(clip, convert), dst._ids)
 
