@@ -142,6 +142,37 @@ def test_compound_big_endian_h5py_dtype_refused_dask_and_versioned_shim():
         assert _same(raw.view(native), ref)
 
 
+def test_unicode_dtype_refused_for_string_datasets_bytes_accepted():
+    """numpy's U (UCS-4) has no HDF5 type: a U2 destination of an S8 dataset (8 bytes each)
+    used to receive the raw bytes as code points. Refused on every entry point; S8 reads
+    h5py's values; numpy -> numpy copies of U arrays are unaffected."""
+    path = str(TMP / "strings.h5")
+    ref = _write(path, "s", np.array([b"abcdefgh", b"12345678"], "S8"))
+    with vh5.File(path, "r+") as f:
+        d = f["s"]
+        for call in (
+            lambda out: vh5.read_many_slices(d, out, [0], [0], [2]),
+            lambda out: vh5.read_many_slices(
+                d, out, np.zeros((1, 1), np.uint64), np.zeros((1, 1), np.uint64), np.full((1, 1), 2, np.uint64)
+            ),
+            lambda out: vh5.write_many_slices(out, d, [0], [0], [2]),
+        ):
+            out = np.zeros(2, "U2")
+            with pytest.raises(vh5.DtypeError, match="numpy unicode dtype <U2"):
+                call(out)
+            assert not out.view(np.uint8).any()
+        with pytest.raises((vh5.DtypeError, vh5.UnsupportedError)):  # refuses string datasets anyway
+            d.read_direct(np.zeros(2, "U2"))
+        out = np.zeros(2, "S8")
+        vh5.read_many_slices(d, out, [0], [0], [2])
+        assert np.array_equal(out, ref)
+    with h5py.File(path, "r") as h:
+        assert np.array_equal(h["s"][...], ref)
+    u = np.zeros(2, "U2")
+    vh5.copy_many_slices(np.array(["ab", "cd"]), u, [0], [0], [2])
+    assert list(u) == ["ab", "cd"]
+
+
 # -- differential against h5py over many layouts -------------------------------------------
 
 LEAVES = ["i1", "u1", "<i2", ">i2", "<i4", ">i4", "<u8", "<f4", ">f4", "<f8", ">f8", "<f2", "S3", "?"]

@@ -178,7 +178,15 @@ class Dataset(Handle):
     def _check_records(self, dt: np.dtype, what: str) -> None:
         """Refuse a record dtype (numpy fields) ``dt`` for the array ``what`` unless its layout
         is exactly the memory type vh5 moves this dataset's elements with (raw records: any
-        other layout of the same size would put values in the wrong fields)."""
+        other layout of the same size would put values in the wrong fields), and any numpy
+        unicode dtype (``U``: UCS-4 code points, which no HDF5 string type holds)."""
+        if dt.kind == "U":
+            raise error(
+                "VH5_ERR_DTYPE",
+                f"dataset {self.name!r} of {self.file.filename!r}: {what} has the numpy unicode dtype {dt.str} (UCS-4 "
+                "code points), which no HDF5 type holds: vh5 would move raw bytes into it. Use a bytes dtype "
+                f"(np.dtype('S{self._itemsize()}') for a fixed-length string dataset) and decode afterwards",
+            )
         native = self._mem_type()[0]
         if native is not None and native.names is not None and dt == native:
             return
@@ -365,7 +373,7 @@ class Dataset(Handle):
 
     def _read_hyperslab(self, hs: _select.Hyperslab, dst: np.ndarray, convert: bool) -> None:
         """One ``vh5_read_many_slices`` row: hyperslab ``hs`` into ``dst`` (shape ``hs.count``)."""
-        if dst.dtype.names is not None:
+        if _dtypes.layout_checked(dst.dtype):
             self._check_records(dst.dtype, "dst")
         nd = len(hs.start)
         stepped = hs.step != (1,) * nd

@@ -69,6 +69,12 @@ def from_numpy(dt: np.dtype):
     return code, dt.itemsize, order
 
 
+def layout_checked(dt: np.dtype) -> bool:
+    """Whether moving ``dt`` to or from a dataset needs :meth:`Dataset._check_records`: record
+    dtypes (fields) and numpy's unicode strings (``U``, UCS-4, which no HDF5 type is)."""
+    return dt.names is not None or dt.kind == "U"
+
+
 def from_description(d):
     """The numpy dtype of a ``vh5_dataset_mem_type`` description (JSON decoded: a type string,
     numpy's dict form of a compound, ``[base, dims]`` for an array type), None for null."""

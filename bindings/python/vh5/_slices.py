@@ -19,7 +19,7 @@ import operator
 
 import numpy as np
 
-from . import _marshal, _select
+from . import _dtypes, _marshal, _select
 from ._datasets import Dataset
 from ._errors import check, error
 from ._h5py import is_h5py_dataset, resolve_source
@@ -153,7 +153,7 @@ def read_many_slices(
             len(shape), shape, src_start, dst_start, count, src_step
         )
     if type(src) is Dataset:
-        if dst.dtype.names is not None:
+        if _dtypes.layout_checked(dst.dtype):
             src._check_records(dst.dtype, "dst")
         tabs, nslices = _marshal.tables(src._rank(), src_start, dst_start, count, src_step, dst_step)
         _marshal.read(src.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), src._ids)
@@ -178,7 +178,7 @@ def _read_fast(src: Dataset, dst, src_start, dst_start, count, src_step, dst_ste
     broadcasts, converts and checks in Python and raises the errors users see, so every
     refusal here defers to it (an empty dataset, h5py.Empty, raises as that path does:
     :meth:`Dataset._rank`)."""
-    if count is None or not dst.flags.writeable or dst.dtype.names is not None:
+    if count is None or not dst.flags.writeable or _dtypes.layout_checked(dst.dtype):
         return False  # records (numpy fields) are checked against the memory type on the general path
     ndim = src._rank()  # no library call for a live extent: only the rank matters here
     nslices = -1
@@ -218,7 +218,7 @@ def read_tables(
 ):
     """:func:`read_many_slices` of an open :class:`vh5.Dataset` and coordinate tables (no
     dispatch, no selections): the building block of the compatibility shims."""
-    if dst.dtype.names is not None:
+    if _dtypes.layout_checked(dst.dtype):
         dset._check_records(dst.dtype, "dst")
     tabs, nslices = _marshal.tables(dset.ndim, src_start, dst_start, count, src_step, dst_step)
     _marshal.read(dset.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), dset._ids)
@@ -288,7 +288,7 @@ def write_many_slices(
         raise TypeError(f"dst must be a vh5.Dataset, not {type(dst).__name__}")
     if count is None or _select.is_selection_list(dst_start):
         raise TypeError("write_many_slices takes coordinate tables (src_start, dst_start, count), not selections")
-    if src.dtype.names is not None:
+    if _dtypes.layout_checked(src.dtype):
         dst._check_records(src.dtype, "src")
     tabs, nslices = _marshal.tables(dst.ndim, src_start, dst_start, count, src_step, dst_step)
     _marshal.write(src, dst.id, tabs, nslices, _marshal.flags(clip, convert), dst._ids)
