@@ -1,4 +1,4 @@
-/* Helpers shared by the C test programs (header-only, C99): CHECK counts failures instead of
+/* Helpers shared by the C and C++ test programs (header-only, C99 and C++17): CHECK counts failures instead of
  * stopping (CHECKF also prints a printf-style explanation), last_msg() returns the calling thread's last vh5 error message, load_* read
  * unaligned elements with memcpy, and finish() prints the summary and gives the exit code. */
 #ifndef VH5_C_TESTS_CHECK_H

@@ -26,14 +26,7 @@
 #include <string>
 #include <vector>
 
-static int failures = 0;
-#define CHECK(cond)                                                                   \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
-      std::cerr << "FAIL " << __FILE__ << ":" << __LINE__ << ": " #cond << std::endl; \
-      failures++;                                                                     \
-    }                                                                                 \
-  } while (0)
+#include "check.h"  // CHECK (counts failures), finish()
 
 using Tab = std::vector<uint64_t>;
 
@@ -206,10 +199,5 @@ int main() {
   else
     std::cout << "SKIP test1.nc part of test_cpp_arguments: " << path << " not found (set VH5_SHARED_DATA)\n";
   created_datasets(tmp ? tmp : "/tmp");
-  if (failures) {
-    std::cerr << "test_cpp_arguments: " << failures << " failures\n";
-    return 1;
-  }
-  std::cout << "test_cpp_arguments: ok\n";
-  return 0;
+  return finish("test_cpp_arguments");
 }

@@ -13,14 +13,7 @@
 #include <string>
 #include <vector>
 
-static int failures = 0;
-#define CHECK(cond)                                                                   \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
-      std::cerr << "FAIL " << __FILE__ << ":" << __LINE__ << ": " #cond << std::endl; \
-      failures++;                                                                     \
-    }                                                                                 \
-  } while (0)
+#include "check.h"  // CHECK (counts failures), finish()
 
 using Tab = std::vector<uint64_t>;
 
@@ -92,10 +85,5 @@ int main() {
                         Tab{1, 1, 2, 1, 1, 2, 1, 1, 1});
   CHECK((out == std::vector<double>{10, 20, 30, 40, 40}));
   std::remove(path.c_str());
-  if (failures) {
-    std::cerr << "test_cpp_write: " << failures << " failures\n";
-    return 1;
-  }
-  std::cout << "test_cpp_write: ok\n";
-  return 0;
+  return finish("test_cpp_write");
 }
