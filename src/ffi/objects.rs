@@ -94,7 +94,7 @@ unsafe fn copy_out(out: &[u8], buf: *mut u8, cap: usize, len_out: *mut usize, wh
         return Ok(());
     }
     if cap < out.len() {
-        bail!(BufferTooSmall, "argument `cap`: {cap} bytes, {what} need {}", out.len());
+        bail!(BufferTooSmall, "argument `cap`: {cap} bytes, but {} bytes are needed for {what}", out.len());
     }
     // SAFETY: buf is valid for cap >= out.len() bytes (the caller's contract).
     unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), buf, out.len()) };
