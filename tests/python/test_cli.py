@@ -517,3 +517,24 @@ def test_read_allow_external_opens_external_storage_and_the_refusal_names_the_fl
     r = run("read", p, "/ext", "--random", 3, "--size", 4, "--allow-external")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "--allow-external" in run("read", "--help").stdout
+
+
+def test_read_repeat_reports_the_decoded_chunk_cache_of_the_last_call(tmp_path):
+    """`--repeat R` reads the table R times on one open dataset: from the second call the
+    gzip chunks come from the decoded-chunk cache, which the summary counts (hits); the
+    values are those of one call."""
+    p = tmp_path / "gz.h5"
+    data = np.arange(64 * 64, dtype="<f8").reshape(64, 64)
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("x", data=data, chunks=(16, 16), compression="gzip")
+    t = tmp_path / "rows.txt"
+    t.write_text("0 0 0 0 64 64\n")
+    out = tmp_path / "o.npy"
+    r = run("read", p, "x", "--table", t, "--save", out)
+    assert r.returncode == 0 and "chunk cache: 0 hits" in r.stdout and re.search(r"^time [0-9.]+ ms", r.stdout, re.M), r.stdout
+    r = run("read", p, "x", "--table", t, "--repeat", 3, "--save", out)
+    assert r.returncode == 0 and "chunk cache: 16 hits, 0 misses" in r.stdout, r.stdout
+    assert re.search(r"^time first call [0-9.]+ ms \([0-9.]+ us/row\); best of 3 calls [0-9.]+ ms", r.stdout, re.M), r.stdout
+    np.testing.assert_array_equal(np.load(out), data)
+    r = run("read", p, "x", "--table", t, "--repeat", 0)
+    assert r.returncode == 2 and "--repeat 0: give a number of calls >= 1" in r.stderr, r.stderr
