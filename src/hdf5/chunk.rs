@@ -109,6 +109,28 @@ unsafe fn fill_never(lock: &H5Lock, dcpl: hid_t) -> Result<bool> {
     })
 }
 
+/// Whether `dset` allocates its storage late (`H5D_ALLOC_TIME_LATE`) and not all of it is
+/// allocated yet (`H5Dget_space_status`): libhdf5's next `H5Dwrite` of at least one element
+/// then allocates every chunk not allocated yet (`H5D__alloc_storage`), and with filters
+/// writes the fill value into each of them whatever the fill time, before writing the
+/// elements. vh5's chunk-by-chunk writes (`H5Dwrite_chunk`, or `H5Dwrite` of a chunk it
+/// merged from what it read before that allocation) would store something else around the
+/// rows: the writer makes libhdf5 allocate first (`transfer::write`). Lock held.
+pub fn allocation_pending(lock: &H5Lock, dset: hid_t) -> Result<bool> {
+    // SAFETY: valid dataset id; lock held; out-pointers are locals.
+    unsafe {
+        let dcpl = Handle::new(lock, H5Dget_create_plist(dset), "H5Dget_create_plist")?;
+        let mut time = H5D_alloc_time_t::H5D_ALLOC_TIME_DEFAULT;
+        check(lock, H5Pget_alloc_time(dcpl.id(), &mut time), "H5Pget_alloc_time")?;
+        if time != H5D_alloc_time_t::H5D_ALLOC_TIME_LATE {
+            return Ok(false);
+        }
+        let mut status = H5D_space_status_t::H5D_SPACE_STATUS_ERROR;
+        check(lock, H5Dget_space_status(dset, &mut status), "H5Dget_space_status")?;
+        Ok(status != H5D_space_status_t::H5D_SPACE_STATUS_ALLOCATED)
+    }
+}
+
 /// The dataset's fill value as one element of `mem_type` (`H5Pget_fill_value`, which
 /// converts it), `itemsize` bytes; zeros when none is defined. `Hdf5` error when libhdf5
 /// cannot convert it to `mem_type`.

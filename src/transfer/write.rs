@@ -222,8 +222,14 @@ fn write_chunked(
     // 1. Cut every row by the chunk grid (the planner reads use too), pieces grouped by chunk.
     let mut plan = Plan::new(n);
     let mut pieces_per_row = vec![0u32; table.nslices];
+    let mut first: Option<(usize, [u64; MAX_RANK], usize)> = None;
     for (i, per_row) in pieces_per_row.iter_mut().enumerate() {
         let Some(r) = row_named(table, i, &src.layout.shape, &dshape, clip, NAMES)? else { continue };
+        if first.is_none() {
+            let mut at = [0u64; MAX_RANK];
+            at[..n].copy_from_slice(&r.dst_start[..n]);
+            first = Some((i, at, src.layout.byte_offset(&r.src_start[..n])));
+        }
         stats.rows_written += 1;
         stats.elements += r.elements();
         *per_row = plan.add_write_row(grid, i, &r) as u32;
@@ -233,7 +239,21 @@ fn write_chunked(
     }
     plan.finish();
 
-    // 2. One chunk at a time: raw (filters run by vh5 on worker threads) when vh5 implements
+    // 2. Storage allocated late and not yet: libhdf5's own first write allocates it (and
+    //    fills it, see `allocation_pending`); one element of the first row, which the
+    //    chunk writes below write again, so that every chunk is then read from the file.
+    if let Some((i, at, so)) = first.filter(|_| crate::hdf5::chunk::allocation_pending(l, dset).unwrap_or(false)) {
+        let one = &src.buf[so..so + itemsize];
+        if let Some(g) = WriteGuard::new(l, dset, layout, mem_type, itemsize)?.as_mut() {
+            g.check_row(l, i, one)?;
+        }
+        writer.write(&at[..n], None, &[1; MAX_RANK][..n], one).map_err(|e| {
+            Error::new(e.kind, format!("row {i}: its first element, written through libhdf5 first to allocate the dataset's storage (allocation time late): {}", e.message))
+        })?;
+        stats.hdf5_writes += 1;
+    }
+
+    // 3. One chunk at a time: raw (filters run by vh5 on worker threads) when vh5 implements
     //    the whole pipeline and no type conversion is needed, else through H5Dwrite.
     let ctx = MergeCtx { table, src, plan: &plan, n };
     // Chunks read for a partial update are checked as reads check them (scaleoffset headers
