@@ -18,19 +18,18 @@
 
 use std::cell::RefCell;
 use std::ops::ControlFlow;
-use std::sync::Arc;
 
 use super::options::num_threads;
 use super::rows::Ctx;
 use super::stats::ReadStats;
 use crate::error::Result;
 use crate::geometry::{axis_stride, row_counts, row_steps, validated_row_counts, SliceTable, MAX_RANK};
-use crate::hdf5::chunk_cache::{CacheKey, ChunkCache};
+use crate::hdf5::chunk_cache::{CacheKey, ChunkCache, Locked};
 use crate::hdf5::lock::{released, H5Lock};
 use crate::plan::grid::ChunkGrid;
 
 /// Grids with more chunks than this never take this path (its lookup table holds one slot
-/// per chunk of the grid: 128 KiB at most).
+/// per chunk of the grid: 64 KiB at most).
 pub(crate) const LOOKUP_MAX_CHUNKS: u64 = 16 << 10;
 
 /// With more than one thread, calls copying more than this many bytes go to the planner,
@@ -50,14 +49,12 @@ pub(crate) enum Gathered {
     Declined,
 }
 
-/// One looked-up chunk per slot of the grid (`None`: not looked up yet in this call).
-type Hits = Vec<Option<Arc<Vec<u8>>>>;
-
 thread_local! {
-    /// The calling thread's lookup table, kept between calls (all slots `None` between
-    /// calls: no chunk is held alive by it); allocating up to 128 KiB of fresh slots per
-    /// call cost page faults on the largest grids.
-    static HITS: RefCell<Hits> = const { RefCell::new(Vec::new()) };
+    /// The calling thread's lookup table, kept between calls: per chunk of the grid, 0 when
+    /// not looked up yet in this call, else 1 + its position in the call's list of chunks
+    /// found (all 0 between calls); allocating up to 64 KiB of fresh slots per call cost
+    /// page faults on the largest grids.
+    static SLOTS: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Read the rows of `table` into `ctx.dst` from the chunks `cache` holds in memory form
@@ -82,13 +79,23 @@ pub(crate) fn gather_cached(l: &H5Lock, table: &SliceTable, ctx: &Ctx, grid: &Ch
     if num_threads() > 1 && elements.saturating_mul(ctx.itemsize as u64) > GATHER_MAX_BYTES {
         return Ok(Gathered::Validated);
     }
-    let mut hits = HITS.with(|h| std::mem::take(&mut *h.borrow_mut()));
-    hits.resize(nchunks as usize, None);
-    // SAFETY: `copy_rows` makes no libhdf5 call.
-    let copied = unsafe { released(l, || copy_rows(table, ctx, grid, (cache, form), &mut hits)) };
-    // Drop the chunks looked up (the cache decides how long they live), keep the slots.
-    hits.iter_mut().for_each(|h| *h = None);
-    HITS.with(|h| *h.borrow_mut() = hits);
+    let mut slots = SLOTS.with(|h| std::mem::take(&mut *h.borrow_mut()));
+    slots.resize(nchunks as usize, 0);
+    let mut found = Vec::new();
+    // The cache is locked inside the closure, while the libhdf5 lock is released (a thread
+    // holding the libhdf5 lock may wait for the cache: never the other way round).
+    // SAFETY: the closure makes no libhdf5 call.
+    let copied = unsafe {
+        released(l, || {
+            let Some(mut locked) = cache.locked() else { return Ok(None) };
+            let r = copy_rows(table, ctx, grid, (&locked, form), &mut slots, &mut found);
+            // Chunks used are the most recently used, in the order of first use.
+            locked.promote(found.iter().map(|&chunk| CacheKey { chunk, form: form.0, unit: form.1 }));
+            r
+        })
+    };
+    found.iter().for_each(|&c| slots[c as usize] = 0);
+    SLOTS.with(|h| *h.borrow_mut() = slots);
     let Some(distinct) = copied? else { return Ok(Gathered::Validated) };
     stats.rows_read += rows;
     stats.rows_skipped += table.nslices - rows;
@@ -108,10 +115,11 @@ enum Stop {
 }
 
 /// Pass 2 of [`gather_cached`]: every row (all validated) piece by piece, in row order, from
-/// the cached chunks, each looked up once (into `hits`, one slot per chunk of the grid).
-/// Returns the chunks looked up, or `None` at the first chunk the cache lacks (rows before
+/// the cached chunks (the cache locked for the whole pass), each looked up once (`slots`: one
+/// per chunk of the grid, see [`SLOTS`]; `found`: the linear indexes of the chunks looked
+/// up, in order). Returns how many, or `None` at the first chunk the cache lacks (rows before
 /// it written: the planner then writes every row again).
-fn copy_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, (cache, form): (&ChunkCache, (u8, usize)), hits: &mut [Option<Arc<Vec<u8>>>]) -> Result<Option<usize>> {
+fn copy_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, (cache, form): (&Locked<'_>, (u8, usize)), slots: &mut [u32], found: &mut Vec<u64>) -> Result<Option<usize>> {
     let n = grid.ndim();
     let itemsize = ctx.itemsize;
     let chunk_bytes = grid.chunk().iter().product::<u64>().saturating_mul(itemsize as u64);
@@ -123,7 +131,7 @@ fn copy_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, (cache, form): (&C
     }
     let (mut count, mut ss, mut ds) = ([0u64; MAX_RANK], [1u64; MAX_RANK], [1u64; MAX_RANK]);
     let (mut sst, mut dst, mut cnt, mut at) = ([0isize; MAX_RANK], [0isize; MAX_RANK], [0usize; MAX_RANK], [0u64; MAX_RANK]);
-    let mut distinct = 0usize;
+    let mut bufs: Vec<&[u8]> = Vec::new();
     for i in 0..table.nslices {
         if !validated_row_counts(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip, &mut count[..n])? {
             continue;
@@ -132,15 +140,16 @@ fn copy_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, (cache, form): (&C
         let (s0, d0) = (&table.src_start[i * n..i * n + n], &table.dst_start[i * n..i * n + n]);
         let walk = grid.try_for_each_piece(s0, &count[..n], &ss[..n], |p| {
             let linear = grid.linear_index(p.chunk_coord);
-            let slot = &mut hits[linear as usize];
-            if slot.is_none() {
-                *slot = cache.get(&CacheKey { chunk: linear, form: form.0, unit: form.1 }).filter(|b| b.len() as u64 == chunk_bytes);
-                if slot.is_none() {
+            let slot = &mut slots[linear as usize];
+            if *slot == 0 {
+                let Some(b) = cache.peek(&CacheKey { chunk: linear, form: form.0, unit: form.1 }).filter(|b| b.len() as u64 == chunk_bytes) else {
                     return ControlFlow::Break(Stop::Miss);
-                }
-                distinct += 1;
+                };
+                bufs.push(b);
+                found.push(linear);
+                *slot = bufs.len() as u32;
             }
-            let buf = slot.as_ref().expect("looked up above");
+            let buf = bufs[*slot as usize - 1];
             let mut so = 0usize;
             for j in 0..n {
                 so += (p.src_start[j] - p.chunk_coord[j] * grid.chunk()[j]) as usize * cstr[j] as usize;
@@ -162,5 +171,5 @@ fn copy_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, (cache, form): (&C
             ControlFlow::Break(Stop::Failed(e)) => return Err(e),
         }
     }
-    Ok(Some(distinct))
+    Ok(Some(bufs.len()))
 }
