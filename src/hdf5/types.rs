@@ -448,14 +448,15 @@ pub fn hard_conversion(lock: &H5Lock, src: hid_t, dst: hid_t) -> bool {
     r > 0
 }
 
-/// The memory type vh5 reads a dataset of file type `file_type` (described by `info`) with
-/// when no conversion is asked for: the native type of the same dtype ([`mem_type_for`]), or
-/// for [`Dtype::Opaque`] the native memory type of the file type. `Unsupported` for types vh5
+/// The memory type vh5 moves the elements of the open dataset `dset` (file type classified
+/// as `info`) with when no conversion is asked for: the native type of the same dtype
+/// ([`mem_type_for`]), or for [`Dtype::Opaque`] the native memory type of the file type,
+/// fixed once per dataset id ([`super::meta::stable_native`]). `Unsupported` for types vh5
 /// cannot read.
-pub fn mem_type_of(lock: &H5Lock, info: &TypeInfo, file_type: hid_t) -> Result<MemType> {
+pub fn mem_type_of(lock: &H5Lock, info: &TypeInfo, dset: hid_t) -> Result<MemType> {
     match info.dtype {
         None => Err(crate::err!(Unsupported, "{}: vh5 reads fixed-size types only", info.unsupported.as_deref().unwrap_or("unsupported type"))),
-        Some(Dtype::Opaque) => Ok(MemType::Owned(native_of(lock, file_type)?)),
+        Some(Dtype::Opaque) => Ok(MemType::Owned(super::meta::stable_native(lock, dset)?)),
         Some(d) => mem_type_for(lock, d),
     }
 }

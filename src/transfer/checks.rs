@@ -109,7 +109,15 @@ fn refuse_broken_conversion(l: &H5Lock, dir: Direction, src: hid_t, dst: hid_t, 
     bail!(Dtype, "libhdf5 {} cannot convert {} to {}: {}; {instead}", crate::hdf5::version::version_text(l), from.name(), to.name(), bug.what())
 }
 
-/// The memory type to move elements of the dataset (file type `ftype`, classified as
+/// The dataset a transfer moves elements of: its id, file type and the type's classification.
+#[derive(Clone, Copy)]
+pub(crate) struct DatasetType<'a> {
+    pub dset: hid_t,
+    pub ftype: hid_t,
+    pub finfo: &'a TypeInfo,
+}
+
+/// The memory type to move elements of the dataset `file` (file type `ftype`, classified as
 /// `finfo`) to or from an array of `dtype` with `itemsize` bytes per element.
 ///
 /// Same dtype: the file type's native memory type (big-endian files are converted by byte
@@ -118,7 +126,8 @@ fn refuse_broken_conversion(l: &H5Lock, dir: Direction, src: hid_t, dst: hid_t, 
 /// conversion path in the transfer's direction (`flags.convert`) that it does not get wrong
 /// ([`refuse_broken_conversion`]). Types vh5 does not move (variable-length,
 /// references): `Unsupported`.
-pub(crate) fn memory_type(l: &H5Lock, dir: Direction, ftype: hid_t, finfo: &TypeInfo, dtype: Dtype, itemsize: usize, flags: Flags) -> Result<MemType> {
+pub(crate) fn memory_type(l: &H5Lock, dir: Direction, file: DatasetType<'_>, dtype: Dtype, itemsize: usize, flags: Flags) -> Result<MemType> {
+    let DatasetType { dset, ftype, finfo } = file;
     let Flags { convert, swapped, .. } = flags;
     let fdesc = &finfo.description;
     let side = dir.array();
@@ -136,7 +145,7 @@ pub(crate) fn memory_type(l: &H5Lock, dir: Direction, ftype: hid_t, finfo: &Type
             if swapped {
                 mem_type_swapped(l, fd)?
             } else {
-                mem_type_of(l, finfo, ftype)?
+                mem_type_of(l, finfo, dset)?
             }
         }
         Some(fd) if convert && dtype != Dtype::Opaque => {
