@@ -5,7 +5,7 @@
 
 use hdf5_sys::h5i::hid_t;
 
-use super::broken_conversions::linked_bug;
+use super::broken_conversions::{linked_bug, record_write_bug};
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::geometry::{ArrayLayout, SliceTable};
@@ -109,6 +109,25 @@ fn refuse_broken_conversion(l: &H5Lock, dir: Direction, src: hid_t, dst: hid_t, 
     bail!(Dtype, "libhdf5 {} cannot convert {} to {}: {}; {instead}", crate::hdf5::version::version_text(l), from.name(), to.name(), bug.what())
 }
 
+/// `Dtype` error when writing records of the native memory type `mem` into the record file
+/// type `ftype` would make libhdf5 convert a member wrongly ([`record_write_bug`]: float16
+/// members, whose native type in libhdf5 1.10 is float32).
+fn refuse_broken_member(l: &H5Lock, ftype: hid_t, mem: hid_t) -> Result<()> {
+    let Some(b) = record_write_bug(l, ftype, mem)? else {
+        return Ok(());
+    };
+    bail!(
+        Dtype,
+        "libhdf5 {} cannot write these records: the record member `{}` is {} in the dataset and {} in vh5's memory layout, and {}; \
+         vh5 does not write records with such members with this libhdf5",
+        crate::hdf5::version::version_text(l),
+        b.path,
+        b.to.name(),
+        b.from.name(),
+        b.bug.what()
+    )
+}
+
 /// The dataset a transfer moves elements of: its id, file type and the type's classification.
 #[derive(Clone, Copy)]
 pub(crate) struct DatasetType<'a> {
@@ -145,7 +164,11 @@ pub(crate) fn memory_type(l: &H5Lock, dir: Direction, file: DatasetType<'_>, dty
             if swapped {
                 mem_type_swapped(l, fd)?
             } else {
-                mem_type_of(l, finfo, dset)?
+                let m = mem_type_of(l, finfo, dset)?;
+                if fd == Dtype::Opaque && dir == Direction::Write {
+                    refuse_broken_member(l, ftype, m.id())?;
+                }
+                m
             }
         }
         Some(fd) if convert && dtype != Dtype::Opaque => {
