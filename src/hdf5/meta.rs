@@ -120,8 +120,28 @@ pub(crate) fn extent_is_fixed(lock: &H5Lock, dset: hid_t) -> bool {
 static CACHE: Mutex<Option<HashMap<hid_t, Arc<DatasetMeta>>>> = Mutex::new(None);
 
 /// The native memory type of each open dataset's file type, derived once per dataset id
-/// ([`stable_native`]); same lifetime rules as [`CACHE`].
+/// ([`stable_native`]); forgotten when vh5 closes the id, or by a sweep once the id is no
+/// longer valid ([`sweep_closed`]), never while the dataset is open.
 static NATIVES: Mutex<Option<HashMap<hid_t, Arc<Handle>>>> = Mutex::new(None);
+
+/// Size of [`NATIVES`] from which the next call sweeps it.
+static NEXT_SWEEP: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(MAX_ENTRIES);
+
+/// Once `c` holds [`NEXT_SWEEP`] entries: take out those of ids no longer valid (closed
+/// behind vh5's back; libhdf5 never reuses an id number) and return them. Entries of open
+/// datasets are never dropped (a later call must see the same layout); the next sweep waits
+/// until the map has doubled past them. The caller holds the libhdf5 lock.
+fn sweep_closed(c: &mut HashMap<hid_t, Arc<Handle>>) -> Vec<Arc<Handle>> {
+    use std::sync::atomic::Ordering::Relaxed;
+    if c.len() < NEXT_SWEEP.load(Relaxed) {
+        return Vec::new();
+    }
+    // SAFETY: H5Iis_valid accepts any id; the caller holds the lock.
+    let gone: Vec<hid_t> = c.keys().copied().filter(|&id| unsafe { hdf5_sys::h5i::H5Iis_valid(id) } <= 0).collect();
+    let closed = gone.iter().filter_map(|id| c.remove(id)).collect();
+    NEXT_SWEEP.store((2 * c.len()).max(MAX_ENTRIES), Relaxed);
+    closed
+}
 
 /// [`classify`] for the file type `ftype` of the open dataset `dset`, with the memory item
 /// size of [`stable_native`] for opaque types (the size of a native compound depends on its
@@ -156,14 +176,14 @@ pub fn stable_native(lock: &H5Lock, dset: hid_t) -> Result<Handle> {
             // SAFETY: valid dataset id (checked by the caller); lock held.
             let ftype = Handle::new(lock, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
             let n = Arc::new(super::types::native_of(lock, ftype.id())?);
-            let old = {
+            let closed = {
                 let mut g = NATIVES.lock().unwrap_or_else(|p| p.into_inner());
                 let c = g.get_or_insert_with(HashMap::new);
-                let old = if c.len() >= MAX_ENTRIES { std::mem::take(c) } else { HashMap::new() };
+                let closed = sweep_closed(c);
                 c.insert(dset, Arc::clone(&n));
-                old
+                closed
             };
-            drop(old);
+            drop(closed); // closes the type ids outside the mutex
             n
         }
     };

@@ -149,3 +149,24 @@ def out_of_order_dtypes(draw):
 @given(dt=out_of_order_dtypes(), storage=st.sampled_from(sorted(STORAGE)), seed=st.integers(0, 1000))
 def test_compound_member_order_random_layouts(dt, storage, seed):
     _check_storage(str(TMP / f"random_{storage}.h5"), STORAGE[storage], dt, None, seed)
+
+
+def test_compound_member_order_kept_past_many_open_ids():
+    """More open dataset ids than vh5's per-dataset caches hold (4096): the layout of an id
+    read before stays what it described (it is never dropped while the id is open)."""
+    path = str(TMP / "many_ids.h5")
+    x = _values(OUT_OF_ORDER, 4)
+    with h5py.File(path, "w") as h:
+        h.create_dataset("c", data=x)  # contiguous: H5Dread sorts the dataset's own type
+    with vh5.File(path) as f:
+        d = f["c"]
+        native = d._mem_type()[0]
+        out = np.zeros(N, native)
+        vh5.read_many_slices(d, out, [0], [0], [N])
+        others = [f["c"] for _ in range(4200)]
+        for o in others:
+            o._mem_type()
+        assert _fresh_mem_type(d) == native
+        out = np.zeros(N, native)
+        vh5.read_many_slices(d, out, [0], [0], [N])
+        assert _same(out, x)
