@@ -1211,8 +1211,12 @@ vh5_status vh5_dataset_filter_params(int64_t dset,
  * member names that are not UTF-8, numbers with padding bits, variable-length types). For
  * `VH5_DTYPE_OPAQUE` datasets this is libhdf5's native memory type (`H5Tget_native_type` of
  * the file type), NOT the file's layout: compound members in member order at native
- * alignment, numbers in native byte order (h5py's dtype for the same dataset keeps the
- * file's offsets and byte order, which may differ). Records in any other layout moved as
+ * alignment, numbers in native byte order, fixed-length strings NUL-padded like numpy's `S`
+ * (space-padded and NUL-terminated strings are converted by libhdf5 as h5py does) (h5py's
+ * dtype for the same dataset keeps the file's offsets and byte order, which may differ). It
+ * is derived once per dataset id and stays the same across reads and writes through that id
+ * (libhdf5 sorts a compound's members by offset when it first converts it, so another id of
+ * the same dataset opened after a read may describe its members in offset order). Records in any other layout moved as
  * `VH5_DTYPE_OPAQUE` of the same item size would be read or written with their fields in
  * the wrong places: a binding compares its record type with `D` first. `F` is the fill value
  * as lowercase hex of one element of this type (`itemsize` bytes, any size), or `null` when
@@ -1229,7 +1233,10 @@ vh5_status vh5_dataset_filter_params(int64_t dset,
  * # Safety
  * `buf` must be NULL or valid for `cap` byte writes; `len_out` NULL or valid for one write.
  */
-vh5_status vh5_dataset_mem_type(int64_t dset, uint8_t *buf, size_t cap, size_t *len_out);
+vh5_status vh5_dataset_mem_type(int64_t dset,
+                                uint8_t *buf,
+                                size_t cap,
+                                size_t *len_out);
 
 /**
  * Decode the payload in `buf` (`len` bytes) into `*out`, a view pointing INTO `buf`.

@@ -220,8 +220,12 @@ pub unsafe extern "C" fn vh5_dataset_filter_params(dset: i64, index: u32, values
 /// member names that are not UTF-8, numbers with padding bits, variable-length types). For
 /// `VH5_DTYPE_OPAQUE` datasets this is libhdf5's native memory type (`H5Tget_native_type` of
 /// the file type), NOT the file's layout: compound members in member order at native
-/// alignment, numbers in native byte order (h5py's dtype for the same dataset keeps the
-/// file's offsets and byte order, which may differ). Records in any other layout moved as
+/// alignment, numbers in native byte order, fixed-length strings NUL-padded like numpy's `S`
+/// (space-padded and NUL-terminated strings are converted by libhdf5 as h5py does) (h5py's
+/// dtype for the same dataset keeps the file's offsets and byte order, which may differ). It
+/// is derived once per dataset id and stays the same across reads and writes through that id
+/// (libhdf5 sorts a compound's members by offset when it first converts it, so another id of
+/// the same dataset opened after a read may describe its members in offset order). Records in any other layout moved as
 /// `VH5_DTYPE_OPAQUE` of the same item size would be read or written with their fields in
 /// the wrong places: a binding compares its record type with `D` first. `F` is the fill value
 /// as lowercase hex of one element of this type (`itemsize` bytes, any size), or `null` when

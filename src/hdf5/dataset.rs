@@ -15,7 +15,7 @@ use super::error::{check, clear_stack, hdf5_error};
 use super::handle::{close_id, dataset_name, id_type, id_type_name, Handle};
 use super::hyperslab::space_dims;
 use super::lock::H5Lock;
-use super::types::{classify, TypeInfo};
+use super::types::TypeInfo;
 use crate::error::{Error, ErrorKind, Result};
 use crate::names::escape;
 
@@ -390,7 +390,7 @@ pub fn dataset_info(lock: &H5Lock, dset: hid_t) -> Result<DatasetInfo> {
     unsafe {
         let null_dataspace = H5Sget_simple_extent_type(space.id()) == H5S_class_t::H5S_NULL;
         let ftype = Handle::new(lock, H5Dget_type(dset), "H5Dget_type")?;
-        let dtype = classify(lock, ftype.id())?;
+        let dtype = super::meta::classify_dataset(lock, dset, ftype.id())?;
         let dcpl = Handle::new(lock, H5Dget_create_plist(dset), "H5Dget_create_plist")?;
         let layout = match H5Pget_layout(dcpl.id()) {
             H5D_layout_t::H5D_CHUNKED => Layout::Chunked,
@@ -420,7 +420,7 @@ pub fn dataset_info(lock: &H5Lock, dset: hid_t) -> Result<DatasetInfo> {
         check(lock, H5Pfill_value_defined(dcpl.id(), &mut status), "H5Pfill_value_defined")?;
         let mut fill_value = None;
         if status != H5D_fill_value_t::H5D_FILL_VALUE_UNDEFINED && dtype.unsupported.is_none() {
-            let mem = super::types::mem_type_of(lock, &dtype, ftype.id())?;
+            let mem = super::types::mem_type_of(lock, &dtype, dset)?;
             let mut buf = vec![0u8; dtype.mem_itemsize];
             if H5Pget_fill_value(dcpl.id(), mem.id(), buf.as_mut_ptr() as *mut _) >= 0 {
                 fill_value = Some(buf);

@@ -18,7 +18,6 @@
 
 use std::ffi::{c_uint, CStr};
 
-use hdf5_sys::h5d::H5Dget_type;
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 use hdf5_sys::h5t::*;
 use serde_json::{json, Value};
@@ -147,9 +146,7 @@ pub fn mem_type_json(lock: &H5Lock, dset: hid_t) -> Result<String> {
     if info.dtype.dtype.is_none() {
         return Ok(json!({"itemsize": info.dtype.file_itemsize, "numpy": null, "fill_value": null}).to_string());
     }
-    // SAFETY: valid dataset id under the lock; the type id is owned by a Handle.
-    let ftype = Handle::new(lock, unsafe { H5Dget_type(dset) }, "H5Dget_type")?;
-    let mem = mem_type_of(lock, &info.dtype, ftype.id())?;
+    let mem = mem_type_of(lock, &info.dtype, dset)?;
     let numpy = describe(lock, mem.id())?;
     let fill = info.fill_value.map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>());
     Ok(json!({"itemsize": info.dtype.mem_itemsize, "numpy": numpy, "fill_value": fill}).to_string())

@@ -119,6 +119,78 @@ pub(crate) fn extent_is_fixed(lock: &H5Lock, dset: hid_t) -> bool {
 
 static CACHE: Mutex<Option<HashMap<hid_t, Arc<DatasetMeta>>>> = Mutex::new(None);
 
+/// The native memory type of each open dataset's file type, derived once per dataset id
+/// ([`stable_native`]); forgotten when vh5 closes the id, or by a sweep once the id is no
+/// longer valid ([`sweep_closed`]), never while the dataset is open.
+static NATIVES: Mutex<Option<HashMap<hid_t, Arc<Handle>>>> = Mutex::new(None);
+
+/// Size of [`NATIVES`] from which the next call sweeps it.
+static NEXT_SWEEP: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(MAX_ENTRIES);
+
+/// Once `c` holds [`NEXT_SWEEP`] entries: take out those of ids no longer valid (closed
+/// behind vh5's back; libhdf5 never reuses an id number) and return them. Entries of open
+/// datasets are never dropped (a later call must see the same layout); the next sweep waits
+/// until the map has doubled past them. The caller holds the libhdf5 lock.
+fn sweep_closed(c: &mut HashMap<hid_t, Arc<Handle>>) -> Vec<Arc<Handle>> {
+    use std::sync::atomic::Ordering::Relaxed;
+    if c.len() < NEXT_SWEEP.load(Relaxed) {
+        return Vec::new();
+    }
+    // SAFETY: H5Iis_valid accepts any id; the caller holds the lock.
+    let gone: Vec<hid_t> = c.keys().copied().filter(|&id| unsafe { hdf5_sys::h5i::H5Iis_valid(id) } <= 0).collect();
+    let closed = gone.iter().filter_map(|id| c.remove(id)).collect();
+    NEXT_SWEEP.store((2 * c.len()).max(MAX_ENTRIES), Relaxed);
+    closed
+}
+
+/// [`classify`] for the file type `ftype` of the open dataset `dset`, with the memory item
+/// size of [`stable_native`] for opaque types (the size of a native compound depends on its
+/// member order through alignment: {i1, i1, i2} is 4 bytes, {i1, i2, i1} 6).
+pub fn classify_dataset(lock: &H5Lock, dset: hid_t, ftype: hid_t) -> Result<TypeInfo> {
+    let mut info = classify(lock, ftype)?;
+    if info.dtype == Some(crate::dtype::Dtype::Opaque) {
+        let native = stable_native(lock, dset)?;
+        // SAFETY: a valid type id under the lock.
+        info.mem_itemsize = unsafe { hdf5_sys::h5t::H5Tget_size(native.id()) };
+    }
+    Ok(info)
+}
+
+/// A copy of the native memory type (`H5Tget_native_type`, see
+/// [`super::types::native_of`]) of the open dataset `dset`'s file type, derived the first
+/// time it is asked for and the same on every later call for this dataset id.
+///
+/// Why once: libhdf5 (1.10 through 2.x) sorts the members of the compound types a
+/// conversion touches by offset, in place (`H5T__conv_struct_init` / `H5T__conv_struct`,
+/// `H5T__sort_value`), and 1.10's `H5Dread` / `H5Dwrite` convert with the dataset's own type
+/// object: after the first read or write of a compound whose members are not in offset
+/// order, `H5Dget_type` hands out the sorted type, whose native type (members packed in
+/// member order) has another layout. Deriving it again would make reads, writes and the
+/// layout `vh5_dataset_mem_type` describes disagree (records garbled: one field's bits
+/// in another). Every path that moves elements without a conversion asks here.
+pub fn stable_native(lock: &H5Lock, dset: hid_t) -> Result<Handle> {
+    let cached = NATIVES.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|c| c.get(&dset).cloned());
+    let native = match cached {
+        Some(n) => n,
+        None => {
+            // SAFETY: valid dataset id (checked by the caller); lock held.
+            let ftype = Handle::new(lock, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
+            let n = Arc::new(super::types::native_of(lock, ftype.id())?);
+            let closed = {
+                let mut g = NATIVES.lock().unwrap_or_else(|p| p.into_inner());
+                let c = g.get_or_insert_with(HashMap::new);
+                let closed = sweep_closed(c);
+                c.insert(dset, Arc::clone(&n));
+                closed
+            };
+            drop(closed); // closes the type ids outside the mutex
+            n
+        }
+    };
+    // SAFETY: a valid type id under the lock; the copy is owned by the returned Handle.
+    Handle::new(lock, unsafe { hdf5_sys::h5t::H5Tcopy(native.id()) }, "H5Tcopy (native memory type)")
+}
+
 /// The cached facts of the open dataset `dset` (the caller checked it is one), computed on
 /// first use.
 pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
@@ -127,7 +199,7 @@ pub fn dataset_meta(lock: &H5Lock, dset: hid_t) -> Result<Arc<DatasetMeta>> {
     }
     // SAFETY: valid dataset id (checked by the caller); lock held.
     let ftype = Handle::new(lock, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
-    let finfo = classify(lock, ftype.id())?;
+    let finfo = classify_dataset(lock, dset, ftype.id())?;
     let layout = chunk_layout(lock, dset)?;
     let fixed_extent = extent_is_fixed(lock, dset);
     let own = super::handle::opened_by_vh5(dset);
@@ -214,5 +286,6 @@ pub fn clear_chunk_cache(dset: hid_t) {
 /// Forget what is cached about `id` (called when vh5 closes it).
 pub fn forget(id: hid_t) {
     let old = CACHE.lock().unwrap_or_else(|p| p.into_inner()).as_mut().and_then(|c| c.remove(&id));
-    drop(old);
+    let native = NATIVES.lock().unwrap_or_else(|p| p.into_inner()).as_mut().and_then(|c| c.remove(&id));
+    drop((old, native));
 }

@@ -11,7 +11,8 @@
 //!   offsets 0 and its size (how h5py stores numpy complex): complex64/complex128;
 //! - any other fixed-size type (compound, array, opaque, bitfield, fixed-length string, other
 //!   enums, other float layouts): [`Dtype::Opaque`], moved with its native memory type
-//!   (`H5Tget_native_type`), whose size is the item size the destination must have;
+//!   (`H5Tget_native_type`, fixed-length strings in it NUL-padded: [`native_of`]), whose size
+//!   is the item size the destination must have;
 //! - variable-length strings, `H5T_VLEN`, `H5T_REFERENCE` (also nested inside a compound or
 //!   array type): unsupported.
 //!
@@ -20,6 +21,7 @@
 
 use std::ffi::{c_char, c_uint, CStr};
 
+use hdf5_sys::h5::hsize_t;
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5t::*;
 
@@ -312,16 +314,76 @@ fn float_layout_oddity(lock: &H5Lock, t: hid_t, size: usize) -> Result<Option<St
 }
 
 /// The native memory type of an arbitrary fixed-size file type (`H5Tget_native_type`, or a
-/// copy of the type itself for classes libhdf5 has no native mapping for).
+/// copy of the type itself for classes libhdf5 has no native mapping for), with every
+/// fixed-length string in it (also inside compounds and arrays) NUL-padded
+/// (`nul_padded_strings`).
 pub fn native_of(lock: &H5Lock, t: hid_t) -> Result<Handle> {
     // SAFETY: valid type id; we hold the lock.
-    unsafe {
+    let native = unsafe {
         let n = H5Tget_native_type(t, H5T_direction_t::H5T_DIR_ASCEND);
         if n >= 0 {
-            return Handle::new(lock, n, "H5Tget_native_type");
+            Handle::new(lock, n, "H5Tget_native_type")?
+        } else {
+            super::error::clear_stack(lock);
+            Handle::new(lock, H5Tcopy(t), "H5Tcopy")?
         }
-        super::error::clear_stack(lock);
-        Handle::new(lock, H5Tcopy(t), "H5Tcopy")
+    };
+    Ok(nul_padded_strings(lock, native.id())?.unwrap_or(native))
+}
+
+/// `t` with every fixed-length string type in it (at any depth of compounds and arrays) of
+/// the same size and character set but `H5T_STR_NULLPAD`, as numpy's `S` dtype and h5py's
+/// memory type are; `None` when `t` has no string of another padding. libhdf5 converts
+/// `H5T_STR_SPACEPAD` / `H5T_STR_NULLTERM` strings to and from it as h5py does (trailing
+/// spaces removed on reading and put back on writing; a NUL-terminated string written
+/// keeps room for its terminator), which copying the stored bytes would not.
+fn nul_padded_strings(lock: &H5Lock, t: hid_t) -> Result<Option<Handle>> {
+    // SAFETY: valid type ids under the lock; every id opened is owned by a Handle.
+    unsafe {
+        match H5Tget_class(t) {
+            H5T_class_t::H5T_STRING => {
+                if H5Tget_strpad(t) == H5T_str_t::H5T_STR_NULLPAD {
+                    return Ok(None);
+                }
+                let h = Handle::new(lock, H5Tcopy(t), "H5Tcopy (string)")?;
+                check(lock, H5Tset_strpad(h.id(), H5T_str_t::H5T_STR_NULLPAD), "H5Tset_strpad")?;
+                Ok(Some(h))
+            }
+            H5T_class_t::H5T_ARRAY => {
+                let base = Handle::new(lock, H5Tget_super(t), "H5Tget_super")?;
+                let Some(b) = nul_padded_strings(lock, base.id())? else { return Ok(None) };
+                let n = check(lock, H5Tget_array_ndims(t), "H5Tget_array_ndims")?;
+                let mut dims = vec![0 as hsize_t; n as usize];
+                check(lock, H5Tget_array_dims2(t, dims.as_mut_ptr()), "H5Tget_array_dims2")?;
+                Ok(Some(Handle::new(lock, H5Tarray_create2(b.id(), n as c_uint, dims.as_ptr()), "H5Tarray_create2")?))
+            }
+            H5T_class_t::H5T_COMPOUND => {
+                let n = check(lock, H5Tget_nmembers(t), "H5Tget_nmembers")? as c_uint;
+                let mut members = Vec::with_capacity(n as usize);
+                let mut changed = false;
+                for i in 0..n {
+                    let m = Handle::new(lock, H5Tget_member_type(t, i), "H5Tget_member_type")?;
+                    let fixed = nul_padded_strings(lock, m.id())?;
+                    changed |= fixed.is_some();
+                    members.push(fixed.unwrap_or(m));
+                }
+                if !changed {
+                    return Ok(None);
+                }
+                let h = Handle::new(lock, H5Tcreate(H5T_class_t::H5T_COMPOUND, H5Tget_size(t)), "H5Tcreate (compound)")?;
+                for (i, m) in (0..n).zip(&members) {
+                    let name = H5Tget_member_name(t, i);
+                    if name.is_null() {
+                        return Err(super::error::hdf5_error(lock, ErrorKind::Hdf5, "H5Tget_member_name failed"));
+                    }
+                    let r = H5Tinsert(h.id(), name, H5Tget_member_offset(t, i), m.id());
+                    hdf5_sys::h5::H5free_memory(name as *mut _);
+                    check(lock, r, "H5Tinsert")?;
+                }
+                Ok(Some(h))
+            }
+            _ => Ok(None),
+        }
     }
 }
 
@@ -448,14 +510,15 @@ pub fn hard_conversion(lock: &H5Lock, src: hid_t, dst: hid_t) -> bool {
     r > 0
 }
 
-/// The memory type vh5 reads a dataset of file type `file_type` (described by `info`) with
-/// when no conversion is asked for: the native type of the same dtype ([`mem_type_for`]), or
-/// for [`Dtype::Opaque`] the native memory type of the file type. `Unsupported` for types vh5
+/// The memory type vh5 moves the elements of the open dataset `dset` (file type classified
+/// as `info`) with when no conversion is asked for: the native type of the same dtype
+/// ([`mem_type_for`]), or for [`Dtype::Opaque`] the native memory type of the file type,
+/// fixed once per dataset id ([`super::meta::stable_native`]). `Unsupported` for types vh5
 /// cannot read.
-pub fn mem_type_of(lock: &H5Lock, info: &TypeInfo, file_type: hid_t) -> Result<MemType> {
+pub fn mem_type_of(lock: &H5Lock, info: &TypeInfo, dset: hid_t) -> Result<MemType> {
     match info.dtype {
         None => Err(crate::err!(Unsupported, "{}: vh5 reads fixed-size types only", info.unsupported.as_deref().unwrap_or("unsupported type"))),
-        Some(Dtype::Opaque) => Ok(MemType::Owned(native_of(lock, file_type)?)),
+        Some(Dtype::Opaque) => Ok(MemType::Owned(super::meta::stable_native(lock, dset)?)),
         Some(d) => mem_type_for(lock, d),
     }
 }

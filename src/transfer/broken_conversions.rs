@@ -8,11 +8,16 @@
 //! against libhdf5 1.10.8, 1.14.2, 1.14.6, 2.0.0 and 2.2.0
 //! (`tests/python/test_py_float16_conversions.py`, docs/ROBUSTNESS.md).
 
+use std::ffi::{c_uint, CStr};
+
 use hdf5_sys::h5i::hid_t;
 
 use crate::dtype::Dtype;
+use crate::error::Result;
+use crate::hdf5::error::check;
+use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::H5Lock;
-use crate::hdf5::types::hard_conversion;
+use crate::hdf5::types::{classify, hard_conversion};
 use crate::hdf5::version::library_info;
 
 /// What a libhdf5 conversion gets wrong, and since / until which version.
@@ -105,6 +110,73 @@ pub(crate) fn linked_bug(l: &H5Lock, src: hid_t, dst: hid_t, from: Dtype, to: Dt
     // A libhdf5 that does not report its version (none in practice) counts as an old one.
     let version = library_info(l).map_or((0, 0, 0), |v| (v.major, v.minor, v.release));
     broken(version, hard_conversion(l, src, dst), from, to)
+}
+
+/// A float member of a record type that the linked libhdf5 gets wrong when writing: the
+/// member's path in the record (`a.b[]`), the memory and file dtypes, and the bug.
+pub(crate) struct MemberBug {
+    pub path: String,
+    pub from: Dtype,
+    pub to: Dtype,
+    pub bug: Broken,
+}
+
+/// The first float member (at any depth of compounds and arrays) of the record file type
+/// `file` that writing from the memory type `mem` (vh5's native type of `file`, members
+/// matched by name) makes the linked libhdf5 convert wrongly ([`linked_bug`]): with
+/// libhdf5 1.10 the native type of a float16 member is float32, and `H5T__conv_f_f`
+/// narrows it wrongly (65520 -> 65504, 2049 -> 2050). Reading (widening) is exact.
+pub(crate) fn record_write_bug(l: &H5Lock, file: hid_t, mem: hid_t) -> Result<Option<MemberBug>> {
+    member_bug(l, file, mem, String::new())
+}
+
+fn member_bug(l: &H5Lock, file: hid_t, mem: hid_t, path: String) -> Result<Option<MemberBug>> {
+    use hdf5_sys::h5t::*;
+    // SAFETY: valid type ids under the lock; every id opened is owned by a Handle.
+    unsafe {
+        let class = H5Tget_class(file);
+        if class != H5Tget_class(mem) {
+            return Ok(None);
+        }
+        match class {
+            H5T_class_t::H5T_FLOAT => {
+                let (f, m) = (classify(l, file)?.dtype, classify(l, mem)?.dtype);
+                Ok(match (m, f) {
+                    (Some(from), Some(to)) if from != to => linked_bug(l, mem, file, from, to).map(|bug| MemberBug { path, from, to, bug }),
+                    _ => None,
+                })
+            }
+            H5T_class_t::H5T_ARRAY => {
+                let fb = Handle::new(l, H5Tget_super(file), "H5Tget_super")?;
+                let mb = Handle::new(l, H5Tget_super(mem), "H5Tget_super")?;
+                member_bug(l, fb.id(), mb.id(), format!("{path}[]"))
+            }
+            H5T_class_t::H5T_COMPOUND => {
+                let n = check(l, H5Tget_nmembers(file), "H5Tget_nmembers")? as c_uint;
+                for i in 0..n {
+                    let name = H5Tget_member_name(file, i);
+                    if name.is_null() {
+                        continue;
+                    }
+                    let j = H5Tget_member_index(mem, name);
+                    let text = crate::names::escape(CStr::from_ptr(name).to_bytes());
+                    hdf5_sys::h5::H5free_memory(name as *mut _);
+                    if j < 0 {
+                        crate::hdf5::error::clear_stack(l);
+                        continue;
+                    }
+                    let fm = Handle::new(l, H5Tget_member_type(file, i), "H5Tget_member_type")?;
+                    let mm = Handle::new(l, H5Tget_member_type(mem, j as c_uint), "H5Tget_member_type")?;
+                    let sub = if path.is_empty() { text } else { format!("{path}.{text}") };
+                    if let Some(b) = member_bug(l, fm.id(), mm.id(), sub)? {
+                        return Ok(Some(b));
+                    }
+                }
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    }
 }
 
 #[cfg(test)]

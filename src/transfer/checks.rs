@@ -5,7 +5,7 @@
 
 use hdf5_sys::h5i::hid_t;
 
-use super::broken_conversions::linked_bug;
+use super::broken_conversions::{linked_bug, record_write_bug};
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::geometry::{ArrayLayout, SliceTable};
@@ -109,7 +109,34 @@ fn refuse_broken_conversion(l: &H5Lock, dir: Direction, src: hid_t, dst: hid_t, 
     bail!(Dtype, "libhdf5 {} cannot convert {} to {}: {}; {instead}", crate::hdf5::version::version_text(l), from.name(), to.name(), bug.what())
 }
 
-/// The memory type to move elements of the dataset (file type `ftype`, classified as
+/// `Dtype` error when writing records of the native memory type `mem` into the record file
+/// type `ftype` would make libhdf5 convert a member wrongly ([`record_write_bug`]: float16
+/// members, whose native type in libhdf5 1.10 is float32).
+fn refuse_broken_member(l: &H5Lock, ftype: hid_t, mem: hid_t) -> Result<()> {
+    let Some(b) = record_write_bug(l, ftype, mem)? else {
+        return Ok(());
+    };
+    bail!(
+        Dtype,
+        "libhdf5 {} cannot write these records: the record member `{}` is {} in the dataset and {} in vh5's memory layout, and {}; \
+         vh5 does not write records with such members with this libhdf5",
+        crate::hdf5::version::version_text(l),
+        b.path,
+        b.to.name(),
+        b.from.name(),
+        b.bug.what()
+    )
+}
+
+/// The dataset a transfer moves elements of: its id, file type and the type's classification.
+#[derive(Clone, Copy)]
+pub(crate) struct DatasetType<'a> {
+    pub dset: hid_t,
+    pub ftype: hid_t,
+    pub finfo: &'a TypeInfo,
+}
+
+/// The memory type to move elements of the dataset `file` (file type `ftype`, classified as
 /// `finfo`) to or from an array of `dtype` with `itemsize` bytes per element.
 ///
 /// Same dtype: the file type's native memory type (big-endian files are converted by byte
@@ -118,7 +145,8 @@ fn refuse_broken_conversion(l: &H5Lock, dir: Direction, src: hid_t, dst: hid_t, 
 /// conversion path in the transfer's direction (`flags.convert`) that it does not get wrong
 /// ([`refuse_broken_conversion`]). Types vh5 does not move (variable-length,
 /// references): `Unsupported`.
-pub(crate) fn memory_type(l: &H5Lock, dir: Direction, ftype: hid_t, finfo: &TypeInfo, dtype: Dtype, itemsize: usize, flags: Flags) -> Result<MemType> {
+pub(crate) fn memory_type(l: &H5Lock, dir: Direction, file: DatasetType<'_>, dtype: Dtype, itemsize: usize, flags: Flags) -> Result<MemType> {
+    let DatasetType { dset, ftype, finfo } = file;
     let Flags { convert, swapped, .. } = flags;
     let fdesc = &finfo.description;
     let side = dir.array();
@@ -136,7 +164,11 @@ pub(crate) fn memory_type(l: &H5Lock, dir: Direction, ftype: hid_t, finfo: &Type
             if swapped {
                 mem_type_swapped(l, fd)?
             } else {
-                mem_type_of(l, finfo, ftype)?
+                let m = mem_type_of(l, finfo, dset)?;
+                if fd == Dtype::Opaque && dir == Direction::Write {
+                    refuse_broken_member(l, ftype, m.id())?;
+                }
+                m
             }
         }
         Some(fd) if convert && dtype != Dtype::Opaque => {

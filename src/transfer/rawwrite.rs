@@ -49,7 +49,7 @@ use crate::hdf5::chunk::{chunk_layout, chunk_state, fill_element, flush_dataset,
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::{lock, released, H5Lock};
-use crate::hdf5::types::classify;
+use crate::hdf5::meta::classify_dataset;
 use crate::hdf5::write::write_raw_chunk;
 use crate::plan::grid::ChunkGrid;
 
@@ -78,7 +78,7 @@ pub fn raw_plan(l: &H5Lock, dset: hid_t, mem_type: hid_t, src: &SrcArray) -> Res
     let Some(filters) = vh5_pipeline(&layout.filters) else { return Ok(None) };
     // SAFETY: dset is an open dataset (checked by the caller); lock held.
     let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
-    let finfo = classify(l, ftype.id())?;
+    let finfo = classify_dataset(l, dset, ftype.id())?;
     let itemsize = src.layout.itemsize;
     if finfo.file_itemsize != itemsize || finfo.mem_itemsize != itemsize {
         return Ok(None);

@@ -19,7 +19,7 @@
 
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 
-use super::checks::{check_array, memory_type, parse_flags, Direction, Flags};
+use super::checks::{check_array, memory_type, parse_flags, DatasetType, Direction, Flags};
 pub use super::checks::{SLICES_CLIP, SLICES_CONVERT, SLICES_SWAPPED};
 use super::chunked::Convert;
 use super::options::{self, PlannerMode};
@@ -64,7 +64,7 @@ fn read_rows(dset: hid_t, dst: &mut DstArray, table: &SliceTable, flags: u32) ->
     crate::hdf5::external::check_allowed(l, dset, meta.elsewhere.as_deref())?;
     crate::hdf5::filter_support::check_pipeline(l, dset, &meta.layout, false)?;
     let (ftype, finfo) = (&meta.ftype, &meta.finfo);
-    let mem = memory_type(l, Direction::Read, ftype.id(), finfo, dst.dtype, dst.layout.itemsize, fl)?;
+    let mem = memory_type(l, Direction::Read, DatasetType { dset, ftype: ftype.id(), finfo }, dst.dtype, dst.layout.itemsize, fl)?;
     let itemsize = dst.layout.itemsize;
     let mut reader = match meta.space_cache() {
         Some(slot) => HyperslabReader::with_cache(l, dset, mem.id(), itemsize, slot)?,
@@ -136,7 +136,7 @@ fn read_rows(dset: hid_t, dst: &mut DstArray, table: &SliceTable, flags: u32) ->
     // A destination in the other byte order and a file type in native order: the rows path
     // reads native bytes (libhdf5 copies them without converting) and swaps each row's
     // elements in place, which costs less than libhdf5 converting into the swapped type.
-    let native_mem = if swapped && finfo.dtype == Some(dst.dtype) { Some(crate::hdf5::types::mem_type_of(l, finfo, ftype.id())?) } else { None };
+    let native_mem = if swapped && finfo.dtype == Some(dst.dtype) { Some(crate::hdf5::types::mem_type_of(l, finfo, dset)?) } else { None };
     let mut row_fill = None;
     let mut ctx = ctx;
     if let Some(m) = &native_mem {

@@ -29,7 +29,7 @@
 
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 
-use super::checks::{check_array, memory_type, parse_flags, Direction, Flags};
+use super::checks::{check_array, memory_type, parse_flags, DatasetType, Direction, Flags};
 pub use super::merge::SrcArray;
 use super::merge::{failed, ranges, report, MergeCtx, NAMES};
 use super::stats::WriteStats;
@@ -41,8 +41,8 @@ use crate::hdf5::dataset::{dataset_info, expect_kind, HyperslabReader, Layout};
 use crate::hdf5::error::session;
 use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::H5Lock;
+use crate::hdf5::meta::classify_dataset;
 use crate::hdf5::scaleoffset::WriteGuard;
-use crate::hdf5::types::classify;
 use crate::hdf5::write::{file_is_writable, HyperslabWriter};
 use crate::plan::{ChunkGrid, Plan};
 
@@ -78,8 +78,8 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
     crate::hdf5::filter_support::check_pipeline(l, dset, &layout, true)?;
     // SAFETY: dset is an open dataset (checked); lock held.
     let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
-    let finfo = classify(l, ftype.id())?;
-    let mem = memory_type(l, Direction::Write, ftype.id(), &finfo, src.dtype, src.layout.itemsize, fl)?;
+    let finfo = classify_dataset(l, dset, ftype.id())?;
+    let mem = memory_type(l, Direction::Write, DatasetType { dset, ftype: ftype.id(), finfo: &finfo }, src.dtype, src.layout.itemsize, fl)?;
     let itemsize = src.layout.itemsize;
     let mut writer = HyperslabWriter::new(l, dset, mem.id(), itemsize)?;
     let dshape: Vec<u64> = writer.shape().to_vec();
