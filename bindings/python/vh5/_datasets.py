@@ -176,10 +176,12 @@ class Dataset(Handle):
         return got
 
     def _check_records(self, dt: np.dtype, what: str) -> None:
-        """Refuse a record dtype (numpy fields) ``dt`` for the array ``what`` unless its layout
-        is exactly the memory type vh5 moves this dataset's elements with (raw records: any
-        other layout of the same size would put values in the wrong fields), and any numpy
-        unicode dtype (``U``: UCS-4 code points, which no HDF5 string type holds)."""
+        """Refuse a dtype ``dt`` vh5 would move as raw records (:func:`_dtypes.layout_checked`:
+        fields, ``S``, ``M``/``m``, ...) for the array ``what`` unless it is exactly the memory
+        type vh5 moves this dataset's elements with (any other dtype of the same size would
+        put values in the wrong fields or read bytes as other values: a byte-swapped or
+        other-unit datetime64, a compound's bytes as a string), and any numpy unicode dtype
+        (``U``: UCS-4 code points, which no HDF5 string type holds)."""
         if dt.kind == "U":
             raise error(
                 "VH5_ERR_DTYPE",
@@ -188,8 +190,10 @@ class Dataset(Handle):
                 f"(np.dtype('S{self._itemsize()}') for a fixed-length string dataset) and decode afterwards",
             )
         native = self._mem_type()[0]
-        if native is not None and native.names is not None and dt == native:
+        if native is not None and dt == native:
             return
+        if dt.names is None:
+            self._refuse_raw(dt, native, what)
         mine = _dtypes.layout_text(dt)
         if native is None:
             theirs = "one numpy cannot describe exactly"
@@ -206,6 +210,26 @@ class Dataset(Handle):
             f"dataset's elements as raw records of libhdf5's native memory type, {theirs} (h5py's dtype keeps the "
             "file's offsets and byte order, which may differ): fields would land in the wrong places, so vh5 "
             f"refuses.{hint}, or read with h5py",
+        )
+
+    def _refuse_raw(self, dt: np.dtype, native, what: str) -> None:
+        """Refuse the non-record dtype ``dt`` (``S``, ``M``/``m``, ``longdouble``...) that vh5
+        would move as raw bytes of this dataset's memory type ``native`` (another type)."""
+        theirs = "a type numpy cannot describe exactly" if native is None else repr(native.str)
+        if native is not None and native.subdtype is not None:
+            theirs = repr(_dtypes.dtype_spec(native))
+        why = ""
+        if dt.kind in "Mm":
+            why = (
+                " (h5py reads datetime64 / timedelta64 only from an opaque type tagged with that exact dtype, "
+                "unit and byte order included, and refuses any other)"
+            )
+        raise error(
+            "VH5_ERR_DTYPE",
+            f"dataset {self.name!r} of {self.file.filename!r}: {what} has the numpy dtype {dt.str}, but vh5 moves "
+            f"this dataset's elements as raw bytes of libhdf5's native memory type, {theirs}: the bytes would be "
+            f"taken as other values, so vh5 refuses{why}. Use np.dtype('V{self._itemsize()}') for the raw records, "
+            "or read with h5py",
         )
 
     def _itemsize(self) -> int:

@@ -70,9 +70,20 @@ def from_numpy(dt: np.dtype):
 
 
 def layout_checked(dt: np.dtype) -> bool:
-    """Whether moving ``dt`` to or from a dataset needs :meth:`Dataset._check_records`: record
-    dtypes (fields) and numpy's unicode strings (``U``, UCS-4, which no HDF5 type is)."""
-    return dt.names is not None or dt.kind == "U"
+    """Whether moving ``dt`` to or from a dataset needs :meth:`Dataset._check_records`: every
+    dtype vh5 moves as opaque raw records (code 15) except plain ``V<n>`` (raw records on
+    purpose): record dtypes (fields), subarrays, fixed-length bytes (``S``), datetime64 /
+    timedelta64 (``M``/``m``: h5py stores them as opaque types tagged with the numpy dtype),
+    numpy's unicode strings (``U``, UCS-4, which no HDF5 type is) and numbers without a vh5
+    code (``longdouble``). Plain numbers are checked by the library (codes and byte order)."""
+    kind = dt.kind
+    if kind in "biu":
+        return False
+    if kind in "fc":
+        return f"{kind}{dt.itemsize}" not in CHAR_TO_CODE
+    if kind == "V":
+        return dt.names is not None or dt.subdtype is not None
+    return kind != "O"  # object dtypes are refused by from_numpy
 
 
 def from_description(d):
