@@ -1204,7 +1204,8 @@ vh5_status vh5_dataset_filter_params(int64_t dset,
  *
  * `itemsize` is `vh5_dataset_info.itemsize`. `D` describes the element layout: a numpy type
  * string in native byte order (`"<f8"`, `"|b1"`, `"|S10"` a fixed-length string, `"|V8"` an
- * opaque type, `"<u2"` a bitfield, an enum as its base integer, `"<f16"` the C `long double`
+ * opaque type (`"<M8[s]"`, `">m8[ms]"`... for an opaque type h5py tagged with a numpy
+ * datetime64 / timedelta64 dtype, `"NUMPY:<M8[s]"`: its bytes are values of that dtype), `"<u2"` a bitfield, an enum as its base integer, `"<f16"` the C `long double`
  * of x86-64, numpy's longdouble); a compound as numpy's dict
  * form `{"names": [...], "formats": [D, ...], "offsets": [...], "itemsize": n}`; an array
  * type as `[D, [dims...]]`; `null` when some part has no exact numpy equivalent (time types,
@@ -1229,7 +1230,10 @@ vh5_status vh5_dataset_filter_params(int64_t dset,
  * # Safety
  * `buf` must be NULL or valid for `cap` byte writes; `len_out` NULL or valid for one write.
  */
-vh5_status vh5_dataset_mem_type(int64_t dset, uint8_t *buf, size_t cap, size_t *len_out);
+vh5_status vh5_dataset_mem_type(int64_t dset,
+                                uint8_t *buf,
+                                size_t cap,
+                                size_t *len_out);
 
 /**
  * Decode the payload in `buf` (`len` bytes) into `*out`, a view pointing INTO `buf`.

@@ -73,7 +73,8 @@ class Dataset(Handle):
             (the layout vh5 moves them in), what h5py gives field for field: ``np.void`` with
             named fields for a compound, ``np.bytes_`` for a fixed-length string, an array
             for an array type, the base integer for an enum, ``np.void`` bytes for an opaque
-            type (and where numpy has no exact dtype); None when vh5 cannot read the type.
+            type (a datetime64 / timedelta64 for h5py's, tagged with that dtype; ``np.void``
+            where numpy has no exact dtype); None when vh5 cannot read the type.
         ndim (int), size (int): number of axes and of elements.
     """
 
@@ -424,7 +425,7 @@ class Dataset(Handle):
         rows = (hs.start, (0,) * nd, hs.count, hs.step) if stepped else (hs.start, (0,) * nd, hs.count)
         t = np.array(rows, dtype=np.uint64)  # one array for the tables, a row each
         base, w = _marshal.address(t), 8 * nd
-        fl = _marshal.flags(False, convert, not dst.dtype.isnative)
+        fl = _marshal.flags(False, convert, _dtypes.swapped(dst.dtype))
         ptrs = [base, base + w, base + 2 * w, base + 3 * w if stepped else None, None]
         _marshal.read_ptrs(self.id, dst, ptrs, 1, fl, self._ids)
 

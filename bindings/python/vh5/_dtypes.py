@@ -60,13 +60,21 @@ def from_numpy(dt: np.dtype):
         raise error("VH5_ERR_DTYPE", f"object dtype {dt} cannot be moved as raw bytes")
     key = f"{dt.kind}{dt.itemsize}"
     code = CHAR_TO_CODE.get(key, OPAQUE)
-    if dt.itemsize <= 1 or dt.byteorder == "|":
-        order = ORDER_NONE
+    if dt.itemsize <= 1 or dt.byteorder == "|" or code == OPAQUE:
+        order = ORDER_NONE  # opaque records are moved as raw bytes, unswapped
     elif dt.isnative:
         order = NATIVE_ORDER
     else:
         order = ORDER_BIG if NATIVE_ORDER == ORDER_LITTLE else ORDER_LITTLE
     return code, dt.itemsize, order
+
+
+def swapped(dt: np.dtype) -> bool:
+    """Whether a read destination of dtype ``dt`` needs ``VH5_SLICES_SWAPPED`` (numbers in
+    non-native byte order). Not a datetime64 / timedelta64 one, nor records holding one: vh5
+    moves those as opaque raw bytes, which :func:`layout_checked` has checked are the
+    dataset's own memory type (byte order included)."""
+    return not dt.isnative and dt.kind not in "MmV"
 
 
 def layout_checked(dt: np.dtype) -> bool:

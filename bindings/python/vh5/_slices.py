@@ -102,9 +102,10 @@ def read_many_slices(
             records vh5 moves; h5py's ``dset.dtype`` may differ: file offsets, big-endian
             members), else :class:`vh5.DtypeError` naming both layouts. Any other dtype
             vh5 moves as raw bytes (``S<n>``, datetime64 / timedelta64, ``longdouble``) must
-            equal that memory type too (``S8`` for an 8-byte string dataset): a datetime64
-            dst of h5py's datetime64 dataset (an opaque type) is refused, as is a byte-swapped
-            or other-unit one, with :class:`vh5.DtypeError`; ``V<n>`` takes the raw bytes.
+            equal that memory type too (``S8`` for an 8-byte string dataset; for h5py's
+            datetime64 / timedelta64 datasets, opaque types tagged with the numpy dtype,
+            exactly that dtype, unit and byte order included, as h5py reads them), else
+            :class:`vh5.DtypeError`; ``V<n>`` takes the raw bytes.
         src_start, dst_start, count: integer array-likes of shape ``(ndim,)`` or
             ``(nslices, ndim)``, broadcast together (a 1-D array applies to every row).
             Or ``src_start`` a list of basic selections of ``src`` (``[np.s_[0:10, ::2],
@@ -160,7 +161,7 @@ def read_many_slices(
         if _dtypes.layout_checked(dst.dtype):
             src._check_records(dst.dtype, "dst")
         tabs, nslices = _marshal.tables(src._rank(), src_start, dst_start, count, src_step, dst_step)
-        _marshal.read(src.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), src._ids)
+        _marshal.read(src.id, dst, tabs, nslices, _marshal.flags(clip, convert, _dtypes.swapped(dst.dtype)), src._ids)
         return
     if isinstance(src, np.ndarray):
         if convert:
@@ -225,7 +226,7 @@ def read_tables(
     if _dtypes.layout_checked(dst.dtype):
         dset._check_records(dst.dtype, "dst")
     tabs, nslices = _marshal.tables(dset.ndim, src_start, dst_start, count, src_step, dst_step)
-    _marshal.read(dset.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), dset._ids)
+    _marshal.read(dset.id, dst, tabs, nslices, _marshal.flags(clip, convert, _dtypes.swapped(dst.dtype)), dset._ids)
 
 
 def write_many_slices(
