@@ -87,8 +87,8 @@ def layout_checked(dt: np.dtype) -> bool:
     kind = dt.kind
     if kind in "biu":
         return False
-    if kind in "fc":
-        return f"{kind}{dt.itemsize}" not in CHAR_TO_CODE
+    if kind in "fc":  # float16/32/64, complex64/128 have codes; longdouble does not
+        return dt.itemsize not in ((2, 4, 8) if kind == "f" else (8, 16))
     if kind == "V":
         return dt.names is not None or dt.subdtype is not None
     return kind != "O"  # object dtypes are refused by from_numpy
