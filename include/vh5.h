@@ -1204,7 +1204,8 @@ vh5_status vh5_dataset_filter_params(int64_t dset,
  *
  * `itemsize` is `vh5_dataset_info.itemsize`. `D` describes the element layout: a numpy type
  * string in native byte order (`"<f8"`, `"|b1"`, `"|S10"` a fixed-length string, `"|V8"` an
- * opaque type, `"<u2"` a bitfield, an enum as its base integer, `"<f16"` the C `long double`
+ * opaque type (`"<M8[s]"`, `">m8[ms]"`... for an opaque type h5py tagged with a numpy
+ * datetime64 / timedelta64 dtype, `"NUMPY:<M8[s]"`: its bytes are values of that dtype), `"<u2"` a bitfield, an enum as its base integer, `"<f16"` the C `long double`
  * of x86-64, numpy's longdouble); a compound as numpy's dict
  * form `{"names": [...], "formats": [D, ...], "offsets": [...], "itemsize": n}`; an array
  * type as `[D, [dims...]]`; `null` when some part has no exact numpy equivalent (time types,

@@ -10,7 +10,8 @@
 //! caller check that (and refuse any other layout rather than mix fields up).
 //!
 //! The description is numpy's dtype vocabulary in JSON ([`describe`]): a type string such as
-//! `"<i4"`, `"|b1"`, `"|S10"`, `"|V8"`; a compound as numpy's dict form `{"names": [...],
+//! `"<i4"`, `"|b1"`, `"|S10"`, `"|V8"` (`">M8[s]"` for h5py's datetime64 / timedelta64 opaque
+//! types: the dtype of their `NUMPY:` tag); a compound as numpy's dict form `{"names": [...],
 //! "formats": [...], "offsets": [...], "itemsize": n}`; an array type as `[base, [dims...]]`;
 //! `null` when some part has no exact numpy equivalent (time types, non-UTF-8 member names,
 //! reduced-precision numbers, ...). The native `long double` is numpy's longdouble (`"<f16"`
@@ -90,6 +91,9 @@ pub fn describe(lock: &H5Lock, t: hid_t) -> Result<Option<Value>> {
         return Ok(if info.plain { numeric_typestr(d).map(Value::String) } else { None });
     }
     let size = info.file_itemsize;
+    if let Some(tagged) = numpy_time_tag(lock, t, size)? {
+        return Ok(Some(tagged));
+    }
     // SAFETY: t is a valid datatype id; we hold the lock; every id opened is owned by a Handle.
     unsafe {
         Ok(match H5Tget_class(t) {
@@ -150,4 +154,41 @@ pub fn mem_type_json(lock: &H5Lock, dset: hid_t) -> Result<String> {
     let numpy = describe(lock, mem.id())?;
     let fill = info.fill_value.map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>());
     Ok(json!({"itemsize": info.dtype.mem_itemsize, "numpy": numpy, "fill_value": fill}).to_string())
+}
+
+/// The numpy datetime64 / timedelta64 dtype string h5py tagged the opaque type `t` of `size`
+/// bytes with (tag `"NUMPY:<M8[s]"`, what `h5py.opaque_dtype` writes: h5py reads the type back
+/// as exactly that dtype, unit and byte order included, and converts it to no other), e.g.
+/// `"<M8[s]"`, `">m8[ms]"`; `None` for any other type or tag. vh5 moves such elements as raw
+/// bytes, which are values of that dtype as stored (not swapped to native order).
+fn numpy_time_tag(lock: &H5Lock, t: hid_t, size: usize) -> Result<Option<Value>> {
+    // SAFETY: t is a valid datatype id under the caller's lock; the tag is libhdf5's
+    // allocation, freed with H5free_memory.
+    let tag = unsafe {
+        if H5Tget_class(t) != H5T_class_t::H5T_OPAQUE {
+            return Ok(None);
+        }
+        let p = H5Tget_tag(t);
+        if p.is_null() {
+            super::error::clear_stack(lock);
+            return Ok(None);
+        }
+        let s = CStr::from_ptr(p).to_bytes().to_vec();
+        hdf5_sys::h5::H5free_memory(p as *mut _);
+        s
+    };
+    let Some(dt) = tag.strip_prefix(b"NUMPY:") else { return Ok(None) };
+    let Ok(dt) = std::str::from_utf8(dt) else { return Ok(None) };
+    Ok(is_time_typestr(dt, size).then(|| json!(dt)))
+}
+
+/// Whether `s` is a numpy datetime64 / timedelta64 type string of `size` (8) bytes with an
+/// explicit byte order: `"<M8[s]"`, `">m8[25us]"`, `"<M8"` (generic unit).
+fn is_time_typestr(s: &str, size: usize) -> bool {
+    let b = s.as_bytes();
+    if size != 8 || b.len() < 3 || !matches!(b[0], b'<' | b'>') || !matches!(b[1], b'M' | b'm') || b[2] != b'8' {
+        return false;
+    }
+    let unit = &s[3..];
+    unit.is_empty() || (unit.len() > 2 && unit.starts_with('[') && unit.ends_with(']') && unit[1..unit.len() - 1].bytes().all(|c| c.is_ascii_alphanumeric()))
 }

@@ -66,13 +66,15 @@ class Dataset(Handle):
         filters (tuple[str | int, ...]): filter pipeline in order (``"gzip"``, ``"shuffle"``,
             ``"fletcher32"``, ... or the numeric id of a plugin filter, e.g. 32000 for LZF).
         compression, compression_opts, shuffle, fletcher32, scaleoffset: as in h5py (properties).
-        nbytes (int): :attr:`size` times the file type's item size, as h5py (property).
+        nbytes (int): :attr:`size` times h5py's item size (the file type's; 8 for a vlen,
+            variable-length string or reference, h5py's Python object), as h5py (property).
         fillvalue: the fill value (h5py's value: 0 when the writer set none) as a scalar of
             :attr:`dtype` for numbers; for records, a value of the memory type's numpy dtype
             (the layout vh5 moves them in), what h5py gives field for field: ``np.void`` with
             named fields for a compound, ``np.bytes_`` for a fixed-length string, an array
             for an array type, the base integer for an enum, ``np.void`` bytes for an opaque
-            type (and where numpy has no exact dtype); None when vh5 cannot read the type.
+            type (a datetime64 / timedelta64 for h5py's, tagged with that dtype; ``np.void``
+            where numpy has no exact dtype); None when vh5 cannot read the type.
         ndim (int), size (int): number of axes and of elements.
     """
 
@@ -141,7 +143,9 @@ class Dataset(Handle):
         self.dtype = None if info.dtype == 0 else _dtypes.to_numpy(info.dtype, info.itemsize, info.byte_order)
         # h5py's itemsize: the file type's (its dtype keeps the file layout); a Python object
         # reference for the types h5py reads as objects (vlen, variable-length strings, references).
-        self._file_itemsize = int(info.file_itemsize) if self.dtype is not None else _OBJECT_ITEMSIZE
+        self._file_itemsize = int(info.file_itemsize)
+        if self.dtype is None:
+            self._file_itemsize = self._object_itemsize(self._file_itemsize)
         self.fillvalue = None
         self._memtype = None
         if self.dtype is not None and self.dtype.kind == "V":
@@ -155,6 +159,22 @@ class Dataset(Handle):
             native = self.dtype.newbyteorder("=") if self.dtype.itemsize > 1 else self.dtype
             value = np.frombuffer(bytes(info.fill_value)[: info.itemsize], dtype=native)
             self.fillvalue = value.astype(self.dtype)[0]
+
+    def _object_itemsize(self, file_itemsize: int) -> int:
+        """h5py's ``dtype.itemsize`` for a type vh5 cannot read: 8 (a Python object) for a
+        variable-length string, vlen or reference; the file type's size for a compound or
+        array type holding one (h5py's dtype keeps the file's offsets and size, object fields
+        8 bytes each). Which of the two it is only the library's refusal says: the reason of
+        the UNSUPPORTED status of a read of no rows ("compound member ..." or "array of ..."
+        for a container; test_py_nbytes.py pins the texts)."""
+        nd = 0 if self._shape is None else len(self._shape)
+        t = np.zeros((0, nd), np.uint64)
+        try:
+            _marshal.read(self._id, np.zeros((1,) * nd, "V1"), [t, t, t, None, None], 0, 0)
+        except Error as e:
+            if "(compound member " in e.message or "(array of " in e.message:
+                return file_itemsize
+        return _OBJECT_ITEMSIZE
 
     def _mem_type(self):
         """(numpy dtype, fill value bytes) of the memory type vh5 moves the elements with
@@ -176,10 +196,12 @@ class Dataset(Handle):
         return got
 
     def _check_records(self, dt: np.dtype, what: str) -> None:
-        """Refuse a record dtype (numpy fields) ``dt`` for the array ``what`` unless its layout
-        is exactly the memory type vh5 moves this dataset's elements with (raw records: any
-        other layout of the same size would put values in the wrong fields), and any numpy
-        unicode dtype (``U``: UCS-4 code points, which no HDF5 string type holds)."""
+        """Refuse a dtype ``dt`` vh5 would move as raw records (:func:`_dtypes.layout_checked`:
+        fields, ``S``, ``M``/``m``, ...) for the array ``what`` unless it is exactly the memory
+        type vh5 moves this dataset's elements with (any other dtype of the same size would
+        put values in the wrong fields or read bytes as other values: a byte-swapped or
+        other-unit datetime64, a compound's bytes as a string), and any numpy unicode dtype
+        (``U``: UCS-4 code points, which no HDF5 string type holds)."""
         if dt.kind == "U":
             raise error(
                 "VH5_ERR_DTYPE",
@@ -188,8 +210,10 @@ class Dataset(Handle):
                 f"(np.dtype('S{self._itemsize()}') for a fixed-length string dataset) and decode afterwards",
             )
         native = self._mem_type()[0]
-        if native is not None and native.names is not None and dt == native:
+        if native is not None and dt == native:
             return
+        if dt.names is None:
+            self._refuse_raw(dt, native, what)
         mine = _dtypes.layout_text(dt)
         if native is None:
             theirs = "one numpy cannot describe exactly"
@@ -206,6 +230,26 @@ class Dataset(Handle):
             f"dataset's elements as raw records of libhdf5's native memory type, {theirs} (h5py's dtype keeps the "
             "file's offsets and byte order, which may differ): fields would land in the wrong places, so vh5 "
             f"refuses.{hint}, or read with h5py",
+        )
+
+    def _refuse_raw(self, dt: np.dtype, native, what: str) -> None:
+        """Refuse the non-record dtype ``dt`` (``S``, ``M``/``m``, ``longdouble``...) that vh5
+        would move as raw bytes of this dataset's memory type ``native`` (another type)."""
+        theirs = "a type numpy cannot describe exactly" if native is None else repr(native.str)
+        if native is not None and native.subdtype is not None:
+            theirs = repr(_dtypes.dtype_spec(native))
+        why = ""
+        if dt.kind in "Mm":
+            why = (
+                " (h5py reads datetime64 / timedelta64 only from an opaque type tagged with that exact dtype, "
+                "unit and byte order included, and refuses any other)"
+            )
+        raise error(
+            "VH5_ERR_DTYPE",
+            f"dataset {self.name!r} of {self.file.filename!r}: {what} has the numpy dtype {dt.str}, but vh5 moves "
+            f"this dataset's elements as raw bytes of libhdf5's native memory type, {theirs}: the bytes would be "
+            f"taken as other values, so vh5 refuses{why}. Use np.dtype('V{self._itemsize()}') for the raw records, "
+            "or read with h5py",
         )
 
     def _itemsize(self) -> int:
@@ -287,8 +331,9 @@ class Dataset(Handle):
     def nbytes(self) -> int:
         """Bytes the elements take in the file's element type, uncompressed: :attr:`size`
         times the file type's item size (h5py's ``nbytes``, whose dtype keeps the file's
-        layout; 8 per element for the types h5py reads as Python objects); 0 for an empty
-        dataset (a null dataspace)."""
+        layout; 8 per element for the types h5py reads as Python objects, the file type's
+        size for a compound or array type holding them, as h5py); 0 for an empty dataset (a
+        null dataspace)."""
         size = self.size
         if size is None:
             return 0
@@ -380,7 +425,7 @@ class Dataset(Handle):
         rows = (hs.start, (0,) * nd, hs.count, hs.step) if stepped else (hs.start, (0,) * nd, hs.count)
         t = np.array(rows, dtype=np.uint64)  # one array for the tables, a row each
         base, w = _marshal.address(t), 8 * nd
-        fl = _marshal.flags(False, convert, not dst.dtype.isnative)
+        fl = _marshal.flags(False, convert, _dtypes.swapped(dst.dtype))
         ptrs = [base, base + w, base + 2 * w, base + 3 * w if stepped else None, None]
         _marshal.read_ptrs(self.id, dst, ptrs, 1, fl, self._ids)
 

@@ -60,8 +60,8 @@ def from_numpy(dt: np.dtype):
         raise error("VH5_ERR_DTYPE", f"object dtype {dt} cannot be moved as raw bytes")
     key = f"{dt.kind}{dt.itemsize}"
     code = CHAR_TO_CODE.get(key, OPAQUE)
-    if dt.itemsize <= 1 or dt.byteorder == "|":
-        order = ORDER_NONE
+    if dt.itemsize <= 1 or dt.byteorder == "|" or code == OPAQUE:
+        order = ORDER_NONE  # opaque records are moved as raw bytes, unswapped
     elif dt.isnative:
         order = NATIVE_ORDER
     else:
@@ -69,10 +69,29 @@ def from_numpy(dt: np.dtype):
     return code, dt.itemsize, order
 
 
+def swapped(dt: np.dtype) -> bool:
+    """Whether a read destination of dtype ``dt`` needs ``VH5_SLICES_SWAPPED`` (numbers in
+    non-native byte order). Not a datetime64 / timedelta64 one, nor records holding one: vh5
+    moves those as opaque raw bytes, which :func:`layout_checked` has checked are the
+    dataset's own memory type (byte order included)."""
+    return not dt.isnative and dt.kind not in "MmV"
+
+
 def layout_checked(dt: np.dtype) -> bool:
-    """Whether moving ``dt`` to or from a dataset needs :meth:`Dataset._check_records`: record
-    dtypes (fields) and numpy's unicode strings (``U``, UCS-4, which no HDF5 type is)."""
-    return dt.names is not None or dt.kind == "U"
+    """Whether moving ``dt`` to or from a dataset needs :meth:`Dataset._check_records`: every
+    dtype vh5 moves as opaque raw records (code 15) except plain ``V<n>`` (raw records on
+    purpose): record dtypes (fields), subarrays, fixed-length bytes (``S``), datetime64 /
+    timedelta64 (``M``/``m``: h5py stores them as opaque types tagged with the numpy dtype),
+    numpy's unicode strings (``U``, UCS-4, which no HDF5 type is) and numbers without a vh5
+    code (``longdouble``). Plain numbers are checked by the library (codes and byte order)."""
+    kind = dt.kind
+    if kind in "biu":
+        return False
+    if kind in "fc":  # float16/32/64, complex64/128 have codes; longdouble does not
+        return dt.itemsize not in ((2, 4, 8) if kind == "f" else (8, 16))
+    if kind == "V":
+        return dt.names is not None or dt.subdtype is not None
+    return kind != "O"  # object dtypes are refused by from_numpy
 
 
 def from_description(d):

@@ -75,15 +75,22 @@ class _Navigation(Mapping):
                 opened (missing, not HDF5), as h5py; the message names the file and the path.
             vh5.UnsupportedError: an external link (unless the file was opened with
                 ``allow_external=True``) or an object that is neither a group nor a dataset.
+            vh5.HDF5Error (a RuntimeError, as h5py's): the path goes through soft links that
+                loop (``a -> b -> a``, or more than 16 in a row: "too many links").
+            KeyError (vh5.NotFoundError): ``""`` (as h5py). TypeError: not str or bytes.
         """
         name = name_arg(name, "object name")
-        path = _join(self._path, name)
         f = self._file
+        if not name:
+            # h5py (libhdf5): "name parameter cannot be an empty string", a KeyError
+            raise error("VH5_ERR_NOT_FOUND", f"{f.filename!r}: an empty name names no object (as in h5py)")
+        path = _join(self._path, name)
         if path == "/":
             return f if isinstance(self, File) else Group(f, "/")
         try:
             return Dataset(f, path)
-        except NotFoundError:
+        except NotFoundError as e:
+            _raise_if_loop(f, path, e)
             raise
         except InvalidArgumentError as e:
             # vh5_dataset_open's INVALID_ARGUMENT: the object exists and is not a dataset. That
@@ -110,19 +117,33 @@ class _Navigation(Mapping):
 
     def __contains__(self, name) -> bool:
         """True when ``name`` (a member name or a path) names a link, as in h5py (a dangling
-        soft link counts; opening it raises KeyError)."""
+        soft link counts; opening it raises KeyError); False for ``""``.
+
+        Raises:
+            TypeError: ``name`` is not str or bytes (as h5py).
+            vh5.HDF5Error (a RuntimeError, as h5py's): the path goes through soft links that
+                loop (``a -> b -> a``: "too many links").
+        """
         if not isinstance(name, (str, bytes)):
-            return False
+            raise TypeError(f"A name should be string or bytes, not {type(name)}")
         try:
             name = name_arg(name, "object name")
         except ValueError:
             return False
+        if not name:
+            return False
         path = _join(self._path, name)
         if path == "/":
             return True
-        from ._links import link_exists
+        from ._links import link_exists, soft_link_loop, too_many_links
 
-        return link_exists(self._file, path)
+        if link_exists(self._file, path):
+            return True
+        if path.count("/") > 1:  # a loop before the last component: libhdf5 cannot look
+            chain = soft_link_loop(self._file, path)
+            if chain is not None:
+                raise too_many_links(self._file, path, chain) from None
+        return False
 
     def get(self, name, default=None, getclass=False, getlink=False):
         """The member at ``name`` (a name or path, as ``g[name]``), or ``default`` when
@@ -140,6 +161,7 @@ class _Navigation(Mapping):
         Raises:
             KeyError (vh5.NotFoundError): ``getclass`` alone on a dangling soft link (h5py
                 raises RuntimeError).
+            vh5.HDF5Error (a RuntimeError, as h5py's): soft links that loop (see ``g[name]``).
             vh5.UnsupportedError: following an external link without ``allow_external``, an
                 object that is neither a group nor a dataset (``getclass`` alone; h5py gives
                 its ``Datatype`` class for a named datatype), a user-defined link class.
@@ -203,6 +225,17 @@ class _Navigation(Mapping):
         return id(self)
 
 
+def _raise_if_loop(f: File, path: str, e: Error) -> None:
+    """Raise h5py's RuntimeError (vh5.HDF5Error) "too many links" when ``path``, which could
+    not be opened (``e``, a NotFoundError: vh5 reports a soft link loop as dangling), goes
+    through soft links that loop."""
+    from ._links import soft_link_loop, too_many_links
+
+    chain = soft_link_loop(f, path)
+    if chain is not None:
+        raise too_many_links(f, path, chain) from e
+
+
 def _not_a_dataset(f: File, path: str, first: Error):
     """``f[path]`` once opening ``path`` as a dataset failed with ``first`` (neither NOT_FOUND
     nor a group): a :class:`Group` after all, or the error h5py's ``__getitem__`` gives, told
@@ -213,6 +246,7 @@ def _not_a_dataset(f: File, path: str, first: Error):
         link = link_value(f, path)
     except InvalidArgumentError as e:
         # A component before the last is not a group (the message names it): h5py's KeyError.
+        _raise_if_loop(f, path, e)
         detail = e.message.removeprefix(f"{f.filename!r}: ").removeprefix(f"`{escaped(path)}`: ")
         raise error("VH5_ERR_NOT_FOUND", f"no object {shown_name(path)!r} in {f.filename!r}: {detail}") from None
     except Error:
@@ -229,6 +263,7 @@ def _not_a_dataset(f: File, path: str, first: Error):
         members(f, path, count_only=True)
     except NotFoundError as e:
         if isinstance(link, SoftLink):
+            _raise_if_loop(f, path, e)
             raise e from None  # a dangling soft link: KeyError, as in h5py
         raise first from None  # e.g. damaged metadata: the dataset's own error says more
     except Error:

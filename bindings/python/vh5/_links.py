@@ -124,3 +124,52 @@ def link_value(file, path: str):
         "VH5_ERR_UNSUPPORTED",
         f"{file.filename!r}: the link {shown_name(path)!r} is of a user-defined class (not hard, soft, external)",
     )
+
+
+#: libhdf5's default limit on soft and external links followed in one path (``H5L_NUM_LINKS``,
+#: the link access property ``nlinks``): beyond it libhdf5 fails with "too many links".
+MAX_SOFT_LINKS = 16
+
+
+def soft_link_loop(file, path: str):
+    """The soft links followed from ``path`` (internal name form, absolute) when reaching it
+    takes more than :data:`MAX_SOFT_LINKS` of them (a loop such as ``a -> b -> a``, or a
+    longer chain), as a list of paths ending where libhdf5 gives up; None when it does not
+    (it dangles, is missing, reaches an object, or goes through an external link). Asked
+    only once opening ``path`` failed: vh5 reports such a path as a dangling soft link, where
+    h5py raises RuntimeError "too many links"."""
+    parts = [p for p in path.split("/") if p and p != "."]
+    cur, hops, seen = "/", 0, []
+    i = 0
+    while i < len(parts):
+        nxt = cur.rstrip("/") + "/" + parts[i]
+        try:
+            link = link_value(file, nxt)
+        except Exception:  # noqa: BLE001 - missing, not a group, unsupported: not a loop
+            return None
+        if isinstance(link, SoftLink):
+            hops += 1
+            target = link.path
+            if isinstance(target, bytes):
+                target = target.decode("utf-8", "surrogateescape")
+            full = target if target.startswith("/") else cur.rstrip("/") + "/" + target
+            seen += [full] if seen else [nxt, full]
+            if hops > MAX_SOFT_LINKS:
+                return seen
+            parts = [p for p in full.split("/") if p and p != "."] + parts[i + 1 :]
+            cur, i = "/", 0
+            continue
+        if isinstance(link, ExternalLink):
+            return None
+        cur, i = nxt, i + 1
+    return None
+
+
+def too_many_links(file, path: str, chain) -> Exception:
+    """h5py's error for a path whose soft links loop (RuntimeError: vh5.HDF5Error)."""
+    shown = " -> ".join(str(shown_name(p)) for p in chain[:4])
+    return error(
+        "VH5_ERR_HDF5",
+        f"{file.filename!r}: {shown_name(path)!r}: too many links (more than {MAX_SOFT_LINKS} soft links "
+        f"followed: {shown} -> ..., a loop of soft links; h5py raises RuntimeError too)",
+    )

@@ -100,7 +100,12 @@ def read_many_slices(
             Compound (record) datasets: a ``V<n>`` dst takes the raw records; a dst with
             named fields must have exactly the layout of libhdf5's native memory type (the
             records vh5 moves; h5py's ``dset.dtype`` may differ: file offsets, big-endian
-            members), else :class:`vh5.DtypeError` naming both layouts.
+            members), else :class:`vh5.DtypeError` naming both layouts. Any other dtype
+            vh5 moves as raw bytes (``S<n>``, datetime64 / timedelta64, ``longdouble``) must
+            equal that memory type too (``S8`` for an 8-byte string dataset; for h5py's
+            datetime64 / timedelta64 datasets, opaque types tagged with the numpy dtype,
+            exactly that dtype, unit and byte order included, as h5py reads them), else
+            :class:`vh5.DtypeError`; ``V<n>`` takes the raw bytes.
         src_start, dst_start, count: integer array-likes of shape ``(ndim,)`` or
             ``(nslices, ndim)``, broadcast together (a 1-D array applies to every row).
             Or ``src_start`` a list of basic selections of ``src`` (``[np.s_[0:10, ::2],
@@ -156,7 +161,7 @@ def read_many_slices(
         if _dtypes.layout_checked(dst.dtype):
             src._check_records(dst.dtype, "dst")
         tabs, nslices = _marshal.tables(src._rank(), src_start, dst_start, count, src_step, dst_step)
-        _marshal.read(src.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), src._ids)
+        _marshal.read(src.id, dst, tabs, nslices, _marshal.flags(clip, convert, _dtypes.swapped(dst.dtype)), src._ids)
         return
     if isinstance(src, np.ndarray):
         if convert:
@@ -221,7 +226,7 @@ def read_tables(
     if _dtypes.layout_checked(dst.dtype):
         dset._check_records(dst.dtype, "dst")
     tabs, nslices = _marshal.tables(dset.ndim, src_start, dst_start, count, src_step, dst_step)
-    _marshal.read(dset.id, dst, tabs, nslices, _marshal.flags(clip, convert, not dst.dtype.isnative), dset._ids)
+    _marshal.read(dset.id, dst, tabs, nslices, _marshal.flags(clip, convert, _dtypes.swapped(dst.dtype)), dset._ids)
 
 
 def write_many_slices(
@@ -265,7 +270,8 @@ def write_many_slices(
         vh5.InvalidArgumentError: file opened read-only ("no write intent"), ndim mismatch,
             step 0 (naming row and axis); vh5.OutOfBoundsError (without clip);
             vh5.DtypeError (dtype mismatch, non-native ``src``, a record ``src`` in another
-            layout than the dataset's native memory type); vh5.HDF5Error (libhdf5
+            layout than the dataset's native memory type, an ``S``, datetime64 or other raw
+            ``src`` of another type, as for reads); vh5.HDF5Error (libhdf5
             failed part-way: the message lists the rows written completely / in part).
     """
     if not isinstance(src, np.ndarray):
