@@ -1025,10 +1025,12 @@ vh5_status vh5_close(int64_t id);
  * `dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
  * d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j] (1 if `src_step` is
  * NULL), ds = dst_step[i*ndim+j] (1 if NULL); all in ELEMENTS. Each table holds
- * `nslices * dst->ndim` uint64 values, row-major, borrowed for the call (may be NULL when
- * that product is 0) and read before anything is written: tables lying inside dst's own
- * memory are copied first, so rows writing over them change nothing of the call. Rows run
- * in order: where destinations overlap, the later row wins.
+ * `nslices * dst->ndim` uint64 values, row-major (may be NULL when that product is 0).
+ * Snapshot: the tables are copied (nslices x ndim x 8 bytes each) before anything is
+ * written, and the call uses only the copy, so tables lying in dst's memory (the same
+ * addresses, or a second mapping of the same pages: two `mmap`s of one file) may be written
+ * over by rows and change nothing of the call. Rows run in order: where destinations
+ * overlap, the later row wins.
  * A row with a count of 0 on any axis copies nothing and is not bounds-checked.
  * The dataset must have `dst->ndim` axes. A scalar (0-d) dataset is read with `ndim` 0 and
  * empty tables: each row copies the single element.
@@ -1333,8 +1335,10 @@ vh5_status payload_copy_data(const uint8_t *buf,
  * (an index into `*src`), d = dst_start[i*ndim+j] (an index into `*dst`),
  * c = count[i*ndim+j], ss = src_step[i*ndim+j] and ds = dst_step[i*ndim+j] (1 when the
  * table is NULL); all in ELEMENTS. Each table holds `nslices * ndim` uint64 values,
- * row-major (NULL allowed when that product is 0), read before anything is written (tables
- * lying inside dst's memory are copied first). Rows run in order: where destinations
+ * row-major (NULL allowed when that product is 0). Snapshot: the tables are copied before
+ * anything is written and the call uses only the copy, so tables lying in dst's memory (the
+ * same addresses or a second mapping of its pages) change nothing of the call when rows
+ * write over them. Rows run in order: where destinations
  * overlap, the later row wins. A row with a count of 0 on some axis copies nothing and is not
  * bounds-checked. `src->ndim` and `dst->ndim` must be equal (0-d arrays: every row copies
  * the single element).
@@ -1384,7 +1388,9 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * `dataset[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
  * d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j], ds =
  * dst_step[i*ndim+j] (steps 1 when the table is NULL); all in ELEMENTS. Each table holds
- * `nslices * ndim` uint64 values, row-major (NULL allowed when that product is 0). Rows run
+ * `nslices * ndim` uint64 values, row-major (NULL allowed when that product is 0), copied
+ * at the start of the call (a snapshot: memory the write changes, such as a mapping of the
+ * file, changes nothing of the call). Rows run
  * in order: where destinations overlap, the later row wins. A row with a count of 0 on some
  * axis writes nothing and is not bounds-checked. The dataset must have `src->ndim` axes; a
  * scalar dataset is written with `ndim` 0 and empty tables (the single element).

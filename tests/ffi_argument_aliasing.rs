@@ -4,10 +4,11 @@
 //!
 //! Before the fix, a copy validated every row and then re-read a later row's table entries
 //! after an earlier row had written over them: it wrote outside its destination (and crashed
-//! with a large value). Now the tables are read once, before anything is written (copied when
-//! they lie inside the destination's bytes): the result is the one of the same call with the
-//! tables elsewhere, and nothing outside the destination changes. Payload calls that write
-//! while they parse refuse an output overlapping the input.
+//! with a large value). Now the tables are always copied before anything is written (a
+//! second mapping of the destination's pages aliases it at other addresses, so no address
+//! test can tell): the result is the one of the same call with the tables elsewhere, and
+//! nothing outside the destination changes. Payload calls that write while they parse refuse
+//! an output overlapping the input.
 
 mod common;
 
@@ -16,7 +17,7 @@ use vh5::dtype::Dtype;
 use vh5::ffi::document::payload_decode_document;
 use vh5::ffi::hdf5::{vh5_array, vh5_read_many_slices};
 use vh5::ffi::payload::{payload_copy_data, payload_decode_count};
-use vh5::ffi::slices_write::vh5_copy_many_slices;
+use vh5::ffi::slices_write::{vh5_copy_many_slices, vh5_write_many_slices};
 use vh5::ffi::vh5_status;
 
 /// A 1-D uint64 `vh5_array` of `n` elements at `base` (`shape` must outlive the call).
@@ -108,4 +109,130 @@ fn payload_outputs_inside_the_message_are_refused() {
     let st = unsafe { payload_copy_data(p, len, p.add(len).cast(), 8, &mut w) };
     assert_eq!((st, w), (vh5_status::VH5_OK, 8), "{}", last_error());
     assert_eq!(f64::from_ne_bytes(m[len..len + 8].try_into().unwrap()), 1.5);
+}
+
+/// Two shared mappings of the same `bytes`-byte memfd: different addresses, same memory (what
+/// two `np.memmap`s of one file are). Unmapped on drop.
+struct DoubleMap {
+    a: *mut u64,
+    b: *mut u64,
+    bytes: usize,
+}
+
+impl DoubleMap {
+    fn new(bytes: usize) -> DoubleMap {
+        // SAFETY: plain libc calls with valid arguments; results checked.
+        unsafe {
+            let fd = libc::memfd_create(c"vh5-alias".as_ptr(), 0);
+            assert!(fd >= 0, "memfd_create");
+            assert_eq!(libc::ftruncate(fd, bytes as libc::off_t), 0);
+            let map = || libc::mmap(std::ptr::null_mut(), bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0);
+            let (a, b) = (map(), map());
+            libc::close(fd);
+            assert!(a != libc::MAP_FAILED && b != libc::MAP_FAILED && a != b);
+            DoubleMap { a: a.cast(), b: b.cast(), bytes }
+        }
+    }
+}
+
+impl Drop for DoubleMap {
+    fn drop(&mut self) {
+        // SAFETY: both mappings were made by `new` with these sizes.
+        unsafe {
+            libc::munmap(self.a.cast(), self.bytes);
+            libc::munmap(self.b.cast(), self.bytes);
+        }
+    }
+}
+
+/// The tryout's case through a second mapping: the destination is the first 64 elements of
+/// mapping `a`, the tables are read through mapping `b` (other addresses, the same pages).
+/// An address comparison saw no overlap and borrowed the tables: row 0 changed row 1's
+/// dst_start to 100 and the copy wrote past dst. Tables are now always copied first.
+#[test]
+fn copy_tables_in_a_second_mapping_of_the_destination_are_a_snapshot() {
+    let m = DoubleMap::new(4096);
+    // SAFETY: both mappings hold 512 u64; `a` is written only by vh5 during the call.
+    let (big, tabs) = unsafe { (std::slice::from_raw_parts_mut(m.a, 512), m.b) };
+    big[..6].copy_from_slice(&[0, 0, 2, 40, 2, 1]);
+    let mut src = [2u64, 100];
+    let (sshape, dshape) = ([2u64], [64u64]);
+    let (s, d) = (arr(src.as_mut_ptr(), 2, &sshape), arr(m.a, 64, &dshape));
+    // SAFETY: live buffers; the tables are 2 x 1 values in the second mapping.
+    let st = unsafe { vh5_copy_many_slices(&s, &d, 2, tabs, tabs.add(2), tabs.add(4), std::ptr::null(), std::ptr::null(), 0) };
+    assert_eq!(st, vh5_status::VH5_OK, "{}", last_error());
+    assert_eq!(&big[..6], &[0, 0, 2, 100, 2, 1]);
+    assert_eq!(big[40], 2, "row 1 must use its dst_start as passed (40)");
+    assert!(big[64..].iter().all(|&v| v == 0), "written outside dst");
+}
+
+#[test]
+fn read_tables_in_a_second_mapping_of_the_destination_are_a_snapshot() {
+    let dir = TempDir::new("aliasing-map");
+    let path = dir.path("t.h5");
+    let data: Vec<u8> = [2u64, 100, 5, 6].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let mut chunked = DsSpec::new("chunked", &[4], Dtype::UInt64, Some(&data));
+    chunked.chunk = Some(vec![2]);
+    let mut gzip = DsSpec::new("gzip", &[4], Dtype::UInt64, Some(&data));
+    (gzip.chunk, gzip.gzip) = (Some(vec![2]), Some(4));
+    create_file(&path, &[DsSpec::new("contiguous", &[4], Dtype::UInt64, Some(&data)), chunked, gzip]);
+    for name in ["contiguous", "chunked", "gzip"] {
+        let (f, ds) = ffi_open(&path, name);
+        let m = DoubleMap::new(4096);
+        // SAFETY: as in the copy test.
+        let (big, tabs) = unsafe { (std::slice::from_raw_parts_mut(m.a, 512), m.b) };
+        big[..6].copy_from_slice(&[0, 0, 2, 40, 2, 1]);
+        let dshape = [64u64];
+        let d = arr(m.a, 64, &dshape);
+        // SAFETY: as in the copy test.
+        let st = unsafe { vh5_read_many_slices(ds, &d, 2, tabs, tabs.add(2), tabs.add(4), std::ptr::null(), std::ptr::null(), 0) };
+        assert_eq!(st, vh5_status::VH5_OK, "{name}: {}", last_error());
+        assert_eq!(&big[..6], &[0, 0, 2, 100, 2, 1], "{name}");
+        assert_eq!(big[40], 2, "{name}: row 1 must use its dst_start as passed (40)");
+        assert!(big[64..].iter().all(|&v| v == 0), "{name}: written outside dst");
+        ffi_close(&[ds, f]);
+    }
+}
+
+/// A write reads its tables from a mapping of memory it does not write: the rows as passed
+/// (the case that completes the three directions; the copy is the same for every call).
+#[test]
+fn write_tables_in_a_mapping_are_used_as_passed() {
+    let dir = TempDir::new("aliasing-write");
+    let path = dir.path("t.h5");
+    let zeros = vec![0u8; 64 * 8];
+    let mut chunked = DsSpec::new("chunked", &[64], Dtype::UInt64, Some(&zeros));
+    chunked.chunk = Some(vec![8]);
+    create_file(&path, &[chunked]);
+    let f = {
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        let mut f = -1i64;
+        // SAFETY: a NUL-terminated path and a live out-parameter.
+        assert_eq!(unsafe { vh5::ffi::hdf5::vh5_file_open(c.as_ptr(), vh5::ffi::hdf5::VH5_FILE_READ_WRITE, &mut f) }, vh5_status::VH5_OK, "{}", last_error());
+        f
+    };
+    let mut ds = -1i64;
+    // SAFETY: as above.
+    assert_eq!(unsafe { vh5::ffi::hdf5::vh5_dataset_open(f, c"chunked".as_ptr(), &mut ds) }, vh5_status::VH5_OK, "{}", last_error());
+    let m = DoubleMap::new(4096);
+    // SAFETY: the mapping holds 512 u64, written only here.
+    let big = unsafe { std::slice::from_raw_parts_mut(m.a, 512) };
+    big[..6].copy_from_slice(&[0, 0, 2, 40, 2, 1]);
+    let mut src = [7u64, 9];
+    let sshape = [2u64];
+    let s = arr(src.as_mut_ptr(), 2, &sshape);
+    // SAFETY: live buffers; the tables are 2 x 1 values in the second mapping.
+    let st = unsafe { vh5_write_many_slices(ds, &s, 2, m.b, m.b.add(2), m.b.add(4), std::ptr::null(), std::ptr::null(), 0) };
+    assert_eq!(st, vh5_status::VH5_OK, "{}", last_error());
+    let mut out = [0u64; 64];
+    let oshape = [64u64];
+    let o = arr(out.as_mut_ptr(), 64, &oshape);
+    let (z, c) = ([0u64], [64u64]);
+    // SAFETY: live buffers and one 1-D row.
+    let st = unsafe { vh5_read_many_slices(ds, &o, 1, z.as_ptr(), z.as_ptr(), c.as_ptr(), std::ptr::null(), std::ptr::null(), 0) };
+    assert_eq!(st, vh5_status::VH5_OK, "{}", last_error());
+    let mut want = [0u64; 64];
+    (want[2], want[3], want[40]) = (7, 9, 7);
+    assert_eq!(out, want);
+    ffi_close(&[ds, f]);
 }

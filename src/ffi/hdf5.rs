@@ -351,10 +351,12 @@ pub extern "C" fn vh5_close(id: i64) -> vh5_status {
 /// `dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
 /// d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j] (1 if `src_step` is
 /// NULL), ds = dst_step[i*ndim+j] (1 if NULL); all in ELEMENTS. Each table holds
-/// `nslices * dst->ndim` uint64 values, row-major, borrowed for the call (may be NULL when
-/// that product is 0) and read before anything is written: tables lying inside dst's own
-/// memory are copied first, so rows writing over them change nothing of the call. Rows run
-/// in order: where destinations overlap, the later row wins.
+/// `nslices * dst->ndim` uint64 values, row-major (may be NULL when that product is 0).
+/// Snapshot: the tables are copied (nslices x ndim x 8 bytes each) before anything is
+/// written, and the call uses only the copy, so tables lying in dst's memory (the same
+/// addresses, or a second mapping of the same pages: two `mmap`s of one file) may be written
+/// over by rows and change nothing of the call. Rows run in order: where destinations
+/// overlap, the later row wins.
 /// A row with a count of 0 on any axis copies nothing and is not bounds-checked.
 /// The dataset must have `dst->ndim` axes. A scalar (0-d) dataset is read with `ndim` 0 and
 /// empty tables: each row copies the single element.
@@ -419,9 +421,9 @@ pub unsafe extern "C" fn vh5_read_many_slices(
     guard(|| {
         // SAFETY: `dst` as this function's contract says.
         let (base, dtype, layout) = unsafe { array_parts(dst, "dst", false) }?;
-        let mut copies = Vec::new();
-        // SAFETY: the tables as this function's contract says (copied when inside dst's memory).
-        let table = unsafe { table_args(layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step, (base, layout.base_len), &mut copies) }?;
+        let mut copies = None;
+        // SAFETY: the tables as this function's contract says (copied before any write).
+        let table = unsafe { table_args(layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step, &mut copies) }?;
         // SAFETY: dst's memory as this function's contract says; no table borrows it.
         let mut d = unsafe { dst_array(base, dtype, layout) };
         transfer::read_many_slices(dset, &mut d, &table, flags).map(drop)
