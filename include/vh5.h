@@ -868,7 +868,9 @@ const char *vh5_dtype_name(uint32_t dtype);
  * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`n_items` / `n_views` NULL, `buf` NULL with a
  * non-zero `len`, `items` / `views` NULL with a non-zero capacity); VH5_ERR_INVALID_ARGUMENT (unknown
  * `format`, or PAYLOAD_DOC_AUTO and the document is valid in both formats, or `items` /
- * `views` (their capacities) overlapping `buf`'s bytes);
+ * `views` (their capacities), `n_items` or `n_views` overlapping `buf`'s bytes: then nothing
+ * is written but the counts (0), nothing at all when a count overlaps, and the message
+ * names the argument and its byte offset);
  * VH5_ERR_BUFFER_TOO_SMALL (see above); VH5_ERR_MALFORMED (truncated at any byte, not
  * well-formed, text not UTF-8, trailing bytes after the root value, declared lengths
  * beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (an HDF5 or
@@ -907,7 +909,8 @@ vh5_status payload_decode_document(const uint8_t *buf,
  * stays open until the last of them is closed.
  *
  * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`path` or `file_out` NULL);
- * `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits); `VH5_ERR_IO` (missing or
+ * `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; `file_out` overlapping the bytes of `path`,
+ * which writing it would change: nothing written, the message names the byte offset); `VH5_ERR_IO` (missing or
  * unreadable file, a directory, or not an HDF5 file — e.g. a netCDF classic file: the
  * message says "not an HDF5 file"); `VH5_ERR_HDF5` (libhdf5 failed to open it; message with
  * its error stack). `*file_out` is set to -1 on failure. Thread-safe.
@@ -915,7 +918,9 @@ vh5_status payload_decode_document(const uint8_t *buf,
  * # Safety
  * `path` must be NULL or a NUL-terminated string; `file_out` NULL or valid for one write.
  */
-vh5_status vh5_file_open(const char *path, uint32_t flags, int64_t *file_out);
+vh5_status vh5_file_open(const char *path,
+                         uint32_t flags,
+                         int64_t *file_out);
 
 /**
  * Open the dataset `name` (a NUL-terminated path, through groups: "grp/var" or "/grp/var")
@@ -927,6 +932,7 @@ vh5_status vh5_file_open(const char *path, uint32_t flags, int64_t *file_out);
  *
  * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`file` is not an open
  * file or group id: closed, never opened, or an id of another libhdf5 instance);
+ * `VH5_ERR_INVALID_ARGUMENT` (`dset_out` overlapping the bytes of `name`: nothing written);
  * `VH5_ERR_NOT_FOUND` (the message names the missing path component);
  * `VH5_ERR_INVALID_ARGUMENT` (the object is a group or a named datatype, not a dataset);
  * `VH5_ERR_UNSUPPORTED` (the path goes through an external link, or the dataset stores its
@@ -1118,7 +1124,9 @@ vh5_status vh5_read_many_slices(int64_t dset,
  *
  * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`group` or `len_out` NULL, or `buf` NULL with
  * `cap` > 0); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; the object at `group` is not a
- * group — the message says what it is, or which component of the path is a dataset);
+ * group — the message says what it is, or which component of the path is a dataset;
+ * `len_out` overlapping the bytes of `group`: nothing written, the message names the byte
+ * offset; `buf` may hold `group`, which is read before anything is copied out);
  * `VH5_ERR_INVALID_HANDLE` (`loc` is not an open file or group id); `VH5_ERR_NOT_FOUND`
  * (naming the missing path component); `VH5_ERR_UNSUPPORTED` (the path goes through an
  * external link and `loc` was not opened with `VH5_FILE_ALLOW_EXTERNAL`);
@@ -1159,13 +1167,16 @@ vh5_status vh5_group_members(int64_t loc,
  *
  * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`name`, `kind_out` or `len_out` NULL, or `buf`
  * NULL with `cap` > 0); `VH5_ERR_INVALID_ARGUMENT` (`name` empty or the root group, which no
- * link reaches; a component before the last is not a group, naming it);
+ * link reaches; a component before the last is not a group, naming it; `kind_out` or
+ * `len_out` overlapping the bytes of `name`: nothing written, the message names the byte
+ * offset; `buf` may hold `name`, which is read before anything is copied out);
  * `VH5_ERR_INVALID_HANDLE` (`loc` is not an open file or group id); `VH5_ERR_NOT_FOUND`
  * (naming the missing path component); `VH5_ERR_UNSUPPORTED` (the path goes through an
  * external link before its last component and `loc` was not opened with
  * `VH5_FILE_ALLOW_EXTERNAL`); `VH5_ERR_BUFFER_TOO_SMALL`; `VH5_ERR_HDF5` (libhdf5 could not
  * read the link, or its value is malformed). On failures other than
- * `VH5_ERR_BUFFER_TOO_SMALL`, `*kind_out` and `*len_out` are 0. Thread-safe.
+ * `VH5_ERR_BUFFER_TOO_SMALL` (and the overlap refusal), `*kind_out` and `*len_out` are 0.
+ * Thread-safe.
  *
  * # Safety
  * `name` must be NULL or a NUL-terminated string; `kind_out` and `len_out` NULL or valid for
@@ -1246,7 +1257,9 @@ vh5_status vh5_dataset_mem_type(int64_t dset, uint8_t *buf, size_t cap, size_t *
  * `flags`: 0, or PAYLOAD_REQUIRE_ALIGNED | PAYLOAD_REQUIRE_NATIVE.
  *
  * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`out` NULL, or `buf` NULL with `len` > 0);
- * VH5_ERR_INVALID_ARGUMENT (unknown flag bits); VH5_ERR_MALFORMED (truncated, wrong types,
+ * VH5_ERR_INVALID_ARGUMENT (unknown flag bits; `out` overlapping `buf`'s bytes, where
+ * the view would overwrite the message it points into: nothing written, the message names
+ * `out` and its byte offset in `buf`); VH5_ERR_MALFORMED (truncated, wrong types,
  * duplicate keys, data length != prod(shape) * itemsize, trailing bytes, a count that is
  * negative or above INT64_MAX in any form and byte order (integer array, `count_as_bytes`,
  * typed array: the message names its index and byte offset), `shape` and `shape_as_bytes`
@@ -1281,7 +1294,9 @@ vh5_status payload_decode_view(const uint8_t *buf,
  *
  * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`written` NULL, `buf` NULL with `len` > 0, `out`
  * NULL with `cap` > 0); VH5_ERR_INVALID_ARGUMENT (`out`'s `cap` values overlap `buf`'s
- * bytes: nothing written); VH5_ERR_BUFFER_TOO_SMALL when `cap` < count length: nothing is
+ * bytes: only `*written` = 0 written; `written` overlaps them: nothing written; the message
+ * names the argument and its byte offset in `buf`); VH5_ERR_BUFFER_TOO_SMALL when
+ * `cap` < count length: nothing is
  * written beyond `out[cap-1]` (for an integer array the first `cap` values may be written,
  * as counts are decoded in a single pass), `*written` is set to the NEEDED count and the
  * message gives it;
@@ -1311,7 +1326,8 @@ vh5_status payload_decode_count(const uint8_t *buf,
  * CBOR byte string.
  *
  * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT; VH5_ERR_INVALID_ARGUMENT (`out`'s `out_len` bytes
- * overlap `buf`'s: nothing written); VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
+ * overlap `buf`'s: only `*written` = 0 written; `written` overlaps them: nothing written;
+ * the message names the argument and its byte offset in `buf`); VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
  * than the data length (nothing written; `*written` is set to the NEEDED byte count; the
  * message gives it); and any status payload_decode_view returns for the message (except
  * VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER, which do not apply). Thread-safe.

@@ -7,8 +7,8 @@
 //! with a large value). Now the tables are always copied before anything is written (a
 //! second mapping of the destination's pages aliases it at other addresses, so no address
 //! test can tell): the result is the one of the same call with the tables elsewhere, and
-//! nothing outside the destination changes. Payload calls that write while they parse refuse
-//! an output overlapping the input.
+//! nothing outside the destination changes. Calls that write outputs before or while they
+//! parse an input (payload messages, string arguments) refuse an output overlapping it.
 
 mod common;
 
@@ -16,7 +16,7 @@ use common::{create_file, ffi_close, ffi_open, last_error, DsSpec, TempDir};
 use vh5::dtype::Dtype;
 use vh5::ffi::document::payload_decode_document;
 use vh5::ffi::hdf5::{vh5_array, vh5_read_many_slices};
-use vh5::ffi::payload::{payload_copy_data, payload_decode_count};
+use vh5::ffi::payload::{payload_copy_data, payload_decode_count, payload_decode_view, payload_view};
 use vh5::ffi::slices_write::{vh5_copy_many_slices, vh5_write_many_slices};
 use vh5::ffi::vh5_status;
 
@@ -235,4 +235,84 @@ fn write_tables_in_a_mapping_are_used_as_passed() {
     (want[2], want[3], want[40]) = (7, 9, 7);
     assert_eq!(out, want);
     ffi_close(&[ds, f]);
+}
+
+/// Every output a payload call writes before or while it parses `buf` is refused when it lies
+/// inside `buf`, before anything is written: `*written = 0` used to land in the message before
+/// it was parsed (a wrong value, status 0), and a view inside the message overwrote the bytes
+/// it points at.
+#[test]
+fn every_payload_output_inside_the_message_is_refused_before_any_write() {
+    // tag 86 (float64 little-endian typed array) of [1.5], then 64 spare bytes.
+    let mut m = vec![0xd8u8, 86, 0x48];
+    m.extend_from_slice(&1.5f64.to_le_bytes());
+    m.extend_from_slice(&[0u8; 600]);
+    let len = 11;
+    let before = m.clone();
+    let p = m.as_mut_ptr();
+    let mut out = [0u8; 8];
+    let mut c = [0i64; 1];
+    // SAFETY: `m` is live (603 + 11 bytes); each output lies inside the message's 11 bytes.
+    unsafe {
+        let w_in: *mut usize = p.add(3).cast();
+        let st = payload_copy_data(p, len, out.as_mut_ptr().cast(), 8, w_in);
+        assert_eq!(st, vh5_status::VH5_ERR_INVALID_ARGUMENT);
+        let msg = last_error();
+        assert!(msg.contains("`written`") && msg.contains("byte offset 3"), "{msg}");
+        let st = payload_decode_count(p, len, c.as_mut_ptr(), 1, p.add(2).cast());
+        assert_eq!(st, vh5_status::VH5_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("`written`") && last_error().contains("byte offset 2"), "{}", last_error());
+        let mut v = std::mem::zeroed::<payload_view>();
+        let st = payload_decode_view(p, len, 0, p.add(1).cast());
+        assert_eq!(st, vh5_status::VH5_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("`out`") && last_error().contains("byte offset 1"), "{}", last_error());
+        // a view ending inside the message (starting before it) is refused too
+        let st = payload_decode_view(p.add(len + 8), len, 0, p.cast());
+        assert_eq!(st, vh5_status::VH5_ERR_INVALID_ARGUMENT, "view overlapping the message's start");
+        let mut nv = 0usize;
+        let st = payload_decode_document(p, len, 0, std::ptr::null_mut(), 0, std::ptr::null_mut(), 0, p.add(4).cast(), &mut nv);
+        assert_eq!(st, vh5_status::VH5_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("`n_items`") && last_error().contains("byte offset 4"), "{}", last_error());
+        let mut ni = 0usize;
+        let st = payload_decode_document(p, len, 0, std::ptr::null_mut(), 0, std::ptr::null_mut(), 0, &mut ni, p.add(5).cast());
+        assert_eq!(st, vh5_status::VH5_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("`n_views`") && last_error().contains("byte offset 5"), "{}", last_error());
+        assert_eq!(m, before, "nothing written");
+        // outside the message: accepted, the right values
+        let st = payload_decode_view(p, len, 0, &mut v);
+        assert_eq!((st, v.nelements, v.data_offset), (vh5_status::VH5_OK, 1, 3), "{}", last_error());
+        let st = payload_copy_data(p, len, out.as_mut_ptr().cast(), 8, p.add(len).cast());
+        assert_eq!(st, vh5_status::VH5_OK, "{}", last_error());
+        assert_eq!((m[len..len + 8].to_vec(), f64::from_ne_bytes(out)), (8usize.to_ne_bytes().to_vec(), 1.5));
+    }
+}
+
+/// Out-parameters written before a string argument is read are refused inside the string:
+/// `*file_out = -1` (or `*len_out = 0`) used to change the path or name before it was used.
+#[test]
+fn outputs_inside_a_string_argument_are_refused() {
+    let mut s = *b"/no/such/file-aaaaaaaa.h5\0";
+    let p = s.as_mut_ptr();
+    // SAFETY: `s` is live and NUL-terminated; the outputs lie inside it.
+    unsafe {
+        let st = vh5::ffi::hdf5::vh5_file_open(p.cast(), 0, p.add(8).cast());
+        assert_eq!(st, vh5_status::VH5_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("`file_out`") && last_error().contains("`path`") && last_error().contains("byte offset 8"), "{}", last_error());
+        let st = vh5::ffi::hdf5::vh5_dataset_open(1, p.cast(), p.add(16).cast());
+        assert_eq!(st, vh5_status::VH5_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("`dset_out`") && last_error().contains("`name`"), "{}", last_error());
+        let st = vh5::ffi::objects::vh5_group_members(1, p.cast(), 0, std::ptr::null_mut(), 0, p.add(8).cast());
+        assert_eq!(st, vh5_status::VH5_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("`len_out`") && last_error().contains("`group`"), "{}", last_error());
+        let mut len = 0usize;
+        let st = vh5::ffi::objects::vh5_link_get(1, p.cast(), p.add(25), std::ptr::null_mut(), 0, &mut len);
+        assert_eq!(st, vh5_status::VH5_ERR_INVALID_ARGUMENT, "the NUL is part of the string");
+        assert!(last_error().contains("`kind_out`") && last_error().contains("byte offset 25"), "{}", last_error());
+    }
+    assert_eq!(&s, b"/no/such/file-aaaaaaaa.h5\0", "nothing written");
+    // next to the string: the ordinary error (the file does not exist)
+    let mut f = 0i64;
+    // SAFETY: as above; `f` is outside the string.
+    assert_eq!(unsafe { vh5::ffi::hdf5::vh5_file_open(s.as_ptr().cast(), 0, &mut f) }, vh5_status::VH5_ERR_IO);
+    assert_eq!(f, -1);
 }

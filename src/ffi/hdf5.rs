@@ -13,7 +13,7 @@ use hdf5_sys::h5i::H5I_type_t;
 
 use super::args::{array_parts, dst_array, table_args};
 pub use super::args::{vh5_array, VH5_MAX_RANK};
-use super::{bytes_arg, guard, guard_keeping_last_error, vh5_status, write_out};
+use super::{bytes_arg, guard, guard_keeping_last_error, refuse_outputs_in_string, vh5_status, write_out};
 use crate::dtype::ByteOrder;
 use crate::hdf5::{self as h5, DatasetInfo, Layout};
 use crate::transfer;
@@ -178,7 +178,8 @@ impl From<&DatasetInfo> for vh5_dataset_info {
 /// stays open until the last of them is closed.
 ///
 /// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`path` or `file_out` NULL);
-/// `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits); `VH5_ERR_IO` (missing or
+/// `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; `file_out` overlapping the bytes of `path`,
+/// which writing it would change: nothing written, the message names the byte offset); `VH5_ERR_IO` (missing or
 /// unreadable file, a directory, or not an HDF5 file — e.g. a netCDF classic file: the
 /// message says "not an HDF5 file"); `VH5_ERR_HDF5` (libhdf5 failed to open it; message with
 /// its error stack). `*file_out` is set to -1 on failure. Thread-safe.
@@ -188,6 +189,8 @@ impl From<&DatasetInfo> for vh5_dataset_info {
 #[no_mangle]
 pub unsafe extern "C" fn vh5_file_open(path: *const c_char, flags: u32, file_out: *mut i64) -> vh5_status {
     guard(|| {
+        // SAFETY: `path` is NULL or NUL-terminated (the caller's contract).
+        unsafe { refuse_outputs_in_string("path", path, &[("file_out", file_out.cast_const().cast(), 8)]) }?;
         // SAFETY: `file_out` is NULL or valid for one write (the caller's contract).
         unsafe { write_out(file_out, "file_out", -1) }?;
         // SAFETY: `path` is NULL or NUL-terminated (the caller's contract).
@@ -208,6 +211,7 @@ pub unsafe extern "C" fn vh5_file_open(path: *const c_char, flags: u32, file_out
 ///
 /// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`file` is not an open
 /// file or group id: closed, never opened, or an id of another libhdf5 instance);
+/// `VH5_ERR_INVALID_ARGUMENT` (`dset_out` overlapping the bytes of `name`: nothing written);
 /// `VH5_ERR_NOT_FOUND` (the message names the missing path component);
 /// `VH5_ERR_INVALID_ARGUMENT` (the object is a group or a named datatype, not a dataset);
 /// `VH5_ERR_UNSUPPORTED` (the path goes through an external link, or the dataset stores its
@@ -221,6 +225,8 @@ pub unsafe extern "C" fn vh5_file_open(path: *const c_char, flags: u32, file_out
 #[no_mangle]
 pub unsafe extern "C" fn vh5_dataset_open(file: i64, name: *const c_char, dset_out: *mut i64) -> vh5_status {
     guard(|| {
+        // SAFETY: `name` is NULL or NUL-terminated (the caller's contract).
+        unsafe { refuse_outputs_in_string("name", name, &[("dset_out", dset_out.cast_const().cast(), 8)]) }?;
         // SAFETY: `dset_out` is NULL or valid for one write (the caller's contract).
         unsafe { write_out(dset_out, "dset_out", -1) }?;
         // SAFETY: `name` is NULL or NUL-terminated (the caller's contract).
