@@ -1221,7 +1221,10 @@ vh5_status vh5_dataset_filter_params(int64_t dset,
  * of x86-64, numpy's longdouble); a compound as numpy's dict
  * form `{"names": [...], "formats": [D, ...], "offsets": [...], "itemsize": n}`; an array
  * type as `[D, [dims...]]`; `null` when some part has no exact numpy equivalent (time types,
- * member names that are not UTF-8, numbers with padding bits, variable-length types). For
+ * member names that are not UTF-8, variable-length types). Numbers stored with padding bits
+ * or a reduced precision are described by the native type libhdf5 converts them to, which
+ * is what vh5 reads and writes: a 12-bit integer in 2 bytes is `"<i2"` (its values
+ * converted to full 16-bit integers), not `null`. For
  * `VH5_DTYPE_OPAQUE` datasets this is libhdf5's native memory type (`H5Tget_native_type` of
  * the file type), NOT the file's layout: compound members in member order at native
  * alignment, numbers in native byte order (h5py's dtype for the same dataset keeps the
