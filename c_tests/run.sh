@@ -34,7 +34,9 @@ cc $CFLAGS -c "$OUT/readme_example.c" -o "$OUT/readme_example.o"
 echo "README C example compiles"
 
 # vh5.hpp refuses at compile time to write into an ArrayRef<const T> (static_assert naming
-# the reason) and to copy between element types; each snippet must fail to compile with it.
+# the reason), to copy between element types, and element types without a VH5_DTYPE_* code
+# (char, long double, ...: they compiled and failed at run time with "unknown dtype code 0");
+# each snippet must fail to compile with it.
 while IFS='|' read -r call why; do
   printf '#include "vh5.hpp"\nvoid f(const vh5::Dataset &d, const vh5::ArrayRef<double> &m, const vh5::ArrayRef<const double> &c,\n       const vh5::ArrayRef<float> &g, const std::vector<uint64_t> &t) {\n  (void)d; (void)m; (void)c; (void)g; (void)t;\n  %s;\n}\nint main() { return 0; }\n' "$call" > "$OUT/compile_fail.cpp"
   if c++ $CXXFLAGS -fsyntax-only "$OUT/compile_fail.cpp" > "$OUT/compile_fail.log" 2>&1; then
@@ -45,8 +47,11 @@ done <<'CASES'
 vh5::read_many_slices(d, c, t, t, t)|read_many_slices writes dst: it cannot be an ArrayRef<const T>
 vh5::copy_many_slices(m, c, t, t, t)|copy_many_slices writes dst: it cannot be an ArrayRef<const T>
 vh5::copy_many_slices(c, g, t, t, t)|copy_many_slices copies elements of one type
+(void)vh5::ArrayRef<char>{nullptr, 0, {0}, {}}.c_array()|no VH5_DTYPE_. for this element type; supported: bool, float, double
+(void)vh5::ArrayRef<long double>{nullptr, 0, {0}, {}}.c_array()|no VH5_DTYPE_. for this element type
+(void)vh5::ArrayRef<char16_t>{nullptr, 0, {0}, {}}.c_array()|not char (signedness varies: use int8_t or uint8_t)
 CASES
-echo "vh5.hpp refuses const destinations at compile time"
+echo "vh5.hpp refuses const destinations, mixed types and element types without a dtype code at compile time"
 
 pass=0; fail=0; failed=""
 for src in c_tests/test_*.c c_tests/test_*.cpp; do

@@ -8,7 +8,10 @@
 //    naming the argument (c_str() truncated them: "tas\0evil" opened /tas);
 //  - 0-d arrays in copy_many_slices / write_many_slices (refused, as the C ABI accepts them);
 //  - ArrayRef<const T> as a source: the dtype of T (it was dtype 0, "unknown dtype code 0");
-//  - Dataset::null_dataspace() tells a null dataspace from a scalar (shape() is empty for both).
+//  - Dataset::null_dataspace() tells a null dataspace from a scalar (shape() is empty for both);
+//  - element types named other than int64_t & co.: `long long` / `unsigned long long` (on
+//    Linux distinct from int64_t / uint64_t, which are `long`) get the 64-bit codes (they were
+//    dtype 0 at run time; types without a code, e.g. char, are now compile errors: run.sh).
 // Values are hand-computed or from h5py (test1.nc). The HDF5 parts skip when the shared data
 // directory is absent; the part that creates datasets skips when libhdf5's symbols are not
 // exported (static-hdf5 build).
@@ -113,6 +116,25 @@ static void zero_d_and_const_sources() {
   CHECK(b == 7);
 }
 
+static void integer_types_map_by_size_and_signedness() {
+  static_assert(vh5::detail::dtype_of<long long>() == VH5_DTYPE_INT64, "long long is int64");
+  static_assert(vh5::detail::dtype_of<unsigned long long>() == VH5_DTYPE_UINT64, "unsigned long long is uint64");
+  static_assert(vh5::detail::dtype_of<long>() == (sizeof(long) == 8 ? VH5_DTYPE_INT64 : VH5_DTYPE_INT32), "long by size");
+  static_assert(vh5::detail::dtype_of<signed char>() == VH5_DTYPE_INT8 && vh5::detail::dtype_of<unsigned char>() == VH5_DTYPE_UINT8,
+                "signed/unsigned char are int8/uint8");
+  static_assert(vh5::detail::dtype_of<const short>() == VH5_DTYPE_INT16 && vh5::detail::dtype_of<unsigned>() == VH5_DTYPE_UINT32,
+                "short, unsigned");
+  // a copy between long long arrays and one from long long to int64_t memory (same code)
+  std::vector<long long> a{1, -2, 3, -4}, b(4, 0);
+  vh5::ArrayRef<long long> A{a.data(), 4, {4}, {}}, B{b.data(), 4, {4}, {}};
+  CHECK(A.c_array().dtype == VH5_DTYPE_INT64 && A.c_array().itemsize == 8);
+  vh5::copy_many_slices(A, B, Tab{1}, Tab{0}, Tab{3});
+  CHECK((b == std::vector<long long>{-2, 3, -4, 0}));
+  std::vector<unsigned long long> u{1ULL << 63, 5};
+  vh5::ArrayRef<const unsigned long long> U{u.data(), 2, {2}, {}};
+  CHECK(U.c_array().dtype == VH5_DTYPE_UINT64);
+}
+
 static void nul_in_names(const std::string &path) {
   vh5::File f(path);
   auto e = error_of([&] { f.dataset(std::string("tas\0evil", 8)); });
@@ -191,6 +213,7 @@ int main() {
   strides_length_checked();
   std_array_tables_steps_default_to_one();
   zero_d_and_const_sources();
+  integer_types_map_by_size_and_signedness();
   const char *dir = std::getenv("VH5_SHARED_DATA");
   const char *tmp = std::getenv("VH5_TEST_TMP");
   std::string path = std::string(dir ? dir : "../shared/data") + "/real/test1.nc";

@@ -868,7 +868,9 @@ const char *vh5_dtype_name(uint32_t dtype);
  * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`n_items` / `n_views` NULL, `buf` NULL with a
  * non-zero `len`, `items` / `views` NULL with a non-zero capacity); VH5_ERR_INVALID_ARGUMENT (unknown
  * `format`, or PAYLOAD_DOC_AUTO and the document is valid in both formats, or `items` /
- * `views` (their capacities) overlapping `buf`'s bytes);
+ * `views` (their capacities), `n_items` or `n_views` overlapping `buf`'s bytes: then nothing
+ * is written but the counts (0), nothing at all when a count overlaps, and the message
+ * names the argument and its byte offset);
  * VH5_ERR_BUFFER_TOO_SMALL (see above); VH5_ERR_MALFORMED (truncated at any byte, not
  * well-formed, text not UTF-8, trailing bytes after the root value, declared lengths
  * beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (an HDF5 or
@@ -907,7 +909,8 @@ vh5_status payload_decode_document(const uint8_t *buf,
  * stays open until the last of them is closed.
  *
  * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`path` or `file_out` NULL);
- * `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits); `VH5_ERR_IO` (missing or
+ * `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; `file_out` overlapping the bytes of `path`,
+ * which writing it would change: nothing written, the message names the byte offset); `VH5_ERR_IO` (missing or
  * unreadable file, a directory, or not an HDF5 file — e.g. a netCDF classic file: the
  * message says "not an HDF5 file"); `VH5_ERR_HDF5` (libhdf5 failed to open it; message with
  * its error stack). `*file_out` is set to -1 on failure. Thread-safe.
@@ -915,7 +918,9 @@ vh5_status payload_decode_document(const uint8_t *buf,
  * # Safety
  * `path` must be NULL or a NUL-terminated string; `file_out` NULL or valid for one write.
  */
-vh5_status vh5_file_open(const char *path, uint32_t flags, int64_t *file_out);
+vh5_status vh5_file_open(const char *path,
+                         uint32_t flags,
+                         int64_t *file_out);
 
 /**
  * Open the dataset `name` (a NUL-terminated path, through groups: "grp/var" or "/grp/var")
@@ -927,6 +932,7 @@ vh5_status vh5_file_open(const char *path, uint32_t flags, int64_t *file_out);
  *
  * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`file` is not an open
  * file or group id: closed, never opened, or an id of another libhdf5 instance);
+ * `VH5_ERR_INVALID_ARGUMENT` (`dset_out` overlapping the bytes of `name`: nothing written);
  * `VH5_ERR_NOT_FOUND` (the message names the missing path component);
  * `VH5_ERR_INVALID_ARGUMENT` (the object is a group or a named datatype, not a dataset);
  * `VH5_ERR_UNSUPPORTED` (the path goes through an external link, or the dataset stores its
@@ -1025,10 +1031,12 @@ vh5_status vh5_close(int64_t id);
  * `dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
  * d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j] (1 if `src_step` is
  * NULL), ds = dst_step[i*ndim+j] (1 if NULL); all in ELEMENTS. Each table holds
- * `nslices * dst->ndim` uint64 values, row-major, borrowed for the call (may be NULL when
- * that product is 0) and read before anything is written: tables lying inside dst's own
- * memory are copied first, so rows writing over them change nothing of the call. Rows run
- * in order: where destinations overlap, the later row wins.
+ * `nslices * dst->ndim` uint64 values, row-major (may be NULL when that product is 0).
+ * Snapshot: the tables are copied (nslices x ndim x 8 bytes each) before anything is
+ * written, and the call uses only the copy, so tables lying in dst's memory (the same
+ * addresses, or a second mapping of the same pages: two `mmap`s of one file) may be written
+ * over by rows and change nothing of the call. Rows run in order: where destinations
+ * overlap, the later row wins.
  * A row with a count of 0 on any axis copies nothing and is not bounds-checked.
  * The dataset must have `dst->ndim` axes. A scalar (0-d) dataset is read with `ndim` 0 and
  * empty tables: each row copies the single element.
@@ -1116,7 +1124,9 @@ vh5_status vh5_read_many_slices(int64_t dset,
  *
  * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`group` or `len_out` NULL, or `buf` NULL with
  * `cap` > 0); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; the object at `group` is not a
- * group — the message says what it is, or which component of the path is a dataset);
+ * group — the message says what it is, or which component of the path is a dataset;
+ * `len_out` overlapping the bytes of `group`: nothing written, the message names the byte
+ * offset; `buf` may hold `group`, which is read before anything is copied out);
  * `VH5_ERR_INVALID_HANDLE` (`loc` is not an open file or group id); `VH5_ERR_NOT_FOUND`
  * (naming the missing path component); `VH5_ERR_UNSUPPORTED` (the path goes through an
  * external link and `loc` was not opened with `VH5_FILE_ALLOW_EXTERNAL`);
@@ -1157,13 +1167,16 @@ vh5_status vh5_group_members(int64_t loc,
  *
  * Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`name`, `kind_out` or `len_out` NULL, or `buf`
  * NULL with `cap` > 0); `VH5_ERR_INVALID_ARGUMENT` (`name` empty or the root group, which no
- * link reaches; a component before the last is not a group, naming it);
+ * link reaches; a component before the last is not a group, naming it; `kind_out` or
+ * `len_out` overlapping the bytes of `name`: nothing written, the message names the byte
+ * offset; `buf` may hold `name`, which is read before anything is copied out);
  * `VH5_ERR_INVALID_HANDLE` (`loc` is not an open file or group id); `VH5_ERR_NOT_FOUND`
  * (naming the missing path component); `VH5_ERR_UNSUPPORTED` (the path goes through an
  * external link before its last component and `loc` was not opened with
  * `VH5_FILE_ALLOW_EXTERNAL`); `VH5_ERR_BUFFER_TOO_SMALL`; `VH5_ERR_HDF5` (libhdf5 could not
  * read the link, or its value is malformed). On failures other than
- * `VH5_ERR_BUFFER_TOO_SMALL`, `*kind_out` and `*len_out` are 0. Thread-safe.
+ * `VH5_ERR_BUFFER_TOO_SMALL` (and the overlap refusal), `*kind_out` and `*len_out` are 0.
+ * Thread-safe.
  *
  * # Safety
  * `name` must be NULL or a NUL-terminated string; `kind_out` and `len_out` NULL or valid for
@@ -1209,7 +1222,10 @@ vh5_status vh5_dataset_filter_params(int64_t dset,
  * of x86-64, numpy's longdouble); a compound as numpy's dict
  * form `{"names": [...], "formats": [D, ...], "offsets": [...], "itemsize": n}`; an array
  * type as `[D, [dims...]]`; `null` when some part has no exact numpy equivalent (time types,
- * member names that are not UTF-8, numbers with padding bits, variable-length types). For
+ * member names that are not UTF-8, variable-length types). Numbers stored with padding bits
+ * or a reduced precision are described by the native type libhdf5 converts them to, which
+ * is what vh5 reads and writes: a 12-bit integer in 2 bytes is `"<i2"` (its values
+ * converted to full 16-bit integers), not `null`. For
  * `VH5_DTYPE_OPAQUE` datasets this is libhdf5's native memory type (`H5Tget_native_type` of
  * the file type), NOT the file's layout: compound members in member order at native
  * alignment, numbers in native byte order, fixed-length strings NUL-padded like numpy's `S`
@@ -1252,7 +1268,9 @@ vh5_status vh5_dataset_mem_type(int64_t dset,
  * `flags`: 0, or PAYLOAD_REQUIRE_ALIGNED | PAYLOAD_REQUIRE_NATIVE.
  *
  * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`out` NULL, or `buf` NULL with `len` > 0);
- * VH5_ERR_INVALID_ARGUMENT (unknown flag bits); VH5_ERR_MALFORMED (truncated, wrong types,
+ * VH5_ERR_INVALID_ARGUMENT (unknown flag bits; `out` overlapping `buf`'s bytes, where
+ * the view would overwrite the message it points into: nothing written, the message names
+ * `out` and its byte offset in `buf`); VH5_ERR_MALFORMED (truncated, wrong types,
  * duplicate keys, data length != prod(shape) * itemsize, trailing bytes, a count that is
  * negative or above INT64_MAX in any form and byte order (integer array, `count_as_bytes`,
  * typed array: the message names its index and byte offset), `shape` and `shape_as_bytes`
@@ -1287,7 +1305,9 @@ vh5_status payload_decode_view(const uint8_t *buf,
  *
  * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`written` NULL, `buf` NULL with `len` > 0, `out`
  * NULL with `cap` > 0); VH5_ERR_INVALID_ARGUMENT (`out`'s `cap` values overlap `buf`'s
- * bytes: nothing written); VH5_ERR_BUFFER_TOO_SMALL when `cap` < count length: nothing is
+ * bytes: only `*written` = 0 written; `written` overlaps them: nothing written; the message
+ * names the argument and its byte offset in `buf`); VH5_ERR_BUFFER_TOO_SMALL when
+ * `cap` < count length: nothing is
  * written beyond `out[cap-1]` (for an integer array the first `cap` values may be written,
  * as counts are decoded in a single pass), `*written` is set to the NEEDED count and the
  * message gives it;
@@ -1317,7 +1337,8 @@ vh5_status payload_decode_count(const uint8_t *buf,
  * CBOR byte string.
  *
  * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT; VH5_ERR_INVALID_ARGUMENT (`out`'s `out_len` bytes
- * overlap `buf`'s: nothing written); VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
+ * overlap `buf`'s: only `*written` = 0 written; `written` overlaps them: nothing written;
+ * the message names the argument and its byte offset in `buf`); VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
  * than the data length (nothing written; `*written` is set to the NEEDED byte count; the
  * message gives it); and any status payload_decode_view returns for the message (except
  * VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER, which do not apply). Thread-safe.
@@ -1341,8 +1362,10 @@ vh5_status payload_copy_data(const uint8_t *buf,
  * (an index into `*src`), d = dst_start[i*ndim+j] (an index into `*dst`),
  * c = count[i*ndim+j], ss = src_step[i*ndim+j] and ds = dst_step[i*ndim+j] (1 when the
  * table is NULL); all in ELEMENTS. Each table holds `nslices * ndim` uint64 values,
- * row-major (NULL allowed when that product is 0), read before anything is written (tables
- * lying inside dst's memory are copied first). Rows run in order: where destinations
+ * row-major (NULL allowed when that product is 0). Snapshot: the tables are copied before
+ * anything is written and the call uses only the copy, so tables lying in dst's memory (the
+ * same addresses or a second mapping of its pages) change nothing of the call when rows
+ * write over them. Rows run in order: where destinations
  * overlap, the later row wins. A row with a count of 0 on some axis copies nothing and is not
  * bounds-checked. `src->ndim` and `dst->ndim` must be equal (0-d arrays: every row copies
  * the single element).
@@ -1392,7 +1415,9 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * `dataset[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
  * d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j], ds =
  * dst_step[i*ndim+j] (steps 1 when the table is NULL); all in ELEMENTS. Each table holds
- * `nslices * ndim` uint64 values, row-major (NULL allowed when that product is 0). Rows run
+ * `nslices * ndim` uint64 values, row-major (NULL allowed when that product is 0), copied
+ * at the start of the call (a snapshot: memory the write changes, such as a mapping of the
+ * file, changes nothing of the call). Rows run
  * in order: where destinations overlap, the later row wins. A row with a count of 0 on some
  * axis writes nothing and is not bounds-checked. The dataset must have `src->ndim` axes; a
  * scalar dataset is written with `ndim` 0 and empty tables (the single element).

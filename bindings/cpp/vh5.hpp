@@ -88,23 +88,53 @@ std::string two_call(Call call) {
     return buf;
   }
 }
-/// The VH5_DTYPE_* of element type T (cv-qualifiers ignored: `const double` is float64);
-/// VH5_DTYPE_INVALID for a type vh5 has no code for.
+/// Whether T is a character type (char, signed/unsigned char aside: `char`'s signedness
+/// varies between platforms, and wchar_t / char16_t / char32_t are text).
+template <class T>
+constexpr bool is_char_type() {
+  return std::is_same<T, char>::value || std::is_same<T, wchar_t>::value || std::is_same<T, char16_t>::value ||
+         std::is_same<T, char32_t>::value
+#if defined(__cpp_char8_t)
+         || std::is_same<T, char8_t>::value
+#endif
+      ;
+}
+/// The VH5_DTYPE_* of element type T, or VH5_DTYPE_INVALID (cv-qualifiers ignored).
+///
+/// Integers map by signedness and size, not by name: `long long`, `long` and `int64_t` are
+/// all VH5_DTYPE_INT64 where they are 8 bytes (on Linux `int64_t` is `long` and `long long`
+/// is a distinct type of the same size and representation), `unsigned long long` is
+/// VH5_DTYPE_UINT64, and so on for 1, 2 and 4 bytes. `char` (signedness varies by
+/// platform) and the other character types have no code: use int8_t / uint8_t.
 template <class T0>
-constexpr uint32_t dtype_of() {
+constexpr uint32_t dtype_code() {
   using T = typename std::remove_cv<T0>::type;
-  if (std::is_same<T, bool>::value) return VH5_DTYPE_BOOL;
-  if (std::is_same<T, int8_t>::value) return VH5_DTYPE_INT8;
-  if (std::is_same<T, int16_t>::value) return VH5_DTYPE_INT16;
-  if (std::is_same<T, int32_t>::value) return VH5_DTYPE_INT32;
-  if (std::is_same<T, int64_t>::value) return VH5_DTYPE_INT64;
-  if (std::is_same<T, uint8_t>::value) return VH5_DTYPE_UINT8;
-  if (std::is_same<T, uint16_t>::value) return VH5_DTYPE_UINT16;
-  if (std::is_same<T, uint32_t>::value) return VH5_DTYPE_UINT32;
-  if (std::is_same<T, uint64_t>::value) return VH5_DTYPE_UINT64;
+  if (std::is_same<T, bool>::value) return sizeof(bool) == 1 ? VH5_DTYPE_BOOL : VH5_DTYPE_INVALID;
   if (std::is_same<T, float>::value) return VH5_DTYPE_FLOAT32;
   if (std::is_same<T, double>::value) return VH5_DTYPE_FLOAT64;
+  if (!std::is_integral<T>::value || is_char_type<T>()) return VH5_DTYPE_INVALID;
+  if (std::is_signed<T>::value) {
+    if (sizeof(T) == 1) return VH5_DTYPE_INT8;
+    if (sizeof(T) == 2) return VH5_DTYPE_INT16;
+    if (sizeof(T) == 4) return VH5_DTYPE_INT32;
+    if (sizeof(T) == 8) return VH5_DTYPE_INT64;
+  } else {
+    if (sizeof(T) == 1) return VH5_DTYPE_UINT8;
+    if (sizeof(T) == 2) return VH5_DTYPE_UINT16;
+    if (sizeof(T) == 4) return VH5_DTYPE_UINT32;
+    if (sizeof(T) == 8) return VH5_DTYPE_UINT64;
+  }
   return VH5_DTYPE_INVALID;
+}
+/// The VH5_DTYPE_* of element type T (see dtype_code); a type without one is a compile
+/// error (it was a run-time "unknown dtype code 0" from the library).
+template <class T0>
+constexpr uint32_t dtype_of() {
+  static_assert(dtype_code<T0>() != VH5_DTYPE_INVALID,
+                "vh5: no VH5_DTYPE_* for this element type; supported: bool, float, double, and signed or unsigned "
+                "integers of 1, 2, 4 or 8 bytes (int8_t ... uint64_t, long long, unsigned long long); not char "
+                "(signedness varies: use int8_t or uint8_t), other character types, long double or class types");
+  return dtype_code<T0>();
 }
 /// `s.c_str()` for a string passed to C, which ends at the first NUL byte: a string holding one
 /// would silently name another file or object ("a.h5\0x" opens "a.h5"), so it throws

@@ -2,10 +2,11 @@
 //! turns a `vh5_array` into a dtype and an [`ArrayLayout`] ([`array_parts`]: checking the
 //! pointer, dtype code, rank, item size against the dtype, shape/strides pointers, base vs
 //! base_len; [`dst_array`] / [`src_array`] borrow its memory on top) and one that borrows the
-//! five `nslices * ndim` tables of a many-slice call, or copies them when they lie inside the
-//! memory the call writes ([`table_args`]).
+//! five `nslices * ndim` tables of a many-slice call, always copying them first ([`table_args`]).
 
-use super::{null_arg, overlaps, slice_arg};
+use std::sync::Mutex;
+
+use super::{null_arg, slice_arg};
 use crate::dtype::Dtype;
 use crate::error::Result;
 use crate::transfer::{ArrayLayout, DstArray, SliceTable, SrcArray};
@@ -94,8 +95,8 @@ pub(crate) unsafe fn array_parts(a: *const vh5_array, name: &str, check_itemsize
 }
 
 /// Borrow the memory of a destination described by [`array_parts`] (`base`, `layout`): the
-/// last step of decoding a destination, after the slice tables ([`table_args`] must know the
-/// bytes it writes before any reference to them exists).
+/// last step of decoding a destination, after the slice tables ([`table_args`] copies them
+/// before any reference to the destination's bytes exists).
 ///
 /// # Safety
 /// `base` valid for reads and writes of `layout.base_len` bytes (dangling but non-NULL when
@@ -121,17 +122,68 @@ pub(crate) unsafe fn src_array<'a>(a: *const vh5_array, name: &str) -> Result<Sr
     Ok(SrcArray { buf, layout, dtype })
 }
 
-/// The five tables of `nslices * ndim` values (steps optional) of a many-slice call: borrowed
-/// from the caller, or copied into `copies` when any of them lies inside `written`, the bytes
-/// the call writes (a destination array's `[base, base + base_len)`; empty for calls writing
-/// no caller memory). The tables are thus read once, before anything is written: a row
-/// writing into a later row's table entries cannot change that row after it was validated
-/// (it did, and a copy then wrote outside its destination). The overlap test uses addresses
-/// only, so no reference to table memory is formed while it may be written.
+/// Table copies kept between calls, all threads together: at most [`TABLE_POOL_BUFFERS`]
+/// buffers and [`TABLE_POOL_BYTES`] bytes. A many-slice call copies its tables (see
+/// [`table_args`]); a fresh buffer of 262,144 2-D rows (20 MB) is fresh pages, thousands of
+/// page faults per call, so the buffers of earlier calls are reused (memory already touched).
+static TABLE_POOL: Mutex<Vec<Vec<u64>>> = Mutex::new(Vec::new());
+
+/// The table-copy pool keeps at most this many bytes (32 MiB: the tables of 262,144 2-D rows
+/// with steps, and a smaller call's beside them); a larger copy is freed when its call ends.
+pub(crate) const TABLE_POOL_BYTES: usize = 32 << 20;
+
+/// The table-copy pool keeps at most this many buffers.
+pub(crate) const TABLE_POOL_BUFFERS: usize = 4;
+
+/// A buffer for the copies of a call's slice tables: taken from the process-wide pool (the
+/// smallest with room, else the largest) and given back when dropped.
+#[derive(Default)]
+pub(crate) struct TableCopy(Vec<u64>);
+
+impl TableCopy {
+    /// A buffer from the pool (empty when the pool is).
+    pub(crate) fn take(values: usize) -> TableCopy {
+        let mut pool = TABLE_POOL.lock().unwrap_or_else(|e| e.into_inner());
+        let room = |k: &usize| pool[*k].capacity();
+        let fit = (0..pool.len()).filter(|k| room(k) >= values).min_by_key(room);
+        match fit.or_else(|| (0..pool.len()).max_by_key(room)) {
+            Some(k) => TableCopy(pool.swap_remove(k)),
+            None => TableCopy(Vec::new()),
+        }
+    }
+}
+
+impl Drop for TableCopy {
+    fn drop(&mut self) {
+        let mut v = std::mem::take(&mut self.0);
+        if v.capacity() == 0 || v.capacity().saturating_mul(8) > TABLE_POOL_BYTES {
+            return;
+        }
+        v.clear();
+        let mut pool = TABLE_POOL.lock().unwrap_or_else(|e| e.into_inner());
+        pool.push(v);
+        // Drop the smallest buffers until the pool is within its bounds (freed outside the lock).
+        let mut out = Vec::new();
+        while pool.len() > TABLE_POOL_BUFFERS || pool.iter().map(|b| b.capacity() * 8).sum::<usize>() > TABLE_POOL_BYTES {
+            let k = (0..pool.len()).min_by_key(|&k| pool[k].capacity()).unwrap_or(0);
+            out.push(pool.swap_remove(k));
+        }
+        drop(pool);
+        drop(out);
+    }
+}
+
+/// The five tables of `nslices * ndim` values (steps optional) of a many-slice call, copied
+/// into `copies` before anything is written: the call works on a snapshot of the tables as
+/// they were when it started. A row writing into a later row's table entries cannot change
+/// that row after it was validated (it did, and a copy then wrote outside its destination).
+/// Always copied, whatever their addresses: a second mapping of the destination's pages
+/// (two `mmap`s of one file, two `np.memmap`s) aliases it at other addresses, which no
+/// address comparison sees. The copy costs one pass over `nslices * ndim * 8` bytes per
+/// table (buffers reused between calls: [`TableCopy`]).
 ///
 /// # Safety
-/// Each non-NULL pointer must hold `nslices * ndim` values, not written during `'a` by anyone
-/// else than this call through `written`.
+/// Each non-NULL pointer must hold `nslices * ndim` values, readable at the start of the call.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn table_args<'a>(
     ndim: usize,
@@ -141,8 +193,7 @@ pub(crate) unsafe fn table_args<'a>(
     count: *const u64,
     src_step: *const u64,
     dst_step: *const u64,
-    written: (*const u8, usize),
-    copies: &'a mut Vec<u64>,
+    copies: &'a mut Option<TableCopy>,
 ) -> Result<SliceTable<'a>> {
     let len = nslices.checked_mul(ndim).ok_or_else(|| err!(InvalidArgument, "nslices {nslices} x ndim {ndim} overflows"))?;
     let ptrs = [(src_start, "src_start", true), (dst_start, "dst_start", true), (count, "count", true), (src_step, "src_step", false), (dst_step, "dst_step", false)];
@@ -152,35 +203,33 @@ pub(crate) unsafe fn table_args<'a>(
             return Err(null_arg(name));
         }
     }
-    let present = |p: *const u64| !p.is_null() && len > 0;
-    if ptrs.iter().any(|&(p, _, _)| present(p) && overlaps(p.cast(), len * 8, written)) {
-        copies.clear();
-        let values = len.saturating_mul(ptrs.len());
-        copies.try_reserve_exact(values).map_err(|e| err!(NoMemory, "copying the slice tables out of the destination's memory: cannot allocate {values} values ({e})"))?;
-        for &(p, _, _) in &ptrs {
-            if present(p) {
-                // SAFETY: `p` holds `len` values (this function's contract); they are read
-                // before anything is written to `written`, and no reference to them is kept.
-                unsafe { copies.extend_from_slice(std::slice::from_raw_parts(p, len)) };
-            }
-        }
-        // Here `len` > 0 and the required tables are present (checked above).
-        let mut rest: &'a [u64] = copies;
-        let mut take = |p: *const u64| {
-            if p.is_null() {
-                return None;
-            }
-            let (t, r) = rest.split_at(len);
-            rest = r;
-            Some(t)
-        };
-        let (s, d, c) = (take(src_start).unwrap_or(&[]), take(dst_start).unwrap_or(&[]), take(count).unwrap_or(&[]));
-        let (ss, ds) = (take(src_step), take(dst_step));
-        return SliceTable::new(ndim, nslices, s, d, c, ss, ds);
+    if len == 0 {
+        let opt = |p: *const u64| (!p.is_null()).then_some(&[] as &[u64]);
+        return SliceTable::new(ndim, nslices, &[], &[], &[], opt(src_step), opt(dst_step));
     }
-    // SAFETY: every table holds `len` values when not NULL and lies outside `written`
-    // (this function's contract and the test above).
-    let table = |p: *const u64, name: &str| unsafe { slice_arg(p, len, name) };
-    let opt = |p: *const u64, name: &str| if p.is_null() { Ok(None) } else { table(p, name).map(Some) };
-    SliceTable::new(ndim, nslices, table(src_start, "src_start")?, table(dst_start, "dst_start")?, table(count, "count")?, opt(src_step, "src_step")?, opt(dst_step, "dst_step")?)
+    let present = ptrs.iter().filter(|&&(p, _, _)| !p.is_null()).count();
+    let values = len.checked_mul(present).ok_or_else(|| err!(InvalidArgument, "nslices {nslices} x ndim {ndim} x {present} tables overflows"))?;
+    let buf = &mut copies.insert(TableCopy::take(values)).0;
+    buf.clear();
+    buf.try_reserve_exact(values).map_err(|e| err!(NoMemory, "copying the slice tables: cannot allocate {values} values ({e})"))?;
+    for &(p, _, _) in &ptrs {
+        if !p.is_null() {
+            // SAFETY: `p` holds `len` values (this function's contract); they are read before
+            // anything is written, and no reference to them is kept.
+            unsafe { buf.extend_from_slice(std::slice::from_raw_parts(p, len)) };
+        }
+    }
+    // The required tables are present here (checked above).
+    let mut rest: &'a [u64] = buf;
+    let mut take = |p: *const u64| {
+        if p.is_null() {
+            return None;
+        }
+        let (t, r) = rest.split_at(len);
+        rest = r;
+        Some(t)
+    };
+    let (s, d, c) = (take(src_start).unwrap_or(&[]), take(dst_start).unwrap_or(&[]), take(count).unwrap_or(&[]));
+    let (ss, ds) = (take(src_step), take(dst_step));
+    SliceTable::new(ndim, nslices, s, d, c, ss, ds)
 }

@@ -163,7 +163,9 @@ impl<'a> Sink<'a> for SliceSink<'_> {
 /// Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`n_items` / `n_views` NULL, `buf` NULL with a
 /// non-zero `len`, `items` / `views` NULL with a non-zero capacity); VH5_ERR_INVALID_ARGUMENT (unknown
 /// `format`, or PAYLOAD_DOC_AUTO and the document is valid in both formats, or `items` /
-/// `views` (their capacities) overlapping `buf`'s bytes);
+/// `views` (their capacities), `n_items` or `n_views` overlapping `buf`'s bytes: then nothing
+/// is written but the counts (0), nothing at all when a count overlaps, and the message
+/// names the argument and its byte offset);
 /// VH5_ERR_BUFFER_TOO_SMALL (see above); VH5_ERR_MALFORMED (truncated at any byte, not
 /// well-formed, text not UTF-8, trailing bytes after the root value, declared lengths
 /// beyond the input; the message names the byte offset); VH5_ERR_UNSUPPORTED (an HDF5 or
@@ -191,14 +193,17 @@ pub unsafe extern "C" fn payload_decode_document(
     n_views: *mut usize,
 ) -> vh5_status {
     guard(|| {
+        // Every output is checked against the message before it is first written.
+        refuse_output_in_input("n_items", n_items.cast_const().cast(), std::mem::size_of::<usize>(), buf, len)?;
+        refuse_output_in_input("n_views", n_views.cast_const().cast(), std::mem::size_of::<usize>(), buf, len)?;
         // Both counts are zeroed (when not NULL) before either NULL is reported.
         // SAFETY: `n_items` / `n_views` are NULL or valid for one write (the caller's contract).
         let zeroed = unsafe { [write_out(n_items, "n_items", 0), write_out(n_views, "n_views", 0)] };
         zeroed.into_iter().collect::<Result<()>>()?;
-        // SAFETY: `buf` is NULL or valid for `len` bytes (the caller's contract).
-        let b = unsafe { slice_arg(buf, len, "buf") }?;
         refuse_output_in_input("items", items.cast_const().cast(), items_cap.saturating_mul(std::mem::size_of::<payload_item>()), buf, len)?;
         refuse_output_in_input("views", views.cast_const().cast(), views_cap.saturating_mul(std::mem::size_of::<payload_view>()), buf, len)?;
+        // SAFETY: `buf` is NULL or valid for `len` bytes (the caller's contract).
+        let b = unsafe { slice_arg(buf, len, "buf") }?;
         // SAFETY: `items` / `views` are NULL or valid for `*_cap` writes (the caller's contract),
         // outside `buf`.
         let (items, views) = unsafe { (slice_mut_arg(items, items_cap, "items")?, slice_mut_arg(views, views_cap, "views")?) };

@@ -13,7 +13,7 @@ use hdf5_sys::h5i::H5I_type_t;
 
 use super::args::{array_parts, dst_array, table_args};
 pub use super::args::{vh5_array, VH5_MAX_RANK};
-use super::{bytes_arg, guard, guard_keeping_last_error, vh5_status, write_out};
+use super::{bytes_arg, guard, guard_keeping_last_error, refuse_outputs_in_string, vh5_status, write_out};
 use crate::dtype::ByteOrder;
 use crate::hdf5::{self as h5, DatasetInfo, Layout};
 use crate::transfer;
@@ -178,7 +178,8 @@ impl From<&DatasetInfo> for vh5_dataset_info {
 /// stays open until the last of them is closed.
 ///
 /// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`path` or `file_out` NULL);
-/// `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits); `VH5_ERR_IO` (missing or
+/// `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; `file_out` overlapping the bytes of `path`,
+/// which writing it would change: nothing written, the message names the byte offset); `VH5_ERR_IO` (missing or
 /// unreadable file, a directory, or not an HDF5 file — e.g. a netCDF classic file: the
 /// message says "not an HDF5 file"); `VH5_ERR_HDF5` (libhdf5 failed to open it; message with
 /// its error stack). `*file_out` is set to -1 on failure. Thread-safe.
@@ -188,6 +189,8 @@ impl From<&DatasetInfo> for vh5_dataset_info {
 #[no_mangle]
 pub unsafe extern "C" fn vh5_file_open(path: *const c_char, flags: u32, file_out: *mut i64) -> vh5_status {
     guard(|| {
+        // SAFETY: `path` is NULL or NUL-terminated (the caller's contract).
+        unsafe { refuse_outputs_in_string("path", path, &[("file_out", file_out.cast_const().cast(), 8)]) }?;
         // SAFETY: `file_out` is NULL or valid for one write (the caller's contract).
         unsafe { write_out(file_out, "file_out", -1) }?;
         // SAFETY: `path` is NULL or NUL-terminated (the caller's contract).
@@ -208,6 +211,7 @@ pub unsafe extern "C" fn vh5_file_open(path: *const c_char, flags: u32, file_out
 ///
 /// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT`; `VH5_ERR_INVALID_HANDLE` (`file` is not an open
 /// file or group id: closed, never opened, or an id of another libhdf5 instance);
+/// `VH5_ERR_INVALID_ARGUMENT` (`dset_out` overlapping the bytes of `name`: nothing written);
 /// `VH5_ERR_NOT_FOUND` (the message names the missing path component);
 /// `VH5_ERR_INVALID_ARGUMENT` (the object is a group or a named datatype, not a dataset);
 /// `VH5_ERR_UNSUPPORTED` (the path goes through an external link, or the dataset stores its
@@ -221,6 +225,8 @@ pub unsafe extern "C" fn vh5_file_open(path: *const c_char, flags: u32, file_out
 #[no_mangle]
 pub unsafe extern "C" fn vh5_dataset_open(file: i64, name: *const c_char, dset_out: *mut i64) -> vh5_status {
     guard(|| {
+        // SAFETY: `name` is NULL or NUL-terminated (the caller's contract).
+        unsafe { refuse_outputs_in_string("name", name, &[("dset_out", dset_out.cast_const().cast(), 8)]) }?;
         // SAFETY: `dset_out` is NULL or valid for one write (the caller's contract).
         unsafe { write_out(dset_out, "dset_out", -1) }?;
         // SAFETY: `name` is NULL or NUL-terminated (the caller's contract).
@@ -351,10 +357,12 @@ pub extern "C" fn vh5_close(id: i64) -> vh5_status {
 /// `dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
 /// d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j] (1 if `src_step` is
 /// NULL), ds = dst_step[i*ndim+j] (1 if NULL); all in ELEMENTS. Each table holds
-/// `nslices * dst->ndim` uint64 values, row-major, borrowed for the call (may be NULL when
-/// that product is 0) and read before anything is written: tables lying inside dst's own
-/// memory are copied first, so rows writing over them change nothing of the call. Rows run
-/// in order: where destinations overlap, the later row wins.
+/// `nslices * dst->ndim` uint64 values, row-major (may be NULL when that product is 0).
+/// Snapshot: the tables are copied (nslices x ndim x 8 bytes each) before anything is
+/// written, and the call uses only the copy, so tables lying in dst's memory (the same
+/// addresses, or a second mapping of the same pages: two `mmap`s of one file) may be written
+/// over by rows and change nothing of the call. Rows run in order: where destinations
+/// overlap, the later row wins.
 /// A row with a count of 0 on any axis copies nothing and is not bounds-checked.
 /// The dataset must have `dst->ndim` axes. A scalar (0-d) dataset is read with `ndim` 0 and
 /// empty tables: each row copies the single element.
@@ -419,9 +427,9 @@ pub unsafe extern "C" fn vh5_read_many_slices(
     guard(|| {
         // SAFETY: `dst` as this function's contract says.
         let (base, dtype, layout) = unsafe { array_parts(dst, "dst", false) }?;
-        let mut copies = Vec::new();
-        // SAFETY: the tables as this function's contract says (copied when inside dst's memory).
-        let table = unsafe { table_args(layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step, (base, layout.base_len), &mut copies) }?;
+        let mut copies = None;
+        // SAFETY: the tables as this function's contract says (copied before any write).
+        let table = unsafe { table_args(layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step, &mut copies) }?;
         // SAFETY: dst's memory as this function's contract says; no table borrows it.
         let mut d = unsafe { dst_array(base, dtype, layout) };
         transfer::read_many_slices(dset, &mut d, &table, flags).map(drop)

@@ -266,11 +266,34 @@ pub(crate) fn overlaps(p: *const u8, n: usize, (start, len): (*const u8, usize))
 /// Refuse an output argument `name` (`n` bytes at `p`) that shares memory with the input
 /// message `buf` (`len` bytes) of a call that writes its outputs while it parses the input
 /// (the parse would read its own output): `InvalidArgument` naming both and the byte offset.
-/// A NULL output passes (its own check reports it).
+/// A NULL output passes (its own check reports it). Called before anything is written.
 pub(crate) fn refuse_output_in_input(name: &str, p: *const u8, n: usize, buf: *const u8, len: usize) -> Result<()> {
+    refuse_output_in("buf", "the message", (buf, len), name, p, n)
+}
+
+/// [`refuse_output_in_input`] for an input argument `input` (`what` it is) of `len` bytes.
+pub(crate) fn refuse_output_in(input: &str, what: &str, (buf, len): (*const u8, usize), name: &str, p: *const u8, n: usize) -> Result<()> {
     if !p.is_null() && overlaps(p, n, (buf, len)) {
         let at = (p as usize).wrapping_sub(buf as usize) as isize;
-        bail!(InvalidArgument, "`{name}` ({n} bytes) overlaps `buf` (the message, {len} bytes) at byte offset {at} of buf: outputs must not share memory with the input");
+        bail!(InvalidArgument, "`{name}` ({n} bytes) overlaps `{input}` ({what}, {len} bytes) at byte offset {at} of {input}: outputs must not share memory with the input");
+    }
+    Ok(())
+}
+
+/// [`refuse_output_in`] for every output of `outputs` (name, address, bytes) and the
+/// NUL-terminated string argument `input` at `s` (its bytes and the NUL; nothing when NULL):
+/// a call writing an out-parameter before it reads its string would change the string.
+///
+/// # Safety
+/// `s` must be NULL or point to a NUL-terminated string.
+pub(crate) unsafe fn refuse_outputs_in_string(input: &str, s: *const c_char, outputs: &[(&str, *const u8, usize)]) -> Result<()> {
+    if s.is_null() {
+        return Ok(());
+    }
+    // SAFETY: non-NULL and NUL-terminated (this function's contract).
+    let len = unsafe { std::ffi::CStr::from_ptr(s) }.to_bytes_with_nul().len();
+    for &(name, p, n) in outputs {
+        refuse_output_in(input, "a string with its NUL", (s.cast(), len), name, p, n)?;
     }
     Ok(())
 }

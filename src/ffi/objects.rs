@@ -7,7 +7,7 @@
 
 use std::ffi::c_char;
 
-use super::{bytes_arg, guard, null_arg, vh5_status};
+use super::{bytes_arg, guard, null_arg, refuse_outputs_in_string, vh5_status};
 use crate::hdf5 as h5;
 
 /// `vh5_group_members` flag: list every object below the group (recursively, through hard
@@ -40,7 +40,9 @@ pub const VH5_GROUP_RECURSIVE: u32 = 1;
 ///
 /// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`group` or `len_out` NULL, or `buf` NULL with
 /// `cap` > 0); `VH5_ERR_INVALID_ARGUMENT` (unknown flag bits; the object at `group` is not a
-/// group — the message says what it is, or which component of the path is a dataset);
+/// group — the message says what it is, or which component of the path is a dataset;
+/// `len_out` overlapping the bytes of `group`: nothing written, the message names the byte
+/// offset; `buf` may hold `group`, which is read before anything is copied out);
 /// `VH5_ERR_INVALID_HANDLE` (`loc` is not an open file or group id); `VH5_ERR_NOT_FOUND`
 /// (naming the missing path component); `VH5_ERR_UNSUPPORTED` (the path goes through an
 /// external link and `loc` was not opened with `VH5_FILE_ALLOW_EXTERNAL`);
@@ -52,11 +54,15 @@ pub const VH5_GROUP_RECURSIVE: u32 = 1;
 /// `len_out` NULL or valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn vh5_group_members(loc: i64, group: *const c_char, flags: u32, buf: *mut u8, cap: usize, len_out: *mut usize) -> vh5_status {
-    if !len_out.is_null() {
-        // SAFETY: len_out is valid for one write (the caller's contract).
-        unsafe { *len_out = 0 };
-    }
     guard(|| {
+        // `*len_out` is written first: it must not lie in the string it would change. (`buf`
+        // may hold `group`: the name is read before the members are copied out.)
+        // SAFETY: group is NULL or NUL-terminated (the caller's contract).
+        unsafe { refuse_outputs_in_string("group", group, &[("len_out", len_out.cast_const().cast(), std::mem::size_of::<usize>())]) }?;
+        if !len_out.is_null() {
+            // SAFETY: len_out is valid for one write (the caller's contract).
+            unsafe { *len_out = 0 };
+        }
         if len_out.is_null() {
             return Err(null_arg("len_out"));
         }
@@ -123,28 +129,36 @@ unsafe fn copy_out(out: &[u8], buf: *mut u8, cap: usize, len_out: *mut usize, wh
 ///
 /// Returns `VH5_OK`; `VH5_ERR_NULL_ARGUMENT` (`name`, `kind_out` or `len_out` NULL, or `buf`
 /// NULL with `cap` > 0); `VH5_ERR_INVALID_ARGUMENT` (`name` empty or the root group, which no
-/// link reaches; a component before the last is not a group, naming it);
+/// link reaches; a component before the last is not a group, naming it; `kind_out` or
+/// `len_out` overlapping the bytes of `name`: nothing written, the message names the byte
+/// offset; `buf` may hold `name`, which is read before anything is copied out);
 /// `VH5_ERR_INVALID_HANDLE` (`loc` is not an open file or group id); `VH5_ERR_NOT_FOUND`
 /// (naming the missing path component); `VH5_ERR_UNSUPPORTED` (the path goes through an
 /// external link before its last component and `loc` was not opened with
 /// `VH5_FILE_ALLOW_EXTERNAL`); `VH5_ERR_BUFFER_TOO_SMALL`; `VH5_ERR_HDF5` (libhdf5 could not
 /// read the link, or its value is malformed). On failures other than
-/// `VH5_ERR_BUFFER_TOO_SMALL`, `*kind_out` and `*len_out` are 0. Thread-safe.
+/// `VH5_ERR_BUFFER_TOO_SMALL` (and the overlap refusal), `*kind_out` and `*len_out` are 0.
+/// Thread-safe.
 ///
 /// # Safety
 /// `name` must be NULL or a NUL-terminated string; `kind_out` and `len_out` NULL or valid for
 /// one write; `buf` NULL or valid for `cap` byte writes.
 #[no_mangle]
 pub unsafe extern "C" fn vh5_link_get(loc: i64, name: *const c_char, kind_out: *mut u8, buf: *mut u8, cap: usize, len_out: *mut usize) -> vh5_status {
-    if !len_out.is_null() {
-        // SAFETY: len_out is valid for one write (the caller's contract).
-        unsafe { *len_out = 0 };
-    }
-    if !kind_out.is_null() {
-        // SAFETY: kind_out is valid for one write (the caller's contract).
-        unsafe { *kind_out = 0 };
-    }
     guard(|| {
+        // `*len_out` and `*kind_out` are written first: they must not lie in the string they
+        // would change. (`buf` may hold `name`: it is read before the value is copied out.)
+        let outputs = [("len_out", len_out.cast_const().cast(), std::mem::size_of::<usize>()), ("kind_out", kind_out.cast_const(), 1)];
+        // SAFETY: name is NULL or NUL-terminated (the caller's contract).
+        unsafe { refuse_outputs_in_string("name", name, &outputs) }?;
+        if !len_out.is_null() {
+            // SAFETY: len_out is valid for one write (the caller's contract).
+            unsafe { *len_out = 0 };
+        }
+        if !kind_out.is_null() {
+            // SAFETY: kind_out is valid for one write (the caller's contract).
+            unsafe { *kind_out = 0 };
+        }
         if len_out.is_null() {
             return Err(null_arg("len_out"));
         }
@@ -218,7 +232,10 @@ pub unsafe extern "C" fn vh5_dataset_filter_params(dset: i64, index: u32, values
 /// of x86-64, numpy's longdouble); a compound as numpy's dict
 /// form `{"names": [...], "formats": [D, ...], "offsets": [...], "itemsize": n}`; an array
 /// type as `[D, [dims...]]`; `null` when some part has no exact numpy equivalent (time types,
-/// member names that are not UTF-8, numbers with padding bits, variable-length types). For
+/// member names that are not UTF-8, variable-length types). Numbers stored with padding bits
+/// or a reduced precision are described by the native type libhdf5 converts them to, which
+/// is what vh5 reads and writes: a 12-bit integer in 2 bytes is `"<i2"` (its values
+/// converted to full 16-bit integers), not `null`. For
 /// `VH5_DTYPE_OPAQUE` datasets this is libhdf5's native memory type (`H5Tget_native_type` of
 /// the file type), NOT the file's layout: compound members in member order at native
 /// alignment, numbers in native byte order, fixed-length strings NUL-padded like numpy's `S`

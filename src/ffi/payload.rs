@@ -172,7 +172,9 @@ const _: () = assert!(CountForm::Array as u32 == PAYLOAD_COUNT_ARRAY && PAYLOAD_
 /// `flags`: 0, or PAYLOAD_REQUIRE_ALIGNED | PAYLOAD_REQUIRE_NATIVE.
 ///
 /// Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`out` NULL, or `buf` NULL with `len` > 0);
-/// VH5_ERR_INVALID_ARGUMENT (unknown flag bits); VH5_ERR_MALFORMED (truncated, wrong types,
+/// VH5_ERR_INVALID_ARGUMENT (unknown flag bits; `out` overlapping `buf`'s bytes, where
+/// the view would overwrite the message it points into: nothing written, the message names
+/// `out` and its byte offset in `buf`); VH5_ERR_MALFORMED (truncated, wrong types,
 /// duplicate keys, data length != prod(shape) * itemsize, trailing bytes, a count that is
 /// negative or above INT64_MAX in any form and byte order (integer array, `count_as_bytes`,
 /// typed array: the message names its index and byte offset), `shape` and `shape_as_bytes`
@@ -194,6 +196,8 @@ const _: () = assert!(CountForm::Array as u32 == PAYLOAD_COUNT_ARRAY && PAYLOAD_
 #[no_mangle]
 pub unsafe extern "C" fn payload_decode_view(buf: *const u8, len: usize, flags: u32, out: *mut payload_view) -> vh5_status {
     guard(|| {
+        // A view written into the message would overwrite the bytes it points at.
+        refuse_output_in_input("out", out.cast_const().cast(), std::mem::size_of::<payload_view>(), buf, len)?;
         // SAFETY: `out` is NULL or points to a writable payload_view (the caller's contract).
         unsafe { write_out(out, "out", payload_view::zeroed()) }?;
         // SAFETY: `buf` is NULL or valid for `len` bytes (the caller's contract).
@@ -213,7 +217,9 @@ pub unsafe extern "C" fn payload_decode_view(buf: *const u8, len: usize, flags: 
 ///
 /// Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`written` NULL, `buf` NULL with `len` > 0, `out`
 /// NULL with `cap` > 0); VH5_ERR_INVALID_ARGUMENT (`out`'s `cap` values overlap `buf`'s
-/// bytes: nothing written); VH5_ERR_BUFFER_TOO_SMALL when `cap` < count length: nothing is
+/// bytes: only `*written` = 0 written; `written` overlaps them: nothing written; the message
+/// names the argument and its byte offset in `buf`); VH5_ERR_BUFFER_TOO_SMALL when
+/// `cap` < count length: nothing is
 /// written beyond `out[cap-1]` (for an integer array the first `cap` values may be written,
 /// as counts are decoded in a single pass), `*written` is set to the NEEDED count and the
 /// message gives it;
@@ -241,7 +247,8 @@ pub unsafe extern "C" fn payload_decode_count(buf: *const u8, len: usize, out: *
 /// CBOR byte string.
 ///
 /// Returns VH5_OK; VH5_ERR_NULL_ARGUMENT; VH5_ERR_INVALID_ARGUMENT (`out`'s `out_len` bytes
-/// overlap `buf`'s: nothing written); VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
+/// overlap `buf`'s: only `*written` = 0 written; `written` overlaps them: nothing written;
+/// the message names the argument and its byte offset in `buf`); VH5_ERR_BUFFER_TOO_SMALL when `out_len` is less
 /// than the data length (nothing written; `*written` is set to the NEEDED byte count; the
 /// message gives it); and any status payload_decode_view returns for the message (except
 /// VH5_ERR_MISALIGNED / VH5_ERR_BYTE_ORDER, which do not apply). Thread-safe.
@@ -272,11 +279,14 @@ unsafe fn decode_into<T>(
     needed: fn(&[u8]) -> Option<usize>,
 ) -> vh5_status {
     guard(|| {
+        // Every output is checked before it is first written (`*written = 0` inside the
+        // message would change it before it is parsed).
+        refuse_output_in_input("written", written.cast_const().cast(), std::mem::size_of::<usize>(), buf, len)?;
         // SAFETY: `written` is NULL or valid for one write (this function's contract).
         unsafe { write_out(written, "written", 0) }?;
+        refuse_output_in_input("out", out.cast_const().cast(), cap.saturating_mul(std::mem::size_of::<T>()), buf, len)?;
         // SAFETY: `buf` is NULL or valid for `len` bytes (this function's contract).
         let b = unsafe { slice_arg(buf, len, "buf") }?;
-        refuse_output_in_input("out", out.cast_const().cast(), cap.saturating_mul(std::mem::size_of::<T>()), buf, len)?;
         // SAFETY: `out` is NULL or valid for `cap` writes (this function's contract), outside `buf`.
         let o = unsafe { slice_mut_arg(out, cap, "out") }?;
         let n = match decode(b, o) {

@@ -17,8 +17,10 @@ use super::{guard, null_arg, vh5_status};
 /// (an index into `*src`), d = dst_start[i*ndim+j] (an index into `*dst`),
 /// c = count[i*ndim+j], ss = src_step[i*ndim+j] and ds = dst_step[i*ndim+j] (1 when the
 /// table is NULL); all in ELEMENTS. Each table holds `nslices * ndim` uint64 values,
-/// row-major (NULL allowed when that product is 0), read before anything is written (tables
-/// lying inside dst's memory are copied first). Rows run in order: where destinations
+/// row-major (NULL allowed when that product is 0). Snapshot: the tables are copied before
+/// anything is written and the call uses only the copy, so tables lying in dst's memory (the
+/// same addresses or a second mapping of its pages) change nothing of the call when rows
+/// write over them. Rows run in order: where destinations
 /// overlap, the later row wins. A row with a count of 0 on some axis copies nothing and is not
 /// bounds-checked. `src->ndim` and `dst->ndim` must be equal (0-d arrays: every row copies
 /// the single element).
@@ -70,9 +72,9 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
         }
         // SAFETY: `src` and `dst` point to `vh5_array`s (this function's contract).
         let ((sp, sd, sl), (dp, dd, dl)) = unsafe { (array_parts(src, "src", true)?, array_parts(dst, "dst", true)?) };
-        let mut copies = Vec::new();
-        // SAFETY: the tables as this function's contract says (copied when inside dst's memory).
-        let table = unsafe { table_args(dl.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step, (dp, dl.base_len), &mut copies) }?;
+        let mut copies = None;
+        // SAFETY: the tables as this function's contract says (copied before any write).
+        let table = unsafe { table_args(dl.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step, &mut copies) }?;
         // SAFETY: the caller's contract on src/dst memory; the core never holds a shared and a
         // mutable borrow of the same bytes at once.
         unsafe { crate::transfer::memcopy::copy_many_slices_raw(sp, &sl, sd, dp, &dl, dd, &table, flags) }.map(drop)
@@ -86,7 +88,9 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
 /// `dataset[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]` where s = src_start[i*ndim+j],
 /// d = dst_start[i*ndim+j], c = count[i*ndim+j], ss = src_step[i*ndim+j], ds =
 /// dst_step[i*ndim+j] (steps 1 when the table is NULL); all in ELEMENTS. Each table holds
-/// `nslices * ndim` uint64 values, row-major (NULL allowed when that product is 0). Rows run
+/// `nslices * ndim` uint64 values, row-major (NULL allowed when that product is 0), copied
+/// at the start of the call (a snapshot: memory the write changes, such as a mapping of the
+/// file, changes nothing of the call). Rows run
 /// in order: where destinations overlap, the later row wins. A row with a count of 0 on some
 /// axis writes nothing and is not bounds-checked. The dataset must have `src->ndim` axes; a
 /// scalar dataset is written with `ndim` 0 and empty tables (the single element).
@@ -176,10 +180,10 @@ pub unsafe extern "C" fn vh5_write_many_slices(
     guard(|| {
         // SAFETY: `src` and its memory as this function's contract says.
         let a = unsafe { src_array(src, "src") }?;
-        // The call writes no caller memory: the tables are borrowed as they are.
-        let mut none = Vec::new();
+        // Copied like every call's tables: the file written may be mapped where they lie.
+        let mut copies = None;
         // SAFETY: the tables as this function's contract says.
-        let table = unsafe { table_args(a.layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step, (std::ptr::null(), 0), &mut none) }?;
+        let table = unsafe { table_args(a.layout.shape.len(), nslices, src_start, dst_start, count, src_step, dst_step, &mut copies) }?;
         crate::transfer::write_many_slices(dset, &a, &table, flags).map(drop)
     })
 }

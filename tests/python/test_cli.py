@@ -65,7 +65,11 @@ def test_help_lists_every_readme_command_and_option():
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_every_subcommand_help_prints_to_stdout_and_exits_0(sub, flag):
     r = run(sub, flag)
-    assert r.returncode == 0 and r.stdout.startswith(f"usage: vh5 {sub}") and r.stderr == "", (r.returncode, r.stdout[:200], r.stderr)
+    assert r.returncode == 0 and r.stdout.startswith(f"usage: vh5 {sub}") and r.stderr == "", (
+        r.returncode,
+        r.stdout[:200],
+        r.stderr,
+    )
     # an unknown option is still a usage error: exit 2, usage on stderr
     r = run(sub, "--no-such-option", "x")
     assert r.returncode == 2 and "usage: vh5" in r.stderr and r.stdout == "", (r.returncode, r.stdout, r.stderr)
@@ -138,7 +142,9 @@ def test_random_read_values_and_status_name_prefix(tas, tmp_path):
 
 def _reductionist(values, counts):
     v = np.asarray(values, "<f8")
-    return cbor2.dumps({"bytes": v.tobytes(), "dtype": "float64", "shape": [v.size], "count": list(counts), "byte_order": "little"})
+    return cbor2.dumps(
+        {"bytes": v.tobytes(), "dtype": "float64", "shape": [v.size], "count": list(counts), "byte_order": "little"}
+    )
 
 
 def test_payload_json_ends_with_newline_and_human_output_grammar(tmp_path):
@@ -174,7 +180,11 @@ def test_payload_summarises_every_array_of_a_document(tmp_path):
     msgpack-numpy message): every array with its path, dtype, shape, byte order, alignment."""
     msgpack = pytest.importorskip("msgpack")
     msgpack_numpy = pytest.importorskip("msgpack_numpy")
-    doc = {"coords": {"time": {"data": np.arange(3)}}, "data_vars": {"a b": {"data": np.ones((2, 2), ">f4")}}, "l": [np.zeros(1)]}
+    doc = {
+        "coords": {"time": {"data": np.arange(3)}},
+        "data_vars": {"a b": {"data": np.ones((2, 2), ">f4")}},
+        "l": [np.zeros(1)],
+    }
     f = tmp_path / "doc.msgpack"
     f.write_bytes(msgpack.packb(doc, default=msgpack_numpy.encode))
     r = run("payload", "--json", f)
@@ -182,7 +192,11 @@ def test_payload_summarises_every_array_of_a_document(tmp_path):
     v = json.loads(r.stdout)
     assert v["format"] == "document" and v["document_format"] == "msgpack"
     got = [(a["path"], a["dtype"], a["shape"], a["byte_order"]) for a in v["arrays"]]
-    assert got == [("$.coords.time.data", "int64", [3], "little"), ('$.data_vars["a b"].data', "float32", [2, 2], "big"), ("$.l[0]", "float64", [1], "little")]
+    assert got == [
+        ("$.coords.time.data", "int64", [3], "little"),
+        ('$.data_vars["a b"].data', "float32", [2, 2], "big"),
+        ("$.l[0]", "float64", [1], "little"),
+    ]
     r = run("payload", f)
     assert "msgpack document, 16 items, 3 arrays" in r.stdout and "$.l[0]: float64 shape [1]" in r.stdout, r.stdout
     # a bare msgpack float is named as msgpack
@@ -235,7 +249,10 @@ def test_table_commas_whitespace_tabs_comments_header_like_savetxt(grid, tmp_pat
     elif style == "savetxt_int_tabs":
         np.savetxt(t, np.array(rows), fmt="%d", delimiter="\t")
     elif style == "csv_header":
-        t.write_text("src_start_0,src_start_1,dst_start_0,dst_start_1,count_0,count_1\n" + "".join(",".join(map(str, r)) + "\n" for r in rows))
+        t.write_text(
+            "src_start_0,src_start_1,dst_start_0,dst_start_1,count_0,count_1\n"
+            + "".join(",".join(map(str, r)) + "\n" for r in rows)
+        )
     else:
         t.write_text("# a table\n\n" + "".join("  " + "   ".join(map(str, r)) + "  # row\n" for r in rows))
     out = tmp_path / "o.npy"
@@ -250,14 +267,18 @@ def test_table_without_rows_or_with_a_malformed_line_names_file_and_line(grid, t
     empty = tmp_path / "empty.csv"
     empty.write_text("# only a comment\nsrc dst count\n")
     r = run("read", p, "x", "--table", empty)
-    assert r.returncode == 1 and r.stderr.startswith(f"vh5: VH5_ERR_INVALID_ARGUMENT: {empty}: the table has no data rows"), r.stderr
+    assert r.returncode == 1 and r.stderr.startswith(
+        f"vh5: VH5_ERR_INVALID_ARGUMENT: {empty}: the table has no data rows"
+    ), r.stderr
     bad = tmp_path / "bad.csv"
     bad.write_text("0 0 0 0 1 1\n0 0 0 0 1\n")
     r = run("read", p, "x", "--table", bad)
     assert r.returncode == 1 and f"{bad} line 2: 5 fields" in r.stderr, r.stderr
     bad.write_text("0 0 0 0 1 1\n0 0 zero 0 1 1\n")
     r = run("read", p, "x", "--table", bad)
-    assert r.returncode == 1 and f'{bad} line 2: data row 1, column 3 (dst_start_0): "zero" is not a number' in r.stderr, r.stderr
+    assert (
+        r.returncode == 1 and f'{bad} line 2: data row 1, column 3 (dst_start_0): "zero" is not a number' in r.stderr
+    ), r.stderr
 
 
 def test_table_header_only_without_numbers_typo_in_first_row_is_an_error(grid, tmp_path):
@@ -274,13 +295,36 @@ def test_table_header_only_without_numbers_typo_in_first_row_is_an_error(grid, t
     t.write_text("src0 src1 dst0 dst1 c0 c1\n1 2 0 0 3 4\n10 11 3 0 3 4\n")
     out = tmp_path / "h.npy"
     r = run("read", p, "x", "--table", t, "--save", out)
-    skipped = f"{t} line 1: skipped as a header (none of its fields is a number)"
+    skipped = f"{t} line 1: skipped as a header (no field is a number, every field is a name)"
     assert r.returncode == 0 and skipped in r.stdout, (r.stdout, r.stderr)
     assert "rows: 2 read" in r.stdout, r.stdout
     np.testing.assert_array_equal(np.load(out), _expect(data, [(1, 2, 0, 0, 3, 4), (10, 11, 3, 0, 3, 4)]))
     t.write_text("1 2 0 0 3 4\n")
     r = run("read", p, "x", "--table", t)
     assert r.returncode == 0 and "header" not in r.stdout, r.stdout
+
+
+def test_table_integers_parsed_exactly_quoted_or_hex_first_line_is_no_header(grid, tmp_path):
+    """``0.99999999999999999`` parsed as the float 1.0 and passed as the integer 1; a quoted
+    or hex first line was skipped as a header (one row fewer, exit 0). Both are now errors
+    naming the line and column."""
+    p, _ = grid
+    t = tmp_path / "t.csv"
+    t.write_text("0 0 0 0 1 1\n0.99999999999999999 0 0 0 1 1\n")
+    r = run("read", p, "x", "--table", t)
+    want = f'vh5: VH5_ERR_INVALID_ARGUMENT: {t} line 2: data row 1, column 1 (src_start_0): "0.99999999999999999" is not an integer (it has a non-zero fraction)'
+    assert r.returncode == 1 and r.stderr.startswith(want) and r.stdout == "", (r.stdout, r.stderr)
+    for first, col in [('"0","0","0","0","1","1"', '"\\"0\\""'), ("0x0 0x0 0x0 0x0 0x1 0x1", '"0x0"')]:
+        t.write_text(first + "\n1 2 0 0 3 4\n")
+        r = run("read", p, "x", "--table", t)
+        assert r.returncode == 1 and r.stdout == "", (first, r.stdout, r.stderr)
+        assert r.stderr.startswith(
+            f"vh5: VH5_ERR_INVALID_ARGUMENT: {t} line 1: data row 0, column 1 (src_start_0): {col} is not a number"
+        ), r.stderr
+        assert "every field is a name" in r.stderr, r.stderr
+    t.write_text("1.000000000000000000e+00 2 0 0 3.0e0 4\n")
+    r = run("read", p, "x", "--table", t)
+    assert r.returncode == 0 and "rows: 1 read" in r.stdout, (r.stdout, r.stderr)
 
 
 def test_read_null_dataspace_is_named_not_called_a_scalar(tmp_path):
@@ -342,7 +386,9 @@ def test_clip_destination_follows_the_clipped_rows(grid, tmp_path):
 def test_read_numeric_options_say_what_they_expect(grid, opt):
     p, _ = grid
     r = run("read", p, "x", "--random", "1", "--size", "1", opt, "-1")
-    assert r.returncode == 2 and f'vh5 read: {opt} expects a non-negative integer' in r.stderr and 'got "-1"' in r.stderr, r.stderr
+    assert (
+        r.returncode == 2 and f"vh5 read: {opt} expects a non-negative integer" in r.stderr and 'got "-1"' in r.stderr
+    ), r.stderr
     assert "invalid digit" not in r.stderr
 
 
@@ -381,7 +427,9 @@ def test_read_summary_explains_its_fields(grid):
     r = run("read", p, "x", "--random", 50, "--size", 3)
     assert r.returncode == 0, r.stderr
     assert "direct reads" not in r.stdout
-    assert re.search(r"rows: 50 read, 0 skipped \(count 0, or clipped to nothing by --clip\); 450 elements copied", r.stdout), r.stdout
+    assert re.search(
+        r"rows: 50 read, 0 skipped \(count 0, or clipped to nothing by --clip\); 450 elements copied", r.stdout
+    ), r.stdout
     assert re.search(r"storage: \d+ chunks? read whole once \(\d+ of them raw, decoded by vh5\)", r.stdout), r.stdout
     h = run("read", "--help").stdout
     assert "Summary: rows read / skipped" in h and "hyperslab reads by libhdf5" in h
@@ -390,7 +438,9 @@ def test_read_summary_explains_its_fields(grid):
 def test_payload_names_hdf5_netcdf3_json_and_unknown_inputs(grid, tmp_path):
     p, _ = grid
     r = run("payload", p)
-    assert r.returncode == 1 and "VH5_ERR_UNSUPPORTED: the input is an HDF5 file (signature at byte 0)" in r.stdout, r.stdout
+    assert r.returncode == 1 and "VH5_ERR_UNSUPPORTED: the input is an HDF5 file (signature at byte 0)" in r.stdout, (
+        r.stdout
+    )
     assert "msgpack" not in r.stdout
     ub = tmp_path / "ub.h5"
     with h5py.File(ub, "w", userblock_size=1024, libver=("earliest", "v110")) as f:
@@ -477,7 +527,10 @@ def test_newer_hdf5_format_files_named_by_info_and_read(tmp_path, libver):
         assert ("static-hdf5" in r.stdout) == (linked < (2, 0)), r.stdout
         assert "1.12 or newer reads it" not in r.stdout, r.stdout
         if "bad version number for layout message" in r.stdout:
-            assert "layout message version 5 (what HDF5 2.x writes with libver 'latest' or 'v200') needs libhdf5 2.0 or newer" in r.stdout, r.stdout
+            assert (
+                "layout message version 5 (what HDF5 2.x writes with libver 'latest' or 'v200') needs libhdf5 2.0 or newer"
+                in r.stdout
+            ), r.stdout
     out = tmp_path / "o.npy"
     t = tmp_path / "t.csv"
     t.write_text("1 2 0 0 4 7\n")
@@ -531,10 +584,14 @@ def test_read_repeat_reports_the_decoded_chunk_cache_of_the_last_call(tmp_path):
     t.write_text("0 0 0 0 64 64\n")
     out = tmp_path / "o.npy"
     r = run("read", p, "x", "--table", t, "--save", out)
-    assert r.returncode == 0 and "chunk cache: 0 hits" in r.stdout and re.search(r"^time [0-9.]+ ms", r.stdout, re.M), r.stdout
+    assert r.returncode == 0 and "chunk cache: 0 hits" in r.stdout and re.search(r"^time [0-9.]+ ms", r.stdout, re.M), (
+        r.stdout
+    )
     r = run("read", p, "x", "--table", t, "--repeat", 3, "--save", out)
     assert r.returncode == 0 and "chunk cache: 16 hits, 0 misses" in r.stdout, r.stdout
-    assert re.search(r"^time first call [0-9.]+ ms \([0-9.]+ us/row\); best of 3 calls [0-9.]+ ms", r.stdout, re.M), r.stdout
+    assert re.search(r"^time first call [0-9.]+ ms \([0-9.]+ us/row\); best of 3 calls [0-9.]+ ms", r.stdout, re.M), (
+        r.stdout
+    )
     np.testing.assert_array_equal(np.load(out), data)
     r = run("read", p, "x", "--table", t, "--repeat", 0)
     assert r.returncode == 2 and "--repeat 0: give a number of calls >= 1" in r.stderr, r.stderr

@@ -382,7 +382,7 @@ fn read(o: &ReadOpts) -> Result<()> {
     let bytes = buf.len();
     let strides = ArrayLayout::c_strides(&dshape, itemsize).ok_or_else(|| invalid(format!("{what}: destination {dshape:?} too large")))?;
     if let (Some(p), Some(line)) = (&o.table, t.header_line) {
-        println!("{p} line {line}: skipped as a header (none of its fields is a number)");
+        println!("{p} line {line}: skipped as a header (no field is a number, every field is a name)");
     }
     for i in 0..t.n.min(o.show) {
         let r = |c: usize| &t.cols[c][i * n..(i + 1) * n];

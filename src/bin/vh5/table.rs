@@ -4,13 +4,16 @@
 //! Format: one row per line; fields separated by commas or by whitespace (spaces, tabs); for a
 //! dataset of n axes either 3n fields `src_start_0..src_start_{n-1}, dst_start_0.., count_0..`
 //! or 5n fields that add `src_step_0.., dst_step_0..` (elements; every row the same width).
-//! Fields are non-negative integers, also written as floats with no fraction (`1.0`,
-//! `1.000000000000000000e+01`, np.savetxt's default format) below 2^53 (from 2^53 on a float
-//! no longer tells which integer was meant: 2^53 + 1 reads as 2^53). Blank lines and
-//! everything after `#` are ignored; the first other line may be a header: it is one only when
-//! none of its fields is a number (a first line such as `1O 2 0 0 3 4`, with a typo in one
-//! field, is a data row and an error, not a header skipped silently); `vh5 read` says which
-//! line it skipped. Errors (`VH5_ERR_INVALID_ARGUMENT`) name the file, the line and the
+//! Fields are non-negative integers, also written as decimal floats whose exact value is an
+//! integer (`1.0`, `1.000000000000000000e+01`, np.savetxt's default format) below 2^53 (from
+//! 2^53 on a float's text may be a rounded rendering of another integer). The text is
+//! evaluated exactly, not through an f64: `0.99999999999999999` is refused (it is not 1),
+//! naming line and column. Blank lines and everything after `#` are ignored; the first other
+//! line may be a header: it is one only when none of its fields is a number AND every field
+//! is a name (an ASCII letter or `_`, then letters, digits or `_ . - [ ] ( )`), and it must
+//! have as many fields as the data rows. A first line such as `1O 2 0 0 3 4` (a typo),
+//! `"0","0","1"` (quotes) or `0x0 0x0 0x2` (hex) is a data row and an error, not a header
+//! skipped silently; `vh5 read` says which line it skipped. Errors (`VH5_ERR_INVALID_ARGUMENT`) name the file, the line and the
 //! column; a table without data rows is an error naming the file.
 
 use vh5::error::{Error, ErrorKind, Result};
@@ -19,13 +22,15 @@ use vh5::error::{Error, ErrorKind, Result};
 pub const FORMAT_HELP: &str = "  Table format (--table): one row per line, fields separated by commas or whitespace (spaces,
   tabs: what np.savetxt writes); for a dataset of n axes 3n fields src_start.., dst_start..,
   count.. or 5n fields that add src_step.., dst_step.. (elements). Fields are non-negative
-  integers; floats without a fraction such as 1.000000000000000000e+01 are accepted below
-  2^53 (write larger values as integers). Blank lines and text after # are ignored; the
-  first other line may be a header: it is one only when NONE of its fields is a number
-  (src0,src1,...), and the output names the line skipped; a first line with some numbers
-  (1O 2 0 0 3 4: letter O typed for zero) is a data row and an error. A malformed line is
-  an error naming the file, line, data row and column; a table with no data rows is an
-  error.";
+  integers; decimal floats whose exact value is an integer, such as 1.000000000000000000e+01,
+  are accepted below 2^53 (write larger values as integers; 0.99999999999999999 is not 1).
+  Blank lines and text after # are ignored; the first other line may be a header: it is one
+  only when NONE of its fields is a number and EVERY field is a name (a letter or _, then
+  letters, digits or _ . - [ ] ( ): src_start_0,count_0,...), with as many fields as the
+  data rows; the output names the line skipped. A first line with a number, a quote or a
+  hex field (1O 2 0 0 3 4: letter O typed for zero) is a data row and an error. A
+  malformed line is an error naming the file, line, data row and column; a table with no
+  data rows is an error.";
 
 /// Rows of a table as five flat columns (src_start, dst_start, count, src_step, dst_step),
 /// each `n * ndim` values in row order; the step columns are empty unless `steps`.
@@ -57,30 +62,101 @@ fn fields(line: &str) -> Option<Vec<&str>> {
     }
 }
 
-/// 2^53: from here on an f64 no longer holds every integer, so a float field this large may
-/// not be the integer that was written (`9.007199254740993e15`, 2^53 + 1, parses as 2^53).
-const FLOAT_EXACT_LIMIT: f64 = 9_007_199_254_740_992.0;
-
-/// A field as a non-negative integer: decimal digits (exact up to 2^64 - 1), or a float with
-/// no fraction below 2^53 (below that every integer-valued f64 is exactly the one written).
+/// A field as a non-negative integer: decimal digits (exact up to 2^64 - 1), or a decimal
+/// float (`1.0`, `1.5e1`, `1.000000000000000000e+01`) whose exact decimal value is an integer
+/// below 2^53. The text is evaluated as written, digit by digit, never through an f64: an
+/// f64 parse rounds `0.99999999999999999` to 1.0, which then passed an integer check.
 fn number(f: &str) -> std::result::Result<u64, String> {
     if let Ok(v) = f.parse::<u64>() {
         return Ok(v);
     }
-    match f.parse::<f64>() {
-        Ok(x) if x.is_finite() && x >= FLOAT_EXACT_LIMIT => {
-            Err("a float of magnitude 2^53 or more, which cannot be trusted to be the integer written (2^53 + 1 reads as 2^53): write it as an integer".into())
+    let Some(d) = Decimal::parse(f) else {
+        return Err("not a number".into());
+    };
+    if d.negative && !d.digits.is_empty() {
+        return Err("not a non-negative integer".into());
+    }
+    if d.exp10 < 0 {
+        return Err("not an integer (it has a non-zero fraction)".into());
+    }
+    let limit = 1u64 << 53;
+    let mut v: u64 = 0;
+    for &b in d.digits.iter().chain(std::iter::repeat_n(&b'0', d.exp10.min(20) as usize)) {
+        v = v.saturating_mul(10).saturating_add(u64::from(b - b'0'));
+    }
+    if d.exp10 > 20 || v >= limit {
+        return Err("a float of magnitude 2^53 or more, which cannot be trusted to be the integer written (2^53 + 1 reads as 2^53): write it as an integer".into());
+    }
+    Ok(v)
+}
+
+/// A decimal number in float notation as exact digits: value = `digits` x 10^`exp10`, with
+/// `digits` free of leading and trailing zeros (empty for zero).
+struct Decimal {
+    negative: bool,
+    digits: Vec<u8>,
+    exp10: i64,
+}
+
+impl Decimal {
+    /// `[+-]digits[.digits][(e|E)[+-]digits]` (digits on at least one side of the point);
+    /// `None` for anything else (hex, `inf`, `nan`, quotes, `1_000`, ...).
+    fn parse(f: &str) -> Option<Decimal> {
+        let (negative, rest) = match f.as_bytes().first()? {
+            b'-' => (true, &f[1..]),
+            b'+' => (false, &f[1..]),
+            _ => (false, f),
+        };
+        let (mantissa, exp) = match rest.find(['e', 'E']) {
+            Some(k) => (&rest[..k], Some(&rest[k + 1..])),
+            None => (rest, None),
+        };
+        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let all_digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+        if (int.is_empty() && frac.is_empty()) || !all_digits(int) || !all_digits(frac) {
+            return None;
         }
-        Ok(x) if x >= 0.0 && x.fract() == 0.0 => Ok(x as u64),
-        Ok(_) => Err("not a non-negative integer".into()),
-        Err(_) => Err("not a number".into()),
+        let mut exp10: i64 = match exp {
+            None => 0,
+            Some(e) => {
+                let body = e.strip_prefix(['+', '-']).unwrap_or(e);
+                if body.is_empty() || !all_digits(body) {
+                    return None;
+                }
+                // Saturate: an exponent this large is out of range whatever the digits.
+                let mag = body.parse::<i64>().unwrap_or(i64::MAX / 4).min(i64::MAX / 4);
+                if e.starts_with('-') {
+                    -mag
+                } else {
+                    mag
+                }
+            }
+        };
+        exp10 -= frac.len() as i64;
+        let mut digits: Vec<u8> = int.bytes().chain(frac.bytes()).skip_while(|&b| b == b'0').collect();
+        while digits.last() == Some(&b'0') {
+            digits.pop();
+            exp10 += 1;
+        }
+        if digits.is_empty() {
+            exp10 = 0;
+        }
+        Some(Decimal { negative, digits, exp10 })
     }
 }
 
-/// A field that reads as a number (integer, float, exponent form), as opposed to a header
-/// name. `inf` / `nan` parse as f64 but have no digit: header words, not numbers.
+/// A field that reads as a number (integer or decimal float, exponent form), as opposed to a
+/// header name. `inf` / `nan` have no digit: header words, not numbers.
 fn is_numeric(f: &str) -> bool {
-    f.parse::<f64>().is_ok() && f.bytes().any(|b| b.is_ascii_digit())
+    Decimal::parse(f).is_some()
+}
+
+/// A header field: a name, starting with an ASCII letter or `_`, of ASCII letters, digits and
+/// `_ . - [ ] ( )`. Anything else (quotes, `0x10`, `1O`, spaces) is data or an error, never a
+/// header skipped silently.
+fn is_header_name(f: &str) -> bool {
+    let mut b = f.bytes();
+    matches!(b.next(), Some(c) if c.is_ascii_alphabetic() || c == b'_') && b.all(|c| c.is_ascii_alphanumeric() || b"_.-[]()".contains(&c))
 }
 
 /// What column `c` (0-based) of a row holds for a dataset of `ndim` axes, e.g. `count_1`.
@@ -92,12 +168,17 @@ fn column_name(c: usize, ndim: usize) -> String {
     }
 }
 
+/// Why a first line that failed to parse was not a header (appended to its error).
+const HEADER_RULE: &str =
+    "; the first line is a header only when none of its fields is a number and every field is a name (a letter or _, then letters, digits or _ . - [ ] ( ); no quotes)";
+
 /// Parse the text of table `path` for a dataset of `ndim` >= 1 axes.
 pub fn parse(path: &str, text: &str, ndim: usize) -> Result<Table> {
     let bad = |ln: usize, m: String| Error::new(ErrorKind::InvalidArgument, format!("{path} line {}: {m}", ln + 1));
     let expect = format!("expected per line {} fields (src_start.., dst_start.., count..) or {} (+ src_step.., dst_step..) for {ndim} axes", 3 * ndim, 5 * ndim);
     let mut t = Table::default();
     let mut seen_line = false;
+    let mut header_fields = 0;
     for (ln, line) in text.lines().enumerate() {
         let f = fields(line).ok_or_else(|| bad(ln, format!("an empty field or a field with spaces between commas; {expect}")))?;
         if f.is_empty() {
@@ -106,12 +187,13 @@ pub fn parse(path: &str, text: &str, ndim: usize) -> Result<Table> {
         let first = !seen_line;
         seen_line = true;
         let parsed: Vec<std::result::Result<u64, String>> = f.iter().map(|x| number(x)).collect();
-        if first && !f.iter().any(|x| is_numeric(x)) {
-            t.header_line = Some(ln + 1); // a header line: no field is a number
+        if first && f.iter().all(|x| !is_numeric(x) && is_header_name(x)) {
+            t.header_line = Some(ln + 1); // a header line: names only, no number
+            header_fields = f.len();
             continue;
         }
         // On the first line, say why it was not taken as a header (a typo such as `1O`).
-        let not_header = if first { "; the first line is a header only when none of its fields is a number" } else { "" };
+        let not_header = if first { HEADER_RULE } else { "" };
         let mut vals = Vec::with_capacity(f.len());
         for (c, (x, p)) in f.iter().zip(parsed).enumerate() {
             let what = column_name(c, ndim);
@@ -123,6 +205,14 @@ pub fn parse(path: &str, text: &str, ndim: usize) -> Result<Table> {
         }
         if t.n > 0 && (groups == 5) != t.steps {
             return Err(bad(ln, format!("{} fields where the rows above have {}; every row needs the same fields", vals.len(), if t.steps { 5 * ndim } else { 3 * ndim })));
+        }
+        if let (Some(h), 0) = (t.header_line, t.n) {
+            if header_fields != vals.len() {
+                return Err(bad(
+                    h - 1,
+                    format!("taken as a header, but it has {header_fields} fields and the first data row (line {}) {}: a header names every column", ln + 1, vals.len()),
+                ));
+            }
         }
         t.steps = groups == 5;
         for g in 0..groups {
@@ -167,7 +257,7 @@ mod tests {
         assert_eq!(e.kind, ErrorKind::InvalidArgument);
         assert!(e.message.starts_with("t.csv line 2: data row 1, column 2 (dst_start_0): \"x\" is not a number"), "{}", e.message);
         let e = parse("t.csv", "1 0 1\n1.5 0 1\n", 1).err().unwrap();
-        assert!(e.message.contains("line 2: data row 1, column 1 (src_start_0): \"1.5\" is not a non-negative integer"), "{}", e.message);
+        assert!(e.message.contains("line 2: data row 1, column 1 (src_start_0): \"1.5\" is not an integer (it has a non-zero fraction)"), "{}", e.message);
         let e = parse("t.csv", "1 0 1\n1 0\n", 1).err().unwrap();
         assert!(e.message.contains("line 2: 2 fields"), "{}", e.message);
         let e = parse("t.csv", "1 0 1\n1 0 1 1 1\n", 1).err().unwrap();
@@ -218,5 +308,36 @@ mod tests {
             let want = format!("t.csv line 2: data row 1, column 6 (count_1): \"{big}\" is a float of magnitude 2^53 or more");
             assert!(e.message.starts_with(&want) && e.message.contains("write it as an integer"), "{}", e.message);
         }
+    }
+
+    #[test]
+    fn float_text_is_evaluated_exactly_not_rounded_through_an_f64() {
+        // 0.99999999999999999 parses as the f64 1.0: it was accepted as 1
+        for (text, col) in [("0.99999999999999999 0 1\n", 1), ("0 1.00000000000000001e0 1\n", 2), ("0 0 2.5e-1\n", 3), ("0 0 1e-400\n", 3)] {
+            let e = parse("t.csv", text, 1).err().unwrap();
+            assert_eq!(e.kind, ErrorKind::InvalidArgument);
+            assert!(e.message.starts_with(&format!("t.csv line 1: data row 0, column {col} ")), "{}", e.message);
+            assert!(e.message.contains("is not an integer (it has a non-zero fraction)"), "{}", e.message);
+        }
+        let t = parse("t.csv", "1.50e1 +2 .3e1\n0.0 -0 120E-1\n", 1).unwrap();
+        assert_eq!((t.cols[0].clone(), t.cols[1].clone(), t.cols[2].clone()), (vec![15, 0], vec![2, 0], vec![3, 12]));
+        for bad in ["0x10", "1_000", "1e", ".", "1.2.3", "1e+-2", "--1", "inf"] {
+            let e = parse("t.csv", &format!("0 0 1\n0 0 {bad}\n"), 1).err().unwrap();
+            assert!(e.message.contains(&format!("\"{bad}\" is not a number")), "{bad}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn header_is_names_only_with_the_width_of_the_data_rows() {
+        // quoted or hex first lines were skipped as headers, losing a data row
+        for text in ["\"0\",\"0\",\"1\"\n1,0,1\n", "0x0 0x0 0x2\n1 0 1\n", "src dst 'count'\n1 0 1\n"] {
+            let e = parse("t.csv", text, 1).err().unwrap();
+            assert!(e.message.starts_with("t.csv line 1: data row 0, column "), "{}", e.message);
+            assert!(e.message.contains("and every field is a name"), "{}", e.message);
+        }
+        let e = parse("t.csv", "src dst\n1 0 1\n", 1).err().unwrap();
+        assert!(e.message.starts_with("t.csv line 1: taken as a header, but it has 2 fields and the first data row (line 2) 3"), "{}", e.message);
+        let t = parse("t.csv", "src_start[0] dst-start(0) _count.0\n1 0 1\n", 1).unwrap();
+        assert_eq!((t.header_line, t.n), (Some(1), 1));
     }
 }
