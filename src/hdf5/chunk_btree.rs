@@ -3,9 +3,9 @@
 //! B-trees" III.A.1): the dataset's object header (version 1 or 2, continuation blocks
 //! followed), its layout message (version 3, chunked: the B-tree's address and the chunk
 //! dimensions) and the version-1 B-tree of raw data chunks (node type 1) it points to. Only
-//! what [`super::chunk_index`] needs, every length and address bounded by the file; anything
-//! else (layout version 4's other indexes, a node that is not what it should be) is an
-//! `Err(reason)`: the caller then leaves the reading to libhdf5. Pure Rust over positioned
+//! what [`super::chunk_index`] needs, every length and address bounded by the file; a layout
+//! message of version 4 is handed to [`super::chunk_v4`]; anything else (a node that is not
+//! what it should be) is an `Err(reason)`: the caller then leaves the reading to libhdf5. Pure Rust over positioned
 //! reads of the file; no libhdf5 call, no lock needed. On libhdf5 >= 1.14 the chunk index
 //! comes from libhdf5's `H5Dchunk_iter` instead: only the object header and layout message
 //! readers (for `super::layout_peek`) are built there.
@@ -69,14 +69,17 @@ impl Reader<'_> {
         Ok(buf)
     }
 
+    /// Whether `addr` is the undefined address (every byte 0xFF).
     #[cfg(not(hdf5_1_14))]
-    fn undefined(&self, addr: u64) -> bool {
+    pub(super) fn undefined(&self, addr: u64) -> bool {
         self.sa == 8 && addr == u64::MAX || self.sa < 8 && addr == (1u64 << (8 * self.sa)) - 1
     }
 
     #[cfg(not(hdf5_1_14))]
-    /// The chunk B-tree that the layout message of the object header at `oh` gives.
-    pub fn layout(&self, oh: u64) -> R<Tree> {
+    /// The chunk index that the layout message of the object header at `oh` gives: a
+    /// version-1 B-tree (layout version 3) or one of the version 4 indexes vh5 reads
+    /// ([`super::chunk_v4`]).
+    pub fn layout(&self, oh: u64) -> R<Layout> {
         let mut found = None;
         self.messages(oh, &mut |ty, _, data| {
             if ty == LAYOUT && found.is_none() {
@@ -104,11 +107,14 @@ impl Reader<'_> {
     }
 
     #[cfg(not(hdf5_1_14))]
-    fn parse_layout(&self, d: &[u8]) -> R<Tree> {
+    fn parse_layout(&self, d: &[u8]) -> R<Layout> {
         let bad = || "layout message truncated".to_string();
         let version = *d.first().ok_or_else(bad)?;
+        if version == 4 {
+            return super::chunk_v4::parse(self, d).map(Layout::V4);
+        }
         if version != 3 {
-            return Err(format!("layout message version {version}: only version 3 (a version-1 B-tree) is read by vh5"));
+            return Err(format!("layout message version {version}: only versions 3 (a version-1 B-tree) and 4 are read by vh5"));
         }
         if *d.get(1).ok_or_else(bad)? != 2 {
             return Err("layout message: not chunked".into());
@@ -122,7 +128,7 @@ impl Reader<'_> {
         if self.undefined(root) {
             return Err("layout message: no B-tree (no chunk written)".into());
         }
-        Ok(Tree { root, dimensionality, dims })
+        Ok(Layout::BTree(Tree { root, dimensionality, dims }))
     }
 
     /// Call `f(type, flags, data)` for every message of the object header at `oh` (both header
@@ -351,6 +357,16 @@ impl Fault {
             Fault::Damaged(m) | Fault::Declined(m) => m,
         }
     }
+}
+
+/// A dataset's chunk index, as its layout message gives it.
+#[cfg(not(hdf5_1_14))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layout {
+    /// Layout version 3: a version-1 B-tree.
+    BTree(Tree),
+    /// Layout version 4: a fixed array, a single chunk or implicit.
+    V4(super::chunk_v4::V4Index),
 }
 
 /// A dataset's version-1 B-tree of raw data chunks, as its layout message gives it.

@@ -31,7 +31,9 @@ use std::sync::{Arc, OnceLock};
 use hdf5_sys::h5i::hid_t;
 
 #[cfg(not(hdf5_1_14))]
-use super::chunk_btree::{Fault, Tree};
+use super::chunk_btree::{Fault, Layout, Tree};
+#[cfg(not(hdf5_1_14))]
+use super::chunk_v4::V4Index;
 use super::handle::Handle;
 use super::lock::H5Lock;
 
@@ -124,6 +126,10 @@ pub struct Opened {
     /// The dataset's chunk B-tree (layout message version 3), or why vh5 has none.
     #[cfg(not(hdf5_1_14))]
     pub tree: std::result::Result<Tree, String>,
+    /// The dataset's layout message version 4 index, when it is one vh5 reads
+    /// ([`super::chunk_v4`]; `tree` then says why there is no B-tree).
+    #[cfg(not(hdf5_1_14))]
+    pub v4: Option<V4Index>,
     /// Every key of the tree checked (a walk of the whole tree found none damaged).
     #[cfg(not(hdf5_1_14))]
     keys_sound: AtomicBool,
@@ -134,9 +140,9 @@ pub struct Opened {
     walked: OnceLock<std::result::Result<bool, Fault>>,
 }
 
-/// [`Opened::tree`]'s type (1.14+ builds keep no tree).
+/// The dataset's parsed layout (1.14+ builds keep none).
 #[cfg(not(hdf5_1_14))]
-type TreeField = std::result::Result<Tree, String>;
+type TreeField = std::result::Result<Layout, String>;
 #[cfg(hdf5_1_14)]
 type TreeField = ();
 
@@ -164,7 +170,16 @@ impl Opened {
         Opened {
             view,
             #[cfg(not(hdf5_1_14))]
-            tree,
+            tree: match &tree {
+                Ok(Layout::BTree(t)) => Ok(t.clone()),
+                Ok(Layout::V4(_)) => Err("layout message version 4: no version-1 B-tree".into()),
+                Err(why) => Err(why.clone()),
+            },
+            #[cfg(not(hdf5_1_14))]
+            v4: match tree {
+                Ok(Layout::V4(ix)) => Some(ix),
+                _ => None,
+            },
             #[cfg(not(hdf5_1_14))]
             keys_sound: AtomicBool::new(false),
             #[cfg(not(hdf5_1_14))]

@@ -21,6 +21,8 @@ pub mod chunk_cache;
 pub mod chunk_guard;
 pub mod chunk_index;
 pub mod chunk_tree;
+#[cfg(not(hdf5_1_14))]
+pub mod chunk_v4;
 pub mod compat;
 pub mod dataset;
 pub mod dtype_peek;

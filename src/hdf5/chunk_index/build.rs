@@ -24,7 +24,10 @@ pub fn build(lock: &H5Lock, dset: hid_t, file: &DatasetFile, grid: &ChunkGrid, u
     #[cfg(hdf5_1_14)]
     let entries = iterate(lock, dset, grid, &file)?;
     #[cfg(not(hdf5_1_14))]
-    let entries = walk(lock, dset, grid, &file)?;
+    let entries = match &file.v4 {
+        Some(ix) => walk_v4(lock, dset, grid, &file, ix, unfiltered_bytes.is_none())?,
+        None => walk(lock, dset, grid, &file)?,
+    };
     let idx = ChunkIndex { entries, file };
     if let Some(want) = unfiltered_bytes {
         check_unfiltered_sizes(grid, &idx, want)?;
@@ -65,6 +68,64 @@ fn walk(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, file: &Opened) -> Built<Ve
     }
     file.keys_checked();
     finish(out, limit, "B-tree")
+}
+
+/// The entries of `dset`'s layout version 4 chunk index from vh5's own reading of it
+/// ([`crate::hdf5::chunk_v4`]: fixed array, single chunk, implicit; every metadata block's
+/// checksum verified), sorted by linear index. `filtered`: whether the dataset has filters.
+#[cfg(not(hdf5_1_14))]
+fn walk_v4(lock: &H5Lock, dset: hid_t, grid: &ChunkGrid, file: &Opened, ix: &crate::hdf5::chunk_v4::V4Index, filtered: bool) -> Built<Vec<(u64, Entry)>> {
+    use crate::hdf5::chunk_v4::V4Kind;
+    let (base, file_len) = (file.view.base, file.view.len);
+    let (n, dims) = (grid.ndim(), &ix.dims);
+    if dims.len() != n + 1 || dims[..n] != *grid.chunk() {
+        return Err(Fault::Declined(format!("layout message: chunk dimensions {dims:?}; the dataset has {n} axes, chunk {:?}", grid.chunk())));
+    }
+    // The index is read before libhdf5 counts the chunks (its count reads the index too, and
+    // fails on a damaged block before vh5 could say why): memory bounded by the grid of the
+    // maximal dimensions (one element per chunk), then the count checked.
+    let maxdims = max_dims(lock, dset)?;
+    if maxdims.len() != n || maxdims.contains(&hdf5_sys::h5s::H5S_UNLIMITED) {
+        return Err(Fault::Declined(format!("layout message version 4 with maximal dimensions {maxdims:?}")));
+    }
+    // Every index of version 4 numbers chunks in C order on the grid of the maximal dimensions.
+    let max_grid = ChunkGrid::new(&maxdims, grid.chunk()).map_err(|e| Fault::Declined(format!("maximal dimensions {maxdims:?}: {}", e.message)))?;
+    let max_chunks = max_grid.nchunks().ok_or("maximal grid overflows")?;
+    let chunk_bytes = ix.chunk_bytes().ok_or("chunk size overflows")?;
+    let what = "layout version 4 index";
+    let mut out = Vec::new();
+    let mut origin = [0u64; crate::geometry::MAX_RANK];
+    let mut push = |idx: u64, addr: u64, size: u64, mask: u32| -> Built<()> {
+        max_grid.linear_origin(idx, &mut origin[..n]);
+        out.push(check_entry(grid, &origin[..n], size, mask, base.checked_add(addr), file_len, what)?);
+        Ok(())
+    };
+    let Some(addr) = ix.addr else { return finish(out, expected_chunks(lock, dset)?.0, what) };
+    match ix.kind {
+        V4Kind::Single(stored) => {
+            if max_chunks != 1 || stored.is_some() != filtered {
+                return Err(Fault::Declined(format!("single chunk index: {max_chunks} chunks, filtered {filtered}")));
+            }
+            let (size, mask) = stored.unwrap_or((chunk_bytes, 0));
+            push(0, addr, size, mask)?;
+        }
+        V4Kind::Implicit => {
+            if filtered {
+                return Err(Fault::Declined("implicit chunk index of a filtered dataset".into()));
+            }
+            // Chunk `i` of the maximal grid at `addr + i * chunk_bytes`: the chunks of the
+            // current extent only (at most libhdf5's count, `push` checks).
+            let mut q = [0u64; crate::geometry::MAX_RANK];
+            for linear in 0..grid.nchunks().unwrap_or(0) {
+                grid.chunk_coord(linear, &mut q[..n]);
+                let idx = max_grid.linear_index(&q[..n]);
+                let at = idx.checked_mul(chunk_bytes).and_then(|o| o.checked_add(addr)).ok_or("implicit chunk address overflows")?;
+                push(idx, at, chunk_bytes, 0)?;
+            }
+        }
+        V4Kind::FixedArray { page_bits } => file.view.reader().fixed_array(addr, page_bits, filtered, chunk_bytes, max_chunks, &mut push)?,
+    }
+    finish(out, expected_chunks(lock, dset)?.0, what)
 }
 
 /// Room for the entries of a chunk index: libhdf5's count, never more than the grid's chunks.
@@ -200,6 +261,14 @@ pub(in crate::hdf5) fn chunk_iter(lock: &H5Lock, dset: hid_t, ndim: usize, visit
         return Err(it.err.unwrap_or_else(|| Fault::Declined(format!("H5Dchunk_iter failed (or its callback panicked); libhdf5 error stack:{stack}"))));
     }
     Ok(())
+}
+
+/// The dataset's maximal dimensions.
+#[cfg(not(hdf5_1_14))]
+fn max_dims(lock: &H5Lock, dset: hid_t) -> std::result::Result<Vec<u64>, String> {
+    // SAFETY: valid dataset id; lock held.
+    let space = Handle::new(lock, unsafe { hdf5_sys::h5d::H5Dget_space(dset) }, "H5Dget_space").map_err(|x| x.message)?;
+    Ok(crate::hdf5::hyperslab::space_dims(lock, space.id()).map_err(|x| x.message)?.1)
 }
 
 /// `H5Dget_num_chunks` over the whole dataset, and the dataset's maximal dimensions.
