@@ -99,7 +99,7 @@ def _check_all(tag):
 def test_compound_member_order_every_planner(planner):
     """Each planner mode in a process of its own (``VH5_PLANNER`` is read once)."""
     env = dict(os.environ, VH5_PLANNER=planner)
-    code = f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r}); import test_py_compound_member_order as t; t._check_all({planner!r})"
+    code = f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r}); import conftest; import test_py_compound_member_order as t; t._check_all({planner!r})"
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
 

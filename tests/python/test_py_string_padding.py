@@ -141,6 +141,6 @@ def test_string_padding_every_planner(planner):
     """Each planner mode in a process of its own (``VH5_PLANNER`` is read once)."""
     env = dict(os.environ, VH5_PLANNER=planner)
     here = os.path.dirname(__file__)
-    code = f"import sys; sys.path.insert(0, {here!r}); import test_py_string_padding as t; t._check_all({planner!r})"
+    code = f"import sys; sys.path.insert(0, {here!r}); import conftest; import test_py_string_padding as t; t._check_all({planner!r})"
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
