@@ -33,6 +33,27 @@ fn tables_in_dst(big: &mut [u64; 128]) {
     big[..6].copy_from_slice(&[0, 0, 2, 40, 2, 1]);
 }
 
+/// A file `t.h5` in `dir` holding the u64 values [2, 100, 5, 6] as datasets "contiguous",
+/// "chunked" (chunks of 2) and "gzip" (chunks of 2, gzip 4); returns its path.
+fn three_layouts(dir: &TempDir) -> std::path::PathBuf {
+    let path = dir.path("t.h5");
+    let data: Vec<u8> = [2u64, 100, 5, 6].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let mut chunked = DsSpec::new("chunked", &[4], Dtype::UInt64, Some(&data));
+    chunked.chunk = Some(vec![2]);
+    let mut gzip = DsSpec::new("gzip", &[4], Dtype::UInt64, Some(&data));
+    (gzip.chunk, gzip.gzip) = (Some(vec![2]), Some(4));
+    create_file(&path, &[DsSpec::new("contiguous", &[4], Dtype::UInt64, Some(&data)), chunked, gzip]);
+    path
+}
+
+/// After reading rows 0 and 1 of the tables [0, 0 | 2, 40 | 2, 1] laid in `big` itself:
+/// row 0 (values 2, 100) overwrote row 1's dst_start, and row 1 still went to 40 as passed.
+fn check_first_row_rewrote_second(big: &[u64], name: &str) {
+    assert_eq!(&big[..6], &[0, 0, 2, 100, 2, 1], "{name}");
+    assert_eq!(big[40], 2, "{name}: row 1 must use its dst_start as passed (40)");
+    assert!(big[64..].iter().all(|&v| v == 0), "{name}: written outside dst");
+}
+
 #[test]
 fn copy_tables_inside_destination_are_read_before_any_write() {
     let mut src = [2u64, 100];
@@ -56,13 +77,7 @@ fn copy_tables_inside_destination_are_read_before_any_write() {
 #[test]
 fn read_tables_inside_destination_are_read_before_any_write() {
     let dir = TempDir::new("aliasing");
-    let path = dir.path("t.h5");
-    let data: Vec<u8> = [2u64, 100, 5, 6].iter().flat_map(|v| v.to_ne_bytes()).collect();
-    let mut chunked = DsSpec::new("chunked", &[4], Dtype::UInt64, Some(&data));
-    chunked.chunk = Some(vec![2]);
-    let mut gzip = DsSpec::new("gzip", &[4], Dtype::UInt64, Some(&data));
-    (gzip.chunk, gzip.gzip) = (Some(vec![2]), Some(4));
-    create_file(&path, &[DsSpec::new("contiguous", &[4], Dtype::UInt64, Some(&data)), chunked, gzip]);
+    let path = three_layouts(&dir);
     for name in ["contiguous", "chunked", "gzip"] {
         let (f, ds) = ffi_open(&path, name);
         let mut big = [0u64; 128];
@@ -73,9 +88,7 @@ fn read_tables_inside_destination_are_read_before_any_write() {
         // SAFETY: as in the copy test.
         let st = unsafe { vh5_read_many_slices(ds, &d, 2, p, p.add(2), p.add(4), std::ptr::null(), std::ptr::null(), 0) };
         assert_eq!(st, vh5_status::VH5_OK, "{name}: {}", last_error());
-        assert_eq!(&big[..6], &[0, 0, 2, 100, 2, 1], "{name}");
-        assert_eq!(big[40], 2, "{name}: row 1 must use its dst_start as passed (40)");
-        assert!(big[64..].iter().all(|&v| v == 0), "{name}: written outside dst");
+        check_first_row_rewrote_second(&big, name);
         ffi_close(&[ds, f]);
     }
 }
@@ -169,13 +182,7 @@ fn copy_tables_in_a_second_mapping_of_the_destination_are_a_snapshot() {
 #[test]
 fn read_tables_in_a_second_mapping_of_the_destination_are_a_snapshot() {
     let dir = TempDir::new("aliasing-map");
-    let path = dir.path("t.h5");
-    let data: Vec<u8> = [2u64, 100, 5, 6].iter().flat_map(|v| v.to_ne_bytes()).collect();
-    let mut chunked = DsSpec::new("chunked", &[4], Dtype::UInt64, Some(&data));
-    chunked.chunk = Some(vec![2]);
-    let mut gzip = DsSpec::new("gzip", &[4], Dtype::UInt64, Some(&data));
-    (gzip.chunk, gzip.gzip) = (Some(vec![2]), Some(4));
-    create_file(&path, &[DsSpec::new("contiguous", &[4], Dtype::UInt64, Some(&data)), chunked, gzip]);
+    let path = three_layouts(&dir);
     for name in ["contiguous", "chunked", "gzip"] {
         let (f, ds) = ffi_open(&path, name);
         let m = DoubleMap::new(4096);
@@ -187,9 +194,7 @@ fn read_tables_in_a_second_mapping_of_the_destination_are_a_snapshot() {
         // SAFETY: as in the copy test.
         let st = unsafe { vh5_read_many_slices(ds, &d, 2, tabs, tabs.add(2), tabs.add(4), std::ptr::null(), std::ptr::null(), 0) };
         assert_eq!(st, vh5_status::VH5_OK, "{name}: {}", last_error());
-        assert_eq!(&big[..6], &[0, 0, 2, 100, 2, 1], "{name}");
-        assert_eq!(big[40], 2, "{name}: row 1 must use its dst_start as passed (40)");
-        assert!(big[64..].iter().all(|&v| v == 0), "{name}: written outside dst");
+        check_first_row_rewrote_second(big, name);
         ffi_close(&[ds, f]);
     }
 }

@@ -14,8 +14,9 @@
 //! types: the dtype of their `NUMPY:` tag); a compound as numpy's dict form `{"names": [...],
 //! "formats": [...], "offsets": [...], "itemsize": n}`; an array type as `[base, [dims...]]`;
 //! `null` when some part has no exact numpy equivalent (time types, non-UTF-8 member names,
-//! reduced-precision numbers, ...). The native `long double` is numpy's longdouble (`"<f16"`
-//! on x86-64).
+//! bitfields with padding bits, ...). A number of reduced precision (a 12-bit integer, say) is
+//! described by its native memory type (`"<i2"`), the type libhdf5 converts it to. The native
+//! `long double` is numpy's longdouble (`"<f16"` on x86-64).
 
 use std::ffi::{c_uint, CStr};
 

@@ -117,6 +117,9 @@ pub(crate) fn extent_is_fixed(lock: &H5Lock, dset: hid_t) -> bool {
     }
 }
 
+/// The cached facts of each open dataset ([`dataset_meta`]). Emptied wholesale when it reaches
+/// [`MAX_ENTRIES`] (every entry can be computed again), which is why the native types, which
+/// must never be derived twice for an open dataset, live apart in [`NATIVES`].
 static CACHE: Mutex<Option<HashMap<hid_t, Arc<DatasetMeta>>>> = Mutex::new(None);
 
 /// The native memory type of each open dataset's file type, derived once per dataset id
