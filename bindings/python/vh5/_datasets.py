@@ -152,6 +152,10 @@ class Dataset(Handle):
             # Records: the fill value as a value of the memory type's numpy dtype (any size),
             # what h5py gives field for field (np.void with fields, bytes, an array, an int).
             native, fill = self._mem_type()
+            if native is not None and native.kind in "Mm":
+                # h5py's datetime64 / timedelta64 (an opaque type tagged with that dtype): its
+                # dtype, as h5py gives (the bytes are numpy's, in the tag's byte order).
+                self.dtype = native
             if fill is not None:
                 value = np.frombuffer(fill, dtype=native if native is not None else self.dtype)
                 self.fillvalue = value[0]
