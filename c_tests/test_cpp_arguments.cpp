@@ -9,6 +9,7 @@
 //  - 0-d arrays in copy_many_slices / write_many_slices (refused, as the C ABI accepts them);
 //  - ArrayRef<const T> as a source: the dtype of T (it was dtype 0, "unknown dtype code 0");
 //  - Dataset::null_dataspace() tells a null dataspace from a scalar (shape() is empty for both);
+//  - Dataset::mem_type() gives vh5_dataset_mem_type's JSON text;
 //  - element types named other than int64_t & co.: `long long` / `unsigned long long` (on
 //    Linux distinct from int64_t / uint64_t, which are `long`) get the 64-bit codes (they were
 //    dtype 0 at run time; types without a code, e.g. char, are now compile errors: run.sh).
@@ -164,6 +165,10 @@ static void nul_in_names(const std::string &path) {
   CHECK(e.first == VH5_ERR_INVALID_ARGUMENT && contains(e.second, "dst.strides has 1 values for 3 axes"));
   vh5::Dataset height = f.dataset("height");  // a scalar: shape() empty, not a null dataspace
   CHECK(height.shape().empty() && !height.null_dataspace());
+  // Dataset::mem_type(): vh5_dataset_mem_type's text (tas in test1.nc: h5py's dtype <f8,
+  // fill value 1e20 = bytes 00 00 00 80 1d af 15 44)
+  std::string mt = tas.mem_type();
+  CHECK(mt == "{\"fill_value\":\"000000801daf1544\",\"itemsize\":8,\"numpy\":\"<f8\"}");
 }
 
 /// Datasets created through the libhdf5 vh5 loaded: a null dataspace and a scalar, then a

@@ -305,6 +305,14 @@ class Dataset {
   /// reads of it throw VH5_ERR_UNSUPPORTED; shape() is empty as for a scalar, which holds one
   /// (vh5_dataset_info.null_dataspace).
   bool null_dataspace() const { return info().null_dataspace != 0; }
+  /// The memory type vh5 moves this dataset's elements with, as vh5_dataset_mem_type's JSON
+  /// text: `{"itemsize": n, "numpy": D, "fill_value": F}` (D a numpy dtype description,
+  /// null when numpy has none; F lowercase hex of one element or null). Compare a record
+  /// type with D before moving VH5_DTYPE_OPAQUE records: another layout of the same size
+  /// puts fields in the wrong places. Throws vh5::Error.
+  std::string mem_type() const {
+    return detail::two_call([&](uint8_t *b, size_t cap, size_t *len) { return vh5_dataset_mem_type(h_.id(), b, cap, len); });
+  }
 
  private:
   Handle h_;
