@@ -124,6 +124,24 @@ impl ChunkCache {
         self.lock().lru.get(key).map(Arc::clone)
     }
 
+    /// [`ChunkCache::get`] of every key of `keys` in order under one lock (a worker's lookups
+    /// for a span of chunks: one lock instead of one per chunk, which two workers contended
+    /// for): `hit(i, bytes)` for each key found (`i` its position in `keys`), `miss(i)` for
+    /// the others, both called with the lock held (they must not use this cache).
+    pub fn get_each(&self, keys: impl IntoIterator<Item = CacheKey>, mut hit: impl FnMut(usize, Arc<Vec<u8>>), mut miss: impl FnMut(usize)) {
+        if self.cap == 0 {
+            keys.into_iter().enumerate().for_each(|(i, _)| miss(i));
+            return;
+        }
+        let mut g = self.lock();
+        for (i, k) in keys.into_iter().enumerate() {
+            match g.lru.get(&k) {
+                Some(b) => hit(i, Arc::clone(b)),
+                None => miss(i),
+            }
+        }
+    }
+
     /// The cache held locked for a series of lookups by one thread ([`Locked::peek`]: no
     /// `Arc` clone, no reordering per lookup), `None` when the cache holds nothing by design
     /// (bound 0). Other threads' lookups and inserts wait until it is dropped: hold it only
@@ -218,6 +236,23 @@ mod tests {
         let ev = c.insert(k(5), vec![5; 25]);
         assert_eq!(ev.len(), 3);
         assert_eq!(c.usage(), (1, 25));
+    }
+
+    #[test]
+    fn get_each_reports_hits_and_misses_by_position_and_promotes_hits() {
+        let c = ChunkCache::new(30);
+        for i in 1..=3 {
+            c.insert(k(i), vec![i as u8; 10]);
+        }
+        let (mut hits, mut misses) = (Vec::new(), Vec::new());
+        c.get_each([k(2), k(9), k(1)], |i, b| hits.push((i, b[0])), |i| misses.push(i));
+        assert_eq!((hits, misses), (vec![(0, 2), (2, 1)], vec![1]));
+        // 2 then 1 were used: 3 is the oldest.
+        let ev = c.insert(k(4), vec![4; 10]);
+        assert_eq!((ev.len(), ev[0][0]), (1, 3));
+        let mut misses = Vec::new();
+        ChunkCache::new(0).get_each([k(1), k(2)], |_, _| panic!("bound 0 holds nothing"), |i| misses.push(i));
+        assert_eq!(misses, [0, 1]);
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub(super) struct SpanScratch {
     chunk: Vec<u8>,
     /// (chunk group, entry) of the span's chunks to read, in group order.
     todo: Vec<(usize, Entry)>,
+    /// (chunk group, decoded bytes) of the span's chunks the cache holds, in group order.
+    hits: Vec<(usize, std::sync::Arc<Vec<u8>>)>,
 }
 
 /// Read, decode and scatter the chunk groups `groups` of `sh.plan` (each read whole and
@@ -56,20 +58,29 @@ pub(super) fn process_span(
     let n = sh.grid.ndim();
     let mut origin = [0u64; MAX_RANK];
     s.todo.clear();
-    for g in groups {
-        let chunk = sh.plan.groups[g].0;
-        if let Some(c) = fetcher.cache {
-            let key = CacheKey { chunk, form: fetcher.form.0, unit: fetcher.form.1 };
-            if let Some(hit) = fetcher.probe.then(|| c.get(&key)).flatten() {
-                fetcher.hits.fetch_add(1, Ordering::Relaxed);
-                sh.grid.linear_origin(chunk, &mut origin[..n]);
-                sh.scatter(g, &hit, &origin[..n], sh.grid.chunk()).map_err(|e| (g, e))?;
-                continue;
-            }
-            fetcher.misses.fetch_add(1, Ordering::Relaxed);
+    let entry = |g: usize| (g, ix.get(sh.plan.groups[g].0).expect("span chunks are indexed"));
+    match fetcher.cache.filter(|_| fetcher.probe) {
+        Some(c) => {
+            // Every lookup of the span under one lock; the hits are scattered after it.
+            let (form, first) = (fetcher.form, groups.start);
+            let keys = groups.clone().map(|g| CacheKey { chunk: sh.plan.groups[g].0, form: form.0, unit: form.1 });
+            let mut hits = std::mem::take(&mut s.hits);
+            c.get_each(keys, |i, b| hits.push((first + i, b)), |i| s.todo.push(entry(first + i)));
+            fetcher.hits.fetch_add(hits.len(), Ordering::Relaxed);
+            fetcher.misses.fetch_add(s.todo.len(), Ordering::Relaxed);
+            let scattered = hits.drain(..).try_for_each(|(g, hit)| {
+                sh.grid.linear_origin(sh.plan.groups[g].0, &mut origin[..n]);
+                sh.scatter(g, &hit, &origin[..n], sh.grid.chunk()).map_err(|e| (g, e))
+            });
+            s.hits = hits;
+            scattered?;
         }
-        let e = ix.get(chunk).expect("span chunks are indexed");
-        s.todo.push((g, e));
+        None => {
+            if fetcher.cache.is_some() {
+                fetcher.misses.fetch_add(groups.len(), Ordering::Relaxed);
+            }
+            s.todo.extend(groups.map(entry));
+        }
     }
     let todo = std::mem::take(&mut s.todo);
     let r = read_runs(sh, fetcher.form, ix, &todo, dec, s);
