@@ -155,24 +155,33 @@ impl ChunkCache {
     /// least recently used chunks until the bound holds. Bytes larger than the bound are not
     /// kept. Returns the evicted buffers (dropped by the caller outside the mutex; reusable).
     pub fn insert(&self, key: CacheKey, bytes: Vec<u8>) -> Vec<Arc<Vec<u8>>> {
-        let len = bytes.len() as u64;
-        if len > self.cap || self.cap == 0 {
-            return vec![Arc::new(bytes)];
-        }
-        let mut g = self.lock();
-        let inner = &mut *g;
+        self.insert_each([(key, bytes)])
+    }
+
+    /// [`ChunkCache::insert`] of every item of `items` in order under one lock (a worker's
+    /// decoded chunks of a span). Returns every evicted or refused buffer.
+    pub fn insert_each(&self, items: impl IntoIterator<Item = (CacheKey, Vec<u8>)>) -> Vec<Arc<Vec<u8>>> {
         let mut out = Vec::new();
-        if let Some(old) = inner.lru.pop(&key) {
-            inner.bytes -= old.len() as u64;
-            out.push(old);
+        let mut g = None;
+        for (key, bytes) in items {
+            let len = bytes.len() as u64;
+            if len > self.cap || self.cap == 0 {
+                out.push(Arc::new(bytes));
+                continue;
+            }
+            let inner = &mut **g.get_or_insert_with(|| self.lock());
+            if let Some(old) = inner.lru.pop(&key) {
+                inner.bytes -= old.len() as u64;
+                out.push(old);
+            }
+            while inner.bytes + len > self.cap {
+                let Some((_, old)) = inner.lru.pop_lru() else { break };
+                inner.bytes -= old.len() as u64;
+                out.push(old);
+            }
+            inner.lru.put(key, Arc::new(bytes));
+            inner.bytes += len;
         }
-        while inner.bytes + len > self.cap {
-            let Some((_, old)) = inner.lru.pop_lru() else { break };
-            inner.bytes -= old.len() as u64;
-            out.push(old);
-        }
-        inner.lru.put(key, Arc::new(bytes));
-        inner.bytes += len;
         out
     }
 
@@ -253,6 +262,17 @@ mod tests {
         let mut misses = Vec::new();
         ChunkCache::new(0).get_each([k(1), k(2)], |_, _| panic!("bound 0 holds nothing"), |i| misses.push(i));
         assert_eq!(misses, [0, 1]);
+    }
+
+    #[test]
+    fn insert_each_keeps_in_order_within_the_bound() {
+        let c = ChunkCache::new(30);
+        let out = c.insert_each((1..=4).map(|i| (k(i), vec![i as u8; 10])).chain([(k(9), vec![9; 31])]));
+        // 1 evicted by 4; 9 larger than the bound, refused.
+        assert_eq!(out.iter().map(|b| b[0]).collect::<Vec<_>>(), [1, 9]);
+        assert_eq!(c.usage(), (3, 30));
+        assert!(c.get(&k(1)).is_none() && c.get(&k(4)).is_some());
+        assert_eq!(ChunkCache::new(0).insert_each([(k(1), vec![1])]).len(), 1);
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub(super) const RUN_MAX_BYTES: u64 = 1 << 20;
 /// scattered ([`Shared::prefetch_dst`]).
 pub(super) const PREFETCH_AHEAD: usize = 8;
 
+/// Decoded chunks waiting to be kept in the dataset's cache, with their keys.
+type Kept = Vec<(CacheKey, Vec<u8>)>;
+
 /// A worker's reusable buffers for spans: the bytes of one run of chunks, and one chunk
 /// being decoded.
 #[derive(Default)]
@@ -42,6 +45,8 @@ pub(super) struct SpanScratch {
     todo: Vec<(usize, Entry)>,
     /// (chunk group, decoded bytes) of the span's chunks the cache holds, in group order.
     hits: Vec<(usize, std::sync::Arc<Vec<u8>>)>,
+    /// The span's decoded chunks to keep in the cache (inserted under one lock at its end).
+    keep: Kept,
 }
 
 /// Read, decode and scatter the chunk groups `groups` of `sh.plan` (each read whole and
@@ -85,6 +90,9 @@ pub(super) fn process_span(
     let todo = std::mem::take(&mut s.todo);
     let r = read_runs(sh, fetcher.form, ix, &todo, dec, s);
     s.todo = todo;
+    if let Some(c) = sh.cache.filter(|_| !s.keep.is_empty()) {
+        drop(c.insert_each(s.keep.drain(..)));
+    }
     r
 }
 
@@ -107,7 +115,7 @@ fn read_runs(sh: &Shared, form: (u8, usize), ix: &ChunkIndex, todo: &[(usize, En
             }
             let off = (e.offset - start) as usize;
             let stored = &s.run[off..off + e.size as usize];
-            chunk_from_stored(sh, form, g, stored, e.mask, dec, &mut s.chunk).map_err(|x| (g, x))?;
+            chunk_from_stored(sh, form, g, stored, e.mask, dec, (&mut s.chunk, &mut s.keep)).map_err(|x| (g, x))?;
         }
         i = j;
     }
@@ -138,8 +146,8 @@ fn run_end(todo: &[(usize, Entry)], i: usize, ok: impl Fn(&Entry) -> bool) -> us
 /// decodes. Stored bytes that are the chunk as it is in memory (no filter to run, no byte
 /// swap or conversion) are scattered straight from `stored`; otherwise they are copied into
 /// `buf` (reused) and decoded there. `form`: the memory form of the decoded bytes (the
-/// cache key's).
-fn chunk_from_stored(sh: &Shared, form: (u8, usize), g: usize, stored: &[u8], mask: u32, dec: &mut Decoder, buf: &mut Vec<u8>) -> Result<()> {
+/// cache key's); chunks the call keeps are pushed to `keep` (inserted by the caller).
+fn chunk_from_stored(sh: &Shared, form: (u8, usize), g: usize, stored: &[u8], mask: u32, dec: &mut Decoder, (buf, keep): (&mut Vec<u8>, &mut Kept)) -> Result<()> {
     let n = sh.grid.ndim();
     let chunk = sh.plan.groups[g].0;
     let (mut coord, mut origin) = ([0u64; MAX_RANK], [0u64; MAX_RANK]);
@@ -158,9 +166,8 @@ fn chunk_from_stored(sh: &Shared, form: (u8, usize), g: usize, stored: &[u8], ma
     b.extend_from_slice(stored);
     sh.decode(b, mask, dec, &coord[..n], &origin[..n])?;
     sh.scatter(g, b, &origin[..n], sh.grid.chunk())?;
-    if let Some(c) = sh.cache {
-        let key = CacheKey { chunk, form: form.0, unit: form.1 };
-        drop(c.insert(key, std::mem::take(b)));
+    if sh.cache.is_some() {
+        keep.push((CacheKey { chunk, form: form.0, unit: form.1 }, std::mem::take(b)));
     }
     Ok(())
 }
