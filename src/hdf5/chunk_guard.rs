@@ -179,6 +179,64 @@ impl Unfiltered {
     }
 }
 
+/// What libhdf5's reverse pipeline does to a chunk's size, filter by filter, for a pipeline
+/// it decodes: a chunk whose filter mask skips every filter that sizes its output (szip,
+/// scaleoffset, nbit with work to do, deflate, plugins) is handed on as stored, less 4 bytes
+/// per fletcher32 it applied, and libhdf5 (1.10 .. 2.x) copies a whole chunk out of it
+/// whatever its length: a short one is read past its end (heap bytes in the values; a
+/// crafted szip chunk under mask 1 stored as 318 of its 400 bytes). Such a chunk must hold
+/// exactly a chunk's bytes plus those checksums.
+struct Unencoded {
+    /// Per filter of the pipeline (mask bit order): `None` sizes its output, `Some(k)` takes
+    /// `k` bytes off (fletcher32: 4; shuffle, an nbit with nothing to pack: 0).
+    shrink: Vec<Option<u64>>,
+    /// A chunk's bytes in the file type.
+    chunk_bytes: u64,
+}
+
+impl Unencoded {
+    fn new(layout: &ChunkLayout, chunk_bytes: u64) -> Unencoded {
+        let shrink = layout
+            .filters
+            .iter()
+            .map(|f| match f.id {
+                SHUFFLE => Some(0),
+                FLETCHER32 => Some(4),
+                NBIT if super::filter_support::nbit_has_nothing_to_do(&f.cd_values) => Some(0),
+                _ => None,
+            })
+            .collect();
+        Unencoded { shrink, chunk_bytes }
+    }
+
+    /// The stored size a chunk of filter mask `mask` must have when every filter it applied
+    /// keeps its size known (`None`: a filter that sizes its output ran; libhdf5 answers).
+    fn expected(&self, mask: u32) -> Option<u64> {
+        let mut n = self.chunk_bytes;
+        for (i, k) in self.shrink.iter().enumerate() {
+            if i < 32 && mask & (1 << i) != 0 {
+                continue; // skipped for this chunk
+            }
+            n = n.checked_add((*k)?)?;
+        }
+        Some(n)
+    }
+
+    /// Refuse (`Hdf5`) the chunk at `origin`, stored as `size` bytes under `mask`, when it is
+    /// unencoded and of another size than a chunk's.
+    fn check(&self, lock: &H5Lock, dset: hid_t, origin: &[u64], size: u64, mask: u32) -> Result<()> {
+        match self.expected(mask) {
+            Some(want) if want != size => bail!(
+                Hdf5,
+                "dataset {}: the chunk at {origin:?} is stored unencoded (filter mask {mask:#x} skips every filter that sizes it) as {size} bytes                  (its chunk index entry), where such a chunk holds {want}: the file is corrupted (libhdf5 would copy a whole chunk out of the                  stored bytes, {}); vh5 refuses the read",
+                dataset_name(lock, dset),
+                if size < want { "reading past them" } else { "ignoring the rest" }
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Checks the chunks libhdf5 is about to decode (see the module docs). One per reader; it
 /// remembers the chunks it found sound.
 pub struct ReadGuard {
@@ -188,6 +246,9 @@ pub struct ReadGuard {
     file_size: u64,
     /// An unfiltered dataset of a read-only file (libhdf5 < 2.2): its stored chunk sizes checked.
     unfiltered: Option<Unfiltered>,
+    /// A pipeline libhdf5 decodes: the stored size of a chunk whose filter mask leaves it
+    /// unencoded is checked (see [`Unencoded`]).
+    unencoded: Option<Unencoded>,
     peeks: Vec<Peek>,
     checked: CheckedChunks,
     /// Made on first use (an inflater's state is ~10 KB: most guards never decode).
@@ -285,6 +346,17 @@ impl ReadGuard {
         if peeks.is_empty() && !unfiltered && !sized {
             return Ok(None);
         }
+        // (Its chunks' masks come with their stored bytes: fetched once per chunk and guard.)
+        let unencoded = match sized {
+            true => Some(Unencoded::new(
+                layout,
+                match chunk_bytes {
+                    Some(b) => b,
+                    None => elems.saturating_mul(file_type_size(lock, dset)?),
+                },
+            )),
+            false => None,
+        };
         // (The peeks read stored bytes: chunks still in libhdf5's cache must reach the file.)
         let file_size = match peeks.is_empty() && !sized {
             true => u64::MAX,
@@ -301,6 +373,7 @@ impl ReadGuard {
             dont_filter_partial: layout.dont_filter_partial,
             file_size,
             unfiltered: unfiltered.then_some(Unfiltered { elems }),
+            unencoded,
             peeks,
             checked: shared.unwrap_or_default(),
             decoder: None,
@@ -398,10 +471,13 @@ impl ReadGuard {
                 self.file_size
             );
         }
-        if self.peeks.is_empty() {
+        if self.peeks.is_empty() && self.unencoded.is_none() {
             return Ok(());
         }
         let Some(mask) = read_raw_chunk(lock, self.dset, origin, size, &mut self.raw)? else { return Ok(()) };
+        if let Some(u) = &self.unencoded {
+            u.check(lock, self.dset, origin, size, mask)?;
+        }
         let skipped = |i: usize| i < 32 && mask & (1 << i) != 0;
         for p in &self.peeks {
             if skipped(p.index) {
@@ -477,6 +553,18 @@ mod tests {
     fn layout(ids: &[i32]) -> ChunkLayout {
         let filters = ids.iter().map(|&id| FilterSpec { id, flags: 0, cd_values: Vec::new() }).collect();
         ChunkLayout { chunk: Some(vec![10]), filters, dont_filter_partial: false, fill_never: false }
+    }
+
+    #[test]
+    fn unencoded_chunks_hold_a_chunk_plus_the_checksums_they_applied() {
+        let mut l = layout(&[SHUFFLE, SZIP, FLETCHER32]);
+        l.filters.push(FilterSpec { id: NBIT, flags: 0, cd_values: Vec::new() });
+        let u = Unencoded::new(&l, 400);
+        assert_eq!(u.expected(0), None); // szip ran: its output sizes the chunk
+        assert_eq!(u.expected(0b0010), None); // so did the nbit (cd values: work to do)
+        assert_eq!(u.expected(0b1010), Some(404)); // shuffle and fletcher32 applied
+        assert_eq!(u.expected(0b1110), Some(400));
+        assert_eq!(u.expected(u32::MAX), Some(400));
     }
 
     #[test]
