@@ -932,8 +932,12 @@ vh5_status payload_document_format(const uint8_t *buf, size_t len, uint32_t *for
  * With `views_cap` 0 the walk stops as soon as the window is complete and final, so asking
  * the windows in order costs a walk of the document up to each window's end (a window of
  * `k` items over an `n`-item document: `n / k` windows, about `n^2 / (2k)` items walked
- * in all: choose `k` as a fraction of `n`). Such a walk does not validate what lies after
- * the window: validate once with `payload_decode_document` (capacities 0) first.
+ * in all: choose `k` as a fraction of `n`). A window is final once no container still open
+ * below its end can change it: one inside an open msgpack map (which may yet turn out to be
+ * a msgpack-numpy array and roll back into one view) or an open indefinite-length CBOR
+ * container (whose child count is known only at its break) waits for that container to
+ * close, up to the whole document. Such a walk does not validate what lies after the
+ * window: validate once with `payload_decode_document` (capacities 0) first.
  *
  * `*n_items` receives the number of items known when the walk ended: the document's total
  * when it walked to the end, else a number >= `first_item + items_cap`; the window holds
