@@ -68,17 +68,25 @@ static void msgpack_document(void) {
   CHECK(payload_decode_document(m, n, 0, NULL, 9, views, 2, &ni, &nv) == VH5_ERR_NULL_ARGUMENT);
   CHECK(payload_decode_document(m, n, 0, items, 9, views, 2, NULL, &nv) == VH5_ERR_NULL_ARGUMENT);
 
-  /* the same items one window at a time (no views: each walk stops once its window is final,
-   * the msgpack-numpy maps already rolled back into views) */
+  /* the same items one window at a time, with their views numbered from the count of views
+   * before the window (each walk stops once its window is final, the msgpack-numpy maps
+   * already rolled back into views) */
   st = payload_decode_document(m, n, PAYLOAD_DOC_MSGPACK, items, 9, views, 2, &ni, &nv);
   CHECK(st == VH5_OK);
+  size_t seen_views = 0;
   for (size_t first = 0; first < 9; first++) {
     payload_item one;
+    payload_view v;
     size_t wn = 0, wv = 0;
-    st = payload_decode_document_range(m, n, PAYLOAD_DOC_MSGPACK, first, &one, 1, NULL, 0, &wn, &wv);
+    st = payload_decode_document_range(m, n, PAYLOAD_DOC_MSGPACK, first, &one, 1, seen_views, &v, 1, &wn, &wv);
     CHECK(st == VH5_OK && wn > first);
     CHECK(memcmp(&one, &items[first], sizeof one) == 0);
+    if (one.kind == PAYLOAD_ITEM_ARRAY_VIEW) {
+      CHECK(one.value == seen_views && v.data == views[seen_views].data && v.nelements == 2);
+      seen_views++;
+    }
   }
+  CHECK(seen_views == 2);
   uint32_t fmt = 0;
   CHECK(payload_document_format(m, n, &fmt) == VH5_OK && fmt == PAYLOAD_DOC_MSGPACK);
   free(items);

@@ -922,33 +922,34 @@ vh5_status payload_decode_document(const uint8_t *buf,
 vh5_status payload_document_format(const uint8_t *buf, size_t len, uint32_t *format);
 
 /**
- * Items `first_item .. first_item + items_cap` of the document in `buf` (`len` bytes): the
- * windowed form of [`payload_decode_document`], so that a caller can build a document of
- * any size with a bounded item buffer. Item `first_item + i` goes to `items[i]`, exactly as
- * `payload_decode_document` would report it (same `parent` indices, counted from the
- * document's first item); views are written only when `views_cap` > 0, then all of them
- * (views_cap must be at least the document's view count) and the whole document is walked.
+ * Items `first_item .. first_item + items_cap` of the document in `buf` (`len` bytes), and
+ * views `first_view .. first_view + views_cap`: the windowed form of
+ * [`payload_decode_document`], so that a caller can build a document of any size with
+ * bounded buffers. Item `first_item + i` goes to `items[i]` and view `first_view + i` to
+ * `views[i]`, exactly as `payload_decode_document` would report them (same `parent`
+ * indices and view indices, counted from the document's first item and view). Views are
+ * numbered in item order, so the views of a window's PAYLOAD_ITEM_ARRAY_VIEW items start
+ * at the number of such items before the window and are at most as many as its items:
+ * pass that number as `first_view` and `views_cap` = `items_cap` to get them all.
  *
- * With `views_cap` 0 the walk stops as soon as the window is complete and final, so asking
- * the windows in order costs a walk of the document up to each window's end (a window of
- * `k` items over an `n`-item document: `n / k` windows, about `n^2 / (2k)` items walked
- * in all: choose `k` as a fraction of `n`). A window is final once no container still open
- * below its end can change it: one inside an open msgpack map (which may yet turn out to be
- * a msgpack-numpy array and roll back into one view) or an open indefinite-length CBOR
+ * The walk stops as soon as the window is complete and final, so asking the windows in
+ * order costs a walk of the document up to each window's end (a window of `k` items over
+ * an `n`-item document: `n / k` windows, about `n^2 / (2k)` items walked in all: choose
+ * `k` as a fraction of `n`). A window is final once no container still open below its end
+ * can change it: one inside an open msgpack map (which may yet turn out to be a
+ * msgpack-numpy array and roll back into one view) or an open indefinite-length CBOR
  * container (whose child count is known only at its break) waits for that container to
  * close, up to the whole document. Such a walk does not validate what lies after the
  * window: validate once with `payload_decode_document` (capacities 0) first.
  *
- * `*n_items` receives the number of items known when the walk ended: the document's total
- * when it walked to the end, else a number >= `first_item + items_cap`; the window holds
- * `min(*n_items, first_item + items_cap) - first_item` items (none when `first_item` is
- * beyond the end). `*n_views` receives the number of views reported (all of them when
- * `views_cap` > 0).
+ * `*n_items` / `*n_views` receive the numbers of items / views known when the walk ended:
+ * the document's totals when it walked to the end, else at least `first_item + items_cap`
+ * items. The window holds `min(*n_items, first_item + items_cap) - first_item` items (none
+ * when `first_item` is beyond the end).
  *
- * Returns VH5_OK; VH5_ERR_BUFFER_TOO_SMALL (`views_cap` > 0 but below the view count:
- * `*n_views` holds it); and the other statuses of `payload_decode_document` (NULL or
- * overlapping arguments, unknown `format`, malformed input...). On failure other than
- * VH5_ERR_BUFFER_TOO_SMALL `*n_items` = `*n_views` = 0. Thread-safe; `buf` is only read.
+ * Returns VH5_OK, and the other statuses of `payload_decode_document` (NULL or overlapping
+ * arguments, unknown `format`, malformed input...; never VH5_ERR_BUFFER_TOO_SMALL). On
+ * failure `*n_items` = `*n_views` = 0. Thread-safe; `buf` is only read.
  *
  * # Safety
  * As `payload_decode_document`: `buf` NULL or valid for reads of `len` bytes; `items` NULL
@@ -961,6 +962,7 @@ vh5_status payload_decode_document_range(const uint8_t *buf,
                                          size_t first_item,
                                          struct payload_item *items,
                                          size_t items_cap,
+                                         size_t first_view,
                                          struct payload_view *views,
                                          size_t views_cap,
                                          size_t *n_items,

@@ -128,10 +128,11 @@ const _: () = assert!(
         && std::mem::size_of::<payload_item>() == 64
 );
 
-/// Writes into the caller's arrays: item `first + i` into `items[i]`, only below their
-/// capacities.
+/// Writes into the caller's arrays: item `first + i` into `items[i]`, view `first_view + i`
+/// into `views[i]`, only below their capacities.
 struct SliceSink<'o> {
     first: usize,
+    first_view: usize,
     items: &'o mut [payload_item],
     views: &'o mut [payload_view],
 }
@@ -148,7 +149,7 @@ impl<'a> Sink<'a> for SliceSink<'_> {
         }
     }
     fn view(&mut self, idx: usize, v: PayloadView<'a>) {
-        if let Some(s) = self.views.get_mut(idx) {
+        if let Some(s) = idx.checked_sub(self.first_view).and_then(|i| self.views.get_mut(i)) {
             *s = payload_view::from_view(&v);
         }
     }
@@ -202,7 +203,7 @@ pub unsafe extern "C" fn payload_decode_document(
 ) -> vh5_status {
     guard(|| {
         // SAFETY: the caller's contract, passed on.
-        let c = unsafe { walk_into(buf, len, format, 0, items, items_cap, views, views_cap, n_items, n_views, usize::MAX) }?;
+        let c = unsafe { walk_into(buf, len, format, (0, 0), items, items_cap, views, views_cap, n_items, n_views, usize::MAX) }?;
         if c.items > items_cap || c.views > views_cap {
             bail!(
                 BufferTooSmall,
@@ -218,8 +219,8 @@ pub unsafe extern "C" fn payload_decode_document(
 /// The argument checks and the walk shared by [`payload_decode_document`] and
 /// [`payload_decode_document_range`]: every output is checked against the message before it
 /// is first written, both counts are zeroed (when not NULL) before either NULL is reported,
-/// then items from `first_item` and views are written below their capacities (walking until
-/// `stop_at`, see `walk_document_until`) and the counts set.
+/// then items from `first.0` and views from `first.1` are written below their capacities
+/// (walking until `stop_at`, see `walk_document_until`) and the counts set.
 ///
 /// # Safety
 /// As [`payload_decode_document`].
@@ -228,7 +229,7 @@ unsafe fn walk_into(
     buf: *const u8,
     len: usize,
     format: u32,
-    first_item: usize,
+    first: (usize, usize),
     items: *mut payload_item,
     items_cap: usize,
     views: *mut payload_view,
@@ -250,7 +251,7 @@ unsafe fn walk_into(
     // outside `buf`.
     let (items, views) = unsafe { (slice_mut_arg(items, items_cap, "items")?, slice_mut_arg(views, views_cap, "views")?) };
     let format = doc_format(format)?;
-    let (c, _) = document::walk_document_until(b, format, &mut SliceSink { first: first_item, items, views }, stop_at)?;
+    let (c, _) = document::walk_document_until(b, format, &mut SliceSink { first: first.0, first_view: first.1, items, views }, stop_at)?;
     // SAFETY: as above (both checked non-NULL).
     unsafe { write_out(n_items, "n_items", c.items).and(write_out(n_views, "n_views", c.views)) }?;
     Ok(c)
@@ -297,33 +298,34 @@ pub unsafe extern "C" fn payload_document_format(buf: *const u8, len: usize, for
     })
 }
 
-/// Items `first_item .. first_item + items_cap` of the document in `buf` (`len` bytes): the
-/// windowed form of [`payload_decode_document`], so that a caller can build a document of
-/// any size with a bounded item buffer. Item `first_item + i` goes to `items[i]`, exactly as
-/// `payload_decode_document` would report it (same `parent` indices, counted from the
-/// document's first item); views are written only when `views_cap` > 0, then all of them
-/// (views_cap must be at least the document's view count) and the whole document is walked.
+/// Items `first_item .. first_item + items_cap` of the document in `buf` (`len` bytes), and
+/// views `first_view .. first_view + views_cap`: the windowed form of
+/// [`payload_decode_document`], so that a caller can build a document of any size with
+/// bounded buffers. Item `first_item + i` goes to `items[i]` and view `first_view + i` to
+/// `views[i]`, exactly as `payload_decode_document` would report them (same `parent`
+/// indices and view indices, counted from the document's first item and view). Views are
+/// numbered in item order, so the views of a window's PAYLOAD_ITEM_ARRAY_VIEW items start
+/// at the number of such items before the window and are at most as many as its items:
+/// pass that number as `first_view` and `views_cap` = `items_cap` to get them all.
 ///
-/// With `views_cap` 0 the walk stops as soon as the window is complete and final, so asking
-/// the windows in order costs a walk of the document up to each window's end (a window of
-/// `k` items over an `n`-item document: `n / k` windows, about `n^2 / (2k)` items walked
-/// in all: choose `k` as a fraction of `n`). A window is final once no container still open
-/// below its end can change it: one inside an open msgpack map (which may yet turn out to be
-/// a msgpack-numpy array and roll back into one view) or an open indefinite-length CBOR
+/// The walk stops as soon as the window is complete and final, so asking the windows in
+/// order costs a walk of the document up to each window's end (a window of `k` items over
+/// an `n`-item document: `n / k` windows, about `n^2 / (2k)` items walked in all: choose
+/// `k` as a fraction of `n`). A window is final once no container still open below its end
+/// can change it: one inside an open msgpack map (which may yet turn out to be a
+/// msgpack-numpy array and roll back into one view) or an open indefinite-length CBOR
 /// container (whose child count is known only at its break) waits for that container to
 /// close, up to the whole document. Such a walk does not validate what lies after the
 /// window: validate once with `payload_decode_document` (capacities 0) first.
 ///
-/// `*n_items` receives the number of items known when the walk ended: the document's total
-/// when it walked to the end, else a number >= `first_item + items_cap`; the window holds
-/// `min(*n_items, first_item + items_cap) - first_item` items (none when `first_item` is
-/// beyond the end). `*n_views` receives the number of views reported (all of them when
-/// `views_cap` > 0).
+/// `*n_items` / `*n_views` receive the numbers of items / views known when the walk ended:
+/// the document's totals when it walked to the end, else at least `first_item + items_cap`
+/// items. The window holds `min(*n_items, first_item + items_cap) - first_item` items (none
+/// when `first_item` is beyond the end).
 ///
-/// Returns VH5_OK; VH5_ERR_BUFFER_TOO_SMALL (`views_cap` > 0 but below the view count:
-/// `*n_views` holds it); and the other statuses of `payload_decode_document` (NULL or
-/// overlapping arguments, unknown `format`, malformed input...). On failure other than
-/// VH5_ERR_BUFFER_TOO_SMALL `*n_items` = `*n_views` = 0. Thread-safe; `buf` is only read.
+/// Returns VH5_OK, and the other statuses of `payload_decode_document` (NULL or overlapping
+/// arguments, unknown `format`, malformed input...; never VH5_ERR_BUFFER_TOO_SMALL). On
+/// failure `*n_items` = `*n_views` = 0. Thread-safe; `buf` is only read.
 ///
 /// # Safety
 /// As `payload_decode_document`: `buf` NULL or valid for reads of `len` bytes; `items` NULL
@@ -337,18 +339,16 @@ pub unsafe extern "C" fn payload_decode_document_range(
     first_item: usize,
     items: *mut payload_item,
     items_cap: usize,
+    first_view: usize,
     views: *mut payload_view,
     views_cap: usize,
     n_items: *mut usize,
     n_views: *mut usize,
 ) -> vh5_status {
     guard(|| {
-        let stop_at = if views_cap == 0 { first_item.saturating_add(items_cap) } else { usize::MAX };
+        let stop_at = first_item.saturating_add(items_cap);
         // SAFETY: the caller's contract, passed on.
-        let c = unsafe { walk_into(buf, len, format, first_item, items, items_cap, views, views_cap, n_items, n_views, stop_at) }?;
-        if views_cap > 0 && c.views > views_cap {
-            bail!(BufferTooSmall, "the document has {} array views but the output holds {views_cap} (capacity, in elements)", c.views);
-        }
+        unsafe { walk_into(buf, len, format, (first_item, first_view), items, items_cap, views, views_cap, n_items, n_views, stop_at) }?;
         Ok(())
     })
 }
@@ -444,13 +444,20 @@ mod range_tests {
             for k in 1..=ni {
                 for first in (0..ni).step_by(k) {
                     let mut w = vec![payload_item::default(); k];
+                    let mut wviews = vec![payload_view::zeroed(); k];
+                    let first_view = all[..first].iter().filter(|i| i.kind == PAYLOAD_ITEM_ARRAY_VIEW).count();
                     let (mut wn, mut wv) = (0usize, 0usize);
-                    // SAFETY: as above; views NULL with capacity 0.
-                    let st = unsafe { payload_decode_document_range(m.as_ptr(), m.len(), f, first, w.as_mut_ptr(), k, std::ptr::null_mut(), 0, &mut wn, &mut wv) };
+                    // SAFETY: as above.
+                    let st = unsafe { payload_decode_document_range(m.as_ptr(), m.len(), f, first, w.as_mut_ptr(), k, first_view, wviews.as_mut_ptr(), k, &mut wn, &mut wv) };
                     assert_eq!(st, vh5_status::VH5_OK);
                     let got = wn.min(first + k) - first;
                     assert_eq!(got, k.min(ni - first), "format {f} window {first}+{k}");
                     assert_eq!(&w[..got], &all[first..first + got], "format {f} window {first}+{k}");
+                    // the window's views, numbered from first_view, as the whole call gives them
+                    for it in w[..got].iter().filter(|i| i.kind == PAYLOAD_ITEM_ARRAY_VIEW) {
+                        let (a, b) = (&wviews[it.value as usize - first_view], &views[it.value as usize]);
+                        assert_eq!((a.data, a.data_offset, a.dtype, a.ndim, a.shape), (b.data, b.data_offset, b.dtype, b.ndim, b.shape));
+                    }
                 }
             }
         }

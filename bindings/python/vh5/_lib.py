@@ -159,6 +159,7 @@ _SIGNATURES = {
             c_size_t,
             c_void_p,
             c_size_t,
+            c_size_t,
             c_void_p,
             c_size_t,
             POINTER(c_size_t),

@@ -140,9 +140,10 @@ def _count(raw: np.ndarray, fmt: int):
     return ni.value, nv.value
 
 
-def _range(raw: np.ndarray, fmt: int, first: int, items: np.ndarray, views=None, vcap: int = 0) -> int:
-    """payload_decode_document_range: items ``first ..`` into ``items`` (and every view into
-    ``views`` when ``vcap`` > 0); returns the number of items the library knows of."""
+def _range(raw: np.ndarray, fmt: int, first: int, items: np.ndarray, first_view: int = 0, views=None) -> int:
+    """payload_decode_document_range: items ``first ..`` into ``items`` and views
+    ``first_view ..`` into ``views`` (a ctypes array, or None); returns the number of items
+    the library knows of."""
     ni, nv = ctypes.c_size_t(0), ctypes.c_size_t(0)
     st = lib().payload_decode_document_range(
         raw.ctypes.data,
@@ -151,8 +152,9 @@ def _range(raw: np.ndarray, fmt: int, first: int, items: np.ndarray, views=None,
         first,
         items.ctypes.data,
         items.size,
-        ctypes.addressof(views) if vcap else None,
-        vcap,
+        first_view,
+        ctypes.addressof(views) if views is not None else None,
+        len(views) if views is not None else 0,
         ctypes.byref(ni),
         ctypes.byref(nv),
     )
@@ -182,22 +184,24 @@ def _array(raw: np.ndarray, v: PayloadView, at: int) -> np.ndarray:
 
 def _build(raw, fmt, counts=None, **hooks):
     """The document as Python objects, built from its item list window by window (see
-    ``_WINDOWS``): peak memory is the objects built plus one window. ``fmt``: a format code
-    (0: detect); ``counts``: (items, views) when already counted (the count walk validates
-    the whole document, which later windows rely on); ``hooks``: as :class:`_Builder`."""
+    ``_WINDOWS``): peak memory is the objects built plus one window of items and views.
+    ``fmt``: a format code (0: detect); ``counts``: (items, views) when already counted (the
+    count walk validates the whole document, which later windows rely on); ``hooks``: as
+    :class:`_Builder`."""
     fmt = _format(raw, fmt)
     ni, nv = counts if counts is not None else _count(raw, fmt)
     size = min(ni, max(_MIN_WINDOW, -(-ni // _WINDOWS)))
     items = np.empty(max(size, 1), dtype=ITEM_DTYPE)
-    views = (PayloadView * max(nv, 1))()
-    b = _Builder(raw, fmt, views, **hooks)
+    # a window's views are at most as many as its items, numbered on from the earlier ones
+    views = (PayloadView * min(size, nv))() if nv else None
+    b = _Builder(raw, fmt, **hooks)
     first = 0
     while first < ni:
-        known = _range(raw, fmt, first, items, views, nv) if first == 0 else _range(raw, fmt, first, items)
+        known = _range(raw, fmt, first, items, b.nviews, views)
         n = min(known, ni, first + size) - first
         if n <= 0:
             raise error("VH5_ERR_PANIC", f"the library reported {known} items, expected {ni}")
-        b.feed(items[:n], first)
+        b.feed(items[:n], first, views)
         first += n
     return b.finish()
 
@@ -209,12 +213,13 @@ class _Builder:
 
     HOOKS = ("bytes_as", "key_bytes", "text", "tag", "ext", "map_hook", "list_hook", "numpy_scalar")
 
-    def __init__(self, raw, fmt, views, *, key_errors=False, **hooks):
+    def __init__(self, raw, fmt, *, key_errors=False, **hooks):
         if set(hooks) != set(self.HOOKS):
             raise TypeError(f"hooks {sorted(hooks)} are not {sorted(self.HOOKS)}")
         self.__dict__.update(hooks)
-        self.raw, self.fmt, self.views, self.mv = raw, fmt, views, memoryview(raw)
+        self.raw, self.fmt, self.mv = raw, fmt, memoryview(raw)
         self.key_errors = key_errors
+        self.nviews = 0  # array items seen so far: the index of the next window's first view
         # frames: [kind, container, remaining, pending key or _NOKEY, tag number, first item,
         # the pending key's first item]; a chunked string's frame collects its chunks
         self.stack = []
@@ -225,8 +230,9 @@ class _Builder:
             raise error("VH5_ERR_MALFORMED", "document item list ended inside a container")
         return self.root
 
-    def feed(self, win: np.ndarray, first: int):
-        """Add the items ``first ..`` of the window ``win``."""
+    def feed(self, win: np.ndarray, first: int, views):
+        """Add the items ``first ..`` of the window ``win`` (``views``: its views, the first
+        one numbered ``self.nviews``)."""
         kinds = win["kind"].tolist()
         flags = win["flags"].tolist()
         children = win["children"].tolist()
@@ -277,7 +283,7 @@ class _Builder:
             elif k == K_NIL or k == K_UNDEF:
                 v = None
             elif k == K_VIEW:
-                v = _array(self.raw, self.views[vals[i]], int(win["offset"][i]))
+                v = _array(self.raw, views[vals[i] - self.nviews], int(win["offset"][i]))
                 if flags[i] & F_NUMPY_SCALAR:
                     v = self.numpy_scalar(v)
             elif k == K_EXT:
@@ -286,6 +292,7 @@ class _Builder:
             else:
                 v = Simple(vals[i])
             self._attach(v, first + i)
+        self.nviews += kinds.count(K_VIEW)
 
     def _attach(self, v, start: int):
         """Attach the complete value ``v`` (first item ``start``) to the open containers,
