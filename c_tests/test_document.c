@@ -1,7 +1,9 @@
 /* C test of payload_decode_document through include/vh5.h: the two-call pattern on a msgpack
  * document holding two msgpack-numpy arrays inside a map and a list (the shape of
  * xarray.Dataset.to_dict("array") packed with msgpack_numpy.encode), and a CBOR document with
- * an RFC 8746 typed array; errors: truncation, NULL arguments, unknown format. */
+ * an RFC 8746 typed array; windows of one item (payload_decode_document_range) equal the whole
+ * list; a Reductionist map stays a map with its "bytes" value the array; errors: truncation,
+ * NULL arguments, unknown format. */
 #include "vh5.h"
 #include "check.h"
 
@@ -65,6 +67,28 @@ static void msgpack_document(void) {
   CHECK(payload_decode_document(m, n, 7, items, 9, views, 2, &ni, &nv) == VH5_ERR_INVALID_ARGUMENT);
   CHECK(payload_decode_document(m, n, 0, NULL, 9, views, 2, &ni, &nv) == VH5_ERR_NULL_ARGUMENT);
   CHECK(payload_decode_document(m, n, 0, items, 9, views, 2, NULL, &nv) == VH5_ERR_NULL_ARGUMENT);
+
+  /* the same items one window at a time, with their views numbered from the count of views
+   * before the window (each walk stops once its window is final, the msgpack-numpy maps
+   * already rolled back into views) */
+  st = payload_decode_document(m, n, PAYLOAD_DOC_MSGPACK, items, 9, views, 2, &ni, &nv);
+  CHECK(st == VH5_OK);
+  size_t seen_views = 0;
+  for (size_t first = 0; first < 9; first++) {
+    payload_item one;
+    payload_view v;
+    size_t wn = 0, wv = 0;
+    st = payload_decode_document_range(m, n, PAYLOAD_DOC_MSGPACK, first, &one, 1, seen_views, &v, 1, &wn, &wv);
+    CHECK(st == VH5_OK && wn > first);
+    CHECK(memcmp(&one, &items[first], sizeof one) == 0);
+    if (one.kind == PAYLOAD_ITEM_ARRAY_VIEW) {
+      CHECK(one.value == seen_views && v.data == views[seen_views].data && v.nelements == 2);
+      seen_views++;
+    }
+  }
+  CHECK(seen_views == 2);
+  uint32_t fmt = 0;
+  CHECK(payload_document_format(m, n, &fmt) == VH5_OK && fmt == PAYLOAD_DOC_MSGPACK);
   free(items);
   free(views);
 }
@@ -85,6 +109,17 @@ static void cbor_document(void) {
   /* a scalar first byte is valid in both formats: auto refuses to guess */
   st = payload_decode_document(m + 1, 2, PAYLOAD_DOC_AUTO, items, 8, views, 1, &ni, &nv);
   CHECK(st == VH5_ERR_INVALID_ARGUMENT);
+
+  /* {"bytes": h'01000000', "dtype": "int32", "count": [3]}: a map of 3 entries whose "bytes"
+   * value is the array (shape [] as Reductionist means a missing shape); count kept as items */
+  const uint8_t r[] = {0xa3, 0x65, 'b', 'y', 't', 'e', 's', 0x44, 1, 0, 0, 0, 0x65, 'd', 't', 'y', 'p', 'e',
+                       0x65, 'i', 'n', 't', '3', '2', 0x65, 'c', 'o', 'u', 'n', 't', 0x81, 0x03};
+  st = payload_decode_document(r, sizeof r, PAYLOAD_DOC_CBOR, items, 8, views, 1, &ni, &nv);
+  CHECK(st == VH5_OK && ni == 8 && nv == 1);
+  CHECK(items[0].kind == PAYLOAD_ITEM_MAP && items[0].children == 6);
+  CHECK(items[2].kind == PAYLOAD_ITEM_ARRAY_VIEW && items[2].parent == 0 && items[2].position == 1);
+  CHECK(views[0].format == PAYLOAD_FORMAT_REDUCTIONIST && views[0].ndim == 0 && views[0].data_offset == 8);
+  CHECK(items[6].kind == PAYLOAD_ITEM_ARRAY && items[7].kind == PAYLOAD_ITEM_UINT && items[7].value == 3);
 }
 
 int main(void) {

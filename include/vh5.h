@@ -146,9 +146,15 @@
 #define PAYLOAD_ITEM_EXT 13
 
 /**
- * `payload_item.kind`: an array (msgpack-numpy map: a msgpack map with keys "nd", "type"
- * and "data"; RFC 8746 typed array tag 64-87,
- * multi-dimensional array tag 40/1040, or a CBOR map with text keys "bytes" and "dtype"):
+ * `payload_item.kind`: an array: a msgpack-numpy map (a msgpack map with keys "nd", "type"
+ * and "data": the map's item itself becomes the view), an RFC 8746 typed array tag 64-87, a
+ * multi-dimensional array tag 40/1040, or the value of key "bytes" of a CBOR map that
+ * matches the Reductionist schema exactly (only the keys bytes, dtype, shape,
+ * shape_as_bytes, count, count_as_bytes, byte_order; bytes and dtype present; bytes /
+ * *_as_bytes a byte string or typed array, dtype / byte_order text, shape an array of
+ * unsigned integers, count an unsigned integer, integer array, typed array or null): that
+ * map stays a PAYLOAD_ITEM_MAP with all its entries, its "bytes" value the array decoded
+ * from the whole map (shape, dtype, byte order); any other CBOR map is a plain map.
  * `value` = index of its payload_view in the `views` output, exactly as
  * payload_decode_view describes that array alone; `data_offset` / `data_len` repeat the
  * view's. Its content is not reported as items.
@@ -291,12 +297,13 @@
 
 /**
  * `payload_view.layout`: any other accepted map: count as a bare integer or nested arrays,
- * missing `shape` or `byte_order`, typed-array tags, numpy type strings, unknown extra keys.
+ * missing `shape` (a scalar) or `byte_order`, typed-array tags, numpy type strings, unknown
+ * extra keys.
  */
 #define PAYLOAD_LAYOUT_CLIENT 4
 
 /**
- * `payload_view.count_form`: the message has no count (`count_len` = 0).
+ * `payload_view.count_form`: the message has no count, or an empty one (`count_len` = 0).
  */
 #define PAYLOAD_COUNT_ABSENT 0
 
@@ -897,6 +904,71 @@ vh5_status payload_decode_document(const uint8_t *buf,
                                    size_t *n_views);
 
 /**
+ * The format PAYLOAD_DOC_AUTO picks for the document in `buf` (`len` bytes), into
+ * `*format`: PAYLOAD_DOC_CBOR or PAYLOAD_DOC_MSGPACK. Walks the document up to twice when
+ * its first byte starts a container in both formats (0x80-0xbf). Pass the answer to
+ * [`payload_decode_document_range`] so that each window does not detect it again.
+ *
+ * Returns VH5_OK; VH5_ERR_NULL_ARGUMENT (`format` NULL, `buf` NULL with a non-zero `len`);
+ * and the errors of `payload_decode_document` with PAYLOAD_DOC_AUTO that detection
+ * reports (VH5_ERR_INVALID_ARGUMENT for a document valid in both formats or a first byte
+ * valid in both, VH5_ERR_SERVER_ERROR for a JSON error body, VH5_ERR_MALFORMED for empty
+ * input, VH5_ERR_UNSUPPORTED for an HDF5 / netCDF-3 file). `*format` is 0 on failure.
+ * Thread-safe; `buf` is only read.
+ *
+ * # Safety
+ * `buf` NULL or valid for reads of `len` bytes; `format` NULL or writable (outside `buf`).
+ */
+vh5_status payload_document_format(const uint8_t *buf, size_t len, uint32_t *format);
+
+/**
+ * Items `first_item .. first_item + items_cap` of the document in `buf` (`len` bytes), and
+ * views `first_view .. first_view + views_cap`: the windowed form of
+ * [`payload_decode_document`], so that a caller can build a document of any size with
+ * bounded buffers. Item `first_item + i` goes to `items[i]` and view `first_view + i` to
+ * `views[i]`, exactly as `payload_decode_document` would report them (same `parent`
+ * indices and view indices, counted from the document's first item and view). Views are
+ * numbered in item order, so the views of a window's PAYLOAD_ITEM_ARRAY_VIEW items start
+ * at the number of such items before the window and are at most as many as its items:
+ * pass that number as `first_view` and `views_cap` = `items_cap` to get them all.
+ *
+ * The walk stops as soon as the window is complete and final, so asking the windows in
+ * order costs a walk of the document up to each window's end (a window of `k` items over
+ * an `n`-item document: `n / k` windows, about `n^2 / (2k)` items walked in all: choose
+ * `k` as a fraction of `n`). A window is final once no container still open below its end
+ * can change it: one inside an open msgpack map (which may yet turn out to be a
+ * msgpack-numpy array and roll back into one view) or an open indefinite-length CBOR
+ * container (whose child count is known only at its break) waits for that container to
+ * close, up to the whole document. Such a walk does not validate what lies after the
+ * window: validate once with `payload_decode_document` (capacities 0) first.
+ *
+ * `*n_items` / `*n_views` receive the numbers of items / views known when the walk ended:
+ * the document's totals when it walked to the end, else at least `first_item + items_cap`
+ * items. The window holds `min(*n_items, first_item + items_cap) - first_item` items (none
+ * when `first_item` is beyond the end).
+ *
+ * Returns VH5_OK, and the other statuses of `payload_decode_document` (NULL or overlapping
+ * arguments, unknown `format`, malformed input...; never VH5_ERR_BUFFER_TOO_SMALL). On
+ * failure `*n_items` = `*n_views` = 0. Thread-safe; `buf` is only read.
+ *
+ * # Safety
+ * As `payload_decode_document`: `buf` NULL or valid for reads of `len` bytes; `items` NULL
+ * or valid for writes of `items_cap` payload_item; `views` NULL or valid for writes of
+ * `views_cap` payload_view; `n_items`, `n_views` NULL or writable.
+ */
+vh5_status payload_decode_document_range(const uint8_t *buf,
+                                         size_t len,
+                                         uint32_t format,
+                                         size_t first_item,
+                                         struct payload_item *items,
+                                         size_t items_cap,
+                                         size_t first_view,
+                                         struct payload_view *views,
+                                         size_t views_cap,
+                                         size_t *n_items,
+                                         size_t *n_views);
+
+/**
  * Open the HDF5 file at `path` and store its id in `*file_out`. `path` is a NUL-terminated
  * byte string, passed to the operating system as it is: UTF-8 is not required (a Unix file
  * name may hold any bytes but NUL); messages show bytes that are not UTF-8 as `\xNN` and a
@@ -1264,6 +1336,12 @@ vh5_status vh5_dataset_mem_type(int64_t dset,
  * allocated in proportion to the data; a `count` integer array is walked once (validated,
  * counted) to reach the keys after it, and once more when a non-empty `count_as_bytes`
  * must be compared with it.
+ *
+ * Reductionist rules (each documented in `src/payload/cbor.rs`): no `shape` (and no
+ * non-empty `shape_as_bytes`) means `shape` `[]`, a scalar, as Reductionist sends it (data
+ * of more than one element is then VH5_ERR_MALFORMED: no shape is invented); an empty
+ * `count` (`[]`, Reductionist's companion of `count_as_bytes`) is PAYLOAD_COUNT_ABSENT; a
+ * count of neither 1 nor prod(shape) elements is VH5_ERR_MALFORMED.
  *
  * `flags`: 0, or PAYLOAD_REQUIRE_ALIGNED | PAYLOAD_REQUIRE_NATIVE.
  *

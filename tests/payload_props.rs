@@ -118,7 +118,14 @@ fn reductionist(c: &Case) -> (Vec<u8>, Vec<i64>, CountForm, Layout) {
         _ => c.count_form,
     };
     let tagged = !released && c.tagged_data && tag_of(a.dtype, o).is_some();
-    let mut counts = c.counts.clone();
+    // Reductionist sends 1 count (full reductions, select) or one per result element: an odd
+    // number of drawn counts gives 1, an even one cycles them over the elements
+    let n = a.shape.iter().product::<u64>() as usize;
+    let mut counts = match c.counts.len() {
+        0 => vec![],
+        k if k % 2 == 1 || n == 0 => c.counts[..1].to_vec(),
+        k => (0..n).map(|i| c.counts[i % k]).collect(),
+    };
     if cf == 1 {
         counts.truncate(1);
         if counts.is_empty() {
@@ -177,8 +184,9 @@ fn reductionist(c: &Case) -> (Vec<u8>, Vec<i64>, CountForm, Layout) {
     let form = match cf {
         0 => CountForm::Absent,
         1 => CountForm::Scalar,
+        // an empty count (`[]`, an empty typed array, count_as_bytes empty next to `[]`) is none
+        _ if counts.is_empty() => CountForm::Absent,
         2 | 3 => CountForm::Array,
-        4 if counts.is_empty() => CountForm::Array, // count_as_bytes empty: the `count` [] is used
         _ => CountForm::Bytes,
     };
     let counts = if cf == 0 { vec![] } else { counts };

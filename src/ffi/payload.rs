@@ -29,10 +29,11 @@ pub const PAYLOAD_LAYOUT_REDUCTIONIST_0_13_0: u32 = 2;
 /// where both `*_as_bytes` keys are non-empty, which is identical on the wire).
 pub const PAYLOAD_LAYOUT_REDUCTIONIST_0_13_1: u32 = 3;
 /// `payload_view.layout`: any other accepted map: count as a bare integer or nested arrays,
-/// missing `shape` or `byte_order`, typed-array tags, numpy type strings, unknown extra keys.
+/// missing `shape` (a scalar) or `byte_order`, typed-array tags, numpy type strings, unknown
+/// extra keys.
 pub const PAYLOAD_LAYOUT_CLIENT: u32 = 4;
 
-/// `payload_view.count_form`: the message has no count (`count_len` = 0).
+/// `payload_view.count_form`: the message has no count, or an empty one (`count_len` = 0).
 pub const PAYLOAD_COUNT_ABSENT: u32 = 0;
 /// `payload_view.count_form`: a bare integer, in `count_scalar` (`count_len` = 1).
 pub const PAYLOAD_COUNT_SCALAR: u32 = 1;
@@ -168,6 +169,12 @@ const _: () = assert!(CountForm::Array as u32 == PAYLOAD_COUNT_ARRAY && PAYLOAD_
 /// allocated in proportion to the data; a `count` integer array is walked once (validated,
 /// counted) to reach the keys after it, and once more when a non-empty `count_as_bytes`
 /// must be compared with it.
+///
+/// Reductionist rules (each documented in `src/payload/cbor.rs`): no `shape` (and no
+/// non-empty `shape_as_bytes`) means `shape` `[]`, a scalar, as Reductionist sends it (data
+/// of more than one element is then VH5_ERR_MALFORMED: no shape is invented); an empty
+/// `count` (`[]`, Reductionist's companion of `count_as_bytes`) is PAYLOAD_COUNT_ABSENT; a
+/// count of neither 1 nor prod(shape) elements is VH5_ERR_MALFORMED.
 ///
 /// `flags`: 0, or PAYLOAD_REQUIRE_ALIGNED | PAYLOAD_REQUIRE_NATIVE.
 ///

@@ -22,8 +22,10 @@
 //!   unknown names are `Dtype`;
 //! - *rule*: `shape_as_bytes` (u64 per axis in `byte_order`), when non-empty, is preferred
 //!   over `shape`; both non-empty and different is `Malformed`;
-//! - *rule*: no `shape` (and no non-empty `shape_as_bytes`) means a scalar when the data
-//!   hold exactly one element, and a 1-D array of all elements otherwise;
+//! - *rule*: no `shape` (and no non-empty `shape_as_bytes`) means `shape` `[]`, a scalar:
+//!   Reductionist always sends `shape` (`[]` for a scalar, REFERENCE.md), and the clients
+//!   that leave it out (PyActiveStorage's test fixtures) drop an empty one. Data of any other
+//!   length than one element is then `Malformed` (no shape is invented);
 //! - *rule*: no `byte_order` means little-endian (what every released server runs on);
 //! - `count`: an unsigned integer (scalar), an integer array (flat or nested up to
 //!   [`MAX_COUNT_DEPTH`](crate::payload::MAX_COUNT_DEPTH) levels, flattened in C order; need not be rectangular), a typed
@@ -31,6 +33,10 @@
 //!   non-empty, is preferred over `count`; a non-empty `count` array or typed array next to
 //!   it must hold the same values (as many, equal element by element), else `Malformed`
 //!   naming both keys and the first differing element; negative counts are `Malformed`;
+//! - *rule*: an empty count (`[]`, an empty typed array; Reductionist's `count` next to a
+//!   non-empty `count_as_bytes`) is no count (absent);
+//! - *rule*: a count has 1 element (full reductions, `select`) or prod(shape) elements
+//!   (axis reductions): any other number fits no Reductionist response and is `Malformed`;
 //! - the map must be the whole input: trailing bytes are `Malformed`.
 
 use minicbor::data::Type;

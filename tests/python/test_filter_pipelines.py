@@ -318,6 +318,25 @@ def test_write_to_pipeline_with_a_filter_missing_from_vh5s_libhdf5_refused(tmp_p
             np.testing.assert_array_equal(f[k][...], v)
 
 
+@pytest.mark.skipif(not vh5._lib.lib().h5py_bound, reason="only the h5py-bound build runs on h5py's libhdf5")
+def test_h5py_bound_build_reads_and_writes_lzf(tmp_path):
+    """The wheel's h5py-bound library runs on h5py's libhdf5, where h5py registers lzf: lzf
+    datasets are read and written, not refused (docs/INSTALL.md said every build refuses them)."""
+    p = tmp_path / "lzf.h5"
+    data = (np.arange(4 * N) % 7).astype("<i4")
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        f.create_dataset("x", data=data, chunks=(N,), compression="lzf")
+    src = np.full(N, 5, "<i4")
+    with vh5.File(p, "r+") as f:
+        out = np.empty(N, "<i4")
+        vh5.read_many_slices(f["x"], out, [[N]], [[0]], [[N]])
+        np.testing.assert_array_equal(out, data[N : 2 * N])
+        vh5.write_many_slices(src, f["x"], [[0]], [[0]], [[N]])
+    with h5py.File(p) as f:
+        assert f["x"].compression == "lzf"
+        np.testing.assert_array_equal(f["x"][...], np.concatenate([src, data[N:]]))
+
+
 def _szip_dataset(f, name, dtype, filters, data):
     """A 1-d dataset of `data` in chunks of N elements (the last one partial) with `filters`
     in this write order (nbit optional, so that h5py's libhdf5 skips it where it cannot pack)."""

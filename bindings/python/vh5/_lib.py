@@ -150,6 +150,23 @@ _SIGNATURES = {
         c_int32,
         [c_void_p, c_size_t, c_uint32, c_void_p, c_size_t, c_void_p, c_size_t, POINTER(c_size_t), POINTER(c_size_t)],
     ),
+    "payload_decode_document_range": (
+        c_int32,
+        [
+            c_void_p,
+            c_size_t,
+            c_uint32,
+            c_size_t,
+            c_void_p,
+            c_size_t,
+            c_size_t,
+            c_void_p,
+            c_size_t,
+            POINTER(c_size_t),
+            POINTER(c_size_t),
+        ],
+    ),
+    "payload_document_format": (c_int32, [c_void_p, c_size_t, POINTER(c_uint32)]),
     "payload_copy_data": (
         c_int32,
         [c_void_p, c_size_t, c_void_p, c_size_t, POINTER(c_size_t)],

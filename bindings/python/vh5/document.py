@@ -113,32 +113,20 @@ class Simple(int):
         return f"vh5.Simple({int(self)})"
 
 
-def _walk(raw: np.ndarray, fmt: int, caps=None):
-    """Run payload_decode_document: (items structured array, list of PayloadView). ``caps``:
-    the first call's capacities (default: a guess); the call is repeated with the needed
-    counts when they are too small."""
-    n = raw.size
-    icap, vcap = caps if caps is not None else (min(n, 4096), 16)
-    ni, nv = ctypes.c_size_t(0), ctypes.c_size_t(0)
-    for _ in range(2):
-        items = np.empty(icap, dtype=ITEM_DTYPE)
-        views = (PayloadView * max(vcap, 1))()
-        st = lib().payload_decode_document(
-            raw.ctypes.data,
-            n,
-            fmt,
-            items.ctypes.data,
-            icap,
-            ctypes.addressof(views),
-            vcap,
-            ctypes.byref(ni),
-            ctypes.byref(nv),
-        )
-        if st != VH5_ERR_BUFFER_TOO_SMALL:
-            break
-        icap, vcap = ni.value, nv.value
-    check(st)
-    return items[: ni.value], list(views)[: nv.value]
+#: An n-item document is built in windows of max(_MIN_WINDOW, n / _WINDOWS) items: the item
+#: table and its Python lists then cost about 1/_WINDOWS of an n-item table, and the library
+#: walks the document up to each window's end (about _WINDOWS / 2 walks in all).
+_WINDOWS = 16
+_MIN_WINDOW = 1 << 16
+
+
+def _format(raw: np.ndarray, fmt: int) -> int:
+    """The document format code: ``fmt``, or when 0 (auto) the one the library detects."""
+    if fmt:
+        return fmt
+    out = ctypes.c_uint32(0)
+    check(lib().payload_document_format(raw.ctypes.data, raw.size, ctypes.byref(out)))
+    return out.value
 
 
 def _count(raw: np.ndarray, fmt: int):
@@ -150,6 +138,35 @@ def _count(raw: np.ndarray, fmt: int):
     if st != VH5_ERR_BUFFER_TOO_SMALL:
         check(st)
     return ni.value, nv.value
+
+
+def _range(raw: np.ndarray, fmt: int, first: int, items: np.ndarray, first_view: int = 0, views=None) -> int:
+    """payload_decode_document_range: items ``first ..`` into ``items`` and views
+    ``first_view ..`` into ``views`` (a ctypes array, or None); returns the number of items
+    the library knows of."""
+    ni, nv = ctypes.c_size_t(0), ctypes.c_size_t(0)
+    st = lib().payload_decode_document_range(
+        raw.ctypes.data,
+        raw.size,
+        fmt,
+        first,
+        items.ctypes.data,
+        items.size,
+        first_view,
+        ctypes.addressof(views) if views is not None else None,
+        len(views) if views is not None else 0,
+        ctypes.byref(ni),
+        ctypes.byref(nv),
+    )
+    check(st)
+    return ni.value
+
+
+def _item_offset(raw: np.ndarray, fmt: int, j: int) -> int:
+    """The byte offset of item ``j`` (for messages)."""
+    one = np.zeros(1, dtype=ITEM_DTYPE)
+    _range(raw, fmt, j, one)
+    return int(one["offset"][0])
 
 
 def _array(raw: np.ndarray, v: PayloadView, at: int) -> np.ndarray:
@@ -165,89 +182,140 @@ def _array(raw: np.ndarray, v: PayloadView, at: int) -> np.ndarray:
     return a
 
 
-def _build(
-    raw, items, views, *, bytes_as, key_bytes, text, tag, ext, map_hook, list_hook, numpy_scalar, key_errors=False
-):
-    """Build the object tree from the pre-order item list (iteratively: no recursion).
-    ``key_errors``: an unhashable map key raises vh5.UnsupportedError naming its byte offset
-    (else Python's TypeError, as msgpack raises it)."""
-    mv = memoryview(raw)
-    kinds = items["kind"].tolist()
-    flags = items["flags"].tolist()
-    children = items["children"].tolist()
-    doff = items["data_offset"].tolist()
-    dlen = items["data_len"].tolist()
-    vals = items["value"].tolist()
-    fvals = items["value"].view(np.float64).tolist() if K_FLOAT in kinds else None
-    at = np.flatnonzero(items["kind"] == K_VIEW) if views else ()
-    view_at = dict(zip(items["value"][at].tolist(), items["offset"][at].tolist())) if views else {}
-    arrays = [_array(raw, v, view_at.get(j, 0)) for j, v in enumerate(views)]
-    # frames: [kind, container, remaining, pending key or _NOKEY, tag number, first item,
-    # the pending key's first item]
-    stack = []
-    i, n = 0, len(kinds)
-    root = None
-    while i < n:
-        k = kinds[i]
-        start = i
-        if k == K_MAP or k == K_ARRAY or k == K_TAG:
-            c = children[i]
-            if k == K_TAG:
-                stack.append([k, None, 1, _NOKEY, vals[i], i, 0])
-                i += 1
+def _build(raw, fmt, counts=None, **hooks):
+    """The document as Python objects, built from its item list window by window (see
+    ``_WINDOWS``): peak memory is the objects built plus one window of items and views.
+    ``fmt``: a format code (0: detect); ``counts``: (items, views) when already counted (the
+    count walk validates the whole document, which later windows rely on); ``hooks``: as
+    :class:`_Builder`."""
+    fmt = _format(raw, fmt)
+    ni, nv = counts if counts is not None else _count(raw, fmt)
+    size = min(ni, max(_MIN_WINDOW, -(-ni // _WINDOWS)))
+    items = np.empty(max(size, 1), dtype=ITEM_DTYPE)
+    # a window's views are at most as many as its items, numbered on from the earlier ones
+    views = (PayloadView * min(size, nv))() if nv else None
+    b = _Builder(raw, fmt, **hooks)
+    first = 0
+    while first < ni:
+        known = _range(raw, fmt, first, items, b.nviews, views)
+        n = min(known, ni, first + size) - first
+        if n <= 0:
+            raise error("VH5_ERR_PANIC", f"the library reported {known} items, expected {ni}")
+        b.feed(items[:n], first, views)
+        first += n
+    return b.finish()
+
+
+class _Builder:
+    """Builds the object tree from the pre-order item list, fed in windows (iteratively: no
+    recursion). ``key_errors``: an unhashable map key raises vh5.UnsupportedError naming its
+    byte offset (else Python's TypeError, as msgpack raises it)."""
+
+    HOOKS = ("bytes_as", "key_bytes", "text", "tag", "ext", "map_hook", "list_hook", "numpy_scalar")
+
+    def __init__(self, raw, fmt, *, key_errors=False, **hooks):
+        if set(hooks) != set(self.HOOKS):
+            raise TypeError(f"hooks {sorted(hooks)} are not {sorted(self.HOOKS)}")
+        self.__dict__.update(hooks)
+        self.raw, self.fmt, self.mv = raw, fmt, memoryview(raw)
+        self.key_errors = key_errors
+        self.nviews = 0  # array items seen so far: the index of the next window's first view
+        # frames: [kind, container, remaining, pending key or _NOKEY, tag number, first item,
+        # the pending key's first item]; a chunked string's frame collects its chunks
+        self.stack = []
+        self.root = _NOKEY
+
+    def finish(self):
+        if self.stack or self.root is _NOKEY:
+            raise error("VH5_ERR_MALFORMED", "document item list ended inside a container")
+        return self.root
+
+    def feed(self, win: np.ndarray, first: int, views):
+        """Add the items ``first ..`` of the window ``win`` (``views``: its views, the first
+        one numbered ``self.nviews``)."""
+        kinds = win["kind"].tolist()
+        flags = win["flags"].tolist()
+        children = win["children"].tolist()
+        doff = win["data_offset"].tolist()
+        dlen = win["data_len"].tolist()
+        vals = win["value"].tolist()
+        fvals = win["value"].view(np.float64).tolist() if K_FLOAT in kinds else None
+        mv, stack, text, bytes_as = self.mv, self.stack, self.text, self.bytes_as
+        for i, k in enumerate(kinds):
+            if stack and stack[-1][0] is _CHUNKS:
+                f = stack[-1]
+                f[1].append(mv[doff[i] : doff[i] + dlen[i]])
+                f[2] -= 1
+                if f[2]:
+                    continue
+                stack.pop()
+                b = b"".join(f[1])
+                v = text(memoryview(b), 0, len(b)) if f[4] == K_TEXT else b
+                self._attach(v, f[5])
                 continue
-            if c:
-                stack.append([k, {} if k == K_MAP else [], c, _NOKEY, 0, i, 0])
-                i += 1
-                continue
-            v = map_hook({}) if k == K_MAP else list_hook([])
-        elif k == K_TEXT or k == K_BYTES:
-            if flags[i] & F_INDEFINITE:
+            if k == K_MAP or k == K_ARRAY or k == K_TAG:
                 c = children[i]
-                b = b"".join(mv[doff[j] : doff[j] + dlen[j]] for j in range(i + 1, i + 1 + c))
-                i += c
-                v = text(memoryview(b), 0, len(b)) if k == K_TEXT else b
-            elif k == K_TEXT:
-                v = text(mv, doff[i], dlen[i])
+                if k == K_TAG:
+                    stack.append([k, None, 1, _NOKEY, vals[i], first + i, 0])
+                    continue
+                if c:
+                    stack.append([k, {} if k == K_MAP else [], c, _NOKEY, 0, first + i, 0])
+                    continue
+                v = self.map_hook({}) if k == K_MAP else self.list_hook([])
+            elif k == K_TEXT or k == K_BYTES:
+                if flags[i] & F_INDEFINITE:
+                    if children[i]:
+                        stack.append([_CHUNKS, [], children[i], _NOKEY, k, first + i, 0])
+                        continue
+                    v = text(memoryview(b""), 0, 0) if k == K_TEXT else b""
+                elif k == K_TEXT:
+                    v = text(mv, doff[i], dlen[i])
+                else:
+                    v = bytes_as(mv, doff[i], dlen[i])
+            elif k == K_UINT:
+                v = vals[i]
+            elif k == K_NEGINT:
+                v = -1 - vals[i]
+            elif k == K_FLOAT:
+                v = fvals[i]
+            elif k == K_BOOL:
+                v = vals[i] != 0
+            elif k == K_NIL or k == K_UNDEF:
+                v = None
+            elif k == K_VIEW:
+                v = _array(self.raw, views[vals[i] - self.nviews], int(win["offset"][i]))
+                if flags[i] & F_NUMPY_SCALAR:
+                    v = self.numpy_scalar(v)
+            elif k == K_EXT:
+                code = vals[i] - (1 << 64) if vals[i] >= 1 << 63 else vals[i]
+                v = self.ext(code, bytes(mv[doff[i] : doff[i] + dlen[i]]))
             else:
-                v = bytes_as(mv, doff[i], dlen[i])
-        elif k == K_UINT:
-            v = vals[i]
-        elif k == K_NEGINT:
-            v = -1 - vals[i]
-        elif k == K_FLOAT:
-            v = fvals[i]
-        elif k == K_BOOL:
-            v = vals[i] != 0
-        elif k == K_NIL or k == K_UNDEF:
-            v = None
-        elif k == K_VIEW:
-            v = arrays[vals[i]]
-            if flags[i] & F_NUMPY_SCALAR:
-                v = numpy_scalar(v)
-        elif k == K_EXT:
-            code = vals[i] - (1 << 64) if vals[i] >= 1 << 63 else vals[i]
-            v = ext(code, bytes(mv[doff[i] : doff[i] + dlen[i]]))
-        else:
-            v = Simple(vals[i])
-        i += 1
-        # attach v to the open containers, closing the ones it completes
+                v = Simple(vals[i])
+            self._attach(v, first + i)
+        self.nviews += kinds.count(K_VIEW)
+
+    def _attach(self, v, start: int):
+        """Attach the complete value ``v`` (first item ``start``) to the open containers,
+        closing the ones it completes."""
+        stack = self.stack
         while True:
             if not stack:
-                root = v
-                break
+                if self.root is not _NOKEY:
+                    raise error("VH5_ERR_MALFORMED", "document item list has more than one root")
+                self.root = v
+                return
             f = stack[-1]
             if f[0] == K_MAP:
                 if f[3] is _NOKEY:
-                    f[3] = key_bytes(v)
+                    f[3] = self.key_bytes(v)
                     f[6] = start
                 else:
                     try:
                         f[1][f[3]] = v
                     except TypeError:
-                        if not key_errors:
+                        if not self.key_errors:
                             raise
-                        raise _unhashable_key(items, f[6], f[3]) from None
+                        raise _unhashable_key(_item_offset(self.raw, self.fmt, f[6]), f[3]) from None
                     f[3] = _NOKEY
             elif f[0] == K_ARRAY:
                 f[1].append(v)
@@ -255,17 +323,19 @@ def _build(
                 f[1] = v
             f[2] -= 1
             if f[2]:
-                break
+                return
             stack.pop()
             start = f[5]
-            v = map_hook(f[1]) if f[0] == K_MAP else list_hook(f[1]) if f[0] == K_ARRAY else tag(f[4], f[1])
-    if stack or i != n:
-        raise error("VH5_ERR_MALFORMED", "document item list ended inside a container")
-    return root
+            if f[0] == K_MAP:
+                v = self.map_hook(f[1])
+            elif f[0] == K_ARRAY:
+                v = self.list_hook(f[1])
+            else:
+                v = self.tag(f[4], f[1])
 
 
-def _unhashable_key(items, j: int, key) -> Exception:
-    """The error for a map key Python cannot hash (``j``: its first item)."""
+def _unhashable_key(at: int, key) -> Exception:
+    """The error for a map key Python cannot hash (``at``: its byte offset)."""
 
     def holds_array(v):
         if isinstance(v, np.ndarray):
@@ -280,7 +350,6 @@ def _unhashable_key(items, j: int, key) -> Exception:
         what = "is or holds an array (a numpy array is not hashable)"
     else:
         what = f"is not hashable ({type(key).__name__})"
-    at = int(items["offset"][j])
     return error("VH5_ERR_UNSUPPORTED", f"map key at byte {at} {what}: it cannot be a Python dict key")
 
 
@@ -289,6 +358,7 @@ class _NoKey:
 
 
 _NOKEY = _NoKey()
+_CHUNKS = "chunks"  # the frame kind of a chunked (indefinite-length) string
 
 
 def _text_str(mv, off, n):
@@ -326,10 +396,29 @@ def decode_document(buf, format: str | None = None):
         which cbor2 returns its ``cbor2.undefined`` sentinel: vh5 does not tell the two apart);
         byte strings as read-only ``memoryview`` slices of ``buf`` (map keys
         that are byte strings as ``bytes``, which are hashable); every array (msgpack-numpy
-        map, RFC 8746 typed array, tag 40/1040 array, Reductionist map) as a read-only numpy
-        array viewing ``buf`` (a msgpack-numpy ``nd: false`` scalar as a numpy scalar); other
-        CBOR tags as :class:`Tag`; msgpack extension types as ``msgpack.ExtType`` when msgpack
-        is installed, else ``(code, bytes)``.
+        map, RFC 8746 typed array, tag 40/1040 array) as a read-only numpy array viewing
+        ``buf`` (a msgpack-numpy ``nd: false`` scalar as a numpy scalar, as msgpack-numpy
+        replaces the map by the array); other CBOR tags as :class:`Tag`; msgpack extension
+        types as ``msgpack.ExtType`` when msgpack is installed, else ``(code, bytes)``.
+
+        Reductionist maps (CBOR): a map is one only when it matches the schema exactly: at
+        most the keys ``bytes``, ``dtype``, ``shape``, ``shape_as_bytes``, ``count``,
+        ``count_as_bytes``, ``byte_order`` (text keys, each once), with ``bytes`` and
+        ``dtype``, and values of these CBOR types: ``bytes`` / ``shape_as_bytes`` /
+        ``count_as_bytes`` a byte string or RFC 8746 typed array, ``dtype`` / ``byte_order``
+        text, ``shape`` an array of unsigned integers, ``count`` an unsigned integer, an array
+        of integers (nested or not), a typed array or null. Such a map is returned as a
+        ``dict`` with every key, each value exactly as ``cbor2.loads`` reads it (``count`` a
+        list, ``shape`` a list, ...: nothing dropped, nothing reinterpreted), except
+        ``bytes``, which is the array :func:`vh5.decode_payload` gives for the map alone
+        (dtype, byte order and shape applied; a missing ``shape`` means ``[]``, a scalar, as
+        Reductionist sends it). So ``doc["bytes"]`` is the array and ``doc["count"]`` the
+        counts as sent (use :func:`vh5.decode_payload` for counts as an int64 array and
+        masking). Its contents are checked as :func:`vh5.decode_payload` checks them: an
+        unknown dtype, a data length that is not prod(shape) x item size, a count of neither
+        1 nor prod(shape) elements ... refuse the document. Any other map (an extra user key,
+        ``{"bytes": 1, "dtype": "x"}``, ...) is a plain ``dict``, its values decoded as
+        everywhere else: as ``cbor2.loads`` with byte strings as memoryviews.
 
         Map keys are made hashable as cbor2 decodes them: an array key becomes a ``tuple``, a
         map key a :class:`FrozenDict` (equal to a dict of the same items), at every depth,
@@ -349,11 +438,9 @@ def decode_document(buf, format: str | None = None):
     if fmt is None:
         raise ValueError(f"format must be None, 'auto', 'cbor' or 'msgpack', not {format!r}")
     raw = _as_bytes_array(buf)
-    items, views = _walk(raw, fmt)
     return _build(
         raw,
-        items,
-        views,
+        fmt,
         bytes_as=_bytes_view,
         key_bytes=_key,
         text=_text_str,

@@ -103,7 +103,9 @@ class Payload:
             reductions, but 1 for full reductions and ``select``. It is a view of the buffer
             when the payload carries int64 counts as bytes in native order
             (``count_as_bytes``); otherwise it is a new array decoded by the library (never a
-            Python list). A bare integer count becomes a 1-element array.
+            Python list). A bare integer count becomes a 1-element array; an empty count
+            (``[]``, Reductionist's companion of ``count_as_bytes``) is ``None``; a count of
+            neither 1 nor ``prod(shape)`` elements is refused (:class:`vh5.MalformedError`).
         shape (tuple[int, ...]): the result shape (``()`` for scalars).
         dtype (numpy.dtype): element type including byte order.
         format (str): ``"reductionist"``, ``"typed_array"``, ``"multidim_array"`` or

@@ -149,6 +149,15 @@ pub(crate) fn parse_reductionist<'a, F: FnMut(u64, i64)>(d: &mut Decoder<'a>, si
     let shape = shape_of(&k, &bytes, dtype, wire_order)?;
     let nelements = check_data_len(&shape, dtype, bytes.len(), "key \"bytes\"")?;
     let count = count_of(&k, wire_order, d.input())?;
+    if count.form != CountForm::Absent && count.len != 1 && count.len != nelements {
+        bail!(
+            Malformed,
+            "count at byte {} has {} elements: Reductionist sends 1 (full reductions, select) or one per result element (prod(shape {:?}) = {nelements})",
+            count.offset,
+            count.len,
+            shape.as_slice()
+        );
+    }
     Ok(Parsed {
         data: bytes.loc,
         format: Format::Reductionist,
@@ -266,7 +275,7 @@ fn data_type(k: &Keys<'_>, bytes: &TypedBytes<'_>) -> Result<(Dtype, ByteOrder)>
 }
 
 /// The shape: `shape_as_bytes` when non-empty (a non-empty `shape` must agree), else
-/// `shape`, else inferred from the data length (one element: a scalar; else 1-D).
+/// `shape`, else `[]` (a scalar: the data must hold exactly one element).
 fn shape_of(k: &Keys<'_>, bytes: &TypedBytes<'_>, dtype: Dtype, wire_order: ByteOrder) -> Result<Shape> {
     let from_ab = match &k.shape_ab {
         Some(b) if b.len() > 0 => Some(shape_from_bytes(b, wire_order)?),
@@ -279,16 +288,19 @@ fn shape_of(k: &Keys<'_>, bytes: &TypedBytes<'_>, dtype: Dtype, wire_order: Byte
         (Some(a), _) => a,
         (None, Some(s)) => s,
         (None, None) => {
+            // Reductionist always sends `shape` (`[]` for a scalar); a client that leaves it
+            // out (PyActiveStorage's test fixtures drop an empty one) means `[]`.
             let item = dtype.itemsize().unwrap_or(1);
-            if bytes.len() % item != 0 {
-                bail!(Malformed, "no shape given and data length {} bytes is not a multiple of itemsize {item} ({})", bytes.len(), dtype.name());
+            if bytes.len() != item {
+                bail!(
+                    Malformed,
+                    "map at byte {} has no key \"shape\" (nor a non-empty \"shape_as_bytes\"), which means shape [] (a scalar, as Reductionist sends it), but \"bytes\" holds {} bytes, not one {item}-byte {} element",
+                    k.map_pos,
+                    bytes.len(),
+                    dtype.name()
+                );
             }
-            let n = (bytes.len() / item) as u64;
-            if n == 1 {
-                Shape::SCALAR
-            } else {
-                Shape::from_slice(&[n]).expect("1 axis")
-            }
+            Shape::SCALAR
         }
     })
 }
@@ -327,7 +339,9 @@ fn count_of<'a>(k: &Keys<'a>, wire_order: ByteOrder, input: &'a [u8]) -> Result<
             }
             c
         }
-        (_, None | Some(CountVal::Null)) => CountInfo::ABSENT,
+        // An empty count (Reductionist's `[]` next to count_as_bytes) is no count.
+        (_, None | Some(CountVal::Null) | Some(CountVal::Array { len: 0, .. })) => CountInfo::ABSENT,
+        (_, Some(CountVal::Typed(b))) if b.len() == 0 => CountInfo::ABSENT,
         (_, Some(CountVal::Scalar { value, offset })) => int64(CountForm::Scalar, 1, value, offset),
         (_, Some(CountVal::Array { len, offset, .. })) => int64(CountForm::Array, len, 0, offset),
         (_, Some(CountVal::Typed(b))) => count_from_bytes(&b, wire_order, "count")?,

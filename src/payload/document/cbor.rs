@@ -1,8 +1,9 @@
 //! The CBOR document walker (RFC 8949 heads read in place; arrays via `payload::cbor`).
 
+use super::schema::is_reductionist_map;
 use super::walk::{check_room, Item, ItemKind, Sink, Walk, FLAG_INDEFINITE, FLAG_NARROW_FLOAT};
 use crate::error::Result;
-use crate::payload::cbor::raw::{head, major_name, walk_string, Head, INDEF};
+use crate::payload::cbor::raw::{ctx, head, major_name, skip, walk_string, Head, INDEF};
 use crate::payload::cbor::{parse_at, typed_array_tag, TAG_MULTIDIM_COL_MAJOR, TAG_MULTIDIM_ROW_MAJOR};
 use crate::payload::decode::view_of;
 
@@ -21,6 +22,16 @@ pub(super) fn walk<'a, S: Sink<'a>>(w: &mut Walk<'a, '_, S>) -> Result<usize> {
     loop {
         let h = head(buf, pos)?;
         let start = pos;
+        if let Some(v) = w.take_rmap_bytes() {
+            // The `bytes` value of a Reductionist map (a byte string or a typed array, checked
+            // by the schema): the map's array in its place.
+            pos = skip(buf, start, "value of key \"bytes\"")?;
+            w.emit_view(start, v);
+            if w.complete(pos)? {
+                return Ok(pos);
+            }
+            continue;
+        }
         match h.major {
             0 => {
                 w.emit(ItemKind::UInt, 0, start, (0, 0), h.arg);
@@ -43,9 +54,19 @@ pub(super) fn walk<'a, S: Sink<'a>>(w: &mut Walk<'a, '_, S>) -> Result<usize> {
                 };
                 check_room(buf, pos, n, major_name(h.major), start)?;
                 let kind = if map { ItemKind::Map } else { ItemKind::Array };
+                let rmap = map && is_reductionist_map(buf, start);
+                let view = if rmap {
+                    let (p, _) = parse_at(buf, start, true)?;
+                    Some(view_of(p, 0).map_err(|e| ctx(e, &format!("Reductionist map at byte {start}")))?)
+                } else {
+                    None
+                };
                 let idx = w.emit(kind, if h.indefinite() { FLAG_INDEFINITE } else { 0 }, start, (0, 0), 0);
                 if n != 0 {
                     w.open(idx, n, map, start)?;
+                    if let Some(v) = view {
+                        w.open_rmap(v);
+                    }
                     continue;
                 }
             }
@@ -54,7 +75,7 @@ pub(super) fn walk<'a, S: Sink<'a>>(w: &mut Walk<'a, '_, S>) -> Result<usize> {
                 let multidim = t == TAG_MULTIDIM_ROW_MAJOR || t == TAG_MULTIDIM_COL_MAJOR;
                 if typed_array_tag(t)?.is_some() || (multidim && !plain_elements(buf, start + h.len)) {
                     let (p, end) = parse_at(buf, start, false)?;
-                    let v = view_of(p, 0).map_err(|e| crate::payload::cbor::raw::ctx(e, &format!("tag {t} at byte {start}")))?;
+                    let v = view_of(p, 0).map_err(|e| ctx(e, &format!("tag {t} at byte {start}")))?;
                     w.emit_view(start, v);
                     pos = end;
                 } else {

@@ -12,11 +12,17 @@
 //! - msgpack: every map with the keys `nd`, `type` and `data` (byte or text strings; without
 //!   them `msgpack_numpy.decode` returns the map unchanged) is a msgpack-numpy array, decoded
 //!   exactly as [`super::decode_view`] decodes a message holding only it (pickled objects
-//!   and structured dtypes refused);
-//! - CBOR: every RFC 8746 typed array (tags 64–87), multi-dimensional array (tags 40 /
-//!   1040) and every map with both text keys `bytes` and `dtype` (a Reductionist map), decoded
-//!   as [`super::decode_view`] does. Data held in an indefinite-length (chunked) byte string
-//!   has no view: `Unsupported`.
+//!   and structured dtypes refused): the map's item becomes the view, as
+//!   `msgpack_numpy.decode` replaces the map by the array;
+//! - CBOR: every RFC 8746 typed array (tags 64–87) and multi-dimensional array (tags 40 /
+//!   1040). A map that matches the Reductionist schema exactly (the `schema` module: only
+//!   the keys `bytes`, `dtype`, `shape`, `shape_as_bytes`, `count`, `count_as_bytes`,
+//!   `byte_order`, with `bytes` and `dtype`, each value of its type) stays a map with all its
+//!   entries (nothing is dropped: `count`, `shape` ... are reported as the generic items
+//!   they are) and only its `bytes` value is the view, decoded from the whole map as
+//!   [`super::decode_view`] decodes it alone (shape, dtype, byte order; a contents error
+//!   refuses the document). Any other map is a plain map, whatever its keys. Data held in an
+//!   indefinite-length (chunked) byte string has no view: `Unsupported`.
 //!
 //! An error inside any array refuses the whole document (a silent half-answer is worse).
 //! The self-describe tag 55799 in front of the root is skipped; other tags are
@@ -30,6 +36,7 @@
 
 mod cbor;
 mod msgpack;
+mod schema;
 mod walk;
 
 pub use super::cbor::raw::MAX_DEPTH;
@@ -98,39 +105,56 @@ pub fn walk_document<'a, S: Sink<'a>>(buf: &'a [u8], format: DocFormat, sink: &m
 
 /// [`walk_document`] without naming non-payload files.
 fn walk<'a, S: Sink<'a>>(buf: &'a [u8], format: DocFormat, sink: &mut S) -> Result<Counts> {
+    walk_until(buf, format, sink, usize::MAX).map(|(c, _)| c)
+}
+
+/// [`walk_document`] that may stop early: once `stop_at` items are reported and none of
+/// them can change any more (the rest of the input is then not walked, nor validated).
+/// Returns the counts so far (the final ones when it did not stop) and whether it stopped.
+/// Errors: as [`walk_document`].
+pub fn walk_document_until<'a, S: Sink<'a>>(buf: &'a [u8], format: DocFormat, sink: &mut S, stop_at: usize) -> Result<(Counts, bool)> {
+    walk_until(buf, format, sink, stop_at).map_err(|e| super::detect::name_other_file(buf, e))
+}
+
+fn walk_until<'a, S: Sink<'a>>(buf: &'a [u8], format: DocFormat, sink: &mut S, stop_at: usize) -> Result<(Counts, bool)> {
     let format = match format {
-        DocFormat::Auto => {
-            let mut f = detect_format(buf)?;
-            // 0x80-0xbf start a container in both formats (msgpack fixmap/fixarray = CBOR
-            // array; CBOR map = msgpack fixstr): a document well-formed in both is ambiguous,
-            // never guessed (e.g. CBOR [100] is also the msgpack map {24: 100}); one that only
-            // the other format accepts is that format's.
-            if matches!(buf[0], 0x80..=0xbf) {
-                let other = if f == DocFormat::Msgpack { DocFormat::Cbor } else { DocFormat::Msgpack };
-                if walk(buf, other, &mut NullSink).is_ok() {
-                    if walk(buf, f, &mut NullSink).is_ok() {
-                        bail!(
-                            InvalidArgument,
-                            "byte 0: the document is well-formed both as msgpack and as CBOR (first byte 0x{:02x}): give the document format (PAYLOAD_DOC_CBOR or PAYLOAD_DOC_MSGPACK)",
-                            buf[0]
-                        );
-                    }
-                    f = other;
-                }
-            }
-            f
-        }
+        DocFormat::Auto => resolve_format(buf)?,
         f => f,
     };
-    let mut w = Walk { buf, sink, items: 0, views: 0, stack: [Level::default(); MAX_DEPTH], depth: 0, format };
+    let mut w = Walk { buf, sink, items: 0, views: 0, stack: [Level::default(); MAX_DEPTH], depth: 0, format, rview: None, stop_at, stopped: false };
     let end = match format {
         DocFormat::Msgpack => msgpack::walk(&mut w)?,
         _ => cbor::walk(&mut w)?,
     };
-    if end != buf.len() {
+    if end != buf.len() && !w.stopped {
         bail!(Malformed, "trailing bytes: the document ends at byte {end} but the input has {} bytes", buf.len());
     }
-    Ok(Counts { format, items: w.items, views: w.views })
+    Ok((Counts { format, items: w.items, views: w.views }, w.stopped))
+}
+
+/// The format of the document in `buf` as `DocFormat::Auto` decides it (see
+/// [`detect_format`]; a document whose first byte starts a container in both formats is
+/// walked in both). Errors: as [`walk_document`] with `Auto`.
+pub fn resolve_format(buf: &[u8]) -> Result<DocFormat> {
+    let mut f = detect_format(buf)?;
+    // 0x80-0xbf start a container in both formats (msgpack fixmap/fixarray = CBOR
+    // array; CBOR map = msgpack fixstr): a document well-formed in both is ambiguous,
+    // never guessed (e.g. CBOR [100] is also the msgpack map {24: 100}); one that only
+    // the other format accepts is that format's.
+    if matches!(buf[0], 0x80..=0xbf) {
+        let other = if f == DocFormat::Msgpack { DocFormat::Cbor } else { DocFormat::Msgpack };
+        if walk(buf, other, &mut NullSink).is_ok() {
+            if walk(buf, f, &mut NullSink).is_ok() {
+                bail!(
+                    InvalidArgument,
+                    "byte 0: the document is well-formed both as msgpack and as CBOR (first byte 0x{:02x}): give the document format (PAYLOAD_DOC_CBOR or PAYLOAD_DOC_MSGPACK)",
+                    buf[0]
+                );
+            }
+            f = other;
+        }
+    }
+    Ok(f)
 }
 
 /// A sink that keeps nothing (the other-format check of `Auto`).

@@ -127,11 +127,11 @@ fn msgpack_pickle_refused_and_bare_values() {
 
 #[test]
 fn cbor_typed_arrays_reductionist_maps_and_tags() {
-    // {"x": tag 86 [1.5], "r": {"bytes": h'01020304', "dtype": "int32", "zz": [1]}, "t": 1(2),
-    //  "s": (_ "ab", "c"), "h": 1.5 (half)}
+    // {"x": tag 86 [1.5], "r": {"bytes": h'01020304', "dtype": "int32", "count": [1]},
+    //  "t": 1(2), "s": (_ "ab", "c"), "h": 1.5 (half)}
     let mut m = vec![0xa5, 0x61, b'x', 0xd8, 86, 0x48];
     m.extend_from_slice(&1.5f64.to_le_bytes());
-    m.extend_from_slice(b"\x61r\xa3\x65bytes\x44\x01\x02\x03\x04\x65dtype\x65int32\x62zz\x81\x01");
+    m.extend_from_slice(b"\x61r\xa3\x65bytes\x44\x01\x02\x03\x04\x65dtype\x65int32\x65count\x81\x01");
     m.extend_from_slice(b"\x61t\xc1\x02\x61s\x7f\x62ab\x61c\xff\x61h\xf9\x3e\x00");
     let d = doc(&m, DocFormat::Auto);
     assert_eq!(d.format, DocFormat::Cbor);
@@ -143,32 +143,47 @@ fn cbor_typed_arrays_reductionist_maps_and_tags() {
             (Text, 0, 0),
             (ArrayView, 0, 1),
             (Text, 0, 2),
-            (ArrayView, 0, 3),
+            // a Reductionist map stays a map; its "bytes" value is the array
+            (Map, 0, 3),
+            (Text, 4, 0),
+            (ArrayView, 4, 1),
+            (Text, 4, 2),
+            (Text, 4, 3),
+            (Text, 4, 4),
+            (Array, 4, 5),
+            (UInt, 10, 0),
             (Text, 0, 4),
             (Tag, 0, 5),
-            (UInt, 6, 0),
+            (UInt, 13, 0),
             (Text, 0, 6),
             (Text, 0, 7),
-            (Text, 9, 0),
-            (Text, 9, 1),
+            (Text, 16, 0),
+            (Text, 16, 1),
             (Text, 0, 8),
             (Float, 0, 9)
         ]
     );
-    assert_eq!(d.items[0].children, 10);
+    assert_eq!((d.items[0].children, d.items[4].children), (10, 6));
     assert_eq!(d.views.len(), 2);
     assert_eq!((d.views[0].dtype, d.views[0].data_offset), (Dtype::Float64, 6));
     assert_eq!((d.views[1].dtype, d.views[1].layout, d.views[1].shape.as_slice()), (Dtype::Int32, crate::payload::Layout::Client, &[][..]));
-    assert_eq!((d.items[9].flags, d.items[9].data_len, d.items[9].children), (FLAG_INDEFINITE, 3, 2));
-    assert_eq!(f64::from_bits(d.items[13].value), 1.5);
+    assert_eq!((d.views[1].count.form, d.views[1].count.len), (crate::payload::CountForm::Array, 1));
+    assert_eq!((d.items[6].offset, d.items[6].data_offset, d.items[6].data_len), (23, 24, 4));
+    assert_eq!((d.items[16].flags, d.items[16].data_len, d.items[16].children), (FLAG_INDEFINITE, 3, 2));
+    assert_eq!(f64::from_bits(d.items[20].value), 1.5);
     for i in 0..m.len() {
         assert!(decode_document(&m[..i], DocFormat::Cbor).is_err(), "prefix {i}");
     }
-    // The same Reductionist map as the whole message: one view, as decode_view gives it.
+    // A Reductionist map as the whole message: its view is decode_view's.
     let r = b"\xa2\x65bytes\x44\x01\x02\x03\x04\x65dtype\x65int32";
     let d = doc(r, DocFormat::Auto);
-    assert_eq!(kinds(&d), vec![(ArrayView, NO_PARENT, 0)]);
+    assert_eq!(kinds(&d), vec![(Map, NO_PARENT, 0), (Text, 0, 0), (ArrayView, 0, 1), (Text, 0, 2), (Text, 0, 3)]);
     assert_eq!(d.views[0], crate::payload::decode_view(r, 0).unwrap());
+    // Any other key, or a value of another type, makes it a plain map (nothing decoded).
+    for other in [&b"\xa3\x65bytes\x44\x01\x02\x03\x04\x65dtype\x65int32\x62zz\x81\x01"[..], b"\xa2\x65bytes\x01\x65dtype\x61x"] {
+        let d = doc(other, DocFormat::Cbor);
+        assert!(d.views.is_empty() && d.items[0].kind == Map, "{other:?}");
+    }
     // an error inside an array refuses the document
     let bad = b"\x81\xa2\x65bytes\x43\x01\x02\x03\x65dtype\x65int32";
     assert_eq!(decode_document(bad, DocFormat::Cbor).unwrap_err().kind, ErrorKind::Malformed);

@@ -5,8 +5,8 @@
 use crate::error::Result;
 use crate::payload::cbor::raw::{ctx, INDEF, MAX_DEPTH};
 use crate::payload::decode::view_of;
+use crate::payload::msgpack;
 use crate::payload::view::PayloadView;
-use crate::payload::{cbor, msgpack};
 
 /// `Item::parent` of the root item.
 pub const NO_PARENT: u64 = u64::MAX;
@@ -116,14 +116,16 @@ pub(super) struct Level {
     marks: u8,
     /// Position of the value of a msgpack key "nd" (u64::MAX: none yet).
     nd_value: u64,
+    /// Position of the value of the key "bytes" of a CBOR Reductionist map (u64::MAX: none yet).
+    bytes_value: u64,
+    /// A CBOR Reductionist map: its `bytes` value is reported as the view in `Walk::rview`.
+    rmap: bool,
     map: bool,
     parent: u64,
     position: u64,
 }
 
-/// `Level::marks`: CBOR text key "bytes" / "dtype"; msgpack key "nd".
-const M_BYTES: u8 = 1;
-const M_DTYPE: u8 = 2;
+/// `Level::marks`: msgpack key "nd".
 const M_ND: u8 = 4;
 /// `Level::marks`: the "nd" value was false (a numpy scalar).
 const M_ND_FALSE: u8 = 8;
@@ -139,6 +141,14 @@ pub(super) struct Walk<'a, 's, S> {
     pub stack: [Level; MAX_DEPTH],
     pub depth: usize,
     pub format: DocFormat,
+    /// The view of the open CBOR Reductionist map (at most one is open: their values hold
+    /// no maps), reported in place of its `bytes` value.
+    pub rview: Option<PayloadView<'a>>,
+    /// Stop at the first safe point once this many items are reported (usize::MAX: never):
+    /// items below it are then final (see `complete`).
+    pub stop_at: usize,
+    /// The walk stopped early (at `stop_at`): the rest of the input was not walked.
+    pub stopped: bool,
 }
 
 impl<'a, S: Sink<'a>> Walk<'a, '_, S> {
@@ -171,9 +181,30 @@ impl<'a, S: Sink<'a>> Walk<'a, '_, S> {
             let l = &self.stack[self.depth - 1];
             (l.item as u64, l.next - 1)
         };
-        self.stack[self.depth] = Level { item: idx, left, next: 0, head, views_at: self.views, marks: 0, nd_value: u64::MAX, map, parent, position };
+        self.stack[self.depth] =
+            Level { item: idx, left, next: 0, head, views_at: self.views, marks: 0, nd_value: u64::MAX, bytes_value: u64::MAX, rmap: false, map, parent, position };
         self.depth += 1;
+        if left != INDEF {
+            // Known now: the item is final once reported (a stopped walk never closes it).
+            self.sink.children(idx, left);
+        }
         Ok(())
+    }
+
+    /// The map just opened is a CBOR Reductionist map whose array is `v`.
+    pub fn open_rmap(&mut self, v: PayloadView<'a>) {
+        self.stack[self.depth - 1].rmap = true;
+        self.rview = Some(v);
+    }
+
+    /// The next item is the `bytes` value of an open Reductionist map: the view it becomes.
+    pub fn take_rmap_bytes(&mut self) -> Option<PayloadView<'a>> {
+        let l = self.stack[..self.depth].last()?;
+        if l.rmap && l.next == l.bytes_value {
+            self.rview.take()
+        } else {
+            None
+        }
     }
 
     /// A key `s` (text when `text`) was just reported: remember the keys that make a map an array.
@@ -192,8 +223,10 @@ impl<'a, S: Sink<'a>> Walk<'a, '_, S> {
             }
             (DocFormat::Msgpack, b"type", _) => M_TYPE,
             (DocFormat::Msgpack, b"data", _) => M_DATA,
-            (DocFormat::Cbor, b"bytes", true) => M_BYTES,
-            (DocFormat::Cbor, b"dtype", true) => M_DTYPE,
+            (DocFormat::Cbor, b"bytes", true) => {
+                l.bytes_value = l.next;
+                0
+            }
             _ => 0,
         };
     }
@@ -215,14 +248,27 @@ impl<'a, S: Sink<'a>> Walk<'a, '_, S> {
             }
             let top = &mut self.stack[self.depth - 1];
             if top.left == INDEF {
-                return Ok(false);
+                return Ok(self.stop_here());
             }
             top.left -= 1;
             if top.left != 0 {
-                return Ok(false);
+                return Ok(self.stop_here());
             }
             self.close(pos)?;
         }
+    }
+
+    /// True (and `stopped` set) when the walk has reported `stop_at` items and none of them
+    /// can change any more: every container still open below `stop_at` has a known child
+    /// count and is not a msgpack map (which may still turn into a view and roll back).
+    fn stop_here(&mut self) -> bool {
+        let e = self.stop_at;
+        if self.items < e {
+            return false;
+        }
+        let msgpack = self.format == DocFormat::Msgpack;
+        self.stopped = self.stack[..self.depth].iter().all(|l| l.item >= e || (l.left != INDEF && !(l.map && msgpack)));
+        self.stopped
     }
 
     /// A break byte at `pos`: closes the innermost indefinite container.
@@ -234,23 +280,20 @@ impl<'a, S: Sink<'a>> Walk<'a, '_, S> {
         self.complete(pos + 1)
     }
 
-    /// Close the innermost container (its last byte is before `end`). A map marked as an
-    /// array is parsed again as one and replaces its reported children by one view.
+    /// Close the innermost container (its last byte is before `end`). A msgpack map marked
+    /// as an array is parsed again as one and replaces its reported children by one view.
     fn close(&mut self, end: usize) -> Result<()> {
         self.depth -= 1;
         let l = self.stack[self.depth];
         self.sink.children(l.item, l.next);
-        let array = match self.format {
-            DocFormat::Msgpack => l.marks & (M_ND | M_TYPE | M_DATA) == M_ND | M_TYPE | M_DATA,
-            _ => l.marks & (M_BYTES | M_DTYPE) == M_BYTES | M_DTYPE,
-        };
+        if l.rmap {
+            self.rview = None;
+        }
+        let array = self.format == DocFormat::Msgpack && l.marks & (M_ND | M_TYPE | M_DATA) == M_ND | M_TYPE | M_DATA;
         if !l.map || !array {
             return Ok(());
         }
-        let (p, pend) = match self.format {
-            DocFormat::Msgpack => msgpack::parse_at(self.buf, l.head)?,
-            _ => cbor::parse_at(self.buf, l.head, true)?,
-        };
+        let (p, pend) = msgpack::parse_at(self.buf, l.head)?;
         if pend != end {
             bail!(Malformed, "byte {}: the array map ends at byte {pend} as an array but at byte {end} as a map", l.head);
         }

@@ -3,7 +3,8 @@
 ``unpackb(buf, **kw)`` returns what ``msgpack.unpackb(buf, object_hook=msgpack_numpy.decode,
 **kw)`` / ``msgpack_numpy.unpackb(buf, **kw)`` returns, except that every array is a
 read-only numpy view of ``buf`` instead of a copy (it keeps ``buf`` alive). The whole message
-is walked once by the library (``payload_decode_document``).
+is validated in one walk by the library (``payload_decode_document``), then built from its
+items window by window (see :mod:`vh5.document`).
 
 Same results for: nested maps / lists of anything msgpack encodes; keys as ``bytes`` (bin) or
 ``str``; ``raw=True`` (every str as ``bytes``); ``use_list=False`` (tuples);
@@ -32,7 +33,7 @@ array where msgpack-numpy returns the map):
 from __future__ import annotations
 
 from .. import _errors
-from ..document import _build, _count, _default_ext, _ident, _walk
+from ..document import _build, _count, _default_ext, _ident
 from ..payload import _as_bytes_array
 
 __all__ = ["unpackb", "loads"]
@@ -139,7 +140,6 @@ def unpackb(
             fast = _no_arrays(buf, raw, use_list, object_hook, object_pairs_hook, list_hook, strict_map_key, ext_hook)
             if fast is not _NOTHING:
                 return fast
-        items, views = _walk(buf, 2, caps=(ni, nv))
     except (_errors.UnsupportedError, _errors.DtypeError) as e:
         if "structured dtype" in str(e) or "unsupported numpy type string" in str(e):
             try:
@@ -181,8 +181,8 @@ def unpackb(
     ext = ext_hook if ext_hook is not None else _default_ext
     return _build(
         buf,
-        items,
-        views,
+        2,
+        (ni, nv),
         bytes_as=lambda mv, o, n: mv[o : o + n].tobytes(),
         key_bytes=key,
         text=(lambda mv, o, n: mv[o : o + n].tobytes()) if raw else (lambda mv, o, n: str(mv[o : o + n], "utf-8")),
