@@ -189,20 +189,28 @@ static void test_shared_server(void) {
 }
 
 static void test_nested_and_scalar_counts(void) {
-  /* {"bytes": h'0000c03f' (float32 1.5), "dtype": "float32", "count": [[1, 2], [3]]} */
-  static const uint8_t m[] = {0xa3, 0x65, 'b', 'y', 't', 'e', 's', 0x44, 0, 0, 0xc0, 0x3f,
+  /* {"bytes": h'0000c03f 00000040 00004040' (float32 1.5, 2, 3), "dtype": "float32",
+      "shape": [3], "count": [[1, 2], [3]]}: a nested count flattens to one per element */
+  static const uint8_t m[] = {0xa4, 0x65, 'b', 'y', 't', 'e', 's', 0x4c, 0, 0, 0xc0, 0x3f, 0, 0, 0, 0x40, 0, 0, 0x40, 0x40,
                               0x65, 'd', 't', 'y', 'p', 'e', 0x67, 'f', 'l', 'o', 'a', 't', '3', '2',
+                              0x65, 's', 'h', 'a', 'p', 'e', 0x81, 0x03,
                               0x65, 'c', 'o', 'u', 'n', 't', 0x82, 0x82, 0x01, 0x02, 0x81, 0x03};
+  /* the same with "shape": [] (one element): three counts fit no rule (one, or one per element) */
+  static const uint8_t bad[] = {0xa4, 0x65, 'b', 'y', 't', 'e', 's', 0x44, 0, 0, 0xc0, 0x3f,
+                                0x65, 'd', 't', 'y', 'p', 'e', 0x67, 'f', 'l', 'o', 'a', 't', '3', '2',
+                                0x65, 's', 'h', 'a', 'p', 'e', 0x80,
+                                0x65, 'c', 'o', 'u', 'n', 't', 0x82, 0x82, 0x01, 0x02, 0x81, 0x03};
   payload_view v;
   int64_t c[3];
   size_t w;
   float f;
   CHECK(payload_decode_view(m, sizeof m, 0, &v) == VH5_OK);
-  CHECK(v.layout == PAYLOAD_LAYOUT_CLIENT && v.ndim == 0 && v.nelements == 1);
+  CHECK(v.layout == PAYLOAD_LAYOUT_CLIENT && v.ndim == 1 && v.nelements == 3);
   memcpy(&f, v.data, 4);
   CHECK(f == 1.5f);
   CHECK(v.count_form == PAYLOAD_COUNT_ARRAY && v.count_len == 3);
   CHECK(payload_decode_count(m, sizeof m, c, 3, &w) == VH5_OK && w == 3 && c[0] == 1 && c[1] == 2 && c[2] == 3);
+  CHECK(payload_decode_view(bad, sizeof bad, 0, &v) == VH5_ERR_MALFORMED);
 }
 
 int main(void) {
