@@ -67,6 +67,8 @@ const MAX_CHECKED: usize = 1 << 20;
 enum Header {
     /// scaleoffset, float D-scale, 4-byte floats: at most 32 bits per value.
     ScaleoffsetFloat4,
+    /// scaleoffset, any kind: at most `max` bits per value (its elements' bits).
+    ScaleoffsetBits { max: u32 },
     /// szip: 4 header bytes claiming at most `bound` decoded bytes.
     Szip { bound: u64 },
 }
@@ -308,11 +310,12 @@ impl ReadGuard {
         }
         let elems = chunk.iter().try_fold(1u64, |a, &c| a.checked_mul(c)).unwrap_or(u64::MAX);
         let mut peeks = Vec::new();
-        if let Some(index) = scaleoffset::float4_dscale_index(layout) {
-            if linked_below(lock, (2, 0)) {
-                let limit = usize::try_from(scaleoffset::largest_output(elems)).unwrap_or(usize::MAX);
-                peeks.push(Peek { index, tail: tail_after(layout, index), limit, header: Header::ScaleoffsetFloat4 });
-            }
+        let so_limit = usize::try_from(scaleoffset::largest_output(elems)).unwrap_or(usize::MAX);
+        // (Every libhdf5: the header check of 1.14.6 and 2.x is theirs, the message vh5's.)
+        match (scaleoffset::float4_dscale_index(layout), scaleoffset::bits_limit(layout)) {
+            (Some(index), _) if linked_below(lock, (2, 0)) => peeks.push(Peek { index, tail: tail_after(layout, index), limit: so_limit, header: Header::ScaleoffsetFloat4 }),
+            (_, Some((index, max))) => peeks.push(Peek { index, tail: tail_after(layout, index), limit: so_limit, header: Header::ScaleoffsetBits { max } }),
+            _ => {}
         }
         // (The file type's size asked once, and only for a pipeline with szip.)
         let mut chunk_bytes = None;
@@ -515,6 +518,10 @@ impl ReadGuard {
 /// given) break `header`'s rule.
 fn check_header(lock: &H5Lock, dset: hid_t, origin: &[u64], header: Header, bytes: &[u8]) -> Result<()> {
     match header {
+        Header::ScaleoffsetBits { max } => match bytes.get(..4) {
+            Some(b) => scaleoffset::check_bits(lock, dset, origin, u32::from_le_bytes([b[0], b[1], b[2], b[3]]), max),
+            None => Ok(()), // damaged: libhdf5 refuses it itself
+        },
         Header::ScaleoffsetFloat4 => {
             if bytes.len() < 4 {
                 return Ok(()); // damaged: libhdf5 refuses it itself

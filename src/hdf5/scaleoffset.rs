@@ -77,6 +77,34 @@ pub fn float4_dscale_index(layout: &ChunkLayout) -> Option<usize> {
     float4_dscale(layout).map(|(i, _)| i)
 }
 
+/// The position in the pipeline of a scaleoffset filter and the most bits per value its
+/// elements have (8 x the element size of its client data, 1 to 8 bytes): a chunk header
+/// saying more is refused by libhdf5 >= 1.14.6 ("minimum number of bits exceeds size of
+/// type"); 1.10 decodes it into values that are not the data (a damaged integer chunk read as
+/// the same wrong value in every element). Checked by `chunk_guard::ReadGuard` with
+/// [`check_bits`].
+pub fn bits_limit(layout: &ChunkLayout) -> Option<(usize, u32)> {
+    let i = layout.filters.iter().position(|f| f.id == SCALEOFFSET)?;
+    let size = *layout.filters[i].cd_values.get(4)?;
+    (1..=8).contains(&size).then_some((i, 8 * size))
+}
+
+/// Refuse (`Hdf5`) the scaleoffset chunk at `origin` of `dset` whose header says `bits` per
+/// value when that is more than its elements have (`max`, see [`bits_limit`]).
+pub fn check_bits(lock: &H5Lock, dset: hid_t, origin: &[u64], bits: u32, max: u32) -> Result<()> {
+    if bits > max {
+        bail!(
+            Hdf5,
+            "dataset {}: the scaleoffset chunk at {origin:?} says {bits} bits per value, more than its {}-byte elements have: the chunk is corrupted \
+             (libhdf5 >= 1.14.6 refuses it; libhdf5 {}, linked here, would decode values that are not the data): vh5 refuses the read",
+            dataset_name(lock, dset),
+            max / 8,
+            super::version::version_text(lock)
+        );
+    }
+    Ok(())
+}
+
 /// The most bytes libhdf5's scaleoffset encoder stores for a chunk of `elems` values (its
 /// header and 64 bits per value).
 pub fn largest_output(elems: u64) -> u64 {
