@@ -202,6 +202,16 @@ struct Msg {
     mutations: Vec<Mutation>,
 }
 
+/// No shape (and no non-empty shape_as_bytes): shape `[]`, a scalar; data of `n` != 1
+/// elements is then refused (the message is not clean).
+fn no_shape(n: usize, expect_shape: &mut Vec<u64>, clean: &mut bool) {
+    if n == 1 {
+        expect_shape.clear();
+    } else {
+        *clean = false;
+    }
+}
+
 /// What a clean message must decode to.
 struct Expect {
     dtype: Dtype,
@@ -344,7 +354,7 @@ fn reductionist(e: &mut Enc, m: &RMap) -> Option<Expect> {
             if dims.is_empty() {
                 // empty shape_as_bytes means "use shape": a scalar only if shape says so
                 if !matches!(m.shape_spell, ShapeSpell::Both | ShapeSpell::AsBytesAndEmptyShape) {
-                    expect_shape = if n == 1 { vec![] } else { vec![n as u64] };
+                    no_shape(n, &mut expect_shape, &mut clean);
                 }
             }
             let s = sab.clone();
@@ -359,7 +369,7 @@ fn reductionist(e: &mut Enc, m: &RMap) -> Option<Expect> {
             let b: Vec<u8> = dims.iter().flat_map(|&x| if m.big { (x as u32).to_be_bytes() } else { (x as u32).to_le_bytes() }).collect();
             let t = if m.big { 66 } else { 70 };
             if dims.is_empty() {
-                expect_shape = if n == 1 { vec![] } else { vec![n as u64] };
+                no_shape(n, &mut expect_shape, &mut clean);
             }
             entries.push((
                 "shape_as_bytes".into(),
@@ -369,7 +379,7 @@ fn reductionist(e: &mut Enc, m: &RMap) -> Option<Expect> {
                 }),
             ));
         }
-        ShapeSpell::Absent => expect_shape = if n == 1 { vec![] } else { vec![n as u64] },
+        ShapeSpell::Absent => no_shape(n, &mut expect_shape, &mut clean),
         ShapeSpell::Tokens(t) => {
             clean = false;
             entries.push(("shape".into(), Box::new(move |e: &mut Enc| write_toks(e, t))));
@@ -517,6 +527,12 @@ fn reductionist(e: &mut Enc, m: &RMap) -> Option<Expect> {
             clean = false;
             entries.push(("count".into(), Box::new(move |e: &mut Enc| write_toks(e, t))));
         }
+    }
+    // The count rules: an empty count is no count; else one count, or one per element.
+    match counts.as_ref().map(Vec::len) {
+        Some(0) => counts = None,
+        Some(k) if k != 1 && k != n => clean = false,
+        _ => {}
     }
     match &m.order {
         OrderSpell::Key => entries.push(("byte_order".into(), Box::new(move |e: &mut Enc| drop(e.str(order_str))))),
