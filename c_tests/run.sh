@@ -33,6 +33,18 @@ PYEOF
 cc $CFLAGS -c "$OUT/readme_example.c" -o "$OUT/readme_example.o"
 echo "README C example compiles"
 
+# vh5.hpp under C++14 (or older) stops with one clear #error naming C++17, not pages of
+# errors about std::data; the #error is the only diagnostic.
+printf '#include "vh5.hpp"\nint main() { return 0; }\n' > "$OUT/hpp_cxx14.cpp"
+for std in c++14 c++11; do
+  if c++ -std=$std -Iinclude -Ibindings/cpp -fsyntax-only "$OUT/hpp_cxx14.cpp" > "$OUT/hpp_cxx14.log" 2>&1; then
+    echo "vh5.hpp compiled under -std=$std: it needs C++17" >&2; exit 1
+  fi
+  grep -q 'vh5.hpp needs C++17 or later' "$OUT/hpp_cxx14.log" && [ "$(grep -c 'error:' "$OUT/hpp_cxx14.log")" = 1 ] \
+    || { echo "vh5.hpp under -std=$std did not stop with its single C++17 #error:" >&2; cat "$OUT/hpp_cxx14.log" >&2; exit 1; }
+done
+echo "vh5.hpp under C++14 and C++11 stops with its C++17 #error"
+
 # vh5.hpp refuses at compile time to write into an ArrayRef<const T> (static_assert naming
 # the reason), to copy between element types, and element types without a VH5_DTYPE_* code
 # (char, long double, ...: they compiled and failed at run time with "unknown dtype code 0");

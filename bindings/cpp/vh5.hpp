@@ -17,6 +17,18 @@
 #ifndef VH5_HPP
 #define VH5_HPP
 
+// The wrapper needs C++17 (std::data / std::size, if constexpr, inline variables): under an
+// older standard say so at once instead of pages of errors about std::data. MSVC reports
+// __cplusplus as 199711L unless /Zc:__cplusplus is given; _MSVC_LANG holds its standard.
+#if defined(_MSVC_LANG)
+#define VH5_HPP_CPLUSPLUS _MSVC_LANG
+#else
+#define VH5_HPP_CPLUSPLUS __cplusplus
+#endif
+#if VH5_HPP_CPLUSPLUS < 201703L
+#error "vh5.hpp needs C++17 or later: compile with -std=c++17 (MSVC: /std:c++17); the C header vh5.h alone works from C++11"
+#else
+
 #include "vh5.h"
 
 #include <algorithm>
@@ -581,4 +593,5 @@ void copy_many_slices(const ArrayRef<S> &src, const ArrayRef<T> &dst, const Tabl
 
 }  // namespace vh5
 
+#endif  // VH5_HPP_CPLUSPLUS >= 201703L
 #endif  // VH5_HPP

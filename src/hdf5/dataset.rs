@@ -12,7 +12,7 @@ use hdf5_sys::h5p::*;
 use hdf5_sys::h5s::{H5S_class_t, H5Sget_simple_extent_type};
 
 use super::error::{check, clear_stack, hdf5_error};
-use super::handle::{close_id, dataset_name, id_type, id_type_name, Handle};
+use super::handle::{close_id, dataset_name, id_description, id_type, id_type_name, Handle};
 use super::hyperslab::space_dims;
 use super::lock::H5Lock;
 use super::types::TypeInfo;
@@ -97,7 +97,7 @@ pub fn expect_kind(lock: &H5Lock, id: hid_t, kinds: &[H5I_type_t], what: &str) -
         Some(t) if kinds.contains(&t) => Ok(t),
         Some(t) => {
             let want: Vec<&str> = kinds.iter().map(|&k| id_type_name(k)).collect();
-            bail!(InvalidHandle, "{what} {id} is a libhdf5 id of {}, not of {}", id_type_name(t), want.join(" or "))
+            bail!(InvalidHandle, "{what} {id} is a libhdf5 id of {}, not of {}", id_description(lock, id, t), want.join(" or "))
         }
         None => bail!(InvalidHandle, "{what} {id} is not an open libhdf5 id (closed, never opened, or from another libhdf5 instance such as h5py's)"),
     }
@@ -275,6 +275,8 @@ fn open_dataset_with(lock: &H5Lock, loc: hid_t, name: &[u8], lapl: hid_t, allow_
             None => Ok(obj),
         },
         Some(H5I_type_t::H5I_GROUP) => bail!(InvalidArgument, "`{name}` is a group, not a dataset"),
+        // an object reached by a path is committed: a named datatype
+        Some(H5I_type_t::H5I_DATATYPE) => bail!(InvalidArgument, "`{name}` is a named datatype, not a dataset"),
         Some(t) => bail!(InvalidArgument, "`{name}` is {}, not a dataset", id_type_name(t)),
         None => bail!(InvalidArgument, "`{name}` is not a dataset (libhdf5 gives no object type for it)"),
     }

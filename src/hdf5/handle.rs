@@ -44,7 +44,7 @@ impl Handle {
     pub fn adopt_dataset(lock: &H5Lock, id: hid_t) -> Result<Handle> {
         match id_type(lock, id) {
             Some(H5I_type_t::H5I_DATASET) => {}
-            Some(t) => bail!(InvalidHandle, "dataset_id {id} is a libhdf5 id of {}, not of a dataset", id_type_name(t)),
+            Some(t) => bail!(InvalidHandle, "dataset_id {id} is a libhdf5 id of {}, not of a dataset", id_description(lock, id, t)),
             None => bail!(
                 InvalidHandle,
                 "dataset_id {id} is not an open dataset id of the libhdf5 vh5 calls (closed, never opened, or from another libhdf5 instance: an h5py id is valid only when vh5 is bound to h5py's libhdf5)"
@@ -69,12 +69,14 @@ impl Handle {
 }
 
 /// What kind of libhdf5 object an id of type `t` is, in words for messages ("a group",
-/// "a named datatype"), not the `H5I_*` constant.
+/// "a datatype"), not the `H5I_*` constant.
 pub fn id_type_name(t: H5I_type_t) -> &'static str {
     match t {
         H5I_type_t::H5I_FILE => "a file",
         H5I_type_t::H5I_GROUP => "a group",
-        H5I_type_t::H5I_DATATYPE => "a named datatype",
+        // an id of this type may be a transient type (H5Tcopy) as well as a committed one:
+        // [`id_description`] tells them apart
+        H5I_type_t::H5I_DATATYPE => "a datatype",
         H5I_type_t::H5I_DATASPACE => "a dataspace",
         H5I_type_t::H5I_DATASET => "a dataset",
         H5I_type_t::H5I_ATTR => "an attribute",
@@ -83,6 +85,21 @@ pub fn id_type_name(t: H5I_type_t) -> &'static str {
         H5I_type_t::H5I_ERROR_CLASS | H5I_type_t::H5I_ERROR_MSG | H5I_type_t::H5I_ERROR_STACK => "an error-stack object",
         _ => "a libhdf5 object of another kind",
     }
+}
+
+/// What the open id `id` of libhdf5 type `t` is, in words: [`id_type_name`], except that a
+/// datatype id is told apart as committed ("a named (committed) datatype", stored in a file)
+/// or transient ("a transient datatype", e.g. from `H5Tcopy`). Needs the lock.
+pub fn id_description(lock: &H5Lock, id: hid_t, t: H5I_type_t) -> &'static str {
+    if t == H5I_type_t::H5I_DATATYPE {
+        // SAFETY: `id` is an open datatype id; we hold the lock.
+        match unsafe { hdf5_sys::h5t::H5Tcommitted(id) } {
+            c if c > 0 => return "a named (committed) datatype",
+            0 => return "a transient datatype (not stored in a file)",
+            _ => clear_stack(lock),
+        }
+    }
+    id_type_name(t)
 }
 
 /// The libhdf5 type of `id`, or `None` when it is not a valid open id (`H5Iget_type` checks

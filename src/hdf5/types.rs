@@ -259,24 +259,32 @@ fn opaque_info(lock: &H5Lock, t: hid_t, class: H5T_class_t, size: usize, order: 
     // SAFETY: a valid type id; lock held by the caller.
     let mem_size = unsafe { H5Tget_size(mem.id()) };
     let class_name = match class {
-        H5T_class_t::H5T_INTEGER => "integer",
-        H5T_class_t::H5T_FLOAT => "float",
-        H5T_class_t::H5T_TIME => "time",
-        H5T_class_t::H5T_STRING => "fixed-length string",
-        H5T_class_t::H5T_BITFIELD => "bitfield",
-        H5T_class_t::H5T_OPAQUE => "opaque",
-        H5T_class_t::H5T_COMPOUND => "compound",
-        H5T_class_t::H5T_ENUM => "enum",
-        H5T_class_t::H5T_ARRAY => "array",
-        _ => "other",
+        H5T_class_t::H5T_INTEGER => "an integer",
+        H5T_class_t::H5T_FLOAT => "a float",
+        H5T_class_t::H5T_TIME => "a time",
+        H5T_class_t::H5T_STRING => "a fixed-length string",
+        H5T_class_t::H5T_BITFIELD => "a bitfield",
+        H5T_class_t::H5T_OPAQUE => "an opaque",
+        H5T_class_t::H5T_COMPOUND => "a compound",
+        H5T_class_t::H5T_ENUM => "an enum",
+        H5T_class_t::H5T_ARRAY => "an array",
+        _ => "an other",
     };
+    let bytes = |n: usize| if n == 1 { "1 byte".to_string() } else { format!("{n} bytes") };
     Ok(TypeInfo {
         dtype: Some(Dtype::Opaque),
         file_itemsize: size,
         mem_itemsize: mem_size,
         byte_order: order,
         plain: false,
-        description: format!("opaque: {class_name} of {size} bytes in the file{}, {mem_size} in memory{}", order_txt(order), if order.is_some() { " (native order)" } else { "" }),
+        // "an enum type of 1 byte in the file, ..., moved as raw bytes": read as "dataset has ..."
+        description: format!(
+            "{class_name} type of {} in the file{}, {} in memory{}, moved as raw bytes",
+            bytes(size),
+            order_txt(order),
+            bytes(mem_size),
+            if order.is_some() { " (native order)" } else { "" }
+        ),
         unsupported: None,
     })
 }

@@ -175,22 +175,44 @@ pub(crate) fn memory_type(l: &H5Lock, dir: Direction, file: DatasetType<'_>, dty
             let m = if swapped { mem_type_swapped(l, dtype)? } else { mem_type_for(l, dtype)? };
             let (src, dst, from, to) = if dir == Direction::Read { (ftype, m.id(), fd, dtype) } else { (m.id(), ftype, dtype, fd) };
             refuse_broken_conversion(l, dir, src, dst, from, to)?;
+            let raw = raw_bytes_hint(finfo, side);
             match dir {
                 Direction::Read if !conversion_exists(l, ftype, m.id()) => {
-                    bail!(Dtype, "libhdf5 has no conversion from the dataset type ({fdesc}) to {}", dtype.name())
+                    bail!(Dtype, "libhdf5 has no conversion from the dataset type ({fdesc}) to {}{raw}", dtype.name())
                 }
                 Direction::Write if !conversion_exists(l, m.id(), ftype) => {
-                    bail!(Dtype, "libhdf5 has no conversion from {} to the dataset type ({fdesc})", dtype.name())
+                    bail!(Dtype, "libhdf5 has no conversion from {} to the dataset type ({fdesc}){raw}", dtype.name())
                 }
                 _ => m,
             }
         }
-        Some(_) => {
-            let hint = if dtype == Dtype::Opaque { "" } else { " (pass VH5_SLICES_CONVERT to let libhdf5 convert)" };
+        Some(fd) => {
+            // Suggest VH5_SLICES_CONVERT only where libhdf5 has the conversion (it converts a
+            // bitfield only to another bitfield, so never to an integer array).
+            let convertible = dtype != Dtype::Opaque
+                && mem_type_for(l, dtype).is_ok_and(|m| if dir == Direction::Read { conversion_exists(l, ftype, m.id()) } else { conversion_exists(l, m.id(), ftype) });
+            let hint = if convertible {
+                " (pass VH5_SLICES_CONVERT to let libhdf5 convert)".to_string()
+            } else if dtype != Dtype::Opaque {
+                format!(" (libhdf5 has no conversion for it{})", raw_bytes_hint(finfo, side))
+            } else {
+                String::new()
+            };
+            let is = if fd == Dtype::Opaque { "has" } else { "is" };
             match dir {
-                Direction::Read => bail!(Dtype, "dtype mismatch: dataset is {fdesc}, destination is {}{hint}", dtype.name()),
-                Direction::Write => bail!(Dtype, "dtype mismatch: source is {}, dataset is {fdesc}{hint}", dtype.name()),
+                Direction::Read => bail!(Dtype, "dtype mismatch: dataset {is} {fdesc}, destination is {}{hint}", dtype.name()),
+                Direction::Write => bail!(Dtype, "dtype mismatch: source is {}, dataset {is} {fdesc}{hint}", dtype.name()),
             }
         }
     })
+}
+
+/// The hint for an array whose dtype libhdf5 cannot convert to or from the dataset type
+/// `finfo`: for a type vh5 moves as raw bytes, `; use an opaque ...` of its memory itemsize
+/// (empty for other types).
+fn raw_bytes_hint(finfo: &TypeInfo, side: &str) -> String {
+    if finfo.dtype != Some(Dtype::Opaque) {
+        return String::new();
+    }
+    format!("; use an opaque {side} (VH5_DTYPE_OPAQUE, itemsize {}) for the raw bytes", finfo.mem_itemsize)
 }

@@ -524,7 +524,7 @@ def test_enum_dtype_message_gives_the_file_byte_order_to_the_file(tmp_path):
         h.create_dataset("e", data=np.array([0, 1, 200], ">u2"), dtype=h5py.enum_dtype({"R": 0, "G": 1, "B": 200}, basetype=">u2"))
     with vh5.File(p) as f:
         d = f["e"]
-        with pytest.raises(vh5.DtypeError, match=re.escape("enum of 2 bytes in the file (big-endian), 2 in memory (native order)")):
+        with pytest.raises(vh5.DtypeError, match=re.escape("an enum type of 2 bytes in the file (big-endian), 2 bytes in memory (native order)")):
             vh5.read_many_slices(d, np.zeros(3, "u2"), [0], [0], [3])
         raw = np.zeros(3, "V2")
         vh5.read_many_slices(d, raw, [0], [0], [3])

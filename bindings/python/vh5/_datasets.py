@@ -26,8 +26,13 @@ __all__ = ["Dataset", "in_file", "LAYOUT_NAMES", "FILTER_NAMES"]
 
 LAYOUT_NAMES = {0: "contiguous", 1: "chunked", 2: "compact", 3: "virtual"}
 FILTER_NAMES = {1: "gzip", 2: "shuffle", 3: "fletcher32", 4: "szip", 5: "nbit", 6: "scaleoffset"}
-#: h5py's ``compression`` names by filter (``filters`` keeps LZF as its number, 32000).
-_COMPRESSION = {"gzip": "gzip", "szip": "szip", 32000: "lzf"}
+#: h5py's ``compression`` names by filter (``filters`` keeps LZF as its number, 32000), in the
+#: order h5py looks for them (gzip, lzf, szip: not the pipeline's order).
+_COMPRESSION = (("gzip", "gzip"), (32000, "lzf"), ("szip", "szip"))
+#: The filters h5py knows by name (``h5py._hl.filters._COMP_FILTERS``): any other filter in the
+#: pipeline (nbit, and plugins such as blosc, zstd, bzip2 or any unregistered id) makes h5py's
+#: ``compression`` ``"unknown"`` when no gzip / lzf / szip is there.
+_H5PY_KNOWN_FILTERS = frozenset({"gzip", "szip", 32000, "shuffle", "fletcher32", "scaleoffset"})
 _UNLIMITED = 2**64 - 1
 _SZIP_EC, _SZIP_NN = 4, 32
 _OBJECT_ITEMSIZE = np.dtype(object).itemsize
@@ -65,7 +70,9 @@ class Dataset(Handle):
         layout (str): ``"contiguous"``, ``"chunked"``, ``"compact"`` or ``"virtual"``.
         filters (tuple[str | int, ...]): filter pipeline in order (``"gzip"``, ``"shuffle"``,
             ``"fletcher32"``, ... or the numeric id of a plugin filter, e.g. 32000 for LZF).
-        compression, compression_opts, shuffle, fletcher32, scaleoffset: as in h5py (properties).
+        compression, compression_opts, filter_ids, shuffle, fletcher32, scaleoffset: as in h5py
+            (properties; ``compression`` is ``"unknown"`` for a pipeline with a filter h5py
+            does not know by name and no gzip / lzf / szip, as h5py 3.16 says).
         nbytes (int): :attr:`size` times h5py's item size (the file type's; 8 for a vlen,
             variable-length string or reference, h5py's Python object), as h5py (property).
         fillvalue: the fill value (h5py's value: 0 when the writer set none) as a scalar of
@@ -312,19 +319,25 @@ class Dataset(Handle):
 
     @property
     def compression(self):
-        """``"gzip"``, ``"szip"``, ``"lzf"`` or None (h5py's names)."""
-        for f in self.filters:
-            if f in _COMPRESSION:
-                return _COMPRESSION[f]
+        """h5py's rule: ``"gzip"``, ``"lzf"`` or ``"szip"`` (the first of these, in this order,
+        in the pipeline); else ``"unknown"`` when the pipeline holds a filter h5py does not
+        know by name (nbit, blosc, zstd, bzip2, any plugin or unregistered id); else None."""
+        for f, name in _COMPRESSION:
+            if f in self.filters:
+                return name
+        if any(f not in _H5PY_KNOWN_FILTERS for f in self.filters):
+            return "unknown"
         return None
 
     @property
     def compression_opts(self):
-        """The gzip level, the szip ``(mode, pixels_per_block)`` pair, or None (as h5py)."""
+        """The gzip level, the szip ``(mode, pixels_per_block)`` pair, or None (lzf,
+        ``"unknown"``, no compression), as h5py: of the last such filter when the pipeline
+        repeats it."""
         comp = self.compression
         if comp not in ("gzip", "szip"):
             return None
-        index = next(i for i, f in enumerate(self.filters) if f == comp)
+        index = max(i for i, f in enumerate(self.filters) if f == comp)
         values = self._filter_params(index)
         if comp == "gzip":
             return int(values[0]) if values else None
@@ -355,6 +368,12 @@ class Dataset(Handle):
             return None
         values = self._filter_params(self.filters.index("scaleoffset"))
         return int(values[1]) if len(values) > 1 else None
+
+    @property
+    def filter_ids(self) -> tuple:
+        """The numeric ids of the pipeline's filters, in order (h5py's ``filter_ids``)."""
+        ids = {name: code for code, name in FILTER_NAMES.items()}
+        return tuple(ids.get(f, f) for f in self.filters)
 
     @property
     def shuffle(self) -> bool:

@@ -269,6 +269,7 @@ _PYTHON_TERMS = (
         "with cbor2 instead (or have the sender use a definite-length byte string)",
     ),
     ("(pass VH5_SLICES_CONVERT to let libhdf5 convert)", "(pass convert=True to let libhdf5 convert)"),
+    ("(VH5_DTYPE_OPAQUE, itemsize ", "(a numpy void dtype, np.dtype('V'), itemsize "),
     (
         'open the file with VH5_FILE_READ_WRITE (Python: vh5.File(path, "r+"))',
         'open the file with vh5.File(path, "r+")',

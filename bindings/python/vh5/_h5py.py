@@ -66,8 +66,20 @@ _DRIVER_REASONS = {
 def open_h5py(src):
     """Open an h5py dataset's file and dataset through vh5; returns (dataset, file).
 
-    Raises vh5.UnsupportedError for an h5py file whose driver is not in
+    Raises vh5.UnsupportedError for an anonymous dataset (``create_dataset(None, ...)``: no
+    path to reopen it by) and for an h5py file whose driver is not in
     :data:`REOPENABLE_DRIVERS` (in-memory, file-like, family, parallel, S3, split files)."""
+    if src.name is None:
+        # create_dataset(None, ...): the dataset is in the file but no link names it, and vh5
+        # (not bound to h5py's libhdf5) reaches datasets only by reopening the file by path
+        # and the dataset by name
+        raise error(
+            "VH5_ERR_UNSUPPORTED",
+            f"the h5py dataset is anonymous (made with create_dataset(None, ...), no path in "
+            f"{getattr(src.file, 'filename', '?')!r} leads to it): vh5 reopens the file and opens the dataset "
+            "by its path, so it needs a dataset linked into the file (f['name'] = dataset links it), "
+            "or the h5py-bound build (libvh5_h5py), which uses h5py's own dataset id",
+        )
     h5file = src.file
     driver = getattr(h5file, "driver", None)
     filename = getattr(h5file, "filename", None)

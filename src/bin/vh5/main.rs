@@ -13,6 +13,7 @@ mod names;
 mod payload_cmd;
 mod payload_doc;
 mod read_cmd;
+mod sample_cmd;
 mod sniff;
 mod table;
 
@@ -50,8 +51,24 @@ pub fn status_name(k: vh5::error::ErrorKind) -> String {
 
 /// `message` as a CLI user should read it: the C / Python way to allow external data
 /// ([`vh5::hdf5::external::ALLOW_EXTERNAL_HINT`]) becomes the command's `--allow-external` option.
+///
+/// A libhdf5 error stack (`; libhdf5 error stack:` then one `#NNN: ...` line per frame,
+/// outermost first) is turned around: the innermost frame's description, the most specific
+/// reason ("chunk size must be <= maximum dimension size"), follows the context at once, and
+/// the frames are listed innermost first.
 pub fn cli_message(message: &str) -> String {
-    message.replace(vh5::hdf5::external::ALLOW_EXTERNAL_HINT, "run the command with --allow-external (trusted files only)")
+    let message = message.replace(vh5::hdf5::external::ALLOW_EXTERNAL_HINT, "run the command with --allow-external (trusted files only)");
+    const STACK: &str = "; libhdf5 error stack:";
+    let Some(at) = message.find(STACK) else { return message };
+    // Frames start with "\n  #NNN: " (a frame's own text may hold a newline: libhdf5 writes
+    // one into H5F_open's "unable to open file: time = ...").
+    let Some(stack) = message[at + STACK.len()..].strip_prefix("\n  #") else { return message };
+    let frames: Vec<&str> = stack.split("\n  #").collect();
+    // "010: H5Dchunk.c:1 in f(): reason [Major: minor]": the reason is after "(): "
+    let innermost = frames[frames.len() - 1];
+    let reason = innermost.split_once("(): ").map_or(innermost, |(_, r)| r);
+    let listed: String = frames.iter().rev().map(|f| format!("\n  #{f}")).collect();
+    format!("{}: {reason}; libhdf5 error stack, innermost frame first:{listed}", &message[..at])
 }
 
 /// Print `vh5: VH5_ERR_...: message` to stderr; returns exit code 1.
@@ -89,7 +106,7 @@ fn main() {
         "payload" => payload_cmd::run(rest),
         "info" => info_cmd::run(rest),
         "read" => read_cmd::run_read(rest),
-        "make-sample" => read_cmd::run_make_sample(rest),
+        "make-sample" => sample_cmd::run_make_sample(rest),
         "--version" | "-V" => info_cmd::print_version(),
         "--help" | "-h" | "help" => {
             println!("{USAGE}");
@@ -115,6 +132,19 @@ mod tests {
         assert_eq!(plural(serde_json::json!(12), "element"), "12 elements");
         assert_eq!(status_name(vh5::error::ErrorKind::InvalidArgument), "VH5_ERR_INVALID_ARGUMENT");
         assert_eq!(status_name(vh5::error::ErrorKind::NoMemory), "VH5_ERR_NO_MEMORY");
+    }
+
+    #[test]
+    fn cli_message_puts_the_innermost_libhdf5_frame_first() {
+        let m = "H5Dcreate2; libhdf5 error stack:\n  #000: H5D.c:1 in H5Dcreate2(): unable to create dataset [Dataset: Unable to initialize object]\n  #001: H5Dchunk.c:2 in H5D__chunk_construct(): chunk size must be <= maximum dimension size for fixed-sized dimensions [Dataset: Unable to initialize object]";
+        let got = cli_message(m);
+        assert!(got.starts_with("H5Dcreate2: chunk size must be <= maximum dimension size for fixed-sized dimensions [Dataset: Unable to initialize object]; libhdf5 error stack, innermost frame first:\n  #001: "), "{got}");
+        assert!(got.ends_with("#000: H5D.c:1 in H5Dcreate2(): unable to create dataset [Dataset: Unable to initialize object]"), "{got}");
+        assert_eq!(cli_message("no stack here"), "no stack here");
+        let m = "creating x; libhdf5 error stack:\n  #000: H5F.c:1 in H5Fcreate(): unable to create file [A: B]\n  #001: H5Fint.c:2 in H5F_open(): unable to open file: time = now\n, name = 'x' [A: B]\n  #002: H5FDsec2.c:3 in H5FD__sec2_open(): errno = 2 [A: C]";
+        let got = cli_message(m);
+        assert!(got.starts_with("creating x: errno = 2 [A: C]; libhdf5 error stack, innermost frame first:\n  #002: "), "{got}");
+        assert!(got.contains("time = now\n, name = 'x' [A: B]\n  #000: H5F.c:1"), "{got}");
     }
 
     #[test]

@@ -48,11 +48,17 @@ pub fn run(args: &[String]) -> i32 {
             "--json" => json_out = true,
             "--values" => match it.next().map(String::as_str) {
                 Some("all") => nvalues = None,
-                Some(n) => match n.parse() {
+                Some(n) => match n.trim().parse() {
                     Ok(n) => nvalues = Some(n),
-                    Err(_) => return usage(),
+                    Err(_) => {
+                        eprintln!("vh5 payload: --values expects a non-negative integer up to {} or `all`, got {n:?}", usize::MAX);
+                        return usage();
+                    }
                 },
-                None => return usage(),
+                None => {
+                    eprintln!("vh5 payload: --values needs a value (a number, or `all`)");
+                    return usage();
+                }
             },
             "--make-samples" => {
                 let Some(dir) = it.next() else { return usage() };
@@ -132,10 +138,11 @@ fn scalar(s: Scalar) -> Value {
 }
 
 /// The error for `buf` that is neither one array nor a document: the decoder's error `e`,
-/// except that a known kind of file (HDF5, netCDF-3, JSON that is not a server's error body,
-/// empty) is named instead (`VH5_ERR_UNSUPPORTED`), and an unknown input gets its first bytes.
+/// except that a known kind of file (HDF5, netCDF-3, JSON that is not a server's error body)
+/// is named instead (`VH5_ERR_UNSUPPORTED`), and an unknown input gets its first bytes.
 fn not_a_payload(buf: &[u8], e: vh5::error::Error) -> (String, String) {
-    if e.kind == vh5::error::ErrorKind::ServerError {
+    // Empty input: the decoder's own VH5_ERR_MALFORMED, as the library reports it.
+    if e.kind == vh5::error::ErrorKind::ServerError || buf.is_empty() {
         return (status_name(e.kind), e.message);
     }
     match crate::sniff::not_a_payload(buf) {

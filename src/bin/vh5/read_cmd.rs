@@ -1,8 +1,6 @@
-//! `vh5 read` and `vh5 make-sample`: run many-slice reads with checksums and timing, and
-//! write the demo's sample file. Uses the Rust API (not the C ABI). Slice table format:
-//! [`crate::table`].
+//! `vh5 read`: run many-slice reads with checksums and timing. Uses the Rust API (not the C
+//! ABI). Slice table format: [`crate::table`].
 
-use std::ffi::CString;
 use std::time::Instant;
 
 use vh5::dtype::Dtype;
@@ -43,7 +41,7 @@ fn check_fits(n: u64, size: u64, what: &str) -> Result<u64> {
 /// `VH5_ERR_NO_MEMORY` naming `what` and the bytes when `n * size_of::<T>()` overflows,
 /// exceeds the physical memory, or the allocation fails (never an abort or an OOM kill
 /// from this allocation).
-fn try_alloc<T: Clone + Default>(n: u64, what: &str) -> Result<Vec<T>> {
+pub fn try_alloc<T: Clone + Default>(n: u64, what: &str) -> Result<Vec<T>> {
     let bytes = check_fits(n, std::mem::size_of::<T>() as u64, what)?;
     let too_big = |bytes: String, why: &str| Error::new(vh5::error::ErrorKind::NoMemory, format!("{what} needs {bytes} bytes of memory, {why}; use a smaller {what}"));
     let len = usize::try_from(n).map_err(|_| too_big(bytes.to_string(), "more than the address space"))?;
@@ -51,73 +49,6 @@ fn try_alloc<T: Clone + Default>(n: u64, what: &str) -> Result<Vec<T>> {
     v.try_reserve_exact(len).map_err(|e| too_big(bytes.to_string(), &format!("and the allocation failed ({e})")))?;
     v.resize(len, T::default());
     Ok(v)
-}
-
-/// `vh5 make-sample --help` (stdout, exit 0; on stderr with exit 2 after a usage error).
-pub const MAKE_SAMPLE_HELP: &str = "usage: vh5 make-sample FILE [--shape 2000,2000] [--chunk 100,100]
-  Write an HDF5 file with a float64 dataset /data, values sin(i/100) + cos(j/77), gzip level 4
-  + shuffle (the demo's sample).
-  --shape A,B   extent of /data (default 2000,2000)
-  --chunk A,B   chunk shape, each >= 1 (default 100,100)
-  -h, --help    this help";
-
-/// `vh5 make-sample FILE [--shape A,B] [--chunk A,B]`: a float64 dataset `/data` (default
-/// 2000x2000, chunks 100x100, gzip level 4 + shuffle) with values sin(i/100) + cos(j/77).
-pub fn run_make_sample(args: &[String]) -> i32 {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{MAKE_SAMPLE_HELP}");
-        return 0;
-    }
-    let mut path = None;
-    let mut shape = vec![2000u64, 2000];
-    let mut chunk = vec![100u64, 100];
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--shape" => shape = parse_list(it.next()).unwrap_or_default(),
-            "--chunk" => chunk = parse_list(it.next()).unwrap_or_default(),
-            p if path.is_none() && !p.starts_with("--") => path = Some(p.to_string()),
-            _ => {
-                eprintln!("{MAKE_SAMPLE_HELP}");
-                return 2;
-            }
-        }
-    }
-    let Some(path) = path else {
-        eprintln!("{MAKE_SAMPLE_HELP}");
-        return 2;
-    };
-    if shape.len() != 2 || chunk.len() != 2 || chunk.contains(&0) {
-        return fail(&invalid("--shape and --chunk take two positive integers".into()));
-    }
-    match make_sample(&path, &shape, &chunk) {
-        Ok(()) => {
-            println!("wrote {path}: /data float64 {shape:?}, chunks {chunk:?}, gzip 4 + shuffle");
-            0
-        }
-        Err(e) => fail(&e),
-    }
-}
-
-fn make_sample(path: &str, shape: &[u64], chunk: &[u64]) -> Result<()> {
-    use hdf5_sys::{h5d::*, h5f::*, h5p::*, h5s::*, h5t::*};
-    let s = h5::session();
-    let l = s.lock();
-    let data: Vec<f64> = (0..shape[0]).flat_map(|i| (0..shape[1]).map(move |j| (i as f64 / 100.0).sin() + (j as f64 / 77.0).cos())).collect();
-    let c = CString::new(path).map_err(|_| Error::new(vh5::error::ErrorKind::InvalidArgument, "path contains NUL"))?;
-    let chk = |r: i64, what: &str| h5::error::check(l, r, what);
-    // SAFETY: plain libhdf5 calls with valid arguments under the lock; ids closed by Handle.
-    unsafe {
-        let f = h5::Handle::new(l, H5Fcreate(c.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), format_args!("creating {path}"))?;
-        let sp = h5::Handle::new(l, H5Screate_simple(2, shape.as_ptr(), std::ptr::null()), "H5Screate_simple")?;
-        let dcpl = h5::Handle::new(l, H5Pcreate(*H5P_CLS_DATASET_CREATE), "H5Pcreate")?;
-        chk(H5Pset_chunk(dcpl.id(), 2, chunk.as_ptr()) as i64, "H5Pset_chunk")?;
-        chk(H5Pset_shuffle(dcpl.id()) as i64, "H5Pset_shuffle")?;
-        chk(H5Pset_deflate(dcpl.id(), 4) as i64, "H5Pset_deflate")?;
-        let d = h5::Handle::new(l, H5Dcreate2(f.id(), c"data".as_ptr(), *H5T_IEEE_F64LE, sp.id(), H5P_DEFAULT, dcpl.id(), H5P_DEFAULT), "H5Dcreate2")?;
-        chk(H5Dwrite(d.id(), *H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.as_ptr() as *const _) as i64, "H5Dwrite")?;
-    }
-    Ok(())
 }
 
 /// The value of option `opt` as a non-negative integer, or a usage error saying what `opt`
@@ -147,7 +78,8 @@ pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv
                     every axis, clipped to each extent); N x size must fit in memory
   --seed S          seed of the random rows (default 1)
   --clip            versioned-hdf5 semantics (clip counts, skip empty rows) instead of errors
-  --save OUT.npy    write the destination array as a .npy file
+  --save OUT.npy    write the destination array as a .npy file (created, or its path
+                    refused, before the read)
   --show K          print the first K rows of the table (default 3)
   --repeat R        read the table R times on the same open dataset (default 1): the time
                     line gives the first and the best call, the summary is the last call's
@@ -320,6 +252,10 @@ fn random_table(shape: &[u64], size: &[u64], n: usize, seed: u64, itemsize: usiz
 /// largest `dst_start + (count - 1) * dst_step + 1` of the rows. With `clip` each row's counts
 /// are first clipped to the dataset `shape` as the read clips them (the library's own
 /// [`row_counts`], the destination side unbounded), and rows clipped to nothing add nothing.
+///
+/// Every row is checked against the dataset first (without `clip`, a row reaching past it is
+/// `OutOfBounds` naming the row, as the read would say), so a count such as 2^64 - 1 is an
+/// error about that row, not a destination too large to allocate.
 fn dest_shape(t: &SliceTable, shape: &[u64], clip: bool) -> Result<Vec<u64>> {
     let n = t.ndim;
     let unbounded = vec![u64::MAX; n];
@@ -327,18 +263,12 @@ fn dest_shape(t: &SliceTable, shape: &[u64], clip: bool) -> Result<Vec<u64>> {
     let mut dshape = vec![0u64; n];
     for i in 0..t.nslices {
         let base = i * n;
-        if clip {
-            if !row_counts(t, i, shape, &unbounded, true, ["dataset", "destination"], &mut count)? {
-                continue;
-            }
-        } else {
-            count.copy_from_slice(&t.count[base..base + n]);
-            if count.contains(&0) {
-                continue;
-            }
+        if !row_counts(t, i, shape, &unbounded, clip, ["dataset", "destination"], &mut count)? {
+            continue;
         }
         for (j, d) in dshape.iter_mut().enumerate() {
             let step = t.dst_step.map_or(1, |s| s[base + j]);
+            // checked by row_counts to stay below u64::MAX (the unbounded destination extent)
             let end = t.dst_start[base + j].saturating_add((count[j] - 1).saturating_mul(step)).saturating_add(1);
             *d = (*d).max(end);
         }
@@ -346,7 +276,40 @@ fn dest_shape(t: &SliceTable, shape: &[u64], clip: bool) -> Result<Vec<u64>> {
     Ok(dshape)
 }
 
+/// The `--save` file, opened (created when missing, not yet truncated) before the read so a
+/// path that cannot be written fails at once; a file it created is removed again when the
+/// command fails before writing it.
+struct SaveTarget<'a> {
+    path: &'a str,
+    file: Option<std::fs::File>,
+    created: bool,
+}
+
+impl<'a> SaveTarget<'a> {
+    fn open(path: &'a str) -> Result<SaveTarget<'a>> {
+        let created = !std::path::Path::new(path).exists();
+        let file = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path);
+        let file = file.map_err(|e| err_io(format!("--save {path}: cannot create the file: {e} (checked before reading)")))?;
+        Ok(SaveTarget { path, file: Some(file), created })
+    }
+
+    /// Write the destination as a .npy file, replacing what the file held.
+    fn write(mut self, d: Dtype, itemsize: usize, shape: &[u64], data: &[u8]) -> Result<()> {
+        let file = self.file.take().expect("written once");
+        write_npy(file, self.path, d, itemsize, shape, data)
+    }
+}
+
+impl Drop for SaveTarget<'_> {
+    fn drop(&mut self) {
+        if self.file.take().is_some() && self.created {
+            let _ = std::fs::remove_file(self.path);
+        }
+    }
+}
+
 fn read(o: &ReadOpts) -> Result<()> {
+    let save = o.save.as_deref().map(SaveTarget::open).transpose()?;
     let s = h5::session();
     let l = s.lock();
     let flags = if o.allow_external { h5::external::FILE_ALLOW_EXTERNAL } else { 0 };
@@ -418,9 +381,9 @@ fn read(o: &ReadOpts) -> Result<()> {
             us_row(best)
         );
     }
-    if let Some(p) = &o.save {
-        write_npy(p, dtype, itemsize, &dshape, &buf)?;
-        println!("saved {p}");
+    if let Some(t) = save {
+        t.write(dtype, itemsize, &dshape, &buf)?;
+        println!("saved {}", o.save.as_deref().unwrap_or_default());
     }
     Ok(())
 }
@@ -501,8 +464,9 @@ pub fn sum_elements(d: Dtype, b: &[u8]) -> (String, usize) {
     (s, b.len() / size)
 }
 
-/// Write a .npy file (format version 1.0: magic, header dict padded to 64 bytes, C-order data).
-fn write_npy(path: &str, d: Dtype, itemsize: usize, shape: &[u64], data: &[u8]) -> Result<()> {
+/// Write a .npy file (format version 1.0: magic, header dict padded to 64 bytes, C-order data)
+/// into `file` (opened for writing; truncated first), `path` naming it in errors.
+fn write_npy(mut file: std::fs::File, path: &str, d: Dtype, itemsize: usize, shape: &[u64], data: &[u8]) -> Result<()> {
     let e = if cfg!(target_endian = "little") { '<' } else { '>' };
     let descr = match d {
         Dtype::Bool => "|b1".to_string(),
@@ -522,7 +486,8 @@ fn write_npy(path: &str, d: Dtype, itemsize: usize, shape: &[u64], data: &[u8]) 
     out.extend_from_slice(&(header.len() as u16).to_le_bytes());
     out.extend_from_slice(header.as_bytes());
     out.extend_from_slice(data);
-    std::fs::write(path, out).map_err(|e| err_io(format!("cannot write {path}: {e}")))
+    use std::io::Write;
+    file.set_len(0).and_then(|()| file.write_all(&out)).map_err(|e| err_io(format!("cannot write {path}: {e}")))
 }
 
 #[cfg(test)]
@@ -534,7 +499,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vh5-npy-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("a.npy");
-        write_npy(p.to_str().unwrap(), Dtype::Float64, 8, &[2, 3], &[0u8; 48]).unwrap();
+        std::fs::write(&p, [7u8; 4096]).unwrap(); // longer than the .npy: truncated
+        write_npy(std::fs::OpenOptions::new().write(true).open(&p).unwrap(), p.to_str().unwrap(), Dtype::Float64, 8, &[2, 3], &[0u8; 48]).unwrap();
         let b = std::fs::read(&p).unwrap();
         let hl = u16::from_le_bytes([b[8], b[9]]) as usize;
         assert_eq!((10 + hl) % 64, 0);

@@ -1,14 +1,12 @@
 //! What an input that is not an array payload is, for `vh5 payload`'s error message: an
-//! HDF5 or netCDF-3 file (recognised by the library: [`other_file_kind`]), JSON, empty.
+//! HDF5 or netCDF-3 file (recognised by the library: [`other_file_kind`]), JSON. (Empty
+//! input keeps the decoder's `VH5_ERR_MALFORMED` message.)
 
 use vh5::payload::detect::other_file_kind;
 
 /// A description of `buf` when it is a known kind of file that is not a payload, `None`
 /// otherwise (then the decoder's own message says what is wrong).
 pub fn not_a_payload(buf: &[u8]) -> Option<String> {
-    if buf.is_empty() {
-        return Some("empty input (0 bytes)".into());
-    }
     if let Some(kind) = other_file_kind(buf) {
         let advice = if kind.starts_with("an HDF5") { "list its datasets with `vh5 info FILE`" } else { "netCDF-3 is not HDF5 either: read it with the netCDF library" };
         return Some(format!("{kind}, not an array payload; {advice}"));
@@ -33,7 +31,7 @@ mod tests {
     use vh5::payload::detect::HDF5_SIGNATURE;
 
     #[test]
-    fn recognises_hdf5_netcdf3_json_and_empty() {
+    fn recognises_hdf5_netcdf3_and_json() {
         let mut h = HDF5_SIGNATURE.to_vec();
         h.resize(4096, 0);
         assert!(not_a_payload(&h).unwrap().contains("HDF5 file (signature at byte 0)"));
@@ -49,7 +47,7 @@ mod tests {
         assert_eq!(not_a_payload(b"CDF\x03\0\0"), None);
         assert!(not_a_payload(b" {\"a\": [1, 2]}\n").unwrap().contains("JSON document"));
         assert_eq!(not_a_payload(b"{not json"), None);
-        assert_eq!(not_a_payload(b""), Some("empty input (0 bytes)".into()));
+        assert_eq!(not_a_payload(b""), None);
         assert_eq!(first_bytes(b"\x01\x02"), "first bytes 01 02");
     }
 }

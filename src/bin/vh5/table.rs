@@ -14,7 +14,8 @@
 //! have as many fields as the data rows. A first line such as `1O 2 0 0 3 4` (a typo),
 //! `"0","0","1"` (quotes) or `0x0 0x0 0x2` (hex) is a data row and an error, not a header
 //! skipped silently; `vh5 read` says which line it skipped. Errors (`VH5_ERR_INVALID_ARGUMENT`) name the file, the line and the
-//! column; a table without data rows is an error naming the file.
+//! column; a table without data rows is an error naming the file. An integer above 2^64 - 1
+//! is refused as such; a leading UTF-8 byte order mark is skipped.
 
 use vh5::error::{Error, ErrorKind, Result};
 
@@ -27,7 +28,7 @@ pub const FORMAT_HELP: &str = "  Table format (--table): one row per line, field
   Blank lines and text after # are ignored; the first other line may be a header: it is one
   only when NONE of its fields is a number and EVERY field is a name (a letter or _, then
   letters, digits or _ . - [ ] ( ): src_start_0,count_0,...), with as many fields as the
-  data rows; the output names the line skipped. A first line with a number, a quote or a
+  data rows; the output names the line skipped. A leading UTF-8 byte order mark is skipped. A first line with a number, a quote or a
   hex field (1O 2 0 0 3 4: letter O typed for zero) is a data row and an error. A
   malformed line is an error naming the file, line, data row and column; a table with no
   data rows is an error.";
@@ -69,6 +70,11 @@ fn fields(line: &str) -> Option<Vec<&str>> {
 fn number(f: &str) -> std::result::Result<u64, String> {
     if let Ok(v) = f.parse::<u64>() {
         return Ok(v);
+    }
+    let digits = f.strip_prefix('+').unwrap_or(f);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        // only digits, yet not a u64: more than 2^64 - 1 (not a float: it has no point)
+        return Err(format!("an integer above 2^64 - 1 ({}), the largest coordinate or count a table can hold", u64::MAX));
     }
     let Some(d) = Decimal::parse(f) else {
         return Err("not a number".into());
@@ -179,6 +185,9 @@ pub fn parse(path: &str, text: &str, ndim: usize) -> Result<Table> {
     let mut t = Table::default();
     let mut seen_line = false;
     let mut header_fields = 0;
+    // A leading UTF-8 byte order mark (what Windows editors and spreadsheets write) is not
+    // part of the first field.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (ln, line) in text.lines().enumerate() {
         let f = fields(line).ok_or_else(|| bad(ln, format!("an empty field or a field with spaces between commas; {expect}")))?;
         if f.is_empty() {
@@ -325,6 +334,22 @@ mod tests {
             let e = parse("t.csv", &format!("0 0 1\n0 0 {bad}\n"), 1).err().unwrap();
             assert!(e.message.contains(&format!("\"{bad}\" is not a number")), "{bad}: {}", e.message);
         }
+    }
+
+    #[test]
+    fn integers_above_u64_max_are_named_and_a_leading_bom_is_skipped() {
+        for big in ["18446744073709551616", "99999999999999999999", "+99999999999999999999"] {
+            let e = parse("t.csv", &format!("0 0 1\n0 0 {big}\n"), 1).err().unwrap();
+            assert_eq!(e.kind, ErrorKind::InvalidArgument);
+            let want = format!("t.csv line 2: data row 1, column 3 (count_0): \"{big}\" is an integer above 2^64 - 1 (18446744073709551615)");
+            assert!(e.message.starts_with(&want) && !e.message.contains("float"), "{}", e.message);
+        }
+        let t = parse("t.csv", "\u{feff}0,1,2\n", 1).unwrap();
+        assert_eq!((t.cols[0][0], t.cols[1][0], t.cols[2][0]), (0, 1, 2));
+        let t = parse("t.csv", "\u{feff}src,dst,count\n3 0 1\n", 1).unwrap();
+        assert_eq!((t.header_line, t.cols[0][0]), (Some(1), 3));
+        // only a leading mark: one inside the text is still an error
+        assert!(parse("t.csv", "0 0 1\n\u{feff}0 0 1\n", 1).is_err());
     }
 
     #[test]
