@@ -405,7 +405,7 @@ def main():
     load1 = os.getloadavg()[0]
     head = [
         f"vh5 {vh5.library_path()} (threads {vh5.get_num_threads()}), h5py {h5py.__version__} (HDF5 {h5py.version.hdf5_version}); best of up to {a.repeat} "
-        f"after one warm-up call, {a.budget:g} s budget per case and reader; load average {load0:.2f} before, {load1:.2f} after; "
+        f"(sub-5 ms cases: {20 * a.repeat}) after one warm-up call, {a.budget:g} s budget per case and reader; load average {load0:.2f} before, {load1:.2f} after; "
         f"{time.time() - t_start:.0f} s wall",
         "",
     ]
