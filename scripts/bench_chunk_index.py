@@ -19,6 +19,7 @@ Usage: python3 scripts/bench_chunk_index.py [--pairs 5] [--sizes 16,64] [--layou
        [--dir DIR] [--only SUBSTRING]
        python3 scripts/bench_chunk_index.py --child PATH whole|rows   (one timed read; used by the above)
 """
+
 import argparse
 import hashlib
 import os
@@ -107,7 +108,13 @@ def expected(path, shape, chunk, kind):
 
 def run(path, kind, index):
     env = dict(os.environ, VH5_CHUNK_INDEX=index)
-    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", path, kind], env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--child", path, kind],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if r.returncode != 0:
         raise SystemExit(f"child failed ({path} {kind} index {index}):\n{r.stderr[-2000:]}")
     t, h = r.stdout.split()

@@ -24,6 +24,7 @@ cache holds the compressed file after generation.
                                   [--worker-vh5-threads N] [--no-h5py]
                                   (after cargo build --release; pip install 'dask[array]' distributed)
 """
+
 import argparse
 import os
 import sys
@@ -36,7 +37,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bindings" / "python"))
 os.environ.setdefault("VH5_LIBRARY", str(REPO / "target" / "release" / "libvh5.so"))
 # Workers are spawned processes: they inherit the environment, and sys.path through spawn.
-os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO / "bindings" / "python"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(REPO / "bindings" / "python"), os.environ.get("PYTHONPATH", "")]
+).rstrip(os.pathsep)
 
 import dask  # noqa: E402
 import dask.array as da  # noqa: E402
@@ -61,7 +64,9 @@ def ensure_file(path: str) -> None:
     rng = np.random.default_rng(18)
     j = np.arange(SHAPE[1])
     with h5py.File(path + ".tmp", "w", libver=("earliest", "v110")) as f:
-        d = f.create_dataset("d", shape=SHAPE, dtype="f8", chunks=CHUNKS, compression="gzip", compression_opts=4, shuffle=True)
+        d = f.create_dataset(
+            "d", shape=SHAPE, dtype="f8", chunks=CHUNKS, compression="gzip", compression_opts=4, shuffle=True
+        )
         band = CHUNKS[0] * 8
         for a in range(0, SHAPE[0], band):
             i = np.arange(a, a + band)[:, None]
@@ -138,23 +143,30 @@ def main():
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--rows", type=int, default=100_000)
-    ap.add_argument("--worker-vh5-threads", type=int, default=0,
-                    help="VH5_THREADS in the workers (0: vh5's default, all cores)")
+    ap.add_argument(
+        "--worker-vh5-threads", type=int, default=0, help="VH5_THREADS in the workers (0: vh5's default, all cores)"
+    )
     ap.add_argument("--no-h5py", action="store_true", help="skip the dask+h5py peer")
     args = ap.parse_args()
     ensure_file(args.path)
     rng = np.random.default_rng(0)
     starts = np.c_[rng.integers(0, SHAPE[0] - ROW[0] + 1, args.rows), rng.integers(0, SHAPE[1] - ROW[1] + 1, args.rows)]
-    print(f"vh5 {vh5.library_version()}, dask {dask.__version__}, h5py {h5py.__version__}, {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.2f}; {SHAPE} float64, chunks {CHUNKS}, gzip 4 + shuffle; "
-          f"gather: {args.rows} rows of {ROW}", flush=True)
+    print(
+        f"vh5 {vh5.library_version()}, dask {dask.__version__}, h5py {h5py.__version__}, {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.2f}; {SHAPE} float64, chunks {CHUNKS}, gzip 4 + shuffle; "
+        f"gather: {args.rows} rows of {ROW}",
+        flush=True,
+    )
     single = single_process(args.path, starts, args.repeat)
     ref_sum, ref_rows = single["sum"][1], single["gather"][1].copy()
     print(f"vh5 1-proc:   sum {single['sum'][0]:6.2f} s   gather {single['gather'][0]:6.2f} s", flush=True)
     results = {}
     for n in [int(w) for w in args.workers.split(",")]:
         env = {"VH5_THREADS": str(args.worker_vh5_threads)} if args.worker_vh5_threads else {}
-        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, env=env) as cluster, Client(cluster) as client:
+        with (
+            LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, env=env) as cluster,
+            Client(cluster) as client,
+        ):
             r = on_cluster(client, args.path, starts, args.repeat, with_h5py=not args.no_h5py)
         results[n] = r
         assert np.isclose(r["vh5 sum"][1], ref_sum, rtol=1e-12, atol=0), (r["vh5 sum"][1], ref_sum)
@@ -164,8 +176,11 @@ def main():
             assert np.isclose(r["h5py sum"][1], ref_sum, rtol=1e-12, atol=0), (r["h5py sum"][1], ref_sum)
             assert np.array_equal(r["h5py gather"][1], ref_rows), "dask+h5py gather differs from vh5"
             line += f"   | dask+h5py sum {r['h5py sum'][0]:6.2f} s   gather {r['h5py gather'][0]:6.2f} s"
-        print(line + f"   (blocks {tuple(len(c) for c in r['blocks'])}, gather tasks {r['gather tasks']}, "
-              f"load {os.getloadavg()[0]:.1f})", flush=True)
+        print(
+            line + f"   (blocks {tuple(len(c) for c in r['blocks'])}, gather tasks {r['gather tasks']}, "
+            f"load {os.getloadavg()[0]:.1f})",
+            flush=True,
+        )
     print("ratios (time of peer / time of vh5.dask on the same cluster):")
     for n, r in results.items():
         cells = []
@@ -177,11 +192,15 @@ def main():
     first = min(results)
     print(f"scaling (time with {first} worker(s) / time with N):")
     for n, r in results.items():
-        cells = [f"vh5.dask sum {results[first]['vh5 sum'][0] / r['vh5 sum'][0]:4.2f}x",
-                 f"gather {results[first]['vh5 gather'][0] / r['vh5 gather'][0]:4.2f}x"]
+        cells = [
+            f"vh5.dask sum {results[first]['vh5 sum'][0] / r['vh5 sum'][0]:4.2f}x",
+            f"gather {results[first]['vh5 gather'][0] / r['vh5 gather'][0]:4.2f}x",
+        ]
         if "h5py sum" in r:
-            cells += [f"dask+h5py sum {results[first]['h5py sum'][0] / r['h5py sum'][0]:4.2f}x",
-                      f"gather {results[first]['h5py gather'][0] / r['h5py gather'][0]:4.2f}x"]
+            cells += [
+                f"dask+h5py sum {results[first]['h5py sum'][0] / r['h5py sum'][0]:4.2f}x",
+                f"gather {results[first]['h5py gather'][0] / r['h5py gather'][0]:4.2f}x",
+            ]
         print(f"  N={n}: " + "   ".join(cells))
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 

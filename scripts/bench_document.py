@@ -20,6 +20,7 @@ Usage: python3 scripts/bench_document.py [--repeat N] [--max-exp 7]
 Needs VH5_LIBRARY (or an installed vh5), numpy, msgpack, msgpack-numpy, cbor2; msgspec and
 xarray optional. Prints markdown tables.
 """
+
 import argparse
 import statistics
 import sys
@@ -113,8 +114,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--max-exp", type=int, default=7)
     a = ap.parse_args()
-    print(f"vh5 library {vh5.library_version()}, msgpack {'.'.join(map(str, msgpack.version))}, numpy {np.__version__}"
-          + (f", msgspec {msgspec.__version__}" if msgspec else ""))
+    print(
+        f"vh5 library {vh5.library_version()}, msgpack {'.'.join(map(str, msgpack.version))}, numpy {np.__version__}"
+        + (f", msgspec {msgspec.__version__}" if msgspec else "")
+    )
     rows = []
     for e in range(3, a.max_exp + 1):
         n = 10**e
@@ -138,10 +141,14 @@ def main():
         rows.append((n, len(packed), t_vh5, t_mn, t_ms, t_vc, t_c2, peak))
         print(f"n=10^{e} done", file=sys.stderr)
     print(f"\nDocument: {what}; two float64 variables + int64 coordinate of n elements.\n")
-    print("| n | message | vh5 (msgpack) | msgpack + msgpack-numpy | msgspec + np.frombuffer | vh5 speed-up vs msgpack-numpy | vh5 (CBOR) | cbor2 + typed-array hook | Python bytes allocated by vh5 (peak) |")
+    print(
+        "| n | message | vh5 (msgpack) | msgpack + msgpack-numpy | msgspec + np.frombuffer | vh5 speed-up vs msgpack-numpy | vh5 (CBOR) | cbor2 + typed-array hook | Python bytes allocated by vh5 (peak) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for n, size, t_vh5, t_mn, t_ms, t_vc, t_c2, peak in rows:
-        print(f"| 10^{len(str(n)) - 1} | {size / 1e6:,.2f} MB | {fmt(t_vh5)} | {fmt(t_mn)} | {fmt(t_ms)} | {t_mn / t_vh5:,.1f}× | {fmt(t_vc)} | {fmt(t_c2)} | {peak:,} B |")
+        print(
+            f"| 10^{len(str(n)) - 1} | {size / 1e6:,.2f} MB | {fmt(t_vh5)} | {fmt(t_mn)} | {fmt(t_ms)} | {t_mn / t_vh5:,.1f}× | {fmt(t_vc)} | {fmt(t_c2)} | {peak:,} B |"
+        )
     # no arrays: 100k small items
     small = [{"i": i, "x": i * 0.5, "s": f"k{i % 100}"} for i in range(100_000 // 7)]
     packed = msgpack.packb(small)

@@ -8,6 +8,7 @@ Python allocations (tracemalloc) and peak RSS growth (VmHWM, reset before the ru
 Usage: python3 scripts/bench_payload.py [--repeat N] [--lib target/release/libvh5.so]
 Prints a markdown table. Build first: cargo build --release.
 """
+
 import argparse
 import ctypes
 import json
@@ -33,7 +34,11 @@ def cbor_text(s):
 
 
 def cbor_bytes_head(n):
-    return b"\x5a" + struct.pack(">I", n) if n >= 65536 else (b"\x59" + struct.pack(">H", n) if n >= 256 else (b"\x58" + bytes([n]) if n >= 24 else bytes([0x40 + n])))
+    return (
+        b"\x5a" + struct.pack(">I", n)
+        if n >= 65536
+        else (b"\x59" + struct.pack(">H", n) if n >= 256 else (b"\x58" + bytes([n]) if n >= 24 else bytes([0x40 + n])))
+    )
 
 
 def make_message(count_as_bytes):
@@ -41,11 +46,19 @@ def make_message(count_as_bytes):
     n = int(np.prod(SHAPE))
     data = np.linspace(-1.0, 1.0, n).astype("<f8").tobytes()
     counts = 256 + (np.arange(n, dtype=np.int64) % 4000)  # 2-byte CBOR ints (0x19 hh ll)
-    parts = [b"\xa7", cbor_text("bytes"), cbor_bytes_head(len(data)), data,
-             cbor_text("dtype"), cbor_text("float64"),
-             cbor_text("shape"), bytes([0x83]) + b"".join(b"\x19" + struct.pack(">H", s) for s in SHAPE),
-             cbor_text("shape_as_bytes"), b"\x40",
-             cbor_text("count")]
+    parts = [
+        b"\xa7",
+        cbor_text("bytes"),
+        cbor_bytes_head(len(data)),
+        data,
+        cbor_text("dtype"),
+        cbor_text("float64"),
+        cbor_text("shape"),
+        bytes([0x83]) + b"".join(b"\x19" + struct.pack(">H", s) for s in SHAPE),
+        cbor_text("shape_as_bytes"),
+        b"\x40",
+        cbor_text("count"),
+    ]
     if count_as_bytes:
         cab = counts.astype("<i8").tobytes()
         parts += [b"\x80", cbor_text("count_as_bytes"), cbor_bytes_head(len(cab)), cab]
@@ -59,14 +72,30 @@ def make_message(count_as_bytes):
 
 
 class View(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("data_len", ctypes.c_size_t), ("data_offset", ctypes.c_size_t),
-                ("format", ctypes.c_uint32), ("layout", ctypes.c_uint32), ("dtype", ctypes.c_uint32),
-                ("itemsize", ctypes.c_uint32), ("byte_order", ctypes.c_uint32), ("needs_swap", ctypes.c_uint8),
-                ("aligned", ctypes.c_uint8), ("fortran_order", ctypes.c_uint8), ("reserved", ctypes.c_uint8),
-                ("ndim", ctypes.c_uint32), ("shape", ctypes.c_uint64 * 64), ("nelements", ctypes.c_uint64),
-                ("count_form", ctypes.c_uint32), ("count_dtype", ctypes.c_uint32), ("count_byte_order", ctypes.c_uint32),
-                ("count_len", ctypes.c_uint64), ("count_scalar", ctypes.c_int64), ("count_data", ctypes.c_void_p),
-                ("count_offset", ctypes.c_size_t)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("data_len", ctypes.c_size_t),
+        ("data_offset", ctypes.c_size_t),
+        ("format", ctypes.c_uint32),
+        ("layout", ctypes.c_uint32),
+        ("dtype", ctypes.c_uint32),
+        ("itemsize", ctypes.c_uint32),
+        ("byte_order", ctypes.c_uint32),
+        ("needs_swap", ctypes.c_uint8),
+        ("aligned", ctypes.c_uint8),
+        ("fortran_order", ctypes.c_uint8),
+        ("reserved", ctypes.c_uint8),
+        ("ndim", ctypes.c_uint32),
+        ("shape", ctypes.c_uint64 * 64),
+        ("nelements", ctypes.c_uint64),
+        ("count_form", ctypes.c_uint32),
+        ("count_dtype", ctypes.c_uint32),
+        ("count_byte_order", ctypes.c_uint32),
+        ("count_len", ctypes.c_uint64),
+        ("count_scalar", ctypes.c_int64),
+        ("count_data", ctypes.c_void_p),
+        ("count_offset", ctypes.c_size_t),
+    ]
 
 
 def vh5_decode(lib, buf):
@@ -76,7 +105,9 @@ def vh5_decode(lib, buf):
     st = lib.payload_decode_view(buf, n, 0, ctypes.byref(v))
     assert st == 0, st
     base = ctypes.cast(buf, ctypes.c_void_p).value
-    data = np.frombuffer(buf, dtype="<f8", count=v.data_len // 8, offset=v.data - base).reshape(tuple(v.shape[:v.ndim]))
+    data = np.frombuffer(buf, dtype="<f8", count=v.data_len // 8, offset=v.data - base).reshape(
+        tuple(v.shape[: v.ndim])
+    )
     if v.count_form == 2:  # BYTES: a view, no copy
         count = np.frombuffer(buf, dtype="<i8", count=v.count_len, offset=v.count_data - base)
     else:
@@ -89,6 +120,7 @@ def vh5_decode(lib, buf):
 
 def cbor2_decode(buf):
     import cbor2
+
     m = cbor2.loads(buf)
     data = np.frombuffer(m["bytes"], dtype="<f8").reshape(m["shape"])
     count = np.frombuffer(m["count_as_bytes"], dtype="<i8") if m["count_as_bytes"] else np.asarray(m["count"])
@@ -124,7 +156,13 @@ def measure(case, method, repeat, libpath):
     if method == "vh5":
         lib = ctypes.CDLL(libpath)
         lib.payload_decode_view.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32, ctypes.POINTER(View)]
-        lib.payload_decode_count.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
+        lib.payload_decode_count.argtypes = [
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.POINTER(ctypes.c_size_t),
+        ]
         fn = lambda: vh5_decode(lib, buf)  # noqa: E731
         lib.payload_decode_view.restype = lib.payload_decode_count.restype = ctypes.c_int
         view_only = []
@@ -139,7 +177,12 @@ def measure(case, method, repeat, libpath):
     rss0 = reset_peak_rss()  # message read, library loaded: peak RSS counts from here
     # correctness of this decoder's result (both see the same bytes)
     data, count = fn()
-    assert data.shape == SHAPE and count.dtype == np.int64 and count[0] == 256 and count[-1] == 256 + (count.size - 1) % 4000
+    assert (
+        data.shape == SHAPE
+        and count.dtype == np.int64
+        and count[0] == 256
+        and count[-1] == 256 + (count.size - 1) % 4000
+    )
     del data, count
     times = []
     for _ in range(repeat):
@@ -153,8 +196,13 @@ def measure(case, method, repeat, libpath):
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     del r
-    return {"median_s": statistics.median(times), "view_only_s": statistics.median(view_only),
-            "tracemalloc_peak_mb": peak / 1e6, "rss_growth_mb": (rss1 - rss0) / 1024, "message_mb": len(buf) / 1e6}
+    return {
+        "median_s": statistics.median(times),
+        "view_only_s": statistics.median(view_only),
+        "tracemalloc_peak_mb": peak / 1e6,
+        "rss_growth_mb": (rss1 - rss0) / 1024,
+        "message_mb": len(buf) / 1e6,
+    }
 
 
 def main():
@@ -170,20 +218,30 @@ def main():
     for case in ("count_array", "count_as_bytes"):
         pathlib.Path(msg_path(case)).write_bytes(make_message(case == "count_as_bytes"))
         for method in ("vh5", "cbor2"):
-            out = subprocess.run([sys.executable, __file__, "--repeat", str(a.repeat), "--lib", a.lib, "--child", case, method],
-                                 check=True, capture_output=True, text=True).stdout
+            out = subprocess.run(
+                [sys.executable, __file__, "--repeat", str(a.repeat), "--lib", a.lib, "--child", case, method],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             res[case, method] = json.loads(out)
         os.unlink(msg_path(case))
     n = int(np.prod(SHAPE))
-    print(f"Reductionist-shaped float64 {SHAPE} ({n / 1e6:.2f} M elements); median of {a.repeat} runs; "
-          f"memory = tracemalloc peak (Python allocations) and peak RSS growth (VmHWM after resetting it) over the timed runs.\n")
-    print("| count stored as | message | vh5 view only | vh5 view + count | cbor2.loads + numpy | speed-up | vh5 peak (tracemalloc / RSS growth) | cbor2 peak (tracemalloc / RSS growth) |")
+    print(
+        f"Reductionist-shaped float64 {SHAPE} ({n / 1e6:.2f} M elements); median of {a.repeat} runs; "
+        f"memory = tracemalloc peak (Python allocations) and peak RSS growth (VmHWM after resetting it) over the timed runs.\n"
+    )
+    print(
+        "| count stored as | message | vh5 view only | vh5 view + count | cbor2.loads + numpy | speed-up | vh5 peak (tracemalloc / RSS growth) | cbor2 peak (tracemalloc / RSS growth) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for case in ("count_array", "count_as_bytes"):
         v, c = res[case, "vh5"], res[case, "cbor2"]
-        print(f"| {case} | {v['message_mb']:.0f} MB | {v['view_only_s'] * 1e6:.1f} µs | {v['median_s'] * 1e3:.3f} ms | "
-              f"{c['median_s'] * 1e3:.0f} ms | {c['median_s'] / v['median_s']:.0f}x | "
-              f"{v['tracemalloc_peak_mb']:.1f} MB / {v['rss_growth_mb']:.0f} MB | {c['tracemalloc_peak_mb']:.0f} MB / {c['rss_growth_mb']:.0f} MB |")
+        print(
+            f"| {case} | {v['message_mb']:.0f} MB | {v['view_only_s'] * 1e6:.1f} µs | {v['median_s'] * 1e3:.3f} ms | "
+            f"{c['median_s'] * 1e3:.0f} ms | {c['median_s'] / v['median_s']:.0f}x | "
+            f"{v['tracemalloc_peak_mb']:.1f} MB / {v['rss_growth_mb']:.0f} MB | {c['tracemalloc_peak_mb']:.0f} MB / {c['rss_growth_mb']:.0f} MB |"
+        )
     print(f"\n(int64 count output alone: {n * 8 / 1e6:.0f} MB)")
 
 

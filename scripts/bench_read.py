@@ -11,6 +11,7 @@ Needs target/release/libvh5.so (cargo build --release) or env VH5_LIBRARY.
 vh5 is called through ctypes with minimal declarations (the Python package comes later).
 h5py and vh5 use two different libhdf5 instances in this process; both open the file read-only.
 """
+
 import argparse
 import ctypes
 import os
@@ -50,7 +51,17 @@ def load_vh5():
     lib.vh5_last_error_message.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     lib.vh5_last_error_message.restype = ctypes.c_size_t
     p = ctypes.c_void_p
-    lib.vh5_read_many_slices.argtypes = [ctypes.c_int64, ctypes.POINTER(Vh5Array), ctypes.c_size_t, p, p, p, p, p, ctypes.c_uint32]
+    lib.vh5_read_many_slices.argtypes = [
+        ctypes.c_int64,
+        ctypes.POINTER(Vh5Array),
+        ctypes.c_size_t,
+        p,
+        p,
+        p,
+        p,
+        p,
+        ctypes.c_uint32,
+    ]
     return lib
 
 
@@ -72,7 +83,17 @@ class Vh5Reader:
     def read(self, dst, src_start, dst_start, count):
         shape = (ctypes.c_uint64 * dst.ndim)(*dst.shape)
         a = Vh5Array(dst.ctypes.data, dst.nbytes, 0, VH5_DTYPE_FLOAT64, 8, dst.ndim, shape, None)
-        st = self.lib.vh5_read_many_slices(self.d, ctypes.byref(a), len(count), src_start.ctypes.data, dst_start.ctypes.data, count.ctypes.data, None, None, 0)
+        st = self.lib.vh5_read_many_slices(
+            self.d,
+            ctypes.byref(a),
+            len(count),
+            src_start.ctypes.data,
+            dst_start.ctypes.data,
+            count.ctypes.data,
+            None,
+            None,
+            0,
+        )
         check(self.lib, st)
 
     def close(self):
@@ -133,7 +154,7 @@ def main():
                 def naive():
                     for i in range(n):
                         a, b = int(src[i, 0]), int(src[i, 1])
-                        want[10 * i:10 * i + 10, :] = ds[a:a + 10, b:b + 10]
+                        want[10 * i : 10 * i + 10, :] = ds[a : a + 10, b : b + 10]
 
                 t_naive = timed(naive, max(1, args.repeat // 2))
                 t_vh = timed(lambda: vh_read_many_slices(ds, got_vh, src, dstart, count), args.repeat)
@@ -145,7 +166,12 @@ def main():
             one_src, one_dst, one_cnt = src[:1].copy(), dstart[:1].copy(), count[:1].copy()
             small = np.zeros((10, 10))
             k = 2000
-            t_vh1 = timed(lambda: [vh_read_many_slices(ds, small, one_src, one_dst, one_cnt) for _ in range(k)], args.repeat) / k
+            t_vh1 = (
+                timed(
+                    lambda: [vh_read_many_slices(ds, small, one_src, one_dst, one_cnt) for _ in range(k)], args.repeat
+                )
+                / k
+            )
             t_v51 = timed(lambda: [r.read(small, one_src, one_dst, one_cnt) for _ in range(k)], args.repeat) / k
             rows.append((("gzip+shuffle, " if gzip else "") + "single-row call", None, t_vh1, t_v51))
             r.close()

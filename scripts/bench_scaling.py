@@ -28,6 +28,7 @@ Usage: python3 scripts/bench_scaling.py [--quick] [--repeat 3] [--rounds 3] [--o
        [--only SUBSTRING] [--no-scaling] [--no-cases]
 (`VH5_SHARED_DATA` locates real/test1.nc; the case is skipped with a note when missing.)
 """
+
 import argparse
 import hashlib
 import json
@@ -80,7 +81,21 @@ def digest(a):
 class Case:
     """One selection table on one dataset. `sel` = the h5py selection when the case is one row."""
 
-    def __init__(self, name, path, dset, src, dstart, count, sstep=None, dstep=None, dst_shape=None, dtype="f8", nchunks=None, group="cases"):
+    def __init__(
+        self,
+        name,
+        path,
+        dset,
+        src,
+        dstart,
+        count,
+        sstep=None,
+        dstep=None,
+        dst_shape=None,
+        dtype="f8",
+        nchunks=None,
+        group="cases",
+    ):
         n, nd = src.shape
         self.name, self.path, self.dset, self.group = name, path, dset, group
         self.src = np.ascontiguousarray(src, np.uint64)
@@ -91,7 +106,10 @@ class Case:
         self.dst_shape, self.dtype, self.nchunks = tuple(dst_shape), dtype, nchunks
         self.sel = None
         if n == 1:
-            self.sel = tuple(slice(int(s), int(s) + (int(c) - 1) * int(k) + 1, int(k)) for s, c, k in zip(self.src[0], self.count[0], self.sstep[0]))
+            self.sel = tuple(
+                slice(int(s), int(s) + (int(c) - 1) * int(k) + 1, int(k))
+                for s, c, k in zip(self.src[0], self.count[0], self.sstep[0])
+            )
 
     @property
     def unstepped(self):
@@ -141,16 +159,30 @@ def scaling_cases(tmp, sizes, rng):
             if nd == 1:
                 chunk, shape = (16,), (16 * nch,)
             else:
-                side = int(round(nch ** 0.5))
+                side = int(round(nch**0.5))
                 chunk, shape = (4, 4), (4 * side, 4 * (nch // side))
             data = field(rng, shape)
             for gz in (False, True):
                 tag = f"{nd}-D {'gzip' if gz else 'raw'} {nch // 1024}k chunks of {'x'.join(map(str, chunk))}"
                 path = os.path.join(tmp, f"scale_{nd}d_{'gz' if gz else 'raw'}_{nch}.h5")
                 write(path, data, chunk, gz)
-                out.append(Case(f"S {tag}, whole", path, "x", *whole_row(shape), dst_shape=shape, nchunks=nch, group="scaling"))
+                out.append(
+                    Case(f"S {tag}, whole", path, "x", *whole_row(shape), dst_shape=shape, nchunks=nch, group="scaling")
+                )
                 src, dstart, count, dshape = one_per_chunk(rng, shape, chunk, 2)
-                out.append(Case(f"S {tag}, 1 row per chunk", path, "x", src, dstart, count, dst_shape=dshape, nchunks=nch, group="scaling"))
+                out.append(
+                    Case(
+                        f"S {tag}, 1 row per chunk",
+                        path,
+                        "x",
+                        src,
+                        dstart,
+                        count,
+                        dst_shape=dshape,
+                        nchunks=nch,
+                        group="scaling",
+                    )
+                )
     return out
 
 
@@ -159,22 +191,66 @@ def issue_cases(tmp, rng, quick):
     for k in (8, 16, 32):  # 1: 1-D float64 gzip, 16-element chunks, whole
         path = os.path.join(tmp, f"c1_{k}k.h5")
         write(path, field(rng, (16 * 1024 * k,)), (16,), True)
-        out.append(Case(f"1. 1-D gzip, {k}k chunks of 16, whole", path, "x", *whole_row((16 * 1024 * k,)), dst_shape=(16 * 1024 * k,), nchunks=1024 * k))
+        out.append(
+            Case(
+                f"1. 1-D gzip, {k}k chunks of 16, whole",
+                path,
+                "x",
+                *whole_row((16 * 1024 * k,)),
+                dst_shape=(16 * 1024 * k,),
+                nchunks=1024 * k,
+            )
+        )
     # 2: 32,768 rows, one per 16x16 chunk of (2048, 4096) float32 gzip (each row = its chunk)
     path = os.path.join(tmp, "c2.h5")
     write(path, field(rng, (2048, 4096), "f4"), (16, 16), True)
     src, dstart, count, dshape = one_per_chunk(rng, (2048, 4096), (16, 16), 16)
-    out.append(Case("2. 32,768 rows of 16x16, one per chunk, (2048, 4096) f4 gzip", path, "x", src, dstart, count, dst_shape=dshape, dtype="f4", nchunks=32768))
+    out.append(
+        Case(
+            "2. 32,768 rows of 16x16, one per chunk, (2048, 4096) f4 gzip",
+            path,
+            "x",
+            src,
+            dstart,
+            count,
+            dst_shape=dshape,
+            dtype="f4",
+            nchunks=32768,
+        )
+    )
     # 3: one row with step 2 on axis 0, 10000x2000 f8 uncompressed, 1000x1000 chunks
     path = os.path.join(tmp, "c3.h5")
     write(path, field(rng, (10000, 2000)), (1000, 1000), False)
-    out.append(Case("3. one row, step 2 on axis 0, 10000x2000 f8 raw, 1000x1000 chunks", path, "x", np.zeros((1, 2)), np.zeros((1, 2)), np.array([[5000, 2000]]),
-                    np.array([[2, 1]]), dst_shape=(5000, 2000), nchunks=20))
+    out.append(
+        Case(
+            "3. one row, step 2 on axis 0, 10000x2000 f8 raw, 1000x1000 chunks",
+            path,
+            "x",
+            np.zeros((1, 2)),
+            np.zeros((1, 2)),
+            np.array([[5000, 2000]]),
+            np.array([[2, 1]]),
+            dst_shape=(5000, 2000),
+            nchunks=20,
+        )
+    )
     # 4: repeated value[::10] of 1M int64 gzip, 1000-element chunks (per call, file open)
     path = os.path.join(tmp, "c4.h5")
     write(path, np.cumsum(rng.integers(0, 5, 1_000_000)).astype("i8"), (1000,), True)
-    out.append(Case("4. repeated value[::10], 1M i8 gzip, 1000-element chunks (per call)", path, "x", np.zeros((1, 1)), np.zeros((1, 1)), np.array([[100_000]]),
-                    np.array([[10]]), dst_shape=(100_000,), dtype="i8", nchunks=1000))
+    out.append(
+        Case(
+            "4. repeated value[::10], 1M i8 gzip, 1000-element chunks (per call)",
+            path,
+            "x",
+            np.zeros((1, 1)),
+            np.zeros((1, 1)),
+            np.array([[100_000]]),
+            np.array([[10]]),
+            dst_shape=(100_000,),
+            dtype="i8",
+            nchunks=1000,
+        )
+    )
     # 5: real test1.nc tas, 10,000 random 1x4x4 rows
     tas = os.path.join(SHARED, "real", "test1.nc")
     if os.path.exists(tas):
@@ -182,23 +258,71 @@ def issue_cases(tmp, rng, quick):
         s = np.stack([rng.integers(0, 12, n), rng.integers(0, 60, n), rng.integers(0, 124, n)], axis=1)
         d = np.zeros((n, 3), np.uint64)
         d[:, 0] = np.arange(n)
-        out.append(Case("5. real tas (test1.nc), 10,000 random 1x4x4 rows", tas, "tas", s, d, np.tile([[1, 4, 4]], (n, 1)), dst_shape=(n, 4, 4), nchunks=16))
+        out.append(
+            Case(
+                "5. real tas (test1.nc), 10,000 random 1x4x4 rows",
+                tas,
+                "tas",
+                s,
+                d,
+                np.tile([[1, 4, 4]], (n, 1)),
+                dst_shape=(n, 4, 4),
+                nchunks=16,
+            )
+        )
     else:
         print(f"# case 5 skipped: {tas} not found (set VH5_SHARED_DATA)", file=sys.stderr)
     # 6: (3, 74, 3944) f8 gzip, chunks (900, 3, 3), whole
     path = os.path.join(tmp, "c6.h5")
     write(path, field(rng, (3, 74, 3944)), (900, 3, 3), True, maxshape=(None, 74, 3944))
-    out.append(Case("6. (3, 74, 3944) f8 gzip, chunks (900, 3, 3), whole", path, "x", *whole_row((3, 74, 3944)), dst_shape=(3, 74, 3944), nchunks=25 * 1315))
+    out.append(
+        Case(
+            "6. (3, 74, 3944) f8 gzip, chunks (900, 3, 3), whole",
+            path,
+            "x",
+            *whole_row((3, 74, 3944)),
+            dst_shape=(3, 74, 3944),
+            nchunks=25 * 1315,
+        )
+    )
     # 7: 2000x2000 f8 gzip+shuffle 16x16 chunks: whole, and a 1000x1000 slab
     path = os.path.join(tmp, "c7.h5")
     write(path, field(rng, (2000, 2000)), (16, 16), True, shuffle=True)
-    out.append(Case("7a. 2000x2000 f8 gzip+shuffle, 16x16 chunks, whole", path, "x", *whole_row((2000, 2000)), dst_shape=(2000, 2000), nchunks=125 * 125))
-    out.append(Case("7b. same, 1000x1000 slab at (500, 500)", path, "x", np.array([[500, 500]]), np.zeros((1, 2)), np.array([[1000, 1000]]), dst_shape=(1000, 1000),
-                    nchunks=63 * 63))
+    out.append(
+        Case(
+            "7a. 2000x2000 f8 gzip+shuffle, 16x16 chunks, whole",
+            path,
+            "x",
+            *whole_row((2000, 2000)),
+            dst_shape=(2000, 2000),
+            nchunks=125 * 125,
+        )
+    )
+    out.append(
+        Case(
+            "7b. same, 1000x1000 slab at (500, 500)",
+            path,
+            "x",
+            np.array([[500, 500]]),
+            np.zeros((1, 2)),
+            np.array([[1000, 1000]]),
+            dst_shape=(1000, 1000),
+            nchunks=63 * 63,
+        )
+    )
     # 8: 1-D 256k f8 gzip, 64k chunks (of 4), whole
     path = os.path.join(tmp, "c8.h5")
     write(path, field(rng, (1 << 18,)), (4,), True)
-    out.append(Case("8. 1-D 256k f8 gzip, 64k chunks of 4, whole", path, "x", *whole_row((1 << 18,)), dst_shape=(1 << 18,), nchunks=1 << 16))
+    out.append(
+        Case(
+            "8. 1-D 256k f8 gzip, 64k chunks of 4, whole",
+            path,
+            "x",
+            *whole_row((1 << 18,)),
+            dst_shape=(1 << 18,),
+            nchunks=1 << 16,
+        )
+    )
     return out
 
 
@@ -211,20 +335,31 @@ def gather(whole, dst, c):
     cnt = [int(c.count[0, j]) for j in range(nd)]
 
     def idx(start, step, j):
-        return start[:, j].astype(np.int64)[:, None] + np.arange(cnt[j], dtype=np.int64)[None, :] * step[:, j].astype(np.int64)[:, None]
+        return (
+            start[:, j].astype(np.int64)[:, None]
+            + np.arange(cnt[j], dtype=np.int64)[None, :] * step[:, j].astype(np.int64)[:, None]
+        )
 
     def mesh(ix):
-        return tuple(ix[j].reshape((ix[j].shape[0],) + tuple(cnt[k] if k == j else 1 for k in range(nd))) for j in range(nd))
+        return tuple(
+            ix[j].reshape((ix[j].shape[0],) + tuple(cnt[k] if k == j else 1 for k in range(nd))) for j in range(nd)
+        )
 
     if c.src.shape[0] == 1:
-        dsel = tuple(slice(int(d), int(d) + (int(n) - 1) * int(k) + 1, int(k)) for d, n, k in zip(c.dstart[0], c.count[0], c.dstep[0]))
+        dsel = tuple(
+            slice(int(d), int(d) + (int(n) - 1) * int(k) + 1, int(k))
+            for d, n, k in zip(c.dstart[0], c.count[0], c.dstep[0])
+        )
         dst[dsel] = whole[c.sel]
         return
     dst[mesh([idx(c.dstart, c.dstep, j) for j in range(nd)])] = whole[mesh([idx(c.src, c.sstep, j) for j in range(nd)])]
 
 
 def put(dst, c, got):
-    dsel = tuple(slice(int(d), int(d) + (int(n) - 1) * int(k) + 1, int(k)) for d, n, k in zip(c.dstart[0], c.count[0], c.dstep[0]))
+    dsel = tuple(
+        slice(int(d), int(d) + (int(n) - 1) * int(k) + 1, int(k))
+        for d, n, k in zip(c.dstart[0], c.count[0], c.dstep[0])
+    )
     dst[dsel] = got
 
 
@@ -237,7 +372,13 @@ def peers(c, repeat, budget, have_hidefix):
     ds = h[c.dset]
     nbytes = ds.size * ds.dtype.itemsize
     nch = c.nchunks or 1
-    ht = h5py.File(c.path, "r", rdcc_nbytes=int(min(1 << 30, max(16 << 20, 1.25 * nbytes))), rdcc_nslots=max(8191, 10 * nch + 1), rdcc_w0=1.0)
+    ht = h5py.File(
+        c.path,
+        "r",
+        rdcc_nbytes=int(min(1 << 30, max(16 << 20, 1.25 * nbytes))),
+        rdcc_nslots=max(8191, 10 * nch + 1),
+        rdcc_w0=1.0,
+    )
     dt = ht[c.dset]
     outs = {}
 
@@ -299,7 +440,16 @@ def vh5_modes(tmp, cs, digests, repeat, budget, rounds):
     for i, c in enumerate(cs):
         tp = os.path.join(tmp, f"tables_{i}.npz")
         np.savez(tp, src=c.src, dstart=c.dstart, count=c.count, sstep=c.sstep, dstep=c.dstep)
-        spec.append({"path": c.path, "dset": c.dset, "tables": tp, "dst_shape": c.dst_shape, "dtype": c.dtype, "digest": digests[i]})
+        spec.append(
+            {
+                "path": c.path,
+                "dset": c.dset,
+                "tables": tp,
+                "dst_shape": c.dst_shape,
+                "dtype": c.dtype,
+                "digest": digests[i],
+            }
+        )
     sp = os.path.join(tmp, "spec.json")
     json.dump(spec, open(sp, "w"))
     res = {m: {} for m in MODES}
@@ -309,7 +459,12 @@ def vh5_modes(tmp, cs, digests, repeat, budget, rounds):
     for _ in range(rounds):
         for m in MODES:
             env = dict(os.environ, VH5_PLANNER=m)
-            p = subprocess.run([sys.executable, __file__, "--child", sp, "--repeat", str(repeat), "--budget", str(budget)], env=env, capture_output=True, text=True)
+            p = subprocess.run(
+                [sys.executable, __file__, "--child", sp, "--repeat", str(repeat), "--budget", str(budget)],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             if p.returncode != 0:
                 raise SystemExit(f"vh5 child ({m}) failed:\n{p.stderr}")
             for k, v in json.loads(p.stdout.strip().splitlines()[-1]).items():
@@ -333,12 +488,21 @@ def fmt(t):
     return f"{t * 1e3:.1f} ms" if t < 10 else f"{t:.2f} s"
 
 
-PEER_COLS = ("h5py d[sel]", "h5py whole+gather", "h5py tuned d[sel]", "h5py tuned whole+gather", "hidefix", "versioned-hdf5")
+PEER_COLS = (
+    "h5py d[sel]",
+    "h5py whole+gather",
+    "h5py tuned d[sel]",
+    "h5py tuned whole+gather",
+    "hidefix",
+    "versioned-hdf5",
+)
 
 
 def report(cs, pres, vres):
     lines = [
-        "| case | " + " | ".join(PEER_COLS) + " | vh5 auto | vh5 chunks | vh5 rows | best peer : auto | h5py d[...] : auto | versioned-hdf5 : auto | auto : best mode | auto µs/chunk |",
+        "| case | "
+        + " | ".join(PEER_COLS)
+        + " | vh5 auto | vh5 chunks | vh5 rows | best peer : auto | h5py d[...] : auto | versioned-hdf5 : auto | auto : best mode | auto µs/chunk |",
         "|---" * (len(PEER_COLS) + 10) + "|",
     ]
     for i, c in enumerate(cs):
@@ -363,7 +527,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="sizes 1k, 16k, 256k; at most 5 timed calls per case")
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--rounds", type=int, default=3, help="vh5 child processes per planner mode, alternating; best per case")
+    ap.add_argument(
+        "--rounds", type=int, default=3, help="vh5 child processes per planner mode, alternating; best per case"
+    )
     ap.add_argument("--budget", type=float, default=3.0, help="seconds per case and reader before repeats stop")
     ap.add_argument("--sizes", default=None, help="comma-separated chunk counts in k (default 1,4,16,64,256)")
     ap.add_argument("--only", default=None, help="run only the cases whose name contains this")
@@ -392,7 +558,9 @@ def main():
     t_start = time.time()
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        cs = ([] if a.no_scaling else scaling_cases(tmp, sizes, rng)) + ([] if a.no_cases else issue_cases(tmp, rng, a.quick))
+        cs = ([] if a.no_scaling else scaling_cases(tmp, sizes, rng)) + (
+            [] if a.no_cases else issue_cases(tmp, rng, a.quick)
+        )
         if a.only:
             cs = [c for c in cs if a.only in c.name]
         pres, digests = [], []

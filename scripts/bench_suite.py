@@ -11,6 +11,7 @@ bundled libhdf5 (HDF5 2.0, 8 MiB default chunk cache); vh5 uses the system libhd
 
 Usage: python3 scripts/bench_suite.py [--repeat 5] [--out FILE.md] [--no-payload]
 """
+
 import argparse
 import os
 import statistics
@@ -55,7 +56,9 @@ def gather(whole, dst, src, dstart, count, sstep, dstep):
     di = [axis_index(dstart[:, j], c[j], int(dstep[0, j])) for j in range(nd)]
 
     def mesh(ix):
-        return tuple(ix[j].reshape((ix[j].shape[0],) + tuple(c[k] if k == j else 1 for k in range(nd))) for j in range(nd))
+        return tuple(
+            ix[j].reshape((ix[j].shape[0],) + tuple(c[k] if k == j else 1 for k in range(nd))) for j in range(nd)
+        )
 
     dst[mesh(di)] = whole[mesh(si)]
 
@@ -63,8 +66,16 @@ def gather(whole, dst, src, dstart, count, sstep, dstep):
 def naive(ds, dst, src, dstart, count, sstep, dstep):
     nd = ds.ndim
     for i in range(src.shape[0]):
-        ssl = tuple(slice(int(src[i, j]), int(src[i, j]) + (int(count[i, j]) - 1) * int(sstep[i, j]) + 1, int(sstep[i, j])) for j in range(nd))
-        dsl = tuple(slice(int(dstart[i, j]), int(dstart[i, j]) + (int(count[i, j]) - 1) * int(dstep[i, j]) + 1, int(dstep[i, j])) for j in range(nd))
+        ssl = tuple(
+            slice(int(src[i, j]), int(src[i, j]) + (int(count[i, j]) - 1) * int(sstep[i, j]) + 1, int(sstep[i, j]))
+            for j in range(nd)
+        )
+        dsl = tuple(
+            slice(
+                int(dstart[i, j]), int(dstart[i, j]) + (int(count[i, j]) - 1) * int(dstep[i, j]) + 1, int(dstep[i, j])
+            )
+            for j in range(nd)
+        )
         dst[dsl] = ds[ssl]
 
 
@@ -101,25 +112,90 @@ def cases(tmp, n):
         Case("1. uncompressed, sorted by chunk", raw, "x", srt, dstart, cnt, ones, ones, (n * 10, 10), "f8"),
         Case("2. uncompressed, random order", raw, "x", src, dstart, cnt, ones, ones, (n * 10, 10), "f8"),
         Case("3. gzip 4 + shuffle, random order", gz, "x", src, dstart, cnt, ones, ones, (n * 10, 10), "f8"),
-        Case("3a. case 3, vh5 threads = 1", gz, "x", src, dstart, cnt, ones, ones, (n * 10, 10), "f8", naive=False, threads=1),
-        Case("3b. case 3, vh5 threads = 2", gz, "x", src, dstart, cnt, ones, ones, (n * 10, 10), "f8", naive=False, threads=2),
+        Case(
+            "3a. case 3, vh5 threads = 1",
+            gz,
+            "x",
+            src,
+            dstart,
+            cnt,
+            ones,
+            ones,
+            (n * 10, 10),
+            "f8",
+            naive=False,
+            threads=1,
+        ),
+        Case(
+            "3b. case 3, vh5 threads = 2",
+            gz,
+            "x",
+            src,
+            dstart,
+            cnt,
+            ones,
+            ones,
+            (n * 10, 10),
+            "f8",
+            naive=False,
+            threads=2,
+        ),
     ]
     m = 1000
     s4 = np.stack([rng.integers(0, 1900, m), rng.integers(0, 2000 - 199, m)], axis=1).astype(np.uint64)
     d4 = np.zeros((m, 2), np.uint64)
     d4[:, 0] = np.arange(m, dtype=np.uint64) * 100
-    out.append(Case("4. inner step 2 (100x100 of 2000x2000, one 2000x2000 chunk)", one, "x", s4, d4, np.full((m, 2), 100, np.uint64),
-                    np.tile(np.array([[1, 2]], np.uint64), (m, 1)), np.ones((m, 2), np.uint64), (m * 100, 100), "f8"))
-    out.append(Case("5. destination inner step 2 (case 2's slices)", raw, "x", src, dstart, cnt, ones,
-                    np.tile(np.array([[1, 2]], np.uint64), (n, 1)), (n * 10, 20), "f8"))
+    out.append(
+        Case(
+            "4. inner step 2 (100x100 of 2000x2000, one 2000x2000 chunk)",
+            one,
+            "x",
+            s4,
+            d4,
+            np.full((m, 2), 100, np.uint64),
+            np.tile(np.array([[1, 2]], np.uint64), (m, 1)),
+            np.ones((m, 2), np.uint64),
+            (m * 100, 100),
+            "f8",
+        )
+    )
+    out.append(
+        Case(
+            "5. destination inner step 2 (case 2's slices)",
+            raw,
+            "x",
+            src,
+            dstart,
+            cnt,
+            ones,
+            np.tile(np.array([[1, 2]], np.uint64), (n, 1)),
+            (n * 10, 20),
+            "f8",
+        )
+    )
     tas = os.path.join(SHARED, "real", "test1.nc")
     if os.path.exists(tas):
-        s6 = np.stack([rng.integers(0, 12, n), rng.integers(0, 64 - 4, n), rng.integers(0, 128 - 4, n)], axis=1).astype(np.uint64)
+        s6 = np.stack([rng.integers(0, 12, n), rng.integers(0, 64 - 4, n), rng.integers(0, 128 - 4, n)], axis=1).astype(
+            np.uint64
+        )
         d6 = np.zeros((n, 3), np.uint64)
         d6[:, 0] = np.arange(n, dtype=np.uint64)
         c6 = np.tile(np.array([[1, 4, 4]], np.uint64), (n, 1))
         o6 = np.ones((n, 3), np.uint64)
-        out.append(Case("6. real tas (test1.nc, gzip+shuffle, chunks 6x32x32), 1x4x4 random", tas, "tas", s6, d6, c6, o6, o6, (n, 4, 4), "f8"))
+        out.append(
+            Case(
+                "6. real tas (test1.nc, gzip+shuffle, chunks 6x32x32), 1x4x4 random",
+                tas,
+                "tas",
+                s6,
+                d6,
+                c6,
+                o6,
+                o6,
+                (n, 4, 4),
+                "f8",
+            )
+        )
     else:
         print(f"# case 6 skipped: {tas} not found (set VH5_SHARED_DATA)")
     return out
@@ -170,7 +246,10 @@ def single_row(raw, repeat):
         "vh": timed(lambda: [vh_read(ds, b, s, d, c) for _ in range(k)], repeat) / k,
         "vh5": timed(lambda: [vh5.read_many_slices(vd, a, s, d, c) for _ in range(k)], repeat) / k,
         # the same call with coordinates as Python lists, and vh5's h5py-style indexing
-        "vh5_lists": timed(lambda: [vh5.read_many_slices(vd, a, [505, 707], [0, 0], [10, 10]) for _ in range(k)], repeat) / k,
+        "vh5_lists": timed(
+            lambda: [vh5.read_many_slices(vd, a, [505, 707], [0, 0], [10, 10]) for _ in range(k)], repeat
+        )
+        / k,
         "vh5_getitem": timed(lambda: [a.__setitem__(Ellipsis, vd[505:515, 707:717]) for _ in range(k)], repeat) / k,
     }
     assert np.array_equal(a, b)
@@ -183,16 +262,31 @@ def payload(repeat):
     import bench_payload as bp
 
     lib = __import__("ctypes").CDLL(os.environ["VH5_LIBRARY"])
-    lib.payload_decode_view.argtypes = [__import__("ctypes").c_char_p, __import__("ctypes").c_size_t, __import__("ctypes").c_uint32, __import__("ctypes").POINTER(bp.View)]
+    lib.payload_decode_view.argtypes = [
+        __import__("ctypes").c_char_p,
+        __import__("ctypes").c_size_t,
+        __import__("ctypes").c_uint32,
+        __import__("ctypes").POINTER(bp.View),
+    ]
     import ctypes
 
-    lib.payload_decode_count.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
+    lib.payload_decode_count.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_size_t,
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.POINTER(ctypes.c_size_t),
+    ]
     buf = bp.make_message(True)
     d1, c1 = bp.vh5_decode(lib, buf)
     d2, c2 = bp.cbor2_decode(buf)
     assert np.array_equal(d1, d2) and np.array_equal(c1, c2)
     del d1, c1, d2, c2
-    return {"vh5": timed(lambda: bp.vh5_decode(lib, buf), repeat), "cbor2": timed(lambda: bp.cbor2_decode(buf), max(1, repeat // 2)), "mb": len(buf) / 1e6}
+    return {
+        "vh5": timed(lambda: bp.vh5_decode(lib, buf), repeat),
+        "cbor2": timed(lambda: bp.cbor2_decode(buf), max(1, repeat // 2)),
+        "mb": len(buf) / 1e6,
+    }
 
 
 def fmt(t):
@@ -222,16 +316,26 @@ def main():
         cs = cases(tmp, args.nslices)
         for c in cs:
             r = run_case(c, args.repeat)
-            lines.append(f"| {c.name} | {fmt(r.get('naive'))} | {fmt(r['whole'])} | {fmt(r['vh'])} | {fmt(r['vh5'])} | {ratio(r['vh'], r['vh5'])} | {ratio(r['whole'], r['vh5'])} |")
+            lines.append(
+                f"| {c.name} | {fmt(r.get('naive'))} | {fmt(r['whole'])} | {fmt(r['vh'])} | {fmt(r['vh5'])} | {ratio(r['vh'], r['vh5'])} | {ratio(r['whole'], r['vh5'])} |"
+            )
             print(lines[-1], flush=True)
         r = single_row(os.path.join(tmp, "raw.h5"), args.repeat)
-        lines.append(f"| 7. single-row call (10x10, warm) | {fmt(r['naive'])} | | {fmt(r['vh'])} | {fmt(r['vh5'])} | {ratio(r['vh'], r['vh5'])} | |")
-        lines.append(f"| 7b. same, coordinates as lists ([505, 707], [0, 0], [10, 10]) | {fmt(r['naive'])} | | {fmt(r['vh'])} | {fmt(r['vh5_lists'])} | {ratio(r['vh'], r['vh5_lists'])} | |")
-        lines.append(f"| 7c. same, vh5's h5py-style d[505:515, 707:717] (naive column: h5py's) | {fmt(r['naive'])} | | | {fmt(r['vh5_getitem'])} | | |")
+        lines.append(
+            f"| 7. single-row call (10x10, warm) | {fmt(r['naive'])} | | {fmt(r['vh'])} | {fmt(r['vh5'])} | {ratio(r['vh'], r['vh5'])} | |"
+        )
+        lines.append(
+            f"| 7b. same, coordinates as lists ([505, 707], [0, 0], [10, 10]) | {fmt(r['naive'])} | | {fmt(r['vh'])} | {fmt(r['vh5_lists'])} | {ratio(r['vh'], r['vh5_lists'])} | |"
+        )
+        lines.append(
+            f"| 7c. same, vh5's h5py-style d[505:515, 707:717] (naive column: h5py's) | {fmt(r['naive'])} | | | {fmt(r['vh5_getitem'])} | | |"
+        )
         print(lines[-1], flush=True)
     if not args.no_payload:
         p = payload(args.repeat)
-        lines.append(f"| 8. payload decoding ({p['mb']:.0f} MB Reductionist CBOR, count_as_bytes; peer = cbor2.loads + numpy) | | | {fmt(p['cbor2'])} | {fmt(p['vh5'])} | {ratio(p['cbor2'], p['vh5'])} | |")
+        lines.append(
+            f"| 8. payload decoding ({p['mb']:.0f} MB Reductionist CBOR, count_as_bytes; peer = cbor2.loads + numpy) | | | {fmt(p['cbor2'])} | {fmt(p['vh5'])} | {ratio(p['cbor2'], p['vh5'])} | |"
+        )
         print(lines[-1], flush=True)
     text = "\n".join(lines)
     print()

@@ -8,6 +8,7 @@ median and the 1-thread / 2-thread ratio. Needs an idle machine to mean anything
 
     python3 scripts/bench_threads.py [--repeat 7]     (after cargo build --release)
 """
+
 import argparse
 import os
 import sys
@@ -31,14 +32,16 @@ def main():
     path = os.path.join(tempfile.mkdtemp(prefix="vh5-threads-"), "gzip.h5")
     rng = np.random.default_rng(0)
     with h5py.File(path, "w") as f:
-        f.create_dataset("d", data=rng.random((2000, 2000)), chunks=(100, 100), compression="gzip", compression_opts=4, shuffle=True)
+        f.create_dataset(
+            "d", data=rng.random((2000, 2000)), chunks=(100, 100), compression="gzip", compression_opts=4, shuffle=True
+        )
     n = 10_000
     src_start = np.c_[rng.integers(0, 1990, n), rng.integers(0, 1990, n)].astype(np.uint64)
     dst_start = np.c_[np.arange(n) * 10, np.zeros(n)].astype(np.uint64)
     count = np.full((n, 2), 10, np.uint64)
     out = np.empty((n * 10, 10))
     with h5py.File(path, "r") as f:
-        want = np.stack([f["d"][s0:s0 + 10, s1:s1 + 10] for s0, s1 in src_start]).reshape(-1, 10)
+        want = np.stack([f["d"][s0 : s0 + 10, s1 : s1 + 10] for s0, s1 in src_start]).reshape(-1, 10)
     medians = {1: [], 2: []}
     with vh5.File(path) as f, f["d"] as d:
         for t in (1, 2, 1, 2, 1, 2):
@@ -54,7 +57,9 @@ def main():
     vh5.set_num_threads(0)
     for t, v in medians.items():
         print(f"threads={t}: " + " / ".join(f"{x * 1e3:.1f} ms" for x in v))
-    print(f"1-thread / 2-thread: {np.median(medians[1]) / np.median(medians[2]):.2f}x (load average {os.getloadavg()[0]:.2f})")
+    print(
+        f"1-thread / 2-thread: {np.median(medians[1]) / np.median(medians[2]):.2f}x (load average {os.getloadavg()[0]:.2f})"
+    )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ Needs target/release/libvh5.so (cargo build --release) or env VH5_LIBRARY.
 Exit status 1 if a result differs or a target is missed (writes: vh5 at least as fast;
 gzip: faster; copies: at least 10x faster).
 """
+
 import argparse
 import os
 import shutil
@@ -51,7 +52,9 @@ def med(xs):
 def tables(rng, n, shape, sort):
     src_start = np.zeros((n, 2), np.uint64)
     src_start[:, 0] = np.arange(n, dtype=np.uint64) * 10
-    dst_start = np.stack([rng.integers(0, shape[0] - 10, n), rng.integers(0, shape[1] - 10, n)], axis=1).astype(np.uint64)
+    dst_start = np.stack([rng.integers(0, shape[0] - 10, n), rng.integers(0, shape[1] - 10, n)], axis=1).astype(
+        np.uint64
+    )
     if sort:
         order = np.lexsort((dst_start[:, 1], dst_start[:, 0]))
         dst_start = dst_start[order]
@@ -132,7 +135,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--nslices", type=int, default=10000)
-    ap.add_argument("--cases", choices=("all", "copies", "writes"), default="all", help="run only the memory copies or only the writes")
+    ap.add_argument(
+        "--cases",
+        choices=("all", "copies", "writes"),
+        default="all",
+        help="run only the memory copies or only the writes",
+    )
     ap.add_argument("--out")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="vh5-bench-write-")
@@ -159,7 +167,9 @@ def main():
             target, met = ">= 1x", ratio >= 0.97  # within noise of par
         ok &= met
         per = f" ({t5 / args.nslices * 1e9:.0f} ns/row)" if comp is None else ""
-        lines.append(f"| {name} | {tv * 1e3:.1f} ms | {t5 * 1e3:.2f} ms{per} | {ratio:.1f}x | {target}: {'met' if met else 'MISSED'} |")
+        lines.append(
+            f"| {name} | {tv * 1e3:.1f} ms | {t5 * 1e3:.2f} ms{per} | {ratio:.1f}x | {target}: {'met' if met else 'MISSED'} |"
+        )
     text = "\n".join(lines)
     print(text)
     if args.out:

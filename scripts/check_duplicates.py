@@ -35,7 +35,7 @@ def strip_strings(line):
                 i += 2 if line[i] == "\\" else 1
             i += 1
             out.append('""')
-        elif c == "'" and re.match(r"'(\\.|[^\\'])'", line[i:i + 4] + "  "):
+        elif c == "'" and re.match(r"'(\\.|[^\\'])'", line[i : i + 4] + "  "):
             m = re.match(r"'(\\.[^']*|[^\\'])'", line[i:])
             i += len(m.group(0)) if m else 1
             out.append("''")
@@ -106,14 +106,17 @@ def main():
     windows = defaultdict(list)  # block text -> [(file, index of first code line)]
     for path, kept in files.items():
         for i in range(len(kept) - MIN_LINES + 1):
-            windows[tuple(t for _, t in kept[i:i + MIN_LINES])].append((path, i))
+            windows[tuple(t for _, t in kept[i : i + MIN_LINES])].append((path, i))
     # Grow each repeated window into the longest block shared by the same places.
     seen, reports = set(), []
     for _key, places in windows.items():
         if len(places) < 2 or places[0] in seen:
             continue
         length = MIN_LINES
-        while all(i + length < len(files[p]) for p, i in places) and len({files[p][i + length][1] for p, i in places}) == 1:
+        while (
+            all(i + length < len(files[p]) for p, i in places)
+            and len({files[p][i + length][1] for p, i in places}) == 1
+        ):
             length += 1
         for p, i in places:
             for k in range(length - MIN_LINES + 1):
@@ -128,7 +131,9 @@ def main():
         print(f"repeated block of {length} code lines (first: {first!r}):")
         for w in where:
             print(f"  {w}")
-    print(f"{len(reports)} repeated block(s) under {os.path.relpath(root)}: share them (a function, a macro, a table) instead")
+    print(
+        f"{len(reports)} repeated block(s) under {os.path.relpath(root)}: share them (a function, a macro, a table) instead"
+    )
     return 1
 
 

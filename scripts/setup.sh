@@ -34,10 +34,11 @@ for c in rustfmt clippy; do
   fi
 done
 
-# Python test/benchmark dependencies (pinned peers for differential tests).
+# Python test/benchmark dependencies (pinned peers for differential tests; ruff pinned too:
+# `ruff format --check` is a gate and its output changes between releases).
 PY=${PYTHON:-python3}
 if ! $PY -c "import numpy, h5py, cbor2, pytest, hypothesis, msgpack, msgpack_numpy, versioned_hdf5, dask.array, distributed, xarray" 2>/dev/null \
-  || ! command -v ruff >/dev/null; then
+  || [ "$(ruff --version 2>/dev/null)" != "ruff $(sed -n 's/^ruff==//p' scripts/requirements-test.txt)" ]; then
   echo "[setup] pip install -r scripts/requirements-test.txt"
   $PY -m pip install -q -r scripts/requirements-test.txt
 fi

@@ -41,11 +41,13 @@ TD=$(cargo metadata --format-version 1 --no-deps --locked | python3 -c 'import j
 echo "== cargo build (release library, CLI)"
 cargo build --release --locked "${FEATURES[@]}" 2>&1 | tail -n 2
 
-echo "== gates: cargo fmt --check, cargo clippy -D warnings, ruff"
+echo "== gates: cargo fmt --check, cargo clippy -D warnings, ruff check, ruff format --check"
 cargo fmt --check || { echo "cargo fmt --check: run 'cargo fmt' (rustfmt.toml)"; exit 1; }
 cargo clippy --release --locked "${FEATURES[@]}" --all-targets -q -- -D warnings
 echo "   ruff (Python lint: bindings/python, tests/python, scripts; rules in bindings/python/pyproject.toml)"
 ruff check --config bindings/python/pyproject.toml bindings/python tests/python scripts
+ruff format --check --config bindings/python/pyproject.toml bindings/python tests/python scripts \
+  || { echo "ruff format --check: run 'ruff format --config bindings/python/pyproject.toml bindings/python tests/python scripts'"; exit 1; }
 
 echo "== duplicate code (no block of 8+ code lines repeated in the library under src/)"
 python3 scripts/check_duplicates.py

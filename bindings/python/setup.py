@@ -92,7 +92,10 @@ def cargo_features():
     """The cargo features from VH5_FEATURES (or its deprecated name VH5_CARGO_FEATURES)."""
     new, old = os.environ.get("VH5_FEATURES"), os.environ.get("VH5_CARGO_FEATURES")
     if old is not None:
-        print("vh5: VH5_CARGO_FEATURES is deprecated; set VH5_FEATURES (the name scripts/install.sh uses)", file=sys.stderr)
+        print(
+            "vh5: VH5_CARGO_FEATURES is deprecated; set VH5_FEATURES (the name scripts/install.sh uses)",
+            file=sys.stderr,
+        )
         if new is not None and new != old:
             sys.exit(f"vh5: VH5_FEATURES={new!r} and VH5_CARGO_FEATURES={old!r} disagree; set only VH5_FEATURES")
     return [f for f in (new if new is not None else old or "").split(",") if f]
@@ -111,7 +114,7 @@ BASE_REQUIRES = ["numpy>=1.22"]
 
 
 def _series_of(version):
-    """"2" for HDF5 2.x.y, "1.14" for 1.14.x (the loader's vh5._h5pybind.hdf5_series)."""
+    """ "2" for HDF5 2.x.y, "1.14" for 1.14.x (the loader's vh5._h5pybind.hdf5_series)."""
     parts = version.split(".")
     if not parts[0].isdigit():
         return None
@@ -137,7 +140,9 @@ def prebuilt_bound_files():
         vsrc = vfile if os.path.isfile(os.path.join(PREBUILT, vfile)) or suffix else "hdf5_version"
         missing = [n for n in (exe, vsrc) if not os.path.isfile(os.path.join(PREBUILT, n))]
         if missing:
-            sys.exit(f"vh5: VH5_PREBUILT_DIR={PREBUILT} holds {lib} but not {', '.join(missing)} (bash scripts/build_h5py_lib.sh writes all three)")
+            sys.exit(
+                f"vh5: VH5_PREBUILT_DIR={PREBUILT} holds {lib} but not {', '.join(missing)} (bash scripts/build_h5py_lib.sh writes all three)"
+            )
         with open(os.path.join(PREBUILT, vsrc)) as f:
             version = f.read().strip()
         if _series_of(version) != want:
@@ -208,7 +213,14 @@ else:
                 args=["--locked"],
             ),
             # the command-line tool, installed as vh5/vh5 (run by python -m vh5 / the vh5 script)
-            RustExtension({"vh5": "vh5.vh5"}, path=CARGO_TOML, binding=Binding.Exec, script=False, features=features, args=["--locked", "--bin", "vh5"]),
+            RustExtension(
+                {"vh5": "vh5.vh5"},
+                path=CARGO_TOML,
+                binding=Binding.Exec,
+                script=False,
+                features=features,
+                args=["--locked", "--bin", "vh5"],
+            ),
         ],
         cmdclass={"build_rust": build_rust_fixed_name, "bdist_wheel": bdist_wheel_any_python},
     )

@@ -73,7 +73,7 @@ def pipeline_type_fields(path, name="d"):
         b = fh.read()
     out, at = [], b.find(b"\x0b\x00")
     while at >= 0:
-        if at + 10 <= len(b) and b[at + 5: at + 8] == b"\0\0\0" and b[at + 8] == 1 and b[at + 9] == n:
+        if at + 10 <= len(b) and b[at + 5 : at + 8] == b"\0\0\0" and b[at + 8] == 1 and b[at + 9] == n:
             out.append(at)
         at = b.find(b"\x0b\x00", at + 1)
     return out
@@ -105,7 +105,7 @@ def mutations(path, seed):
     size, regs = regions(path)
     data = np.zeros(size, bool)
     for off, n, _ in regs:
-        data[off: off + n] = True
+        data[off : off + n] = True
     meta = np.nonzero(~data)[0]
     muts = []
     for _ in range(2 if len(meta) else 0):
@@ -116,7 +116,14 @@ def mutations(path, seed):
     if regs:
         off, n, label = regs[int(rng.integers(0, len(regs)))]
         at = off + int(rng.integers(0, n))
-        muts.append(("chunk flip" if label.startswith("chunk") else "raw data flip", at, int(rng.integers(1, 256)), f"{label} byte {at - off} of {n}"))
+        muts.append(
+            (
+                "chunk flip" if label.startswith("chunk") else "raw data flip",
+                at,
+                int(rng.integers(1, 256)),
+                f"{label} byte {at - off} of {n}",
+            )
+        )
     cut = int(rng.integers(1, size))
     muts.append(("truncation", cut, None, f"cut at {cut} of {size}"))
     return muts

@@ -72,8 +72,20 @@ INT_KINDS = [f"{o}{k}{n}" for o in "<>" for k in "iu" for n in (1, 2, 4, 8) if n
 FLOAT_KINDS = [f"{o}f{n}" for o in "<>" for n in (2, 4, 8)]
 COMPLEX_KINDS = [f"{o}c{n}" for o in "<>" for n in (8, 16)]
 SPECIAL = [
-    "bool", "enum<i2", "enum>i2", "S7", "V5", "array<i2", "array>f4",
-    "cmpd_padded", "cmpd_packed", "cmpd_nested", "nonieee>f4", "nonieee<f8", "oddint<i4", "oddint>u2",
+    "bool",
+    "enum<i2",
+    "enum>i2",
+    "S7",
+    "V5",
+    "array<i2",
+    "array>f4",
+    "cmpd_padded",
+    "cmpd_packed",
+    "cmpd_nested",
+    "nonieee>f4",
+    "nonieee<f8",
+    "oddint<i4",
+    "oddint>u2",
 ]
 ALL_TYPES = INT_KINDS + FLOAT_KINDS + COMPLEX_KINDS + SPECIAL
 
@@ -126,7 +138,9 @@ def type_features(name):
     if name in INT_KINDS:
         f = ["type: integer"] + (["type: big-endian"] if name[0] == ">" else [])
     elif name in FLOAT_KINDS:
-        f = ["type: float16" if name.endswith("f2") else "type: IEEE float"] + (["type: big-endian"] if name[0] == ">" else [])
+        f = ["type: float16" if name.endswith("f2") else "type: IEEE float"] + (
+            ["type: big-endian"] if name[0] == ">" else []
+        )
     elif name in COMPLEX_KINDS:
         f = ["type: complex"] + (["type: big-endian"] if name[0] == ">" else [])
     elif name.startswith("cmpd"):
@@ -165,7 +179,7 @@ def values(name, n, rng):
             v = v + 1j * rng.standard_normal(n)
         v = v.astype(dt)
         if n > 3:
-            v[rng.integers(0, n, 2)] = [0.0, np.inf][: 2]
+            v[rng.integers(0, n, 2)] = [0.0, np.inf][:2]
         return v
     return np.frombuffer(rng.bytes(n * dt.itemsize), dtype=dt).copy()
 
@@ -240,7 +254,7 @@ def _chunked(r, spec, tname, shape):
     if index in ("fixed",) and not filters and spec["alloc"] == "early":
         spec["alloc"] = "incr"
     if filters and spec["alloc"] not in ("early",) and spec["libver"] == "v110":
-        spec["dont_filter_partial"] = (r.random() < 0.5)
+        spec["dont_filter_partial"] = r.random() < 0.5
     grow = [m is None or m > s for s, m in zip(shape, maxshape)]
     if any(grow) and (r.random() < 0.5):
         spec["resize"] = [
@@ -374,8 +388,10 @@ def unreliable_pipeline(path, name="d"):
     # that leaves a buffer larger than its data (vh5 refuses it with its libhdf5 1.10)
     used = [(fid, cd) for fid, cd in filters if fid <= 6]
     for i, (fid, cd) in enumerate(used):
-        through = (fid == 5 and len(cd) > 1 and cd[1] != 0) or (fid == 6 and len(cd) > 4 and cd[0] == 2 and cd[1] == cd[4] * 8)
-        if through and i > 0 and any(g not in (2, 4) for g, _ in used[i + 1:]):
+        through = (fid == 5 and len(cd) > 1 and cd[1] != 0) or (
+            fid == 6 and len(cd) > 4 and cd[0] == 2 and cd[1] == cd[4] * 8
+        )
+        if through and i > 0 and any(g not in (2, 4) for g, _ in used[i + 1 :]):
             return f"pass-through filter {fid} between filters (libhdf5 < 2.2.0)"
     return None
 
@@ -392,7 +408,10 @@ def cut_pipeline(path, name="d"):
             return None
         used = [dcpl.get_filter(i)[:3:2] for i in range(dcpl.get_nfilters())]
     used = [(fid, cd) for fid, cd in used if fid <= 6]
-    through = [(fid == 5 and len(cd) > 1 and cd[1] != 0) or (fid == 6 and len(cd) > 4 and cd[0] == 2 and cd[1] == cd[4] * 8) for fid, cd in used]
+    through = [
+        (fid == 5 and len(cd) > 1 and cd[1] != 0) or (fid == 6 and len(cd) > 4 and cd[0] == 2 and cd[1] == cd[4] * 8)
+        for fid, cd in used
+    ]
     for i in range(len(used)):
         before = [used[j][0] for j in range(i) if not through[j]]
         if through[i] and before and before[-1] == 1:
@@ -500,7 +519,13 @@ def build(spec, path, name="d"):
         if spec["layout"] == "virtual":
             # the data lives in `src`; `d` maps it, its last index on axis 0 unmapped when
             # there is more than one (reads the fill value)
-            src = h5py.h5d.create(f.id, b"src", tid, space, dcpl=_dcpl(dict(spec, layout="contiguous"), tid, None if fill is None else np.ascontiguousarray(fill)))
+            src = h5py.h5d.create(
+                f.id,
+                b"src",
+                tid,
+                space,
+                dcpl=_dcpl(dict(spec, layout="contiguous"), tid, None if fill is None else np.ascontiguousarray(fill)),
+            )
             vspace = h5py.h5s.create_simple(shape, maxs)
             cnt = (max(1, shape[0] - 1),) + tuple(shape[1:])
             vspace.select_hyperslab((0,) * len(shape), cnt)
@@ -553,7 +578,7 @@ def member_mask(tid):
         for i in range(tid.get_nmembers()):
             off = tid.get_member_offset(i)
             sub = member_mask(tid.get_member_type(i))
-            m[off: off + len(sub)] |= sub
+            m[off : off + len(sub)] |= sub
         return m
     if cls == h5py.h5t.ARRAY:
         base = tid.get_super()
@@ -613,7 +638,12 @@ def oracle_read_rows(path, rows, dst, name="d"):
             ms = h5py.h5s.create_simple(c) if c else h5py.h5s.create(h5py.h5s.SCALAR)
             ds.id.read(ms, fs, buf, mtype=ntype)
             if c:
-                dst[tuple(slice(int(a), int(a) + (int(k) - 1) * int(st_) + 1, int(st_)) for a, k, st_ in zip(d0[i], c, ds_[i]))] = buf
+                dst[
+                    tuple(
+                        slice(int(a), int(a) + (int(k) - 1) * int(st_) + 1, int(st_))
+                        for a, k, st_ in zip(d0[i], c, ds_[i])
+                    )
+                ] = buf
             else:
                 dst[()] = buf[()]
 
@@ -634,9 +664,13 @@ def oracle_write(path, rows, src, name="d"):
             if not ds.shape:
                 ds.id.write(h5py.h5s.ALL, h5py.h5s.ALL, np.ascontiguousarray(src), mtype=ntype)
                 continue
-            sl = tuple(slice(int(a), int(a) + (int(c) - 1) * int(st_) + 1, int(st_)) for a, c, st_ in zip(s0[i], cnt[i], ss[i]))
+            sl = tuple(
+                slice(int(a), int(a) + (int(c) - 1) * int(st_) + 1, int(st_)) for a, c, st_ in zip(s0[i], cnt[i], ss[i])
+            )
             piece = np.ascontiguousarray(src[sl])
             fs = ds.id.get_space()
-            fs.select_hyperslab(tuple(int(x) for x in d0[i]), tuple(int(x) for x in cnt[i]), tuple(int(x) for x in ds_[i]))
+            fs.select_hyperslab(
+                tuple(int(x) for x in d0[i]), tuple(int(x) for x in cnt[i]), tuple(int(x) for x in ds_[i])
+            )
             ms = h5py.h5s.create_simple(piece.shape)
             ds.id.write(ms, fs, piece, mtype=ntype)

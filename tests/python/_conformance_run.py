@@ -34,8 +34,12 @@ LAYOUTS = ("C", "F", "stepped", "reversed")
 
 #: Workers run without address-space randomisation where setarch allows it: libhdf5 2.0 (h5py)
 #: corrupts its heap on a few specs, and what that does must not vary from run to run.
-NO_ASLR = ["setarch", os.uname().machine, "-R"] if shutil.which("setarch") and subprocess.run(
-    ["setarch", os.uname().machine, "-R", "true"], capture_output=True).returncode == 0 else []
+NO_ASLR = (
+    ["setarch", os.uname().machine, "-R"]
+    if shutil.which("setarch")
+    and subprocess.run(["setarch", os.uname().machine, "-R", "true"], capture_output=True).returncode == 0
+    else []
+)
 
 
 def child_env(planner, threads):
@@ -194,9 +198,24 @@ def build_one(k, spec, workdir, reads_per_spec=3):
                 expected, row_err = exp.tobytes(), None
             except Exception as e:  # noqa: BLE001
                 row_err = str(e)
-        out.append(("read", bad + [f"dst: {layout}"], {
-            "kind": "read", "path": path, "name": "d", "rows": rows, "dst_shape": dst_shape,
-            "dst_layout": layout, "native_size": size, "expected": expected, "oracle_error": row_err, "mask": mask}))
+        out.append(
+            (
+                "read",
+                bad + [f"dst: {layout}"],
+                {
+                    "kind": "read",
+                    "path": path,
+                    "name": "d",
+                    "rows": rows,
+                    "dst_shape": dst_shape,
+                    "dst_layout": layout,
+                    "native_size": size,
+                    "expected": expected,
+                    "oracle_error": row_err,
+                    "mask": mask,
+                },
+            )
+        )
     if spec["layout"] == "external":
         return out  # its raw-data file is shared by every copy of the HDF5 file: no writes
     # one write case: rows index the dataset on the dst side
@@ -229,10 +248,28 @@ def build_one(k, spec, workdir, reads_per_spec=3):
     src_layout = LAYOUTS[int(rng.integers(0, len(LAYOUTS)))]
     undefined = undefined_after_write(spec, shape, rows, src_shape)
     doubt = reference_doubt(spec, full, expected, srcarr, rows, mask, undefined)
-    out.append(("write", bad + cut + extra + [f"src: {src_layout}"], {
-        "kind": "write", "path": path, "name": "d", "rows": rows, "src": src, "src_shape": src_shape, "src_layout": src_layout,
-        "native_size": size, "expected": expected, "oracle_error": werr, "mask": mask, "model": model,
-        "undefined": undefined, "reference_doubt": doubt}))
+    out.append(
+        (
+            "write",
+            bad + cut + extra + [f"src: {src_layout}"],
+            {
+                "kind": "write",
+                "path": path,
+                "name": "d",
+                "rows": rows,
+                "src": src,
+                "src_shape": src_shape,
+                "src_layout": src_layout,
+                "native_size": size,
+                "expected": expected,
+                "oracle_error": werr,
+                "mask": mask,
+                "model": model,
+                "undefined": undefined,
+                "reference_doubt": doubt,
+            },
+        )
+    )
     return out
 
 
@@ -302,7 +339,9 @@ def _build_batches(tasks, tag):
     """{task index: result} of build `tasks`, BUILD_WORKER_SPECS per worker, one after the other."""
     res = {}
     for i in range(0, len(tasks), BUILD_WORKER_SPECS):
-        r = run_batch(tasks[i: i + BUILD_WORKER_SPECS], "auto", 1, tasks[0]["workdir"], f"{tag}-{i // BUILD_WORKER_SPECS}")
+        r = run_batch(
+            tasks[i : i + BUILD_WORKER_SPECS], "auto", 1, tasks[0]["workdir"], f"{tag}-{i // BUILD_WORKER_SPECS}"
+        )
         res.update({i + j: v for j, v in r.items()})
     return res
 
@@ -413,7 +452,9 @@ def run_batch(tasks, planner, threads, workdir, tag):
         with open(batch, "wb") as fh:
             pickle.dump(sub, fh)
         err = os.path.join(workdir, f"err-{tag}-{rounds}.txt")
-        code, hung = _run_worker(NO_ASLR + [sys.executable, str(HERE / "_conformance_worker.py"), batch, out], env, out, err)
+        code, hung = _run_worker(
+            NO_ASLR + [sys.executable, str(HERE / "_conformance_worker.py"), batch, out], env, out, err
+        )
         with open(err, "rb") as fh:
             stderr = fh.read()
         started = None
@@ -429,12 +470,20 @@ def run_batch(tasks, planner, threads, workdir, tag):
         done = set(results)
         if code != 0 and started is not None and started not in done:
             sig = -code if code < 0 else None
-            status = f"timeout ({TASK_TIMEOUT:.0f} s, killed)" if hung == started else f"signal {sig}" if sig else f"exit {code}"
+            status = (
+                f"timeout ({TASK_TIMEOUT:.0f} s, killed)"
+                if hung == started
+                else f"signal {sig}"
+                if sig
+                else f"exit {code}"
+            )
             if hung != started and any(w in stderr for w in MEMORY_LIMIT_WORDS):
                 status = f"memory limit ({status})"  # still a crash: see VH5_CONFORMANCE_WORKER_MEMORY
             results[started] = {"outcome": "crash", "status": status, "msg": stderr.decode(errors="replace")[-400:]}
         elif any(i not in done for i in todo):
-            raise RuntimeError(f"worker {tag} stopped outside a task (exit {code}): {stderr.decode(errors='replace')[-2000:]}")
+            raise RuntimeError(
+                f"worker {tag} stopped outside a task (exit {code}): {stderr.decode(errors='replace')[-2000:]}"
+            )
         todo = [i for i in todo if i not in results]
     return results
 
@@ -444,7 +493,9 @@ def run_settings(tasks, configs, workdir, tag, parallel=2):
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(parallel) as ex:
-        futs = {cfg: ex.submit(run_batch, tasks, cfg[0], cfg[1], workdir, f"{tag}-{cfg[0]}-{cfg[1]}") for cfg in configs}
+        futs = {
+            cfg: ex.submit(run_batch, tasks, cfg[0], cfg[1], workdir, f"{tag}-{cfg[0]}-{cfg[1]}") for cfg in configs
+        }
         return {cfg: f.result() for cfg, f in futs.items()}
 
 

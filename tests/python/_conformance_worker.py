@@ -94,7 +94,10 @@ def do_read(vh5, t):
                 return {"outcome": "error", "status": "VH5_ERR_UNSUPPORTED", "msg": "dtype None (type vh5 cannot read)"}
             dt = vh5_dtype(vh5, ds, t["native_size"])
             if dt.itemsize != t["native_size"]:
-                return {"outcome": "mismatch", "msg": f"vh5 item size {dt.itemsize} != native type size {t['native_size']} (dtype {ds.dtype})"}
+                return {
+                    "outcome": "mismatch",
+                    "msg": f"vh5 item size {dt.itemsize} != native type size {t['native_size']} (dtype {ds.dtype})",
+                }
             dst = make_dst(dt, t["dst_shape"], t["dst_layout"])
             s, d, c, ss, dss = t["rows"]
             vh5.read_many_slices(ds, dst, s, d, c, ss, dss)
@@ -117,7 +120,11 @@ def do_read(vh5, t):
     k = int(np.argmax(a != b))
     el = k // max(1, t["native_size"])
     idx = np.unravel_index(el, t["dst_shape"]) if t["dst_shape"] else ()
-    return {"outcome": "mismatch", "digest": digest, "msg": f"first differing byte {k} (dst element {tuple(int(i) for i in idx)}): got {a[k - k % t['native_size']: k - k % t['native_size'] + t['native_size']].tobytes().hex()} want {b[k - k % t['native_size']: k - k % t['native_size'] + t['native_size']].tobytes().hex()}; {int((a != b).sum())} bytes differ"}
+    return {
+        "outcome": "mismatch",
+        "digest": digest,
+        "msg": f"first differing byte {k} (dst element {tuple(int(i) for i in idx)}): got {a[k - k % t['native_size'] : k - k % t['native_size'] + t['native_size']].tobytes().hex()} want {b[k - k % t['native_size'] : k - k % t['native_size'] + t['native_size']].tobytes().hex()}; {int((a != b).sum())} bytes differ",
+    }
 
 
 def do_write(vh5, t, scratch):
@@ -129,7 +136,11 @@ def do_write(vh5, t, scratch):
         ds = f[t["name"]]
         try:
             if ds.dtype is None:
-                return {"outcome": "error", "status": "VH5_ERR_UNSUPPORTED", "msg": "dtype None (type vh5 cannot write)"}
+                return {
+                    "outcome": "error",
+                    "status": "VH5_ERR_UNSUPPORTED",
+                    "msg": "dtype None (type vh5 cannot write)",
+                }
             dt = vh5_dtype(vh5, ds, t["native_size"])
             src = make_dst(dt, t["src_shape"], t.get("src_layout", "C"))
             src[...] = np.frombuffer(t["src"], dtype=dt).reshape(t["src_shape"])
@@ -157,7 +168,10 @@ def do_write(vh5, t, scratch):
     bad = np.nonzero(a != b)[0]
     el = sorted({int(i) // n for i in bad})
     idx = [tuple(int(x) for x in np.unravel_index(e, arr.shape)) for e in el[:3]] if arr.shape else [()]
-    return {"outcome": "mismatch", "msg": f"{len(el)} elements differ after the write, first at {idx}: got {a[el[0]*n:(el[0]+1)*n].tobytes().hex()} want {b[el[0]*n:(el[0]+1)*n].tobytes().hex()}"}
+    return {
+        "outcome": "mismatch",
+        "msg": f"{len(el)} elements differ after the write, first at {idx}: got {a[el[0] * n : (el[0] + 1) * n].tobytes().hex()} want {b[el[0] * n : (el[0] + 1) * n].tobytes().hex()}",
+    }
 
 
 def do_oracle(t):
@@ -266,7 +280,7 @@ def in_own_process(fn):
                 os._exit(1)
             data = json.dumps(fn()).encode()
             while data:
-                data = data[os.write(wfd, data):]
+                data = data[os.write(wfd, data) :]
             code = 0
         finally:
             os._exit(code)  # no atexit handlers, no flushing of the parent's buffers

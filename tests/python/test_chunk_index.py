@@ -60,8 +60,19 @@ print('VH5_OK')
 def _read(path, name, dtype="f8", index="require", planner="auto", mode="read"):
     out = f"{path}.{index}.{planner}.npy"
     pkg = os.path.dirname(os.path.dirname(vh5.__file__))
-    env = dict(os.environ, VH5_CHUNK_INDEX=index, VH5_PLANNER=planner, PYTHONPATH=os.pathsep.join(filter(None, [pkg, os.environ.get("PYTHONPATH")])))
-    r = subprocess.run([sys.executable, "-c", CODE, str(path), name, dtype, out, mode], env=env, capture_output=True, text=True, timeout=120)
+    env = dict(
+        os.environ,
+        VH5_CHUNK_INDEX=index,
+        VH5_PLANNER=planner,
+        PYTHONPATH=os.pathsep.join(filter(None, [pkg, os.environ.get("PYTHONPATH")])),
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", CODE, str(path), name, dtype, out, mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return r.returncode, r.stderr, out
 
 
@@ -158,7 +169,6 @@ def test_chunk_index_damaged_chunk_address_refused(tmp_path):
         assert "[3, 2]" in se or "[24, 16]" in se, (index, se[-600:])
 
 
-
 def test_chunk_index_unfiltered_chunk_size_entry_too_large_no_overflow(tmp_path):
     """Regression (found by fuzzing B-tree keys): an unfiltered chunk whose index entry claims
     4,256 stored bytes instead of its 160. libhdf5 reads 160 bytes at its address; its
@@ -184,7 +194,10 @@ def test_chunk_index_unfiltered_chunk_size_entry_too_large_no_overflow(tmp_path)
     # Refused by libhdf5 2.2 itself, and by vh5 with libhdf5 1.10 and 1.14 .. 2.1 (it reads the
     # chunk's index entry itself: src/hdf5/stored_sizes.rs); read at the chunk's address by 1.12.
     version = vh5.hdf5_version().version[:2]
-    refusal = {True: "incorrect chunk size returned from index for unfiltered chunk", False: "is stored as 4256 bytes (its chunk index entry), an unfiltered chunk holds 160"}
+    refusal = {
+        True: "incorrect chunk size returned from index for unfiltered chunk",
+        False: "is stored as 4256 bytes (its chunk index entry), an unfiltered chunk holds 160",
+    }
     for index in ("0", "1", "always"):
         rc, se, out = _read(p, "p", dtype="i8", index=index)
         if not (1, 12) <= version < (1, 14):
@@ -204,11 +217,25 @@ def _make_v4(path, userblock=0):
         f.create_dataset("fixed_gz", data=data, chunks=(8, 8), compression="gzip", shuffle=True)  # fixed array
         f.create_dataset("fixed_raw", data=data, chunks=(8, 8))
         f.create_dataset("single_gz", data=data, chunks=(203, 61), compression="gzip")  # single chunk
-        f.create_dataset("earray", data=data, chunks=(8, 8), maxshape=(None, 61), compression="gzip")  # extensible array, axis 0
-        f.create_dataset("btree2", data=data, chunks=(8, 8), maxshape=(None, None), compression="gzip")  # version-2 B-tree
-        d = f.create_dataset("btree2_sparse", shape=(203, 61), dtype="f8", chunks=(8, 8), maxshape=(None, None), fillvalue=2.5, compression="gzip")
+        f.create_dataset(
+            "earray", data=data, chunks=(8, 8), maxshape=(None, 61), compression="gzip"
+        )  # extensible array, axis 0
+        f.create_dataset(
+            "btree2", data=data, chunks=(8, 8), maxshape=(None, None), compression="gzip"
+        )  # version-2 B-tree
+        d = f.create_dataset(
+            "btree2_sparse",
+            shape=(203, 61),
+            dtype="f8",
+            chunks=(8, 8),
+            maxshape=(None, None),
+            fillvalue=2.5,
+            compression="gzip",
+        )
         d[40:90, 10:30] = data[40:90, 10:30]
-        d = f.create_dataset("fixed_sparse", shape=(203, 61), dtype="f8", chunks=(8, 8), fillvalue=-7.5, compression="gzip")
+        d = f.create_dataset(
+            "fixed_sparse", shape=(203, 61), dtype="f8", chunks=(8, 8), fillvalue=-7.5, compression="gzip"
+        )
         d[40:90, 10:30] = data[40:90, 10:30]
         # implicit index: unfiltered, fixed extent, space allocated early
         dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
@@ -273,7 +300,14 @@ def test_chunk_index_spans_chunks_in_any_file_order_and_gaps_read_like_h5py(tmp_
         ds = {}
         for name in orders:
             for kind, kw in (("raw", {}), ("gz", dict(compression="gzip")), ("be", dict(dtype=">f8"))):
-                ds[name, kind] = f.create_dataset(f"{name}_{kind}", shape=data.shape, chunks=(8, 8), fillvalue=-99.0, dtype=kw.pop("dtype", "<f8"), **kw)
+                ds[name, kind] = f.create_dataset(
+                    f"{name}_{kind}",
+                    shape=data.shape,
+                    chunks=(8, 8),
+                    fillvalue=-99.0,
+                    dtype=kw.pop("dtype", "<f8"),
+                    **kw,
+                )
         small = f.create_dataset("small", shape=(4096,), chunks=(8,), dtype="f8")
         big = f.create_dataset("big", shape=(4096 * 512,), chunks=(2048,), dtype="f8")
         for name, order in orders.items():
@@ -337,15 +371,24 @@ def test_chunk_index_damaged_key_deep_in_the_btree_refused(tmp_path):
             rc, se, _ = _read(p, name, "<i4", index="1", planner=planner)
             assert rc == 1 and "VH5_OK" not in se, (name, planner, se[-600:])
             if vh5.hdf5_version().version < (1, 12, 0):
-                assert re.search(r"key 5 of the chunk B-tree node at file address \d+ holds the offsets \[\d+, \d+, 0\], not multiples of the chunk dimensions and element size \[10, 15, 4\]", se), (name, planner, se[-600:])
-        if vh5.hdf5_version().version < (1, 12, 0):  # a one-element read too (the tree has 200 chunks: checked whole at first use)
+                assert re.search(
+                    r"key 5 of the chunk B-tree node at file address \d+ holds the offsets \[\d+, \d+, 0\], not multiples of the chunk dimensions and element size \[10, 15, 4\]",
+                    se,
+                ), (name, planner, se[-600:])
+        if vh5.hdf5_version().version < (
+            1,
+            12,
+            0,
+        ):  # a one-element read too (the tree has 200 chunks: checked whole at first use)
             with vh5.File(p) as f, pytest.raises(vh5.HDF5Error, match="key 5 of the chunk B-tree node at file address"):
                 vh5.read_many_slices(f[name], np.zeros((1, 1), "<i4"), [0, 0], [0, 0], [1, 1])
     # A tree of 5,000 chunks (checked whole at first use since session 15; before, the first
     # 64 nodes, the rest by the chunk index build).
     p1, p2 = tmp_path / "big0.h5", tmp_path / "big.h5"
     with h5py.File(p1, "w", libver=("earliest", "v110")) as f:
-        f.create_dataset("gz", data=np.arange(100 * 5000, dtype="<i4").reshape(100, 5000), chunks=(10, 10), compression="gzip")
+        f.create_dataset(
+            "gz", data=np.arange(100 * 5000, dtype="<i4").reshape(100, 5000), chunks=(10, 10), compression="gzip"
+        )
     b = bytearray(p1.read_bytes())
     leaves = _chunk_btree_nodes(b, level=0)
     b[leaves[len(leaves) // 2] + 24 + 5 * 40 + 9] ^= 0xA4
@@ -355,7 +398,10 @@ def test_chunk_index_damaged_key_deep_in_the_btree_refused(tmp_path):
         assert rc == 1 and "VH5_OK" not in se, (planner, se[-600:])
         if vh5.hdf5_version().version < (1, 12, 0):
             # (the first-use walk may meet the key before its 4096-chunk limit)
-            assert re.search(r"not (a multiple of the chunk shape \[10, 10\]|multiples of the chunk dimensions and element size \[10, 10, 4\])", se), (planner, se[-600:])
+            assert re.search(
+                r"not (a multiple of the chunk shape \[10, 10\]|multiples of the chunk dimensions and element size \[10, 10, 4\])",
+                se,
+            ), (planner, se[-600:])
 
 
 @pytest.mark.parametrize("key,value", [(3, 2**64 - 1), (3, 1), (20, 5)])
@@ -370,7 +416,9 @@ def test_chunk_btree_element_offset_damage_refused(tmp_path, key, value):
     with h5py.File(p, "w", libver=("earliest", "v110")) as f:
         f.create_dataset("x", data=np.arange(1, 141, dtype="i4"), chunks=(7,))  # 20 chunks, one node
     b = bytearray(p.read_bytes())
-    k = _chunk_btree_nodes(b)[0] + 24 + key * (8 + 16 + 8)  # key: size 4, mask 4, offsets 8 + 8 (axis, element); child 8
+    k = (
+        _chunk_btree_nodes(b)[0] + 24 + key * (8 + 16 + 8)
+    )  # key: size 4, mask 4, offsets 8 + 8 (axis, element); child 8
     b[k + 16 : k + 24] = struct.pack("<Q", value)
     p.write_bytes(bytes(b))
     with h5py.File(p) as f:
@@ -381,7 +429,9 @@ def test_chunk_btree_element_offset_damage_refused(tmp_path, key, value):
         rc, se, _ = _read(p, "x", "<i4", index="1", planner=planner)
         assert rc == 1 and "VH5_OK" not in se, (planner, se[-600:])
         if vh5.hdf5_version().version < (1, 12, 0):
-            assert f"key {key} of its chunk B-tree's root node holds the offsets" in se and "element size [7, 4]" in se, (planner, se[-600:])
+            assert (
+                f"key {key} of its chunk B-tree's root node holds the offsets" in se and "element size [7, 4]" in se
+            ), (planner, se[-600:])
 
 
 def test_chunk_btree_damaged_key_beyond_the_first_use_check_refused_by_small_and_rows_reads(tmp_path):
@@ -419,7 +469,10 @@ def test_chunk_btree_damaged_key_beyond_the_first_use_check_refused_by_small_and
             rc, se, _ = _read(p, "raw", "<i4", index="1", planner=planner, mode=f"part:{lo},{count}")
             assert rc == 1 and "VH5_OK" not in se, (planner, lo, count, se[-600:])
             if BTREE:
-                assert re.search(r"key 5 of the chunk B-tree node at file address \d+ holds the offsets \[14, 0\], not multiples of the chunk dimensions and element size \[3, 4\]", se), (planner, lo, se[-600:])
+                assert re.search(
+                    r"key 5 of the chunk B-tree node at file address \d+ holds the offsets \[14, 0\], not multiples of the chunk dimensions and element size \[3, 4\]",
+                    se,
+                ), (planner, lo, se[-600:])
         for lo in (3000, 3 * n - 3):
             rc, se, out = _read(p, "raw", "<i4", index="1", planner=planner, mode=f"part:{lo},3")
             assert rc == 0, (planner, lo, se[-600:])

@@ -34,7 +34,9 @@ def _env(**extra):
 def venv(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pip")
     src = tmp / "src"
-    shutil.copytree(REPO / "bindings" / "python", src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "dist"))
+    shutil.copytree(
+        REPO / "bindings" / "python", src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "dist")
+    )
     v = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(v)], check=True, timeout=120)
     r = subprocess.run(
@@ -63,7 +65,15 @@ def _run(cmd, cwd):
 
 @pytest.mark.parametrize(
     "args",
-    [["--help"], ["read", "--help"], ["info", "{h5}"], ["info", "--version"], ["read", "{h5}", "s"], ["read", "{h5}", "x", "--bogus"], ["payload", "{h5}"]],
+    [
+        ["--help"],
+        ["read", "--help"],
+        ["info", "{h5}"],
+        ["info", "--version"],
+        ["read", "{h5}", "s"],
+        ["read", "{h5}", "x", "--bogus"],
+        ["payload", "{h5}"],
+    ],
     ids=["help", "read-help", "info", "info-version", "read-scalar", "usage-error", "payload-hdf5"],
 )
 def test_python_m_vh5_and_vh5_script_match_the_rust_binary(venv, sample, tmp_path, args):

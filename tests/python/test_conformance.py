@@ -109,51 +109,85 @@ LOST_PIPELINE = "damage: filter pipeline message type (filtered chunks read as u
 KNOWN_DIVERGENCES = {
     # Inside libhdf5 1.10's scaleoffset decoder (no length checks on a damaged chunk; vh5 does
     # not decode scaleoffset: libhdf5 does, in every planner): run-to-run different bytes.
-    16: ("libhdf5 1.10: damaged scaleoffset chunk reads as uninitialised bytes, not an error", {"corrupt: chunk flip", "filter: scaleoffset"}),
+    16: (
+        "libhdf5 1.10: damaged scaleoffset chunk reads as uninitialised bytes, not an error",
+        {"corrupt: chunk flip", "filter: scaleoffset"},
+    ),
     # libhdf5 < 2.2 (1.10.8, h5py's 2.0) reads an unfiltered chunk whose B-tree key says fewer
     # stored bytes than the chunk has into a buffer of the chunk's size and leaves the rest as it
     # was (2.2: "incorrect chunk size returned from index for unfiltered chunk"); vh5 reads such
     # chunks through libhdf5's H5Dread (its chunk index refuses the entry): the tail differs from
     # process to process in every planner (seed 28 at 8000 cases, case 6691: metadata byte 1096).
-    18: ("libhdf5 < 2.2: unfiltered chunk whose size entry is smaller than the chunk reads uninitialised bytes", {SHRUNK_SIZE_ENTRY}),
+    18: (
+        "libhdf5 < 2.2: unfiltered chunk whose size entry is smaller than the chunk reads uninitialised bytes",
+        {SHRUNK_SIZE_ENTRY},
+    ),
     # The same through a flipped byte of the pipeline message's type (version-1 object header,
     # no checksum): libhdf5 ignores the message, the dataset is unfiltered and its filtered
     # chunks are shorter than a chunk; h5py's 2.0 and 1.10.8 alike read the rest as
     # uninitialised memory (heap pointers in h5py's answer; seed 48 at 8000 cases, case 6622,
     # metadata byte 905; seed 70, case 7710, metadata byte 920). vh5 reads what libhdf5 1.10
     # reads (it has no pipeline to check either).
-    20: ("libhdf5 < 2.2: a damaged pipeline message type leaves filtered chunks read as unfiltered ones: uninitialised bytes", {LOST_PIPELINE}),
+    20: (
+        "libhdf5 < 2.2: a damaged pipeline message type leaves filtered chunks read as unfiltered ones: uninitialised bytes",
+        {LOST_PIPELINE},
+    ),
     # libhdf5's szip filter (libaec) decodes a damaged szip stream without an error and leaves
     # what it did not decode as it was: h5py (2.0) and vh5's rows planner (1.10.8's H5Dread)
     # alike read different values from process to process (seeds 31 and 32 at 8000 cases:
     # chunks of 7 stored bytes). vh5 does not decode szip: libhdf5 does, in every planner.
-    19: ("libhdf5 + libaec: damaged szip chunk reads as uninitialised bytes, not an error", {"corrupt: chunk flip", "filter: szip"}),
+    19: (
+        "libhdf5 + libaec: damaged szip chunk reads as uninitialised bytes, not an error",
+        {"corrupt: chunk flip", "filter: szip"},
+    ),
 }
 
 #: feature -> (why vh5 may refuse it where libhdf5 (h5py) reads it, regex the message must match).
 ALLOWED_REFUSALS = {
     "filter: lzf": ("h5py's own plugin filter: vh5's libhdf5 has no lzf", r"filter 'lzf' is not registered|lzf|32000"),
     # writes: vh5 refuses a pipeline with a filter its libhdf5 lacks (src/hdf5/filter_support.rs)
-    "filter: unregistered, optional": ("a filter no libhdf5 here has: vh5 does not write such a pipeline", r"has no 'filter 40000' filter"),
-    C.UNRELIABLE: ("scaleoffset / nbit after a filter that changed the chunk's length, szip given partial pixels: libhdf5 (1.10.8, 2.0, 2.2) "
-                   "reads such chunks as other values, uninitialised memory or an error; a pass-through nbit / scaleoffset between filters: "
-                   "libhdf5 < 2.2.0 (1.10.8, 2.0.0) reads scrambled values",
-                   r"No libhdf5 release decodes such chunks reliably|a bug of libhdf5 before 2\.2\.0"),
+    "filter: unregistered, optional": (
+        "a filter no libhdf5 here has: vh5 does not write such a pipeline",
+        r"has no 'filter 40000' filter",
+    ),
+    C.UNRELIABLE: (
+        "scaleoffset / nbit after a filter that changed the chunk's length, szip given partial pixels: libhdf5 (1.10.8, 2.0, 2.2) "
+        "reads such chunks as other values, uninitialised memory or an error; a pass-through nbit / scaleoffset between filters: "
+        "libhdf5 < 2.2.0 (1.10.8, 2.0.0) reads scrambled values",
+        r"No libhdf5 release decodes such chunks reliably|a bug of libhdf5 before 2\.2\.0",
+    ),
     # writes only (src/hdf5/filter_support.rs, passthrough_write_problem; its reads are not refused)
-    C.CUT_WRITES: ("libhdf5 < 2.2.0 (1.10.8, 2.0.0) stores a chunk deflate cannot shrink cut to its input length after a pass-through nbit: "
-                   "vh5 refuses such writes with its libhdf5 1.10", r"stored cut short"),
-    "layout: external storage (H5Pset_external)": ("files pointing at other files: refused by default (security)", r"(?i)external"),
-    "layout: virtual (source in the same file)": ("files pointing at other files: refused by default (security)", r"(?i)virtual"),
+    C.CUT_WRITES: (
+        "libhdf5 < 2.2.0 (1.10.8, 2.0.0) stores a chunk deflate cannot shrink cut to its input length after a pass-through nbit: "
+        "vh5 refuses such writes with its libhdf5 1.10",
+        r"stored cut short",
+    ),
+    "layout: external storage (H5Pset_external)": (
+        "files pointing at other files: refused by default (security)",
+        r"(?i)external",
+    ),
+    "layout: virtual (source in the same file)": (
+        "files pointing at other files: refused by default (security)",
+        r"(?i)virtual",
+    ),
 }
 #: vh5 refuses a chunk whose szip header claims more decoded bytes than an szip filter can be
 #: given for that chunk, or that is shorter than the header, before libhdf5 allocates the claim
 #: (src/hdf5/chunk_guard.rs; seed 108 spec 740 and seed 116 spec 1043 at 8000 cases: claims of
 #: 3.7 GB and 810 MB for chunks of 12 and 20 bytes, formerly known divergence #21).
 SZIP_CLAIM = r"the szip header of the chunk at \[[0-9, ]*\] claims \d+ decoded bytes|fewer than szip's 4-byte header"
-ALLOWED_REFUSALS["filter: szip"] = ("a chunk whose szip header claims more bytes than the chunk can decode to: libhdf5 allocates the claim", SZIP_CLAIM)
-if __import__("vh5").hdf5_version().origin == "vendored":  # the static-hdf5 build: hdf5-metno-src builds HDF5 without szip
+ALLOWED_REFUSALS["filter: szip"] = (
+    "a chunk whose szip header claims more bytes than the chunk can decode to: libhdf5 allocates the claim",
+    SZIP_CLAIM,
+)
+if (
+    __import__("vh5").hdf5_version().origin == "vendored"
+):  # the static-hdf5 build: hdf5-metno-src builds HDF5 without szip
     # unnamed in the file: every filter it lacks is listed
-    ALLOWED_REFUSALS["filter: szip"] = ("the static-hdf5 build's libhdf5 has no szip", r"has no ('[^']*', )*'szip'|" + SZIP_CLAIM)
+    ALLOWED_REFUSALS["filter: szip"] = (
+        "the static-hdf5 build's libhdf5 has no szip",
+        r"has no ('[^']*', )*'szip'|" + SZIP_CLAIM,
+    )
 
 COLUMNS = [("read", p) for p in R.PLANNERS] + [("write", p) for p in R.PLANNERS]
 
@@ -215,7 +249,11 @@ def classify(case, res, rows_res, oracle_failed, corrupt=False):
             return f"refused {st} ({allowed[0].split(': ')[1]})", None
         return "FAIL", f"vh5 refused where libhdf5 reads it: {st}: {res.get('msg')}"
     if out in ("ok-but-oracle-failed", "mismatch") and rows_res is not None:
-        if rows_res.get("digest") and rows_res.get("digest") == res.get("digest") and (out == "ok-but-oracle-failed" or corrupt):
+        if (
+            rows_res.get("digest")
+            and rows_res.get("digest") == res.get("digest")
+            and (out == "ok-but-oracle-failed" or corrupt)
+        ):
             return "as libhdf5 1.10", None
     if out == "ok-but-oracle-failed":
         return "FAIL", "vh5 returned data where libhdf5 reports an error"
@@ -322,7 +360,19 @@ def run_corruption(suite, specs, workdir, first_id):
         o = ores.get(i, {"outcome": "crash"})
         rng = np.random.default_rng(case.spec["seed"] + 7)
         rows, dst_shape, _ = R.row_table(shape, rng, int(rng.integers(1, 5)))
-        full = tuple(np.concatenate([t, v[None, :]]) for t, v in zip(rows, (np.zeros(len(shape), np.uint64), np.zeros(len(shape), np.uint64), np.array(shape, np.uint64), np.ones(len(shape), np.uint64), np.ones(len(shape), np.uint64))))
+        full = tuple(
+            np.concatenate([t, v[None, :]])
+            for t, v in zip(
+                rows,
+                (
+                    np.zeros(len(shape), np.uint64),
+                    np.zeros(len(shape), np.uint64),
+                    np.array(shape, np.uint64),
+                    np.ones(len(shape), np.uint64),
+                    np.ones(len(shape), np.uint64),
+                ),
+            )
+        )
         dst_shape = tuple(max(a, b) for a, b in zip(dst_shape, shape))
         size = C.native_type(C.type_of(case.spec["type"])[0]).get_size()
         m = C.native_mask(case.spec["type"])
@@ -330,12 +380,28 @@ def run_corruption(suite, specs, workdir, first_id):
         expected = None
         if o.get("outcome") == "ok" and tuple(o["shape"]) == shape and o["native_size"] == size:
             arr = np.frombuffer(bytes.fromhex(o["data"]), dtype=f"V{size}").reshape(shape)
-            exp = np.frombuffer(bytes([R.SENTINEL]) * (int(np.prod(dst_shape)) * size), dtype=f"V{size}").reshape(dst_shape).copy()
+            exp = (
+                np.frombuffer(bytes([R.SENTINEL]) * (int(np.prod(dst_shape)) * size), dtype=f"V{size}")
+                .reshape(dst_shape)
+                .copy()
+            )
             R.apply_rows(exp, arr, full)
             expected = exp.tobytes()
-        vtasks.append({"kind": "read", "case": case.id, "path": bad, "name": "d", "rows": full, "dst_shape": dst_shape,
-                       "dst_layout": "C", "native_size": size, "expected": expected, "mask": mask,
-                       "oracle_error": None if expected is not None else (o.get("msg") or o.get("status") or "differs")})
+        vtasks.append(
+            {
+                "kind": "read",
+                "case": case.id,
+                "path": bad,
+                "name": "d",
+                "rows": full,
+                "dst_shape": dst_shape,
+                "dst_layout": "C",
+                "native_size": size,
+                "expected": expected,
+                "mask": mask,
+                "oracle_error": None if expected is not None else (o.get("msg") or o.get("status") or "differs"),
+            }
+        )
     suite.cases += cases
     res = R.run_settings(vtasks, CORRUPT_CONFIGS, workdir, "corrupt")
     byid = {c.id: c for c in cases}
@@ -357,7 +423,7 @@ def suite():
     keep = os.environ.get("VH5_CONFORMANCE_KEEP")  # triage: keep every file in this directory
     if keep:
         os.makedirs(keep, exist_ok=True)
-    with (contextlib.nullcontext(keep) if keep else tempfile.TemporaryDirectory(prefix="vh5conf-")) as d:
+    with contextlib.nullcontext(keep) if keep else tempfile.TemporaryDirectory(prefix="vh5conf-") as d:
         t0 = time.time()
         specs = draw_specs(n_specs)
         run_reads_writes(s, specs, d)
@@ -367,13 +433,19 @@ def suite():
     dump = os.environ.get("VH5_CONFORMANCE_DUMP")
     if dump:  # every failure and known divergence, one per line, for triage
         with open(dump, "w") as fh:
-            fh.write("\n".join(["FAIL " + f for f in s.failures] + [f"KNOWN#{k} {m}" for k, ms in s.known.items() for m in ms]))
+            fh.write(
+                "\n".join(
+                    ["FAIL " + f for f in s.failures] + [f"KNOWN#{k} {m}" for k, ms in s.known.items() for m in ms]
+                )
+            )
     return s
 
 
 def test_conformance(suite):
     """Every case under every setting gives libhdf5's answer or an allowed refusal."""
-    print(f"\nconformance: {len(suite.cases)} cases from {len(suite.specs)} specs ({len(suite.build_errors)} specs h5py could not write, e.g. {suite.build_errors[:1]}); timings {({k: round(v, 1) for k, v in suite.timing.items()})}")
+    print(
+        f"\nconformance: {len(suite.cases)} cases from {len(suite.specs)} specs ({len(suite.build_errors)} specs h5py could not write, e.g. {suite.build_errors[:1]}); timings { ({k: round(v, 1) for k, v in suite.timing.items()}) }"
+    )
     for item, msgs in sorted(suite.known.items()):
         text = f"SKIPPED (known divergence #{item}: {KNOWN_DIVERGENCES[item][0]}): {len(msgs)} case-settings, e.g. {msgs[0][:300]}"
         print(text)
@@ -403,7 +475,10 @@ def render_table(suite):
             if f.startswith(("op: ", "dst: ")) or f == "filtered":
                 continue
             cells.setdefault(f, {}).setdefault(col, set()).update(labels)
-    lines = ["| storage feature | " + " | ".join(f"{op} ({p})" for op, p in COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
+    lines = [
+        "| storage feature | " + " | ".join(f"{op} ({p})" for op, p in COLUMNS) + " |",
+        "|---" * (len(COLUMNS) + 1) + "|",
+    ]
     for f in sorted(cells):
         row = [f]
         for col in COLUMNS:
@@ -432,17 +507,22 @@ def test_robustness_table(suite):
     doc = doc_path.read_text()
     b, e = doc.find(BEGIN), doc.find(END)
     assert b >= 0 and e > b, f"markers {BEGIN} / {END} missing in {doc_path}"
-    current = doc[b + len(BEGIN): e].strip()
+    current = doc[b + len(BEGIN) : e].strip()
     if current != table.strip():
         if os.environ.get("VH5_UPDATE_DOCS"):
             doc_path.write_text(doc[:b] + BEGIN + "\n" + table.strip() + "\n" + doc[e:])
             print("docs/ROBUSTNESS.md: conformance table updated")
         else:
-            pytest.fail("the conformance table in docs/ROBUSTNESS.md is stale; regenerate it with\n  "
-                        "VH5_UPDATE_DOCS=1 python3 -m pytest -q tests/python/test_conformance.py\nfresh table:\n" + table)
+            pytest.fail(
+                "the conformance table in docs/ROBUSTNESS.md is stale; regenerate it with\n  "
+                "VH5_UPDATE_DOCS=1 python3 -m pytest -q tests/python/test_conformance.py\nfresh table:\n" + table
+            )
 
 
-@pytest.mark.skipif(__import__("vh5").hdf5_version().version[:2] != (1, 10), reason="libhdf5 1.10's reading of this damaged B-tree (>= 2.0 reports 'bad coordinate offset', which vh5 passes on)")
+@pytest.mark.skipif(
+    __import__("vh5").hdf5_version().version[:2] != (1, 10),
+    reason="libhdf5 1.10's reading of this damaged B-tree (>= 2.0 reports 'bad coordinate offset', which vh5 passes on)",
+)
 def test_btree1_damaged_chunk_key_padded_compound_same_bytes_in_every_planner(tmp_path):
     """Seed 1's damaged v1 B-tree (metadata byte 1586 of this spec): libhdf5 1.10.8 no longer
     finds a chunk whose key was damaged and reads it as the fill value (H5Dread and
@@ -455,21 +535,52 @@ def test_btree1_damaged_chunk_key_padded_compound_same_bytes_in_every_planner(tm
     enough, at the dataset's first use: src/hdf5/chunk_tree.rs)."""
     import numpy as np
 
-    spec = {"alloc": "late", "chunks": [2, 4, 7], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc", "fillvalue": False,
-            "filters": [["fletcher32"], ["unreg_opt"], ["deflate", 7]], "index": "btree1", "layout": "chunked", "libver": "earliest",
-            "maxshape": [None, None, None], "resize": [5, 2, 6], "seed": 2088360435, "shape": [2, 1, 4], "type": "cmpd_padded", "written": "none"}
+    spec = {
+        "alloc": "late",
+        "chunks": [2, 4, 7],
+        "direct_chunk": False,
+        "dont_filter_partial": False,
+        "fill_time": "alloc",
+        "fillvalue": False,
+        "filters": [["fletcher32"], ["unreg_opt"], ["deflate", 7]],
+        "index": "btree1",
+        "layout": "chunked",
+        "libver": "earliest",
+        "maxshape": [None, None, None],
+        "resize": [5, 2, 6],
+        "seed": 2088360435,
+        "shape": [2, 1, 4],
+        "type": "cmpd_padded",
+        "written": "none",
+    }
     path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
     C.build(spec, path)
     X.apply(path, bad, ("metadata flip", 1586, 241, "metadata byte 1586"))
     shape = (5, 2, 6)
     rng = np.random.default_rng(spec["seed"] + 7)
     rows, dst_shape, _ = R.row_table(shape, rng, int(rng.integers(1, 5)))
-    last = (np.zeros(3, np.uint64), np.zeros(3, np.uint64), np.array(shape, np.uint64), np.ones(3, np.uint64), np.ones(3, np.uint64))
+    last = (
+        np.zeros(3, np.uint64),
+        np.zeros(3, np.uint64),
+        np.array(shape, np.uint64),
+        np.ones(3, np.uint64),
+        np.ones(3, np.uint64),
+    )
     full = tuple(np.concatenate([t, v[None, :]]) for t, v in zip(rows, last))
     m = C.native_mask(spec["type"])
-    task = {"kind": "read", "case": 0, "path": bad, "name": "d", "rows": full, "dst_shape": tuple(max(a, b) for a, b in zip(dst_shape, shape)),
-            "dst_layout": "C", "native_size": C.native_type(C.type_of(spec["type"])[0]).get_size(), "expected": None,
-            "mask": None if m is None else m.tobytes(), "oracle_error": "libhdf5 2.0 fails"}
+    task = {
+        "kind": "read",
+        "case": 0,
+        "path": bad,
+        "name": "d",
+        "rows": full,
+        "dst_shape": tuple(max(a, b) for a, b in zip(dst_shape, shape)),
+        "dst_layout": "C",
+        "native_size": C.native_type(C.type_of(spec["type"])[0]).get_size(),
+        "expected": None,
+        "mask": None if m is None else m.tobytes(),
+        "oracle_error": "libhdf5 2.0 fails",
+    }
     res = R.run_settings([task], CORRUPT_CONFIGS, str(tmp_path), "btree1")
     outs = {cfg: r[0] for cfg, r in res.items()}
     assert all(o["outcome"] == "error" and o["status"] == "VH5_ERR_HDF5" for o in outs.values()), outs
@@ -502,9 +613,23 @@ def test_virtual_dataset_damaged_selection_refused_before_libhdf5_opens_it(tmp_p
     without letting libhdf5 open it; listings take an object's type from H5Oget_info_by_name.
     Child processes (a crash must not take pytest down), three times each (it crashed in
     about 8 runs of 10)."""
-    spec = {"alloc": "default", "chunks": None, "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc", "fillvalue": False,
-            "filters": [], "layout": "virtual", "libver": "v110", "maxshape": [278], "resize": None, "seed": 608990844, "shape": [278],
-            "type": "<u1", "written": "all"}
+    spec = {
+        "alloc": "default",
+        "chunks": None,
+        "direct_chunk": False,
+        "dont_filter_partial": False,
+        "fill_time": "alloc",
+        "fillvalue": False,
+        "filters": [],
+        "layout": "virtual",
+        "libver": "v110",
+        "maxshape": [278],
+        "resize": None,
+        "seed": 608990844,
+        "shape": [278],
+        "type": "<u1",
+        "written": "all",
+    }
     path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
     C.build(spec, path)
     X.apply(path, bad, ("metadata flip", 2117, 233, "metadata byte 2117"))
@@ -521,10 +646,33 @@ def test_enum_datatype_size_damaged_refused_before_libhdf5_opens_it(tmp_path):
     naming the object, the file and both sizes) before libhdf5 opens the dataset, in the
     dataset open and the listing; h5py's libhdf5 refuses the file too. Child processes (a crash
     must not take pytest down)."""
-    spec = {"alloc": "late", "chunks": [29], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc", "fillvalue": False,
-            "filters": [["shuffle"], ["deflate", 7], ["unreg_opt"]], "index": "btree1", "layout": "chunked", "libver": "earliest",
-            "maxshape": [29], "resize": [11], "seed": 1635544187, "shape": [26], "type": "enum>i2", "written": "part"}
-    _damaged_type_refused(tmp_path, spec, (863, 60), "ENUM datatype size does not match parent", ["datatype message is damaged: an enumeration of", "bad.h5"], (11,), "enumeration of")
+    spec = {
+        "alloc": "late",
+        "chunks": [29],
+        "direct_chunk": False,
+        "dont_filter_partial": False,
+        "fill_time": "alloc",
+        "fillvalue": False,
+        "filters": [["shuffle"], ["deflate", 7], ["unreg_opt"]],
+        "index": "btree1",
+        "layout": "chunked",
+        "libver": "earliest",
+        "maxshape": [29],
+        "resize": [11],
+        "seed": 1635544187,
+        "shape": [26],
+        "type": "enum>i2",
+        "written": "part",
+    }
+    _damaged_type_refused(
+        tmp_path,
+        spec,
+        (863, 60),
+        "ENUM datatype size does not match parent",
+        ["datatype message is damaged: an enumeration of", "bad.h5"],
+        (11,),
+        "enumeration of",
+    )
 
 
 def test_compound_member_past_compound_end_refused_before_libhdf5_opens_it(tmp_path):
@@ -534,10 +682,33 @@ def test_compound_member_past_compound_end_refused_before_libhdf5_opens_it(tmp_p
     (SIGSEGV) opening the dataset in every planner; libhdf5 2.0 refuses it ("member type
     extends outside its parent compound type"). vh5's datatype peek refuses such a type before
     libhdf5 opens the object (dataset open and listing); h5py's libhdf5 refuses it too."""
-    spec = {"alloc": "late", "chunks": [1, 13], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc", "fillvalue": True,
-            "filters": [], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [4, None], "resize": None,
-            "seed": 1919193703, "shape": [1, 8], "type": ">c8", "written": "part"}
-    _damaged_type_refused(tmp_path, spec, (951, 101), "member type extends outside its parent compound type", ["datatype message is damaged: compound member 1 of 4 bytes", "reaches past the compound's 8 bytes", "bad.h5"], (1, 8), "compound member")
+    spec = {
+        "alloc": "late",
+        "chunks": [1, 13],
+        "direct_chunk": False,
+        "dont_filter_partial": False,
+        "fill_time": "alloc",
+        "fillvalue": True,
+        "filters": [],
+        "index": "btree1",
+        "layout": "chunked",
+        "libver": "earliest",
+        "maxshape": [4, None],
+        "resize": None,
+        "seed": 1919193703,
+        "shape": [1, 8],
+        "type": ">c8",
+        "written": "part",
+    }
+    _damaged_type_refused(
+        tmp_path,
+        spec,
+        (951, 101),
+        "member type extends outside its parent compound type",
+        ["datatype message is damaged: compound member 1 of 4 bytes", "reaches past the compound's 8 bytes", "bad.h5"],
+        (1, 8),
+        "compound member",
+    )
 
 
 def test_float_type_fields_outside_precision_refused_before_libhdf5_opens_it(tmp_path):
@@ -548,10 +719,36 @@ def test_float_type_fields_outside_precision_refused_before_libhdf5_opens_it(tmp
     bounds"). vh5's datatype peek refuses number types whose bit fields do not fit (what
     H5Tset_fields refuses to create) before libhdf5 opens the object; types h5py creates,
     custom ones included, open as before."""
-    spec = {"alloc": "early", "chunks": [1, 11], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "ifset", "fillvalue": True,
-            "filters": [["shuffle"], ["deflate", 5]], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [9, 12],
-            "resize": [8, 12], "seed": 1588760345, "shape": [6, 12], "type": "nonieee>f4", "written": "none"}
-    _damaged_type_refused(tmp_path, spec, (887, 184), "mantissa range out of bounds", ["datatype message is damaged: a floating-point type with its exponent or mantissa outside the precision", "mantissa 175 bits"], (8, 12), "floating-point type")
+    spec = {
+        "alloc": "early",
+        "chunks": [1, 11],
+        "direct_chunk": False,
+        "dont_filter_partial": False,
+        "fill_time": "ifset",
+        "fillvalue": True,
+        "filters": [["shuffle"], ["deflate", 5]],
+        "index": "btree1",
+        "layout": "chunked",
+        "libver": "earliest",
+        "maxshape": [9, 12],
+        "resize": [8, 12],
+        "seed": 1588760345,
+        "shape": [6, 12],
+        "type": "nonieee>f4",
+        "written": "none",
+    }
+    _damaged_type_refused(
+        tmp_path,
+        spec,
+        (887, 184),
+        "mantissa range out of bounds",
+        [
+            "datatype message is damaged: a floating-point type with its exponent or mantissa outside the precision",
+            "mantissa 175 bits",
+        ],
+        (8, 12),
+        "floating-point type",
+    )
 
 
 def _damaged_type_refused(tmp_path, spec, flip, h5py_says, vh5_says, shape, cli_word):
@@ -579,17 +776,63 @@ def test_numeric_size_or_compound_member_damaged_refused_before_libhdf5_opens_it
     has unusually large # of unused bits", "member type extends outside its parent compound
     type"). vh5 now refuses them from the datatype message before libhdf5 opens the dataset."""
     specs = {
-        "u4_size": ({"alloc": "late", "chunks": [2], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "ifset", "fillvalue": False,
-                     "filters": [], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [None], "resize": None,
-                     "seed": 423186046, "shape": [4], "type": "<u4", "written": "all"}, (862, 149), "unusually large # of unused bits",
-                    "unusually many unused bits"),
-        "c16_member_offset": ({"alloc": "late", "chunks": [6, 2, 3], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc",
-                               "fillvalue": True, "filters": [["deflate", 6]], "index": "btree1", "layout": "chunked", "libver": "earliest",
-                               "maxshape": [9, 5, 4], "resize": None, "seed": 67475886, "shape": [6, 2, 4], "type": "<c16", "written": "part"},
-                              (966, 75), "extends outside its parent compound type", "reaches past the compound's 16 bytes"),
+        "u4_size": (
+            {
+                "alloc": "late",
+                "chunks": [2],
+                "direct_chunk": False,
+                "dont_filter_partial": False,
+                "fill_time": "ifset",
+                "fillvalue": False,
+                "filters": [],
+                "index": "btree1",
+                "layout": "chunked",
+                "libver": "earliest",
+                "maxshape": [None],
+                "resize": None,
+                "seed": 423186046,
+                "shape": [4],
+                "type": "<u4",
+                "written": "all",
+            },
+            (862, 149),
+            "unusually large # of unused bits",
+            "unusually many unused bits",
+        ),
+        "c16_member_offset": (
+            {
+                "alloc": "late",
+                "chunks": [6, 2, 3],
+                "direct_chunk": False,
+                "dont_filter_partial": False,
+                "fill_time": "alloc",
+                "fillvalue": True,
+                "filters": [["deflate", 6]],
+                "index": "btree1",
+                "layout": "chunked",
+                "libver": "earliest",
+                "maxshape": [9, 5, 4],
+                "resize": None,
+                "seed": 67475886,
+                "shape": [6, 2, 4],
+                "type": "<c16",
+                "written": "part",
+            },
+            (966, 75),
+            "extends outside its parent compound type",
+            "reaches past the compound's 16 bytes",
+        ),
     }
     spec, flip, h5py_says, words = specs[case]
-    _damaged_type_refused(tmp_path, spec, flip, h5py_says, ["datatype message is damaged", words, "bad.h5"], tuple(spec["shape"]), "damaged")
+    _damaged_type_refused(
+        tmp_path,
+        spec,
+        flip,
+        h5py_says,
+        ["datatype message is damaged", words, "bad.h5"],
+        tuple(spec["shape"]),
+        "damaged",
+    )
 
 
 def test_nbit_nothing_to_pack_flag_of_any_nonzero_value_counts(tmp_path):
@@ -601,9 +844,24 @@ def test_nbit_nothing_to_pack_flag_of_any_nonzero_value_counts(tmp_path):
     file."""
     import numpy as np
 
-    spec = {"alloc": "incr", "chunks": [1, 32], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "never", "fillvalue": False,
-            "filters": [["shuffle"], ["nbit"], ["deflate", 3]], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [12, 32],
-            "resize": [6, 32], "seed": 1015926630, "shape": [9, 32], "type": "cmpd_packed", "written": "part"}
+    spec = {
+        "alloc": "incr",
+        "chunks": [1, 32],
+        "direct_chunk": False,
+        "dont_filter_partial": False,
+        "fill_time": "never",
+        "fillvalue": False,
+        "filters": [["shuffle"], ["nbit"], ["deflate", 3]],
+        "index": "btree1",
+        "layout": "chunked",
+        "libver": "earliest",
+        "maxshape": [12, 32],
+        "resize": [6, 32],
+        "seed": 1015926630,
+        "shape": [9, 32],
+        "type": "cmpd_packed",
+        "written": "part",
+    }
     path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
     C.build(spec, path)
     X.apply(path, bad, [m for m in X.mutations(path, spec["seed"]) if m[3] == "metadata byte 1174"][0])
@@ -629,16 +887,36 @@ def test_filter_pipeline_message_damaged_refused_before_libhdf5_opens_it(tmp_pat
     read data h5py could not (run to run different verdicts). vh5 now reads the pipeline
     message from the object header itself and refuses a damaged one (an HDF5 error naming the
     object, the file and the damage) before libhdf5 opens the dataset."""
-    spec = {"alloc": "default", "chunks": [17], "direct_chunk": True, "dont_filter_partial": False, "fill_time": "never", "fillvalue": False,
-            "filters": [["fletcher32"], ["nbit"]], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [None],
-            "resize": None, "seed": 467139446, "shape": [13], "type": ">f2", "written": "none"}
+    spec = {
+        "alloc": "default",
+        "chunks": [17],
+        "direct_chunk": True,
+        "dont_filter_partial": False,
+        "fill_time": "never",
+        "fillvalue": False,
+        "filters": [["fletcher32"], ["nbit"]],
+        "index": "btree1",
+        "layout": "chunked",
+        "libver": "earliest",
+        "maxshape": [None],
+        "resize": None,
+        "seed": 467139446,
+        "shape": [13],
+        "type": ">f2",
+        "written": "none",
+    }
     path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
     C.build(spec, path)
     X.apply(path, bad, ("metadata flip", 915, 122, "metadata byte 915"))
     with h5py.File(bad, "r") as f:
         with pytest.raises(Exception, match="ran off end of input buffer"):
             f["d"]
-    _open_refused_in_child(bad, "HDF5Error", ["filter pipeline message is damaged: filter 0's name (31248 bytes) runs past the end", "bad.h5"], listed=True)
+    _open_refused_in_child(
+        bad,
+        "HDF5Error",
+        ["filter pipeline message is damaged: filter 0's name (31248 bytes) runs past the end", "bad.h5"],
+        listed=True,
+    )
     with __import__("vh5").File(path) as f:  # the undamaged file: opened as before
         assert f["d"].shape == (13,)
     _cli_info_names(bad, "filter pipeline message is damaged")
@@ -657,9 +935,24 @@ def test_chunk_btree_key_off_the_chunk_grid_refused(tmp_path):
 
     import numpy as np
 
-    spec = {"alloc": "early", "chunks": [1, 1], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "ifset", "fillvalue": True,
-            "filters": [], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [None, 11], "resize": [4, 11],
-            "seed": 1690758590, "shape": [1, 11], "type": "<u8", "written": "all"}
+    spec = {
+        "alloc": "early",
+        "chunks": [1, 1],
+        "direct_chunk": False,
+        "dont_filter_partial": False,
+        "fill_time": "ifset",
+        "fillvalue": True,
+        "filters": [],
+        "index": "btree1",
+        "layout": "chunked",
+        "libver": "earliest",
+        "maxshape": [None, 11],
+        "resize": [4, 11],
+        "seed": 1690758590,
+        "shape": [1, 11],
+        "type": "<u8",
+        "written": "all",
+    }
     path, bad = str(tmp_path / "s.h5"), str(tmp_path / "bad.h5")
     C.build(spec, path)
     X.apply(path, bad, ("metadata flip", 955, 153, "metadata byte 955"))
@@ -673,10 +966,16 @@ def test_chunk_btree_key_off_the_chunk_grid_refused(tmp_path):
     )
     pkg = str(REPO / "bindings" / "python") if os.environ.get("VH5_TEST_INSTALLED") != "1" else ""
     for planner in ("auto", "chunks", "rows"):
-        env = dict(os.environ, VH5_PLANNER=planner, PYTHONPATH=os.pathsep.join(filter(None, [pkg, os.environ.get("PYTHONPATH")])))
+        env = dict(
+            os.environ,
+            VH5_PLANNER=planner,
+            PYTHONPATH=os.pathsep.join(filter(None, [pkg, os.environ.get("PYTHONPATH")])),
+        )
         for f, want in ((bad, "not multiples of the chunk dimensions and element size [152, 1,"), (path, None)):
             out = str(tmp_path / f"{planner}.npy")
-            r = subprocess.run([sys.executable, "-c", code, f, out], env=env, capture_output=True, text=True, timeout=60)
+            r = subprocess.run(
+                [sys.executable, "-c", code, f, out], env=env, capture_output=True, text=True, timeout=60
+            )
             assert r.returncode == 0, r.stderr[-1500:]
             if want:
                 # vh5's own check (it reads the B-tree with libhdf5 1.10); a newer libhdf5
@@ -699,7 +998,7 @@ def _open_refused_in_child(bad, error, words, runs=1, listed=False):
     code = f"""
 import sys
 if {os.environ.get("VH5_TEST_INSTALLED") != "1"!r}:
-    sys.path.insert(0, {str(REPO / 'bindings' / 'python')!r})
+    sys.path.insert(0, {str(REPO / "bindings" / "python")!r})
 import vh5
 with vh5.File({bad!r}) as f:
     if {listed!r}:
@@ -739,8 +1038,18 @@ def test_worker_memory_limit_is_a_crash_not_a_refusal(tmp_path, monkeypatch):
         f.create_dataset("d", data=np.arange(4, dtype=np.uint8))
     monkeypatch.setenv("VH5_CONFORMANCE_WORKER_MEMORY", "256M")
     z = np.zeros((1, 1), np.uint64)
-    task = {"kind": "read", "path": path, "name": "d", "rows": (z, z, z + 1, z + 1, z + 1), "dst_shape": (1 << 31,),
-            "dst_layout": "C", "native_size": 1, "expected": None, "oracle_error": None, "mask": None}
+    task = {
+        "kind": "read",
+        "path": path,
+        "name": "d",
+        "rows": (z, z, z + 1, z + 1, z + 1),
+        "dst_shape": (1 << 31,),
+        "dst_layout": "C",
+        "native_size": 1,
+        "expected": None,
+        "oracle_error": None,
+        "mask": None,
+    }
     res = R.run_batch([task], "auto", 1, str(tmp_path), "memory")
     assert res[0]["outcome"] == "crash" and res[0]["status"] == "memory limit", res[0]
     import types
@@ -760,9 +1069,23 @@ def test_write_reference_doubted_when_libhdf5_write_contradicts_its_own_read_and
 
     import numpy as np
 
-    spec = {"alloc": "incr", "chunks": None, "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc", "fillvalue": False,
-            "filters": [], "layout": "contiguous", "libver": "v110", "maxshape": [5, 5], "resize": None, "seed": 773069192, "shape": [5, 5],
-            "type": ">c8", "written": "none"}
+    spec = {
+        "alloc": "incr",
+        "chunks": None,
+        "direct_chunk": False,
+        "dont_filter_partial": False,
+        "fill_time": "alloc",
+        "fillvalue": False,
+        "filters": [],
+        "layout": "contiguous",
+        "libver": "v110",
+        "maxshape": [5, 5],
+        "resize": None,
+        "seed": 773069192,
+        "shape": [5, 5],
+        "type": ">c8",
+        "written": "none",
+    }
     built = R.build_one(0, spec, str(tmp_path))
     (task,) = [t for op, _, t in built if op == "write"]
     assert task["expected"] is not None and task["reference_doubt"] is None
@@ -782,9 +1105,24 @@ def test_write_reference_doubted_when_libhdf5_write_contradicts_its_own_read_and
 
 def _small_spec(seed, filters=()):
     """A chunked `<i4` dataset of 8 elements, every chunk written, with `filters`."""
-    return {"alloc": "incr", "chunks": [4], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "alloc", "fillvalue": False,
-            "filters": [list(f) for f in filters], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [8],
-            "resize": None, "seed": seed, "shape": [8], "type": "<i4", "written": "all"}
+    return {
+        "alloc": "incr",
+        "chunks": [4],
+        "direct_chunk": False,
+        "dont_filter_partial": False,
+        "fill_time": "alloc",
+        "fillvalue": False,
+        "filters": [list(f) for f in filters],
+        "index": "btree1",
+        "layout": "chunked",
+        "libver": "earliest",
+        "maxshape": [8],
+        "resize": None,
+        "seed": seed,
+        "shape": [8],
+        "type": "<i4",
+        "written": "all",
+    }
 
 
 def _build_pids(specs, workdir):
@@ -804,8 +1142,14 @@ def test_scaleoffset_szip_or_nbit_spec_built_in_a_process_no_later_spec_shares(t
     wrong references (seed 121 at 8000 cases, specs 490 and 572). Such a spec is now built in a
     child forked for it: neither the spec after it nor the one before runs in its process,
     while other specs of the same worker still share one (no fresh interpreter per spec)."""
-    specs = [_small_spec(1), _small_spec(2, [("scaleoffset",)]), _small_spec(3),
-             _small_spec(4), _small_spec(5, [("szip",)]), _small_spec(6)]  # build-a: 0-2, build-b: 3-5
+    specs = [
+        _small_spec(1),
+        _small_spec(2, [("scaleoffset",)]),
+        _small_spec(3),
+        _small_spec(4),
+        _small_spec(5, [("szip",)]),
+        _small_spec(6),
+    ]  # build-a: 0-2, build-b: 3-5
     assert [R.damages_heap(s) for s in specs] == [False, True, False, False, True, False]
     assert R.damages_heap(_small_spec(7, [("deflate", 4), ("nbit",)]))
     pid = _build_pids(specs, str(tmp_path))
@@ -832,10 +1176,14 @@ def test_forked_build_dying_takes_its_worker_down_the_same_way():
     import subprocess
     import sys
 
-    code = ("import os, signal, sys; sys.path.insert(0, sys.argv[1]); import _conformance_worker as W\n"
-            "assert W.in_own_process(lambda: {'pid': os.getpid()})['pid'] != os.getpid()\n"
-            "W.in_own_process(lambda: os.kill(os.getpid(), signal.SIGSEGV))\nprint('survived')")
-    r = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parent)], capture_output=True, text=True, timeout=60)
+    code = (
+        "import os, signal, sys; sys.path.insert(0, sys.argv[1]); import _conformance_worker as W\n"
+        "assert W.in_own_process(lambda: {'pid': os.getpid()})['pid'] != os.getpid()\n"
+        "W.in_own_process(lambda: os.kill(os.getpid(), signal.SIGSEGV))\nprint('survived')"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(Path(__file__).resolve().parent)], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == -11 and "survived" not in r.stdout, (r.returncode, r.stdout, r.stderr[-1000:])
 
 
@@ -847,9 +1195,24 @@ def test_fixed_string_fill_value_is_the_drawn_value_not_a_heap_address(tmp_path)
     The builder now sets such fill values through libhdf5 itself (_conformance_files.set_fill_value)."""
     import numpy as np
 
-    spec = {"alloc": "early", "chunks": [12, 1], "direct_chunk": False, "dont_filter_partial": False, "fill_time": "ifset", "fillvalue": True,
-            "filters": [], "index": "btree1", "layout": "chunked", "libver": "earliest", "maxshape": [None, 3], "resize": [9, 3],
-            "seed": 1109717225, "shape": [8, 3], "type": "S7", "written": "all"}
+    spec = {
+        "alloc": "early",
+        "chunks": [12, 1],
+        "direct_chunk": False,
+        "dont_filter_partial": False,
+        "fill_time": "ifset",
+        "fillvalue": True,
+        "filters": [],
+        "index": "btree1",
+        "layout": "chunked",
+        "libver": "earliest",
+        "maxshape": [None, 3],
+        "resize": [9, 3],
+        "seed": 1109717225,
+        "shape": [8, 3],
+        "type": "S7",
+        "written": "all",
+    }
     path = str(tmp_path / "s.h5")
     C.build(spec, path)
     drawn = C.values("S7", 1, np.random.default_rng(spec["seed"]))[0]  # build's first draw

@@ -54,7 +54,9 @@ def expected(h5file):
 
 @pytest.fixture(scope="module")
 def cluster_client():
-    distributed = pytest.importorskip("dask.distributed", reason="distributed is not installed: pip install distributed")
+    distributed = pytest.importorskip(
+        "dask.distributed", reason="distributed is not installed: pip install distributed"
+    )
     cluster = distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None)
     client = distributed.Client(cluster, set_as_default=False)
     yield client
@@ -66,7 +68,17 @@ def cluster_client():
 # from_dataset
 
 SELECTIONS = {
-    "g/a2": [np.s_[:], np.s_[3:177:5, ::-3], np.s_[5], np.s_[..., 7], np.s_[None, 10:20, -1], np.s_[::-1, 40:2:-7], np.s_[200:, 89:], np.s_[15:17, 31:33], np.s_[50:50]],
+    "g/a2": [
+        np.s_[:],
+        np.s_[3:177:5, ::-3],
+        np.s_[5],
+        np.s_[..., 7],
+        np.s_[None, 10:20, -1],
+        np.s_[::-1, 40:2:-7],
+        np.s_[200:, 89:],
+        np.s_[15:17, 31:33],
+        np.s_[50:50],
+    ],
     "a3": [np.s_[:], np.s_[1:8:3, ::5, 32], np.s_[-1, 7:9, :], np.s_[..., ::-2], np.s_[4:5, 39, None, ::4]],
     "be": [np.s_[:], np.s_[7:9], np.s_[::7, 3]],
     "c1": [np.s_[:], np.s_[999], np.s_[123:877:13], np.s_[::-9]],
@@ -124,7 +136,10 @@ def test_reductions_are_ordinary_dask(h5file, expected):
         m = da.ma.masked_equal(x, d.fillvalue).mean().compute(scheduler="threads")
         assert m == np.ma.masked_equal(want, -1.0).mean() == 7.0
         y = vd.from_dataset(d3, chunks=(4, 16, 11))
-        assert np.array_equal(y.astype(np.int64).sum(axis=(0, 2)).compute(scheduler="threads"), expected["a3"].astype(np.int64).sum(axis=(0, 2)))
+        assert np.array_equal(
+            y.astype(np.int64).sum(axis=(0, 2)).compute(scheduler="threads"),
+            expected["a3"].astype(np.int64).sum(axis=(0, 2)),
+        )
 
 
 # ----------------------------------------------------------------------------------------
@@ -133,7 +148,16 @@ def test_reductions_are_ordinary_dask(h5file, expected):
 
 def _rows(a, starts, count, steps=None):
     steps = np.ones_like(starts) if steps is None else np.broadcast_to(steps, starts.shape)
-    return np.stack([a[tuple(slice(s, s + (c - 1) * t + 1, t) for s, c, t in zip(r, count, st))] for r, st in zip(starts, steps)]) if len(starts) else np.empty((0,) + tuple(count), a.dtype)
+    return (
+        np.stack(
+            [
+                a[tuple(slice(s, s + (c - 1) * t + 1, t) for s, c, t in zip(r, count, st))]
+                for r, st in zip(starts, steps)
+            ]
+        )
+        if len(starts)
+        else np.empty((0,) + tuple(count), a.dtype)
+    )
 
 
 @pytest.mark.parametrize("rows_per_task", [None, 1, 37, 400])
@@ -160,7 +184,9 @@ def test_gather_steps_sorted_rows_and_edge_cases(h5file, expected):
         assert np.array_equal(g2.compute(scheduler="threads"), _rows(A2, s2, (3, 20)))
         # big-endian data arrives native; contiguous datasets; one row; no rows; empty count
         gb = vd.gather(dbe, np.array([[49, 0], [3, 2]]), [1, 5])
-        assert gb.dtype == np.dtype("f4") and np.array_equal(gb.compute(), _rows(BE, np.array([[49, 0], [3, 2]]), (1, 5)))
+        assert gb.dtype == np.dtype("f4") and np.array_equal(
+            gb.compute(), _rows(BE, np.array([[49, 0], [3, 2]]), (1, 5))
+        )
         sc = RNG.integers(0, 990, (500, 1))
         assert np.array_equal(vd.gather(dc, sc, [10], src_step=[1]).compute(), _rows(C1, sc, (10,)))
         assert vd.gather(d2, np.zeros((0, 2), int), [3, 3]).compute().shape == (0, 3, 3)
@@ -219,7 +245,9 @@ def test_gather_rows_crossing_task_boundaries_are_split(h5file, step0):
                     assert c not in seen, f"chunk {c} read by tasks {seen[c]} and {k}"
                     seen[c] = k
         assert np.array_equal(g.compute(scheduler="threads"), _rows(A2, starts, (n0, 7), steps))
-        assert np.array_equal(g[::-1][5:900:3].compute(scheduler="sync"), _rows(A2, starts, (n0, 7), steps)[::-1][5:900:3])
+        assert np.array_equal(
+            g[::-1][5:900:3].compute(scheduler="sync"), _rows(A2, starts, (n0, 7), steps)[::-1][5:900:3]
+        )
         # rows taller than a task's bands (spanning 3-4 tasks) are split into every task
         tall = np.c_[RNG.integers(0, 100, 50), RNG.integers(0, 80, 50)]
         g2 = vd.gather(d, tall, [100, 3], rows_per_task=3)
@@ -228,7 +256,9 @@ def test_gather_rows_crossing_task_boundaries_are_split(h5file, step0):
 
 def test_gather_bad_tables(h5file):
     with vh5.File(h5file) as f, f["g/a2"] as d, f["s0"] as d0:
-        with pytest.raises(vh5.OutOfBoundsError, match=r"row 2 axis 1: start 85 \+ \(count 6 - 1\) \* step 1 is past the extent 90"):
+        with pytest.raises(
+            vh5.OutOfBoundsError, match=r"row 2 axis 1: start 85 \+ \(count 6 - 1\) \* step 1 is past the extent 90"
+        ):
             vd.gather(d, [[0, 0], [1, 1], [0, 85]], [2, 6])
         with pytest.raises(vh5.OutOfBoundsError, match=r"row 1 axis 0: start 190 \+ \(count 2 - 1\) \* step 13"):
             vd.gather(d, [[0, 0], [190, 1]], [2, 6], src_step=[13, 1])
@@ -277,7 +307,9 @@ def test_distributed_from_dataset_and_gather(cluster_client, h5file, expected):
         assert np.isclose(client.compute(g.max(axis=0)).result(), _rows(A2, starts, (3, 10)).max(axis=0)).all()
     # both workers ran tasks and keep the file in their cache
     keys = client.run(lambda: [k for k in __import__("vh5")._cache.cached_keys() if k[0] == "d"])
-    assert len(keys) == 2 and all(("d", (h5file, "r", (("allow_external", False),)), "/g/a2") in v for v in keys.values())
+    assert len(keys) == 2 and all(
+        ("d", (h5file, "r", (("allow_external", False),)), "/g/a2") in v for v in keys.values()
+    )
 
 
 def test_distributed_worker_that_cannot_open_reports_path(cluster_client, tmp_path):
@@ -287,7 +319,10 @@ def test_distributed_worker_that_cannot_open_reports_path(cluster_client, tmp_pa
         g = vd.gather(d, [[0, 0], [100, 50]], [2, 2])
     os.rename(path, path + ".away")  # the workers have never opened it
     for arr in (x.sum(), g):
-        with pytest.raises(vh5.IoError, match=rf"reopening '{path}' dataset '/g/a2' in process \d+ on .*cannot open `{path}`: No such file"):
+        with pytest.raises(
+            vh5.IoError,
+            match=rf"reopening '{path}' dataset '/g/a2' in process \d+ on .*cannot open `{path}`: No such file",
+        ):
             cluster_client.compute(arr).result()
 
 

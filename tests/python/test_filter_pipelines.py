@@ -47,7 +47,9 @@ def _dataset(f, name, dtype, filters, data):
                 dcpl.set_scaleoffset(h5z.SO_FLOAT_DSCALE, 3)
             else:
                 dcpl.set_scaleoffset(h5z.SO_INT, h5z.SO_INT_MINBITS_DEFAULT)
-    ds = h5py.h5d.create(f.id, name.encode(), h5py.h5t.py_create(np.dtype(dtype)), h5py.h5s.create_simple((N,)), dcpl=dcpl)
+    ds = h5py.h5d.create(
+        f.id, name.encode(), h5py.h5t.py_create(np.dtype(dtype)), h5py.h5s.create_simple((N,)), dcpl=dcpl
+    )
     ds.write(h5py.h5s.ALL, h5py.h5s.ALL, np.ascontiguousarray(data, dtype=dtype))
 
 
@@ -112,8 +114,17 @@ def _refused(p, name, dtype, *words):
 
 @pytest.mark.parametrize("dtype", ["u1", "<i4"])
 def test_scaleoffset_after_szip_or_deflate_refused(tmp_path, dtype):
-    p = _file(tmp_path, {"szip_so": (dtype, ["szip", "scaleoffset"]), "deflate_so": (dtype, ["deflate", "scaleoffset"])})
-    _refused(p, "szip_so", dtype, "[szip, scaleoffset]", "scaleoffset comes after szip", "No libhdf5 release decodes such chunks reliably")
+    p = _file(
+        tmp_path, {"szip_so": (dtype, ["szip", "scaleoffset"]), "deflate_so": (dtype, ["deflate", "scaleoffset"])}
+    )
+    _refused(
+        p,
+        "szip_so",
+        dtype,
+        "[szip, scaleoffset]",
+        "scaleoffset comes after szip",
+        "No libhdf5 release decodes such chunks reliably",
+    )
     _refused(p, "deflate_so", dtype, "[deflate, scaleoffset]", "scaleoffset comes after deflate")
 
 
@@ -171,13 +182,23 @@ def test_szip_dataset_reads_as_h5py_or_is_refused_naming_the_missing_filter(tmp_
 def test_passthrough_nbit_between_shuffle_and_deflate_refused_before_libhdf5_2_2(tmp_path):
     """nbit on a full-precision type does nothing; libhdf5 before 2.2.0 then hands on the
     buffer's capacity instead of its length, and shuffle decodes the wrong length."""
-    pipes = {"sh_nbit_deflate": ("<f4", ["shuffle", "nbit", "deflate"]), "sh_nbit_f32": ("<i2", ["shuffle", "nbit", "fletcher32"])}
+    pipes = {
+        "sh_nbit_deflate": ("<f4", ["shuffle", "nbit", "deflate"]),
+        "sh_nbit_f32": ("<i2", ["shuffle", "nbit", "fletcher32"]),
+    }
     p = _file(tmp_path, pipes)
     if vh5.hdf5_version().version >= (2, 2, 0):
         for name, (dtype, _) in pipes.items():
             assert (_read(p, name) == _values(dtype)).all(), name
         return
-    _refused(p, "sh_nbit_deflate", "<f4", "[shuffle, nbit, deflate]", "a bug of libhdf5 before 2.2.0", "libhdf5 2.2.0 reads it correctly")
+    _refused(
+        p,
+        "sh_nbit_deflate",
+        "<f4",
+        "[shuffle, nbit, deflate]",
+        "a bug of libhdf5 before 2.2.0",
+        "libhdf5 2.2.0 reads it correctly",
+    )
     _refused(p, "sh_nbit_f32", "<i2", "[shuffle, nbit, fletcher32]", "a bug of libhdf5 before 2.2.0")
     # without a filter after nbit there is nothing to get wrong
     p2 = _file(tmp_path, {"sh_nbit": ("<f4", ["shuffle", "nbit"]), "nbit_deflate": ("<f4", ["nbit", "deflate"])})
@@ -218,7 +239,14 @@ def test_passthrough_nbit_after_deflate_write_refused_before_libhdf5_2_2(tmp_pat
                 assert (f[name][...] == noise).all(), name
             continue
         msg = str(e.value)
-        for w in (f"`/{name}`", p.name, "libhdf5 " + ".".join(map(str, vh5.hdf5_version().version)), pipe, "stored cut short", "before 2.2.0"):
+        for w in (
+            f"`/{name}`",
+            p.name,
+            "libhdf5 " + ".".join(map(str, vh5.hdf5_version().version)),
+            pipe,
+            "stored cut short",
+            "before 2.2.0",
+        ):
             assert w in msg, (w, msg)
     if vh5.hdf5_version().version < (2, 2, 0):  # the refused writes left the file as it was
         assert (_read(p, "smooth") == _values("<i8")).all()
@@ -233,7 +261,11 @@ def test_scaleoffset_float_chunk_stored_with_64_bits_refused(tmp_path):
     and write as h5py does."""
     inf = np.float32(np.inf)
     ones = np.ones(N, "<f4")
-    bad = {"so_inf": ["scaleoffset"], "so_inf_deflate": ["scaleoffset", "shuffle", "deflate"], "so_inf_f32_nbit": ["scaleoffset", "fletcher32", "nbit"]}
+    bad = {
+        "so_inf": ["scaleoffset"],
+        "so_inf_deflate": ["scaleoffset", "shuffle", "deflate"],
+        "so_inf_f32_nbit": ["scaleoffset", "fletcher32", "nbit"],
+    }
     p = tmp_path / "so_inf.h5"
     with h5py.File(p, "w", libver=LIBVER) as f:
         for name, filters in bad.items():
@@ -266,8 +298,14 @@ def test_scaleoffset_float_chunk_stored_with_64_bits_refused(tmp_path):
         (np.r_[np.float32(np.nan), ones[1:]].astype("<f4"), chunk_words),
         (np.r_[np.full(1, inf), np.zeros(N - 1)].astype("<f4"), chunk_words),  # the rest is the fill value 0
         # float64 source: libhdf5 converts and merges the row itself, vh5 checks the row's values
-        (np.r_[np.full(1, -np.inf), np.ones(N - 1)], ("row 0 holds a value that is not a finite 4-byte float once converted",)),
-        (np.r_[np.full(1, 1e300), np.ones(N - 1)], ("row 0 holds a value that is not a finite 4-byte float once converted",)),
+        (
+            np.r_[np.full(1, -np.inf), np.ones(N - 1)],
+            ("row 0 holds a value that is not a finite 4-byte float once converted",),
+        ),
+        (
+            np.r_[np.full(1, 1e300), np.ones(N - 1)],
+            ("row 0 holds a value that is not a finite 4-byte float once converted",),
+        ),
     ]
     for src, words in cases:
         with vh5.File(p, "r+") as f, pytest.raises(vh5.UnsupportedError) as e:
@@ -303,7 +341,9 @@ def test_write_to_pipeline_with_a_filter_missing_from_vh5s_libhdf5_refused(tmp_p
     data = (np.arange(4 * N) % 7).astype("<i4")
     with h5py.File(p, "w", libver=LIBVER) as f:
         f.create_dataset("x", data=data, chunks=(N,), compression="lzf")
-        f.create_dataset("so", data=np.linspace(-7, 9, 4 * N), chunks=(N,), shuffle=True, compression="lzf", scaleoffset=3)
+        f.create_dataset(
+            "so", data=np.linspace(-7, 9, 4 * N), chunks=(N,), shuffle=True, compression="lzf", scaleoffset=3
+        )
         before = {k: f[k][...] for k in ("x", "so")}
     for name in ("x", "so"):
         with vh5.File(p, "r+") as f:
@@ -311,7 +351,12 @@ def test_write_to_pipeline_with_a_filter_missing_from_vh5s_libhdf5_refused(tmp_p
             src = np.zeros(N, ds.dtype.newbyteorder("="))
             with pytest.raises(vh5.UnsupportedError) as e:
                 vh5.write_many_slices(src, ds, [[0]], [[0]], [[N]])
-        for w in (f"`/{name}`", p.name, "libhdf5 " + ".".join(map(str, vh5.hdf5_version().version)), "has no 'lzf' filter"):
+        for w in (
+            f"`/{name}`",
+            p.name,
+            "libhdf5 " + ".".join(map(str, vh5.hdf5_version().version)),
+            "has no 'lzf' filter",
+        ):
             assert w in str(e.value), (w, str(e.value))
     with h5py.File(p) as f:
         for k, v in before.items():
@@ -343,35 +388,55 @@ def _szip_dataset(f, name, dtype, filters, data):
     dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
     dcpl.set_chunk((N,))
     for fl in filters:
-        {"deflate": lambda: dcpl.set_deflate(4), "shuffle": dcpl.set_shuffle, "fletcher32": dcpl.set_fletcher32,
-         "nbit": lambda: dcpl.set_filter(h5z.FILTER_NBIT, h5z.FLAG_OPTIONAL, ()),
-         "szip": lambda: dcpl.set_szip(h5z.SZIP_NN_OPTION_MASK, 8),
-         "scaleoffset": lambda: dcpl.set_scaleoffset(h5z.SO_INT, h5z.SO_INT_MINBITS_DEFAULT)}[fl]()
-    ds = h5py.h5d.create(f.id, name.encode(), h5py.h5t.py_create(np.dtype(dtype)), h5py.h5s.create_simple(data.shape), dcpl=dcpl)
+        {
+            "deflate": lambda: dcpl.set_deflate(4),
+            "shuffle": dcpl.set_shuffle,
+            "fletcher32": dcpl.set_fletcher32,
+            "nbit": lambda: dcpl.set_filter(h5z.FILTER_NBIT, h5z.FLAG_OPTIONAL, ()),
+            "szip": lambda: dcpl.set_szip(h5z.SZIP_NN_OPTION_MASK, 8),
+            "scaleoffset": lambda: dcpl.set_scaleoffset(h5z.SO_INT, h5z.SO_INT_MINBITS_DEFAULT),
+        }[fl]()
+    ds = h5py.h5d.create(
+        f.id, name.encode(), h5py.h5t.py_create(np.dtype(dtype)), h5py.h5s.create_simple(data.shape), dcpl=dcpl
+    )
     ds.write(h5py.h5s.ALL, h5py.h5s.ALL, np.ascontiguousarray(data, dtype=dtype))
     return f[name]
 
 
-@pytest.mark.skipif(NO_SZIP, reason="the static-hdf5 build's libhdf5 has no szip (reads of szip chunks are refused naming the filter)")
+@pytest.mark.skipif(
+    NO_SZIP, reason="the static-hdf5 build's libhdf5 has no szip (reads of szip chunks are refused naming the filter)"
+)
 def test_szip_pipelines_read_as_h5py_with_their_headers_checked(tmp_path):
     """vh5 looks at the szip header of every chunk libhdf5 is about to decode (the claimed
     decoded size, src/hdf5/chunk_guard.rs): every well-formed szip pipeline, dtype and chunk
     (partial edge chunk included) must still read exactly as h5py reads it, whole and row by
     row, in every planner (a bound too tight would refuse good files)."""
     pipes = {
-        "szip": ["szip"], "shuffle_szip": ["shuffle", "szip"], "szip_deflate": ["szip", "deflate"],
-        "szip_f32": ["szip", "fletcher32"], "nbit_szip": ["nbit", "szip"], "shuffle_szip_deflate_f32": ["shuffle", "szip", "deflate", "fletcher32"],
+        "szip": ["szip"],
+        "shuffle_szip": ["shuffle", "szip"],
+        "szip_deflate": ["szip", "deflate"],
+        "szip_f32": ["szip", "fletcher32"],
+        "nbit_szip": ["nbit", "szip"],
+        "shuffle_szip_deflate_f32": ["shuffle", "szip", "deflate", "fletcher32"],
     }
     dtypes = ["u1", "<i2", ">i4", "<f4", ">f8"]
     p = tmp_path / "szip_ok.h5"
     ref = {}
     with h5py.File(p, "w", libver=LIBVER) as f:
         for dtype in dtypes:
-            data = np.linspace(-50, 200, 3 * N + 5).astype(dtype) if np.dtype(dtype).kind == "f" else (np.arange(3 * N + 5) * 37 % 101).astype(dtype)
+            data = (
+                np.linspace(-50, 200, 3 * N + 5).astype(dtype)
+                if np.dtype(dtype).kind == "f"
+                else (np.arange(3 * N + 5) * 37 % 101).astype(dtype)
+            )
             for name, filters in pipes.items():
                 ref[f"{name}_{dtype}"] = _szip_dataset(f, f"{name}_{dtype}", dtype, filters, data)[...]
-        ref["deflate_szip_u1"] = _szip_dataset(f, "deflate_szip_u1", "u1", ["deflate", "szip"], (np.arange(3 * N + 5) % 13).astype("u1"))[...]
-        ref["so_szip_u1"] = _szip_dataset(f, "so_szip_u1", "u1", ["scaleoffset", "szip"], (np.arange(3 * N + 5) % 13).astype("u1"))[...]
+        ref["deflate_szip_u1"] = _szip_dataset(
+            f, "deflate_szip_u1", "u1", ["deflate", "szip"], (np.arange(3 * N + 5) % 13).astype("u1")
+        )[...]
+        ref["so_szip_u1"] = _szip_dataset(
+            f, "so_szip_u1", "u1", ["scaleoffset", "szip"], (np.arange(3 * N + 5) % 13).astype("u1")
+        )[...]
     script = f"""
 import numpy as np, vh5
 ref = np.load({str(tmp_path / "ref.npz")!r})
@@ -425,13 +490,19 @@ def _run_planner(script, planner):
     import subprocess
     import sys
 
-    env = dict(os.environ, VH5_PLANNER=planner, PYTHONPATH=os.pathsep.join([os.path.dirname(vh5.__path__[0]), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        VH5_PLANNER=planner,
+        PYTHONPATH=os.pathsep.join([os.path.dirname(vh5.__path__[0]), os.environ.get("PYTHONPATH", "")]),
+    )
     r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, (planner, r.stderr[-600:])
     return r.stdout
 
 
-@pytest.mark.skipif(NO_SZIP, reason="the static-hdf5 build's libhdf5 has no szip (reads of szip chunks are refused naming the filter)")
+@pytest.mark.skipif(
+    NO_SZIP, reason="the static-hdf5 build's libhdf5 has no szip (reads of szip chunks are refused naming the filter)"
+)
 def test_szip_header_claiming_more_than_its_chunk_refused_before_libhdf5_allocates(tmp_path):
     """libhdf5's szip filter (1.10 .. 2.x) allocates the decoded size a chunk's 4-byte header
     claims before libaec decodes anything (conformance seed 116 at 8000 cases: a 6 KB file
@@ -447,7 +518,11 @@ def test_szip_header_claiming_more_than_its_chunk_refused_before_libhdf5_allocat
     data = np.arange(4 * N, dtype="<i4")
     p = tmp_path / "szip_claims.h5"
     with h5py.File(p, "w", libver=LIBVER) as f:
-        for name, filters in {"szip": ["szip"], "szip_deflate": ["szip", "deflate"], "szip_f32": ["szip", "fletcher32"]}.items():
+        for name, filters in {
+            "szip": ["szip"],
+            "szip_deflate": ["szip", "deflate"],
+            "szip_f32": ["szip", "fletcher32"],
+        }.items():
             ds = _szip_dataset(f, name, "<i4", filters, data).id
             mask, stored = ds.read_direct_chunk((N,))
             if name == "szip_deflate":
@@ -460,7 +535,9 @@ def test_szip_header_claiming_more_than_its_chunk_refused_before_libhdf5_allocat
             else:
                 ds.write_direct_chunk((N,), claim.to_bytes(4, "little") + stored[4:], 0)
                 ds.write_direct_chunk((2 * N,), b"\x01\x02", 0)
-    script = REFUSED + f"""
+    script = (
+        REFUSED
+        + f"""
 N = {N}
 with vh5.File({str(p)!r}) as f:
     for name in ("szip", "szip_deflate", "szip_f32"):
@@ -477,6 +554,7 @@ with vh5.File({str(p)!r}) as f:
 with vh5.File({str(p)!r}, "r+") as f:
     refused(lambda: vh5.write_many_slices(np.ones(5, "<i4"), f["szip"], [[0]], [[N + 3]], [[5]]), "claims {claim} decoded bytes")
 """
+    )
     _bounded_in_every_planner(script)
 
 
@@ -498,7 +576,9 @@ def test_chunk_size_entry_past_the_file_refused_before_libhdf5_allocates(tmp_pat
     at = b.index(struct.pack("<IIQQ", info.size, 0, 16, 0))  # the B-tree key of chunk [16]
     struct.pack_into("<I", b, at, 0xF0000000)
     p.write_bytes(bytes(b))
-    script = REFUSED + f"""
+    script = (
+        REFUSED
+        + f"""
 with vh5.File({str(p)!r}) as f:
     good = np.zeros(8, "<i2")
     vh5.read_many_slices(f["d"], good, [[24]], [[0]], [[8]])
@@ -507,9 +587,14 @@ with vh5.File({str(p)!r}) as f:
         read = lambda: vh5.read_many_slices(f["d"], np.zeros(count, "<i2"), [[first]], [[0]], [[count]])  # noqa: E731
         refused(read, *WORDS)
 """
+    )
     # vh5's own refusal where it reads the size from libhdf5 1.10's lookup; a later libhdf5
     # may refuse the entry itself first (any error, memory still bounded).
-    words = ["the chunk at [16] stores 4026531840 bytes, more than the whole file"] if vh5.hdf5_version().version < (1, 12, 0) else []
+    words = (
+        ["the chunk at [16] stores 4026531840 bytes, more than the whole file"]
+        if vh5.hdf5_version().version < (1, 12, 0)
+        else []
+    )
     script = script.replace("*WORDS", repr(words)[1:-1] or "")
     _bounded_in_every_planner(script)
 
@@ -611,4 +696,6 @@ def test_reduced_precision_integer_named_in_the_unsupported_dtype_message(tmp_pa
     _nbit_szip_file(p, {"u2p12_nbit": ("<u2", 12, 0, 100, ["nbit"])})
     with vh5.File(p) as f, pytest.raises(vh5.UnsupportedError) as e:
         f["u2p12_nbit"][...]
-    assert "numbers with reduced precision or a bit offset (the nbit filter is in its pipeline)" in str(e.value), str(e.value)
+    assert "numbers with reduced precision or a bit offset (the nbit filter is in its pipeline)" in str(e.value), str(
+        e.value
+    )

@@ -6,6 +6,7 @@ independent reference: cbor2 decodes the CBOR map, numpy interprets `bytes` with
 byte order and shape the map states (shape_as_bytes / count_as_bytes preferred when
 non-empty, as the Reductionist client contract says).
 """
+
 import json
 import math
 import os
@@ -20,7 +21,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("VH5_CLI", str(ROOT / "target" / "release" / "vh5"))
 SHARED = pathlib.Path(os.environ.get("VH5_SHARED_DATA", ROOT.parent / "shared" / "data")) / "payloads"
 
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared test data not found at {SHARED} (set VH5_SHARED_DATA)")
+needs_shared = pytest.mark.skipif(
+    not SHARED.is_dir(), reason=f"shared test data not found at {SHARED} (set VH5_SHARED_DATA)"
+)
 
 
 def run_cli(path):
@@ -85,7 +88,7 @@ def check_against_reference(out, body):
     if count:
         assert (out["count"]["min"], out["count"]["max"]) == (min(count), max(count))
     # the view points at the very bytes cbor2 returned
-    assert body[out["data_offset"]: out["data_offset"] + out["data_len"]] == m["bytes"]
+    assert body[out["data_offset"] : out["data_offset"] + out["data_len"]] == m["bytes"]
 
 
 def vectors():
@@ -138,31 +141,54 @@ def test_server_error_bodies():
         rc, out = run_cli(SHARED / "server" / e["file"])
         assert rc == 1
         assert out["status"] == "VH5_ERR_SERVER_ERROR"
-        assert out["message"].startswith("this is a JSON error body from the server: " + e["body_json"]["error"]["message"])
+        assert out["message"].startswith(
+            "this is a JSON error body from the server: " + e["body_json"]["error"]["message"]
+        )
 
 
-@pytest.mark.parametrize("dtype", ["<f8", ">f8", "<f4", ">i4", "<u4", "<i8", ">u8", "<f2", "<c16", ">c8", "|b1", "|i1", "|u1"])
+@pytest.mark.parametrize(
+    "dtype", ["<f8", ">f8", "<f4", ">i4", "<u4", "<i8", ">u8", "<f2", "<c16", ">c8", "|b1", "|i1", "|u1"]
+)
 @pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3), (2, 1, 2)])
 def test_generated_with_cbor2(tmp_path, dtype, shape):
     """Messages written by cbor2 (0.13.1-like and client-like) with numpy data of many types."""
     rng = np.random.default_rng(abs(hash((dtype, shape))) % 2**32)
-    arr = np.asarray(rng.standard_normal(shape) * 100).astype(dtype)  # 0-d array, not a numpy scalar (scalars are always native order)
+    arr = np.asarray(rng.standard_normal(shape) * 100).astype(
+        dtype
+    )  # 0-d array, not a numpy scalar (scalars are always native order)
     order = "big" if dtype[0] == ">" else "little"
     count = rng.integers(0, 70000, size=arr.size).tolist()
     name = np.dtype(dtype).name
     for variant in range(3):
         if variant == 0:  # 0.13.1, count as int array
-            m = {"bytes": arr.tobytes(), "dtype": name, "shape": list(shape), "shape_as_bytes": b"",
-                 "count": count, "count_as_bytes": b"", "byte_order": order}
+            m = {
+                "bytes": arr.tobytes(),
+                "dtype": name,
+                "shape": list(shape),
+                "shape_as_bytes": b"",
+                "count": count,
+                "count_as_bytes": b"",
+                "byte_order": order,
+            }
         elif variant == 1:  # 0.13.1 with both *_as_bytes
             bo = ">" if order == "big" else "<"
             sab = np.array(shape, dtype=bo + "u8").tobytes()
-            m = {"bytes": arr.tobytes(), "dtype": name, "shape": [] if sab else list(shape), "shape_as_bytes": sab,
-                 "count": [] if count else count, "count_as_bytes": np.array(count, dtype=bo + "i8").tobytes(),
-                 "byte_order": order}
+            m = {
+                "bytes": arr.tobytes(),
+                "dtype": name,
+                "shape": [] if sab else list(shape),
+                "shape_as_bytes": sab,
+                "count": [] if count else count,
+                "count_as_bytes": np.array(count, dtype=bo + "i8").tobytes(),
+                "byte_order": order,
+            }
         else:  # client: nested count from numpy tolist(), numpy type string, no byte_order when little
-            m = {"bytes": arr.tobytes(), "dtype": dtype if dtype[0] != "|" else name, "shape": list(shape),
-                 "count": np.array(count).reshape(shape).tolist() if shape else count}
+            m = {
+                "bytes": arr.tobytes(),
+                "dtype": dtype if dtype[0] != "|" else name,
+                "shape": list(shape),
+                "count": np.array(count).reshape(shape).tolist() if shape else count,
+            }
             if order == "big":
                 m["byte_order"] = "big"
         body = cbor2.dumps(m)
@@ -172,8 +198,11 @@ def test_generated_with_cbor2(tmp_path, dtype, shape):
         assert rc == 0, out
         assert out["dtype"] == np.dtype(dtype).name
         assert out["shape"] == list(shape)
-        want = [as_json_value(x) for x in arr.ravel()] if arr.dtype.kind != "c" else \
-            [[as_json_value(x.real), as_json_value(x.imag)] for x in arr.ravel()]
+        want = (
+            [as_json_value(x) for x in arr.ravel()]
+            if arr.dtype.kind != "c"
+            else [[as_json_value(x.real), as_json_value(x.imag)] for x in arr.ravel()]
+        )
         assert out["values"] == want
         assert out["count"]["values"] == count
         assert out["aligned"] in (True, False)

@@ -36,7 +36,7 @@ def test_struct_layouts_match_header(tmp_path):
     present = {n: s for n, s in STRUCTS.items() if _header_has(n)}
     if not present:
         pytest.skip("include/vh5.h declares none of the structs yet")
-    lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "vh5.h"', "int main(void) {"]
+    lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "vh5.h"', "int main(void) {"]
     for cname, st in present.items():
         lines.append(f'printf("{cname} sizeof %zu\\n", sizeof({cname}));')
         for fname, _ in st._fields_:
@@ -67,7 +67,7 @@ def test_status_names_and_error_classes():
         cls = vh5.error_class(status)
         assert issubclass(cls, vh5.Error) and cls is not vh5.Error
         # class name follows the C name: VH5_ERR_OUT_OF_BOUNDS -> OutOfBoundsError
-        words = [w for w in name[len("VH5_ERR_"):].split("_") if w != "ERROR"]
+        words = [w for w in name[len("VH5_ERR_") :].split("_") if w != "ERROR"]
         expected = "".join(w.capitalize() for w in words) + "Error"
         assert cls.__name__.lower() == expected.lower(), (name, cls.__name__)
     assert _lib.status_name(0) == "VH5_OK"

@@ -87,7 +87,11 @@ def expected_read(full, dst, rows, clip):
         for j in range(full.ndim):
             cj = int(c[j])
             if clip:
-                cj = min(cj, max(0, -(-(full.shape[j] - int(s[j])) // int(ss[j]))), max(0, -(-(dst.shape[j] - int(d[j])) // int(ds[j]))))
+                cj = min(
+                    cj,
+                    max(0, -(-(full.shape[j] - int(s[j])) // int(ss[j]))),
+                    max(0, -(-(dst.shape[j] - int(d[j])) // int(ds[j]))),
+                )
             if cj <= 0:
                 break
             sl_s.append(slice(int(s[j]), int(s[j]) + (cj - 1) * int(ss[j]) + 1, int(ss[j])))
@@ -105,7 +109,11 @@ def make_dst(kind, shape, dtype, fill):
     elif kind == "F":
         bshape, order, view = shape, "F", lambda b: b
     elif kind == "stepped":
-        bshape, order, view = tuple(2 * n + 1 for n in shape), "C", lambda b: b[tuple(slice(1, 1 + 2 * n, 2) for n in shape)]
+        bshape, order, view = (
+            tuple(2 * n + 1 for n in shape),
+            "C",
+            lambda b: b[tuple(slice(1, 1 + 2 * n, 2) for n in shape)],
+        )
     elif kind == "reversed":
         bshape, order, view = shape, "C", lambda b: b[(slice(None, None, -1),) * len(shape)]
     elif kind == "transposed":
@@ -224,7 +232,13 @@ def run_case(case, data):
         check_call(vd, full, rows, dst_shape, kinds[1], orders[1], clip, use_steps)
         # 3: cached rows around a row reaching every chunk (the uncached ones mid-call).
         k = data.draw(st.integers(0, len(rows[0])))
-        whole = ([0] * len(shape), [0] * len(shape), [min(a, b) for a, b in zip(shape, dst_shape)], [1] * len(shape), [1] * len(shape))
+        whole = (
+            [0] * len(shape),
+            [0] * len(shape),
+            [min(a, b) for a, b in zip(shape, dst_shape)],
+            [1] * len(shape),
+            [1] * len(shape),
+        )
         rows3 = tuple(r[:k] + [w] + r[k:] + r[:k] for r, w in zip(rows, whole))
         check_call(vd, full, rows3, dst_shape, kinds[2], orders[2], clip, (True, True))
         # Bad rows after cached ones: an error, nothing written.
@@ -290,7 +304,13 @@ def test_cached_gather_overlaps_row_order_and_partial_fill():
     path, full = write_dataset((12, 10), (4, 5), np.dtype("<f8"), "gzip", True, 3)
     assert (full[4:] == -1.5).all()
     with vh5.File(path) as f, f["data"] as vd:
-        rows = ([[0, 0], [1, 2], [3, 5]], [[0, 0], [0, 1], [1, 0]], [[3, 5], [3, 4], [2, 3]], [[1, 1], [1, 1], [1, 2]], [[1, 1], [1, 1], [1, 1]])
+        rows = (
+            [[0, 0], [1, 2], [3, 5]],
+            [[0, 0], [0, 1], [1, 0]],
+            [[3, 5], [3, 4], [2, 3]],
+            [[1, 1], [1, 1], [1, 2]],
+            [[1, 1], [1, 1], [1, 1]],
+        )
         for _ in range(2):
             check_call(vd, full, rows, (4, 6), "C", np.dtype("f8"), False, (True, True))
         rows3 = tuple(r[:2] + [w] + r[2:] + r[:1] for r, w in zip(rows, ([6, 0], [0, 0], [4, 6], [1, 1], [1, 1])))
@@ -302,7 +322,12 @@ def test_cached_gather_two_threads():
     """Two Python threads reading one open dataset: warmed first (every chunk cached), or
     cold (one thread's planner fills the cache, with the libhdf5 lock released while its
     chunks are decoded, as the other copies from cached chunks). Every result right."""
-    for filt, dtype, warm in [("gzip", "<f8", True), ("shuffle_gzip", ">i4", False), ("fletcher32", "<c8", True), ("gzip", "<i2", False)]:
+    for filt, dtype, warm in [
+        ("gzip", "<f8", True),
+        ("shuffle_gzip", ">i4", False),
+        ("fletcher32", "<c8", True),
+        ("gzip", "<i2", False),
+    ]:
         path, full = write_dataset((40, 36), (5, 4), np.dtype(dtype), filt, False, 11)
         native = np.dtype(dtype).newbyteorder("=")
         with vh5.File(path) as f, f["data"] as vd:

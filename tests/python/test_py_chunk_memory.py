@@ -44,7 +44,14 @@ def big_chunks(tmp_path_factory):
     planes = np.ascontiguousarray(np.full(n, 1.5, "<f8").view(np.uint8).reshape(n, 8).T).tobytes()
     z = zlib.compress(planes, 6)
     with h5py.File(p, "w", libver=("earliest", "v110")) as f:
-        d = f.create_dataset("x", shape=(NCHUNKS * CHUNK_ROWS, COLS), dtype="<f8", chunks=(CHUNK_ROWS, COLS), compression="gzip", shuffle=True)
+        d = f.create_dataset(
+            "x",
+            shape=(NCHUNKS * CHUNK_ROWS, COLS),
+            dtype="<f8",
+            chunks=(CHUNK_ROWS, COLS),
+            compression="gzip",
+            shuffle=True,
+        )
         for k in range(NCHUNKS):
             d.id.write_direct_chunk((k * CHUNK_ROWS, 0), z, 0)
     return p
@@ -54,7 +61,13 @@ def big_chunks(tmp_path_factory):
 def test_gzip_shuffle_big_chunks_peak_memory_bounded(big_chunks, threads):
     # The child imports the same vh5 package as this process (conftest.py's sys.path).
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    r = subprocess.run([sys.executable, "-c", CHILD, str(big_chunks), str(threads)], capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, str(big_chunks), str(threads)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     before, after = map(int, r.stdout.split())
     chunk_kib = CHUNK_ROWS * COLS * 8 // 1024

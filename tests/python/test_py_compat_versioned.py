@@ -5,7 +5,6 @@ step 0, wrong shapes, dtype / ndim mismatch, read-only or empty arrays) go to bo
 must write the same values or raise the same exception type.
 """
 
-
 import numpy as np
 import pytest
 import vh5  # noqa: E402
@@ -57,7 +56,9 @@ def assert_same_outcome(outs):
         np.testing.assert_array_equal(d2, d1)
     else:
         assert e2 is not None, f"original raised {type(e1).__name__}: {e1}; shim succeeded"
-        assert isinstance(e2, type(e1)), f"original raised {type(e1).__name__}: {e1}; shim raised {type(e2).__name__}: {e2}"
+        assert isinstance(e2, type(e1)), (
+            f"original raised {type(e1).__name__}: {e1}; shim raised {type(e2).__name__}: {e2}"
+        )
 
 
 @st.composite
@@ -79,7 +80,18 @@ def coord(draw, ndim, nrows, lo, hi, fault):
     return a.tolist() if as_list else a
 
 
-FAULTS = ["none"] * 8 + ["negative", "float", "wrong_columns", "3d", "step0", "dtype", "ndim", "readonly", "empty_dst", "rows_mismatch"]
+FAULTS = ["none"] * 8 + [
+    "negative",
+    "float",
+    "wrong_columns",
+    "3d",
+    "step0",
+    "dtype",
+    "ndim",
+    "readonly",
+    "empty_dst",
+    "rows_mismatch",
+]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -120,7 +132,9 @@ def test_differential_against_versioned_hdf5(data):
     src_start = draw(coord(ndim, nrows, 0, hi, kinds["src_start"]))
     dst_start = draw(coord(ndim, nrows, 0, hi, kinds["dst_start"]))
     count = draw(coord(ndim, nrows, 0, hi, kinds["count"]))
-    use_steps = draw(st.booleans()) or fault == "step0" or kinds["src_stride"] != "none" or kinds["dst_stride"] != "none"
+    use_steps = (
+        draw(st.booleans()) or fault == "step0" or kinds["src_stride"] != "none" or kinds["dst_stride"] != "none"
+    )
     src_stride = draw(coord(ndim, nrows, 1, 3, kinds["src_stride"])) if use_steps else None
     dst_stride = draw(coord(ndim, nrows, 1, 3, kinds["dst_stride"])) if use_steps else None
     if fault == "step0" and np.size(src_stride):
@@ -160,11 +174,23 @@ def test_fixed_cases_side_by_side():
     ]
     with h5py.File(path, "r") as f:
         for s, d, c, ss, ds in cases:
-            for dst in (np.zeros((10, 10)), np.zeros((10, 10), order="F"), np.zeros((10, 10))[::-1], np.zeros((10, 20))[:, ::2]):
+            for dst in (
+                np.zeros((10, 10)),
+                np.zeros((10, 10), order="F"),
+                np.zeros((10, 10))[::-1],
+                np.zeros((10, 20))[:, ::2],
+            ):
                 assert_same_outcome(run_both(f["d"], dst, s, d, c, ss, ds))
         ro = np.zeros((10, 10))
         ro.flags.writeable = False
-        for dst in (np.zeros(()), np.zeros(10), np.zeros((10, 10), "f4"), np.zeros((10, 10), ">f8"), ro, np.zeros((0, 10))):
+        for dst in (
+            np.zeros(()),
+            np.zeros(10),
+            np.zeros((10, 10), "f4"),
+            np.zeros((10, 10), ">f8"),
+            ro,
+            np.zeros((0, 10)),
+        ):
             assert_same_outcome(run_both(f["d"], dst, [0, 0], [0, 0], [3, 3]))
 
 

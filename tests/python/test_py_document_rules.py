@@ -93,7 +93,10 @@ MEMORY_DOCS = {
     "nils_msgpack": ("msgpack", lambda: msgpack.packb([None] * (1 << 21))),
     "small_ints_cbor": ("cbor", lambda: cbor2.dumps([i % 24 for i in range(1 << 20)])),
     "short_strings_msgpack": ("msgpack", lambda: msgpack.packb([f"s{i % 1000}" for i in range(1 << 18)])),
-    "nested_maps_cbor": ("cbor", lambda: cbor2.dumps({f"k{i}": {"a": i, "b": [1, 2, {"c": None}]} for i in range(1 << 15)})),
+    "nested_maps_cbor": (
+        "cbor",
+        lambda: cbor2.dumps({f"k{i}": {"a": i, "b": [1, 2, {"c": None}]} for i in range(1 << 15)}),
+    ),
 }
 
 
@@ -114,13 +117,19 @@ def test_document_peak_memory_within_small_factor_of_msgpack_and_cbor2(tmp_path,
 
 # ------------------------------------------------------- windows (F2 building)
 
+
 def _chunked_text(s: str) -> bytes:
     """``s`` as a CBOR indefinite-length text string of one-character chunks."""
     return b"\x7f" + b"".join(cbor2.dumps(c) for c in s) + b"\xff"
 
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.floats(allow_nan=False), st.text(max_size=4), st.binary(max_size=4)
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**64 - 1),
+    st.floats(allow_nan=False),
+    st.text(max_size=4),
+    st.binary(max_size=4),
 )
 values = st.recursive(
     scalars,
@@ -164,6 +173,7 @@ def test_document_windows_split_chunked_strings_and_array_maps(monkeypatch, n, t
 
 
 # ------------------------------------------------ Reductionist maps (F3, F4)
+
 
 def _server_bodies():
     if not os.path.isdir(SERVER):
@@ -241,9 +251,15 @@ def _schema_ok(m: dict) -> bool:
     types = {
         "bytes": is_bytes,
         "dtype": lambda v: isinstance(v, str),
-        "shape": lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v),
+        "shape": lambda v: (
+            isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v)
+        ),
         "shape_as_bytes": is_bytes,
-        "count": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or (isinstance(v, list) and is_int_tree(v)),
+        "count": lambda v: (
+            v is None
+            or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+            or (isinstance(v, list) and is_int_tree(v))
+        ),
         "count_as_bytes": is_bytes,
         "byte_order": lambda v: isinstance(v, str),
     }

@@ -32,10 +32,14 @@ def test_null_dataspace_is_refused_not_read_as_a_scalar():
     with vh5.File(p) as f:
         out = np.full((), -1.0)
         with pytest.raises(vh5.UnsupportedError, match="null dataspace"):
-            vh5.read_many_slices(f["null"], out, np.zeros((1, 0), np.uint64), np.zeros((1, 0), np.uint64), np.zeros((1, 0), np.uint64))
+            vh5.read_many_slices(
+                f["null"], out, np.zeros((1, 0), np.uint64), np.zeros((1, 0), np.uint64), np.zeros((1, 0), np.uint64)
+            )
         assert out == -1.0  # untouched
         # a real scalar still reads its one element
-        vh5.read_many_slices(f["scalar"], out, np.zeros((1, 0), np.uint64), np.zeros((1, 0), np.uint64), np.zeros((1, 0), np.uint64))
+        vh5.read_many_slices(
+            f["scalar"], out, np.zeros((1, 0), np.uint64), np.zeros((1, 0), np.uint64), np.zeros((1, 0), np.uint64)
+        )
         assert out == 2.5
 
 
@@ -161,9 +165,9 @@ def test_vh5_file_of_a_file_h5py_holds_for_writing_gives_the_locking_hint(tmp_pa
     code = f"""
 import os, sys, numpy as np, h5py
 if os.environ.get("VH5_TEST_INSTALLED") != "1":
-    sys.path.insert(0, {str(REPO / 'bindings' / 'python')!r})
+    sys.path.insert(0, {str(REPO / "bindings" / "python")!r})
 import vh5
-p = {str(tmp_path / 'held.h5')!r}
+p = {str(tmp_path / "held.h5")!r}
 with h5py.File(p, "w") as hf:
     hf["x"] = np.arange(3.0)
     hf.flush()
@@ -181,7 +185,7 @@ with h5py.File(p, "w") as hf:
 with vh5.File(p) as f:  # released: opens
     assert f["x"].shape == (3,)
 try:
-    vh5.File({str(tmp_path / 'missing_block.h5')!r})
+    vh5.File({str(tmp_path / "missing_block.h5")!r})
 except vh5.Error as e:
     assert "HDF5_USE_FILE_LOCKING" not in str(e), str(e)  # other failures get no hint
 print("ok")

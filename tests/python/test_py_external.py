@@ -12,7 +12,9 @@ V110 = ("earliest", "v110")
 
 def _read(ds, n):
     out = np.zeros(n, ds.dtype)
-    vh5.read_many_slices(ds, out, np.zeros((1, 1), np.uint64), np.zeros((1, 1), np.uint64), np.full((1, 1), n, np.uint64))
+    vh5.read_many_slices(
+        ds, out, np.zeros((1, 1), np.uint64), np.zeros((1, 1), np.uint64), np.full((1, 1), n, np.uint64)
+    )
     return out
 
 

@@ -55,10 +55,69 @@ def source_values(dt):
     dt = np.dtype(dt)
     if dt == np.float16:
         return np.arange(65536, dtype="u2").view("<f2")
-    base = [0.0, -0.0, 1, -1, 0.3, -0.3, -1e-3, 2.5, -2.5, 65504, -65504, 65519.99, -65519.99, 65520, -65520, 65535, 65536, -65536,
-            65505, 65519, 65568, 65569, 98304, 100000, -100000, 131039, 131040, 131072, 1e9, 3e38, -3e38, np.inf, -np.inf, np.nan,
-            6e-8, 5.960464477539063e-08, 2.98e-8, 2.9802322387695312e-08, 8.9406967e-08, 1e-9, 6.1e-5, 2049, 2051, 4095, 32767, 32768,
-            -32768, -32769, 127, 128, -128, -129, 255, 256, 2**24 + 1, 2**31 - 1, -2**31, 2**32, 2**53 + 1, 1e19, -1e19]
+    base = [
+        0.0,
+        -0.0,
+        1,
+        -1,
+        0.3,
+        -0.3,
+        -1e-3,
+        2.5,
+        -2.5,
+        65504,
+        -65504,
+        65519.99,
+        -65519.99,
+        65520,
+        -65520,
+        65535,
+        65536,
+        -65536,
+        65505,
+        65519,
+        65568,
+        65569,
+        98304,
+        100000,
+        -100000,
+        131039,
+        131040,
+        131072,
+        1e9,
+        3e38,
+        -3e38,
+        np.inf,
+        -np.inf,
+        np.nan,
+        6e-8,
+        5.960464477539063e-08,
+        2.98e-8,
+        2.9802322387695312e-08,
+        8.9406967e-08,
+        1e-9,
+        6.1e-5,
+        2049,
+        2051,
+        4095,
+        32767,
+        32768,
+        -32768,
+        -32769,
+        127,
+        128,
+        -128,
+        -129,
+        255,
+        256,
+        2**24 + 1,
+        2**31 - 1,
+        -(2**31),
+        2**32,
+        2**53 + 1,
+        1e19,
+        -1e19,
+    ]
     if dt.kind == "f":
         with np.errstate(all="ignore"):
             return np.array(base, "f8").astype(dt)
@@ -109,12 +168,17 @@ def _check(pair, direction, order, outcome, src):
         assert must is not False, f"{where}: refused, but libhdf5 gets it right: {outcome}"
         assert broken(s, d, hard=False), f"{where}: refused, not in the rule table: {outcome}"
         frm, to = np.dtype(s).name, np.dtype(d).name
-        assert re.search(f"libhdf5 [0-9.]+ cannot convert {frm} to {to}: .*; (read the dataset as|convert the array to)", str(outcome)), str(outcome)
+        assert re.search(
+            f"libhdf5 [0-9.]+ cannot convert {frm} to {to}: .*; (read the dataset as|convert the array to)",
+            str(outcome),
+        ), str(outcome)
         return
     assert must is not True, f"{where}: converted, but libhdf5 gets it wrong and vh5 must refuse"
     bad = ~acceptable(src, outcome, d)
     idx = np.nonzero(bad)[0][:5]
-    assert not bad.any(), f"{where}: {bad.sum()} wrong values, e.g. " + ", ".join(f"{src[i]!r} -> {outcome[i]!r}" for i in idx)
+    assert not bad.any(), f"{where}: {bad.sum()} wrong values, e.g. " + ", ".join(
+        f"{src[i]!r} -> {outcome[i]!r}" for i in idx
+    )
 
 
 PAIRS = [(x, "f2") for x in INTS + ["f4", "f8"]] + [("f2", x) for x in INTS + ["f4", "f8"]]
@@ -134,7 +198,9 @@ def test_float16_conversion_overflow_never_silently_wrong(pair):
     path = new_path()
     with h5py.File(path, "w", libver=("earliest", "v110")) as f:
         for order in "<>":
-            f.create_dataset(f"src{order}", data=src.astype(np.dtype(s).newbyteorder(order)), chunks=(min(4096, src.size),))
+            f.create_dataset(
+                f"src{order}", data=src.astype(np.dtype(s).newbyteorder(order)), chunks=(min(4096, src.size),)
+            )
             f.create_dataset(f"dst{order}", shape=src.shape, dtype=np.dtype(d).newbyteorder(order))
     results = []
     with vh5.File(path, "r+") as f:

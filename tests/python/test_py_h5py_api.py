@@ -20,8 +20,14 @@ TMP = module_tmp("vh5_h5api_")
 # name -> (data, create_dataset keywords)
 DATASETS = {
     "f4_contig": (np.arange(7 * 9 * 5, dtype="<f4").reshape(7, 9, 5), {}),
-    "f4_chunked_gzip": (np.arange(7 * 9 * 5, dtype="<f4").reshape(7, 9, 5) * 0.5, dict(chunks=(3, 4, 2), compression="gzip", compression_opts=7, shuffle=True)),
-    "i2be_chunked": (np.arange(-50, 50, dtype=">i2").reshape(10, 10), dict(chunks=(3, 7), fletcher32=True, fillvalue=-3)),
+    "f4_chunked_gzip": (
+        np.arange(7 * 9 * 5, dtype="<f4").reshape(7, 9, 5) * 0.5,
+        dict(chunks=(3, 4, 2), compression="gzip", compression_opts=7, shuffle=True),
+    ),
+    "i2be_chunked": (
+        np.arange(-50, 50, dtype=">i2").reshape(10, 10),
+        dict(chunks=(3, 7), fletcher32=True, fillvalue=-3),
+    ),
     "f8be_contig": (np.linspace(-1, 1, 60, dtype=">f8").reshape(6, 10), {}),
     "u1_1d": (np.arange(200, dtype="u1"), dict(chunks=(16,))),
 }
@@ -108,8 +114,20 @@ def test_dataset_metadata_matches_h5py(files):
     for name in list(DATASETS) + ["grp/sub/y", "scalar", "szip", "grp/x"]:
         d, hd = f[name], h[name]
         assert d.name == hd.name
-        assert (d.shape, d.dtype, d.chunks, d.maxshape, d.ndim, d.size) == (hd.shape, hd.dtype, hd.chunks, hd.maxshape, hd.ndim, hd.size), name
-        assert (d.compression, d.compression_opts, d.shuffle, d.fletcher32) == (hd.compression, hd.compression_opts, hd.shuffle, hd.fletcher32), name
+        assert (d.shape, d.dtype, d.chunks, d.maxshape, d.ndim, d.size) == (
+            hd.shape,
+            hd.dtype,
+            hd.chunks,
+            hd.maxshape,
+            hd.ndim,
+            hd.size,
+        ), name
+        assert (d.compression, d.compression_opts, d.shuffle, d.fletcher32) == (
+            hd.compression,
+            hd.compression_opts,
+            hd.shuffle,
+            hd.fletcher32,
+        ), name
         assert d.fillvalue == hd.fillvalue and d.fillvalue.dtype == hd.fillvalue.dtype, name
         if d.ndim:
             assert len(d) == len(hd)
@@ -282,7 +300,9 @@ def test_slice_table_and_read_many_slices_of_selections(files):
     vh5.read_many_slices(f["f4_chunked_gzip"], out, sels)
     want = np.zeros(t.dst_shape, dtype="f4")
     for s0, c, stp, d0 in zip(t.src_start, t.count, t.src_step, t.dst_start[:, 0]):
-        block = h["f4_chunked_gzip"][tuple(slice(int(a), int(a + (n - 1) * k + 1), int(k)) for a, n, k in zip(s0, c, stp))]
+        block = h["f4_chunked_gzip"][
+            tuple(slice(int(a), int(a + (n - 1) * k + 1), int(k)) for a, n, k in zip(s0, c, stp))
+        ]
         want[int(d0) : int(d0 + c[0]), : int(c[1]), : int(c[2])] = block
     np.testing.assert_array_equal(out, want)
     # an h5py source takes selections too, and a single np.s_ tuple is one selection
@@ -329,7 +349,7 @@ def test_no_import_cycles_in_the_package():
         stack.append(m)
         for d in graph.get(m, ()):
             if seen.get(d) == 1:
-                raise AssertionError(f"import cycle: {' -> '.join(stack[stack.index(d):] + [d])}")
+                raise AssertionError(f"import cycle: {' -> '.join(stack[stack.index(d) :] + [d])}")
             if d not in seen:
                 visit(d)
         stack.pop()
@@ -388,13 +408,23 @@ def test_python_message_names_only_the_ids_a_message_gives():
 
     did, fid = 360287970189639681, 72057594037927936
     ids = {did: "dataset '/x' of 'f.h5'", fid: "file 'f.h5'"}
-    assert python_message(f"dataset_id {did} is not an open dataset id", ids) == "dataset '/x' of 'f.h5' is not an open dataset id"
-    assert python_message(f"taking a reference to dataset id {did}", ids) == "taking a reference to dataset '/x' of 'f.h5'"
-    assert python_message(f"dataset {did} belongs to a file opened read-only", ids).startswith("dataset '/x' of 'f.h5' belongs")
+    assert (
+        python_message(f"dataset_id {did} is not an open dataset id", ids)
+        == "dataset '/x' of 'f.h5' is not an open dataset id"
+    )
+    assert (
+        python_message(f"taking a reference to dataset id {did}", ids) == "taking a reference to dataset '/x' of 'f.h5'"
+    )
+    assert python_message(f"dataset {did} belongs to a file opened read-only", ids).startswith(
+        "dataset '/x' of 'f.h5' belongs"
+    )
     assert python_message(f"flushing file id {fid} before closing it", ids) == "flushing file 'f.h5' before closing it"
     assert python_message(f"closing libhdf5 id {did + 1}", ids) == "closing libhdf5 id (an HDF5 id)"
     big = 2**64 - 1
-    assert python_message(f"src_start {big} is outside the dataset extent 37", ids) == f"src_start {big} is outside the dataset extent 37"
+    assert (
+        python_message(f"src_start {big} is outside the dataset extent 37", ids)
+        == f"src_start {big} is outside the dataset extent 37"
+    )
     # A coordinate equal to an id's value is still a coordinate.
     assert python_message(f"src_start {did} is outside", ids) == f"src_start {did} is outside"
     assert python_message("chunk shape has 3 axes, dataset 2", ids) == "chunk shape has 3 axes, dataset 2"
@@ -521,10 +551,15 @@ def test_enum_dtype_message_gives_the_file_byte_order_to_the_file(tmp_path):
     but vh5 delivers enum records in native order; the byte order is the file's."""
     p = str(tmp_path / "e.h5")
     with h5py.File(p, "w", libver=LIBVER) as h:
-        h.create_dataset("e", data=np.array([0, 1, 200], ">u2"), dtype=h5py.enum_dtype({"R": 0, "G": 1, "B": 200}, basetype=">u2"))
+        h.create_dataset(
+            "e", data=np.array([0, 1, 200], ">u2"), dtype=h5py.enum_dtype({"R": 0, "G": 1, "B": 200}, basetype=">u2")
+        )
     with vh5.File(p) as f:
         d = f["e"]
-        with pytest.raises(vh5.DtypeError, match=re.escape("an enum type of 2 bytes in the file (big-endian), 2 bytes in memory (native order)")):
+        with pytest.raises(
+            vh5.DtypeError,
+            match=re.escape("an enum type of 2 bytes in the file (big-endian), 2 bytes in memory (native order)"),
+        ):
             vh5.read_many_slices(d, np.zeros(3, "u2"), [0], [0], [3])
         raw = np.zeros(3, "V2")
         vh5.read_many_slices(d, raw, [0], [0], [3])
@@ -561,13 +596,20 @@ def test_group_listing_with_a_damaged_link_heap_never_crashes(tmp_path):
             f.create_dataset(f"d{k:02d}", data=np.arange(4))
     b0 = p0.read_bytes()
     at = b0.index(b"FHDB")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(os.path.dirname(vh5.__file__)), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            filter(None, [os.path.dirname(os.path.dirname(vh5.__file__)), os.environ.get("PYTHONPATH")])
+        ),
+    )
     for off in range(24, 24 + 12 * 40, 17):  # bytes of the link records in the block
         b = bytearray(b0)
         b[at + off] ^= 0x39
         p = tmp_path / f"flip{off}.h5"
         p.write_bytes(bytes(b))
-        r = subprocess.run([sys.executable, "-c", LIST_CODE, str(p)], env=env, capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-c", LIST_CODE, str(p)], env=env, capture_output=True, text=True, timeout=120
+        )
         assert r.returncode == 0, (off, r.returncode, r.stderr[-500:])
 
 
@@ -672,7 +714,10 @@ def test_items_and_values_give_none_for_a_dangling_soft_link(tmp_path):
         g.create_group("sub")
     with h5py.File(p) as h, vh5.File(p) as f:
         want = [(k, None if v is None else type(v).__name__) for k, v in h["grp"].items()]
-        got = [(k, None if v is None else {"Dataset": "Dataset", "Group": "Group"}[type(v).__name__]) for k, v in f["grp"].items()]
+        got = [
+            (k, None if v is None else {"Dataset": "Dataset", "Group": "Group"}[type(v).__name__])
+            for k, v in f["grp"].items()
+        ]
         assert got == want == [("dangle", None), ("sub", "Group"), ("x", "Dataset")]
         assert [v is None for v in f["grp"].values()] == [True, False, False]
         with pytest.raises(KeyError):
@@ -688,7 +733,9 @@ def test_null_dataspace_dataset_has_no_shape_like_h5py(tmp_path):
         f["scalar"] = np.float32(1)
     with h5py.File(p, "r") as h, vh5.File(p) as f:
         e, he = f["empty"], h["empty"]
-        assert (e.shape, e.size, e.ndim, e.maxshape) == (he.shape, he.size, he.ndim, he.maxshape) == (None, None, 0, None)
+        assert (
+            (e.shape, e.size, e.ndim, e.maxshape) == (he.shape, he.size, he.ndim, he.maxshape) == (None, None, 0, None)
+        )
         s, hs = f["scalar"], h["scalar"]
         assert (s.shape, s.size, s.ndim) == (hs.shape, hs.size, hs.ndim) == ((), 1, 0)
         with pytest.raises(TypeError, match="null dataspace"):

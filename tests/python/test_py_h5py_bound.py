@@ -134,7 +134,12 @@ def test_hdf5_1_x_must_match_major_and_minor():
     ok = [((1, 14, 6), (1, 14, 6)), ((1, 14, 6), (1, 14, 2)), ((1, 14, 4), (1, 14, 6))]
     for built, running in ok:
         _h5pybind.check_versions(_FakeLib(built, running), "libvh5_h5py_1_14.so", "/h5py.libs/libhdf5.so", h5py)
-    for built, running in [((1, 14, 6), (1, 12, 2)), ((1, 14, 6), (1, 10, 8)), ((1, 14, 6), (2, 0, 0)), ((2, 2, 0), (1, 14, 6))]:
+    for built, running in [
+        ((1, 14, 6), (1, 12, 2)),
+        ((1, 14, 6), (1, 10, 8)),
+        ((1, 14, 6), (2, 0, 0)),
+        ((2, 2, 0), (1, 14, 6)),
+    ]:
         with pytest.raises(ImportError) as e:
             _h5pybind.check_versions(_FakeLib(built, running), "libvh5_h5py_1_14.so", "/h5py.libs/libhdf5.so", h5py)
         b, r = (".".join(map(str, v)) for v in (built, running))
@@ -252,7 +257,9 @@ def test_dataset_from_hdf5_id_with_vh5s_own_ids(tmp_path):
 def test_libver_files_read_and_written_through_vh5(tmp_path, libver):
     need = LIBVER_HDF5.get(libver, (0, 0))
     if tuple(h5py.version.hdf5_version_tuple[:2]) < need:
-        pytest.skip(f"libver={libver!r} needs HDF5 >= {need[0]}.{need[1]}; this h5py {h5py.__version__} runs HDF5 {h5py.version.hdf5_version}")
+        pytest.skip(
+            f"libver={libver!r} needs HDF5 >= {need[0]}.{need[1]}; this h5py {h5py.__version__} runs HDF5 {h5py.version.hdf5_version}"
+        )
     p = str(tmp_path / f"{libver}.h5")
     rng = np.random.default_rng(5)
     a = rng.normal(size=(40, 30))

@@ -52,7 +52,10 @@ def test_newer_format_read_equal_to_h5py_or_refused_naming_it(tmp_path, libver, 
         linked = vh5.hdf5_version().version[:2]
         # refused only by a libhdf5 older than the writer (1.14 refuses HDF5 2.x's 'latest')
         assert linked < _writer(), (linked, msg)
-        assert re.search(rf"file `{re.escape(str(p))}`, object `/?x`: written with a newer HDF5 format than the linked libhdf5 {linked[0]}\.", msg), msg
+        assert re.search(
+            rf"file `{re.escape(str(p))}`, object `/?x`: written with a newer HDF5 format than the linked libhdf5 {linked[0]}\.",
+            msg,
+        ), msg
         assert "bad version number for" in msg and "error stack" not in msg, msg
         # the static-hdf5 hint (HDF5 2.2) wherever the linked libhdf5 is older than 2.0
         assert ("static-hdf5" in msg) == (linked < (2, 0)), msg

@@ -224,7 +224,9 @@ def _c_written_file():
 def test_non_utf8_names_written_by_a_c_program_like_h5py():
     path = _c_written_file()
     with vh5.File(path) as f, h5py.File(path, "r") as h:
-        assert list(f.keys()) == list(h.keys()) == ["café", b"gr\xfcn", b"soft\xb0", b"temp\xe8rature", b"temp\xe9rature"]
+        assert (
+            list(f.keys()) == list(h.keys()) == ["café", b"gr\xfcn", b"soft\xb0", b"temp\xe8rature", b"temp\xe9rature"]
+        )
         assert list(f[b"gr\xfcn"].keys()) == list(h[b"gr\xfcn"].keys()) == [b"m\xe4%d" % i for i in range(10)]
         got, want = [], []
         f.visititems(lambda n, o: got.append((n, o.name, o[()].tolist() if isinstance(o, vh5.Dataset) else None)))
@@ -249,11 +251,19 @@ def test_cli_prints_non_utf8_names_escaped_and_reads_them_back(cli_file):
     assert "/a\\xe9" in listed and "/a\\xe8" in listed and "/g\\xe9/sub\\xe8/z\\xfe" in listed
     assert "/back\\\\slash" in listed and "/x\\\\xe9" in listed and "/é" in listed
     for shown, value in (("/a\\xe9", 10), ("/a\\xe8", 20), ("/x\\\\xe9", 60), ("/back\\\\slash", 40)):
-        r = subprocess.run([CLI, "read", cli_file, shown, "--random", "1", "--size", "3", "--save", str(TMP / "o.npy")], capture_output=True, text=True)
+        r = subprocess.run(
+            [CLI, "read", cli_file, shown, "--random", "1", "--size", "3", "--save", str(TMP / "o.npy")],
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, r.stderr
         assert f"dataset {shown} " in r.stdout
         np.testing.assert_array_equal(np.load(TMP / "o.npy"), np.arange(3) + value)
-    r = subprocess.run([CLI, "read", cli_file, "/a\\e9", "--random", "1", "--size", "1"], capture_output=True, text=True)
+    r = subprocess.run(
+        [CLI, "read", cli_file, "/a\\e9", "--random", "1", "--size", "1"], capture_output=True, text=True
+    )
     assert r.returncode == 2 and "starts no escape" in r.stderr
-    r = subprocess.run([CLI, "read", cli_file, b"/a\xe9", "--random", "1", "--size", "1"], capture_output=True, text=True)
+    r = subprocess.run(
+        [CLI, "read", cli_file, b"/a\xe9", "--random", "1", "--size", "1"], capture_output=True, text=True
+    )
     assert r.returncode == 2 and "not valid UTF-8" in r.stderr and "/a\\xe9" in r.stderr

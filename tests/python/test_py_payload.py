@@ -228,7 +228,11 @@ def reductionist_message(draw):
     version = draw(st.sampled_from(["0.12", "0.13.0", "0.13.1"]))
     shape_bytes = version != "0.12" and draw(st.booleans())
     count_kind = draw(st.sampled_from(["per_element", "single", "as_bytes", "bare", "nested", "absent"]))
-    counts = draw(st.lists(st.integers(0, 2**40), min_size=n, max_size=n)) if count_kind != "single" else [draw(st.integers(0, 2**40))]
+    counts = (
+        draw(st.lists(st.integers(0, 2**40), min_size=n, max_size=n))
+        if count_kind != "single"
+        else [draw(st.integers(0, 2**40))]
+    )
     if count_kind in ("bare",):
         counts = counts[:1] or [0]
     if count_kind == "as_bytes" and version == "0.12":
@@ -364,7 +368,9 @@ def test_random_msgpack_numpy_messages(msg):
 
 
 def test_msgpack_pickled_object_refused():
-    body = msgpack.packb({b"nd": True, b"type": "|O", b"kind": b"O", b"shape": [1], b"data": b"\x80\x04N."}, use_bin_type=True)
+    body = msgpack.packb(
+        {b"nd": True, b"type": "|O", b"kind": b"O", b"shape": [1], b"data": b"\x80\x04N."}, use_bin_type=True
+    )
     with pytest.raises(vh5.UnsupportedError):
         vh5.decode_payload(body)
 
@@ -375,7 +381,13 @@ def test_msgpack_pickled_object_refused():
 def _f64_message(values, order="little", count=None):
     o = "<" if order == "little" else ">"
     arr = np.asarray(values, dtype=o + "f8")
-    m = {"bytes": arr.tobytes(), "dtype": "float64", "shape": list(arr.shape), "count": count if count is not None else [1] * arr.size, "byte_order": order}
+    m = {
+        "bytes": arr.tobytes(),
+        "dtype": "float64",
+        "shape": list(arr.shape),
+        "count": count if count is not None else [1] * arr.size,
+        "byte_order": order,
+    }
     return cbor2.dumps(m)
 
 
@@ -419,7 +431,13 @@ def test_count_view_versus_decoded():
     shape = (3, 4)
     vals = np.arange(12, dtype="<f8")
     counts = np.array([0, 1, 2, 3, 0, 5, 6, 7, 8, 0, 10, 11], dtype="<i8")
-    base = {"bytes": vals.tobytes(), "dtype": "float64", "shape": [], "shape_as_bytes": np.asarray(shape, "<u8").tobytes(), "byte_order": "little"}
+    base = {
+        "bytes": vals.tobytes(),
+        "dtype": "float64",
+        "shape": [],
+        "shape_as_bytes": np.asarray(shape, "<u8").tobytes(),
+        "byte_order": "little",
+    }
     as_bytes = cbor2.dumps({**base, "count": [], "count_as_bytes": counts.tobytes()})
     as_ints = cbor2.dumps({**base, "count": counts.tolist(), "count_as_bytes": b""})
     p, q = vh5.decode_payload(as_bytes), vh5.decode_payload(as_ints)
@@ -540,7 +558,9 @@ def test_pyactivestorage_decode_result(name, vec):
 
 def test_pyactivestorage_masks_zero_counts_and_honours_byte_order():
     vals = np.array([1.0, 2.0, 3.0], dtype=">f8")
-    body = cbor2.dumps({"bytes": vals.tobytes(), "dtype": "float64", "shape": [3], "count": [2, 0, 5], "byte_order": "big"})
+    body = cbor2.dumps(
+        {"bytes": vals.tobytes(), "dtype": "float64", "shape": [3], "count": [2, 0, 5], "byte_order": "big"}
+    )
     result, count = decode_result(FakeResponse(body))
     np.testing.assert_array_equal(result.data, [1.0, 2.0, 3.0])
     assert result.dtype == np.dtype("float64")
@@ -596,7 +616,13 @@ def test_reductionist_count_as_bytes_negative_refused(order):
     """A negative count in count_as_bytes: MalformedError naming the index and byte offset in
     both byte orders (it used to be handed out in the zero-copy count view when native)."""
     o = "<" if order == "little" else ">"
-    base = {"bytes": np.array([1.0, 2.0], o + "f8").tobytes(), "dtype": "float64", "shape": [2], "count": [], "byte_order": order}
+    base = {
+        "bytes": np.array([1.0, 2.0], o + "f8").tobytes(),
+        "dtype": "float64",
+        "shape": [2],
+        "count": [],
+        "byte_order": order,
+    }
     ok = cbor2.dumps({**base, "count_as_bytes": np.array([3, 4], o + "i8").tobytes()})
     np.testing.assert_array_equal(vh5.decode_payload(ok).count, [3, 4])
     bad = cbor2.dumps({**base, "count_as_bytes": np.array([3, -4], o + "i8").tobytes()})
@@ -611,7 +637,13 @@ def test_reductionist_count_and_count_as_bytes_disagreeing_refused(order):
     keys and the first differing element, as for shape / shape_as_bytes (count_as_bytes used
     to win silently, unmasking elements whose `count` is 0). Equal ones decode."""
     o = "<" if order == "little" else ">"
-    base = {"bytes": np.arange(6, dtype=o + "f8").tobytes(), "dtype": "float64", "shape": [2, 3], "shape_as_bytes": b"", "byte_order": order}
+    base = {
+        "bytes": np.arange(6, dtype=o + "f8").tobytes(),
+        "dtype": "float64",
+        "shape": [2, 3],
+        "shape_as_bytes": b"",
+        "byte_order": order,
+    }
     cab = np.array([2, 2, 2, 2, 2, 2], o + "i8").tobytes()
     for count in ([2, 2, 2, 2, 2, 2], [[2, 2, 2], [2, 2, 2]]):
         p = vh5.decode_payload(cbor2.dumps({**base, "count": count, "count_as_bytes": cab}))
@@ -619,7 +651,10 @@ def test_reductionist_count_and_count_as_bytes_disagreeing_refused(order):
     for count, first in (([1, 0, 1, 1, 1, 1], 0), ([2, 2, 2, 2, 2, 3], 5), ([[2, 2, 2], [2, 0, 2]], 4)):
         body = cbor2.dumps({**base, "count": count, "count_as_bytes": cab})
         want = np.ravel(count)[first]
-        with pytest.raises(vh5.MalformedError, match=rf"count \(at byte \d+\) and count_as_bytes \(at byte \d+\) disagree: element {first} is {want} in count but 2 in count_as_bytes"):
+        with pytest.raises(
+            vh5.MalformedError,
+            match=rf"count \(at byte \d+\) and count_as_bytes \(at byte \d+\) disagree: element {first} is {want} in count but 2 in count_as_bytes",
+        ):
             vh5.decode_payload(body)
     # a typed-array count (RFC 8746 tag 79, int64 little-endian) is compared the same way
     typed = cbor2.CBORTag(79, np.array([2, 2, 2, 2, 7, 2], "<i8").tobytes())
@@ -699,19 +734,29 @@ def test_payload_decoders_name_hdf5_and_netcdf3_files(tmp_path, decode):
     ub = tmp_path / "ub.h5"
     with h5py.File(ub, "w", userblock_size=1024, libver=("earliest", "v110")) as f:
         f["x"] = np.arange(3)
-    for path, where in ((plain, "signature at byte 0"), (ub, "signature at byte 1024 after a user block of 1024 bytes")):
+    for path, where in (
+        (plain, "signature at byte 0"),
+        (ub, "signature at byte 1024 after a user block of 1024 bytes"),
+    ):
         with pytest.raises(vh5.UnsupportedError) as ei:
             fn(path.read_bytes())
         msg = str(ei.value)
-        assert f"the input is an HDF5 file ({where}), not a serialized array payload: open it with vh5.File(path)" in msg, msg
+        assert (
+            f"the input is an HDF5 file ({where}), not a serialized array payload: open it with vh5.File(path)" in msg
+        ), msg
         assert "vh5_file_open" not in msg, msg
     for magic, kind in ((b"CDF\x01", "classic"), (b"CDF\x02", "64-bit offset"), (b"CDF\x05", "CDF-5 (64-bit data)")):
         with pytest.raises(vh5.UnsupportedError) as ei:
             fn(magic + b"\0" * 60)
         msg = str(ei.value)
-        assert f"the input is a netCDF-3 file ({kind} format), not a serialized array payload" in msg and "netCDF library" in msg, msg
+        assert (
+            f"the input is a netCDF-3 file ({kind} format), not a serialized array payload" in msg
+            and "netCDF library" in msg
+        ), msg
     # a real payload whose data holds the signature at a user-block offset still decodes
-    body = bytearray(cbor2.dumps({"bytes": bytes(1024), "dtype": "float64", "shape": [128], "count": [], "byte_order": "little"}))
+    body = bytearray(
+        cbor2.dumps({"bytes": bytes(1024), "dtype": "float64", "shape": [128], "count": [], "byte_order": "little"})
+    )
     start = bytes(body).index(b"Y\x04\x00") + 3  # the byte string head: 1024 bytes follow
     assert start < 512 and body[0] == 0xA5
     body[512:520] = b"\x89HDF\r\n\x1a\n"

@@ -33,8 +33,6 @@ def _write(path):
     return str(path)
 
 
-
-
 def test_pickle_roundtrip_dataset_opens_lazily(tmp_path):
     path = _write(tmp_path / "p.h5")
     with vh5.File(path) as f, f["g/a2"] as d:
@@ -43,7 +41,13 @@ def test_pickle_roundtrip_dataset_opens_lazily(tmp_path):
     d2 = pickle.loads(blob)
     assert isinstance(d2, vh5.Dataset) and isinstance(d2.file, vh5.File)
     assert not any(k[1][0] == path for k in _cache.cached_keys())  # nothing opened yet
-    assert (d2.name, d2.shape, d2.dtype, d2.chunks, d2.filters) == ("/g/a2", (203, 90), np.dtype("<f8"), (16, 32), ("shuffle", "gzip"))
+    assert (d2.name, d2.shape, d2.dtype, d2.chunks, d2.filters) == (
+        "/g/a2",
+        (203, 90),
+        np.dtype("<f8"),
+        (16, 32),
+        ("shuffle", "gzip"),
+    )
     out = np.empty((5, 90))
     vh5.read_many_slices(d2, out, [100, 0], [0, 0], [5, 90])
     assert np.array_equal(out, A2[100:105])
@@ -99,7 +103,9 @@ def test_pickled_dataset_refuses_a_changed_file(tmp_path):
     with h5py.File(path, "w", libver=LIBVER) as f:
         f.create_dataset("g/a2", data=np.zeros((10, 90)), chunks=(8, 32))
     d2 = pickle.loads(blob)
-    with pytest.raises(vh5.InvalidHandleError, match=r"changed since this handle was pickled \(shape \(203, 90\) -> \(10, 90\)"):
+    with pytest.raises(
+        vh5.InvalidHandleError, match=r"changed since this handle was pickled \(shape \(203, 90\) -> \(10, 90\)"
+    ):
         vh5.read_many_slices(d2, np.empty((1, 1)), [0, 0], [0, 0], [1, 1])
 
 

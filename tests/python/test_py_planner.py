@@ -16,14 +16,21 @@ import vh5  # noqa: E402
 h5py = pytest.importorskip("h5py")
 
 
-
 @pytest.fixture()
 def gz_file(tmp_path):
     p = tmp_path / "planner.h5"
     rng = np.random.default_rng(7)
     with h5py.File(p, "w") as f:
-        f.create_dataset("le", data=rng.standard_normal((60, 70)), chunks=(8, 9), compression="gzip", shuffle=True, fletcher32=True)
-        f.create_dataset("be", data=rng.integers(-1000, 1000, (60, 70)).astype(">i4"), chunks=(7, 11), compression="gzip", shuffle=True)
+        f.create_dataset(
+            "le", data=rng.standard_normal((60, 70)), chunks=(8, 9), compression="gzip", shuffle=True, fletcher32=True
+        )
+        f.create_dataset(
+            "be",
+            data=rng.integers(-1000, 1000, (60, 70)).astype(">i4"),
+            chunks=(7, 11),
+            compression="gzip",
+            shuffle=True,
+        )
         d = f.create_dataset("part", shape=(60, 70), dtype="f4", chunks=(10, 10), compression="gzip", fillvalue=-7.5)
         d[:25, :33] = rng.standard_normal((25, 33)).astype("f4")
     return p
@@ -44,7 +51,7 @@ def test_random_slices_match_h5py(gz_file, name, threads):
     for i in range(n):
         a, b = int(src[i, 0]), int(src[i, 1])
         ca, cb = int(count[i, 0]), int(count[i, 1])
-        want[15 * i:15 * i + ca, :cb] = whole[a:a + ca, b:b + cb]
+        want[15 * i : 15 * i + ca, :cb] = whole[a : a + ca, b : b + cb]
     old = vh5.get_num_threads()
     vh5.set_num_threads(threads)
     try:
@@ -53,7 +60,9 @@ def test_random_slices_match_h5py(gz_file, name, threads):
             vh5.read_many_slices(f.dataset(name), got, src, dst_start, count)
             # the general path (int lists, broadcasting) gives the same bytes
             got2 = np.zeros_like(want)
-            vh5.read_many_slices(f.dataset(name), got2, src.astype(np.int64).tolist(), dst_start.astype(np.int64), count)
+            vh5.read_many_slices(
+                f.dataset(name), got2, src.astype(np.int64).tolist(), dst_start.astype(np.int64), count
+            )
     finally:
         vh5.set_num_threads(old)
     np.testing.assert_array_equal(got, want)
@@ -67,19 +76,39 @@ def test_fast_path_errors_and_layout_cache(gz_file):
         d = f.dataset("le")
         # negative int64 coordinates are rejected by the general path, naming row and axis
         with pytest.raises(ValueError, match="src_start row 0 axis 1 is negative"):
-            vh5.read_many_slices(d, np.zeros((2, 2)), np.array([[0, -1]], np.int64), np.zeros((1, 2), np.int64), np.ones((1, 2), np.int64))
+            vh5.read_many_slices(
+                d,
+                np.zeros((2, 2)),
+                np.array([[0, -1]], np.int64),
+                np.zeros((1, 2), np.int64),
+                np.ones((1, 2), np.int64),
+            )
         # same shape/strides, different buffers and layouts: the cached template is per layout
         for order in "CF":
             for _ in range(2):
                 dst = np.zeros((5, 6), order=order)
-                vh5.read_many_slices(d, dst, np.array([[3, 4]], np.uint64), np.zeros((1, 2), np.uint64), np.array([[5, 6]], np.uint64))
+                vh5.read_many_slices(
+                    d, dst, np.array([[3, 4]], np.uint64), np.zeros((1, 2), np.uint64), np.array([[5, 6]], np.uint64)
+                )
                 np.testing.assert_array_equal(dst, whole[3:8, 4:10])
         # a reversed view (negative strides)
         base = np.zeros((5, 6))
-        vh5.read_many_slices(d, base[::-1, ::-1], np.array([[3, 4]], np.uint64), np.zeros((1, 2), np.uint64), np.array([[5, 6]], np.uint64))
+        vh5.read_many_slices(
+            d,
+            base[::-1, ::-1],
+            np.array([[3, 4]], np.uint64),
+            np.zeros((1, 2), np.uint64),
+            np.array([[5, 6]], np.uint64),
+        )
         np.testing.assert_array_equal(base[::-1, ::-1], whole[3:8, 4:10])
         with pytest.raises(vh5.OutOfBoundsError, match="row 0 axis 0"):
-            vh5.read_many_slices(d, np.zeros((5, 6)), np.array([[58, 0]], np.uint64), np.zeros((1, 2), np.uint64), np.array([[5, 6]], np.uint64))
+            vh5.read_many_slices(
+                d,
+                np.zeros((5, 6)),
+                np.array([[58, 0]], np.uint64),
+                np.zeros((1, 2), np.uint64),
+                np.array([[5, 6]], np.uint64),
+            )
 
 
 def test_set_num_threads_checks_its_argument():
@@ -128,7 +157,9 @@ def test_stepped_row_reads_no_chunk_between_its_elements(tmp_path, planner):
     )
     out = str(p) + f".{planner}.npy"
     pkg = os.path.dirname(os.path.dirname(vh5.__file__))
-    env = dict(os.environ, VH5_PLANNER=planner, PYTHONPATH=os.pathsep.join(filter(None, [pkg, os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ, VH5_PLANNER=planner, PYTHONPATH=os.pathsep.join(filter(None, [pkg, os.environ.get("PYTHONPATH")]))
+    )
     r = subprocess.run([sys.executable, "-c", code, str(p), out], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-1500:]
     np.testing.assert_array_equal(np.load(out), want)

@@ -5,7 +5,6 @@ reference, every stored chunk with filter mask 0; with 1 and 2 threads, edge chu
 big-endian datasets, unallocated chunks (fill value); scaleoffset (not implemented by vh5)
 goes through H5Dwrite and still matches within its precision."""
 
-
 import numpy as np
 import pytest
 import vh5  # noqa: E402

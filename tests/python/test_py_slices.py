@@ -214,9 +214,9 @@ def test_h5py_writer_with_file_locking_disabled(tmp_path):
     code = f"""
 import os, sys, numpy as np, h5py
 if os.environ.get("VH5_TEST_INSTALLED") != "1":
-    sys.path.insert(0, {str(REPO / 'bindings' / 'python')!r})
+    sys.path.insert(0, {str(REPO / "bindings" / "python")!r})
 import vh5
-with h5py.File({str(tmp_path / 'w.h5')!r}, 'w') as hf:
+with h5py.File({str(tmp_path / "w.h5")!r}, 'w') as hf:
     d = hf.create_dataset('x', shape=(6, 6), dtype='f8', chunks=(2, 2), fillvalue=-1)
     d[:3] = 5.0
     dst = np.zeros((6, 6))
@@ -313,7 +313,9 @@ def test_real_netcdf4_files(path):
                 cnt = np.stack([rng.integers(1, s + 1, n) for s in h.shape], axis=1)
                 dst = np.zeros(h.shape, dtype=h.dtype.newbyteorder("="))
                 vh5.read_many_slices(d, dst, start, start, cnt, clip=True)
-                want = expected_read(full.astype(dst.dtype), np.zeros_like(dst), start, start, cnt, None, None, clip=True)
+                want = expected_read(
+                    full.astype(dst.dtype), np.zeros_like(dst), start, start, cnt, None, None, clip=True
+                )
                 np.testing.assert_array_equal(dst, want, err_msg=name)
                 checked += 1
         assert checked > 0
@@ -326,14 +328,28 @@ def test_threads_decode_and_read_concurrently():
     rng = np.random.default_rng(5)
     starts = rng.integers(0, 56, size=(400, 2))
     dst_starts = np.stack([np.arange(400) * 8, np.zeros(400, int)], axis=1)
-    want = np.stack([full[a:a + 8, b:b + 8] for a, b in starts])
+    want = np.stack([full[a : a + 8, b : b + 8] for a, b in starts])
     bodies = []
     for k in range(20):
         v = rng.normal(size=(k + 1, 3))
-        bodies.append((cbor2.dumps({"bytes": v.astype(">f8").tobytes(), "dtype": "float64", "shape": [k + 1, 3], "count": [k] * v.size, "byte_order": "big"}), v))
+        bodies.append(
+            (
+                cbor2.dumps(
+                    {
+                        "bytes": v.astype(">f8").tobytes(),
+                        "dtype": "float64",
+                        "shape": [k + 1, 3],
+                        "count": [k] * v.size,
+                        "byte_order": "big",
+                    }
+                ),
+                v,
+            )
+        )
     errors, results = [], {}
 
     with vh5.File(path) as f, f["data"] as d:
+
         def reader(k):
             try:
                 for _ in range(5):
@@ -385,14 +401,18 @@ def test_gil_released_during_read():
         t.start()
         time.sleep(0.01)
         t0 = time.perf_counter()
-        vh5.read_many_slices(d, dst.reshape(200000, 10), starts, np.stack([np.arange(20000) * 10, np.zeros(20000, int)], 1), [10, 10])
+        vh5.read_many_slices(
+            d, dst.reshape(200000, 10), starts, np.stack([np.arange(20000) * 10, np.zeros(20000, int)], 1), [10, 10]
+        )
         t1 = time.perf_counter()
         stop.set()
         t.join()
     during = [x for x in ticks if t0 < x < t1]
     if t1 - t0 > 0.05:
         assert len(during) >= 3, f"no Python thread ran during a {t1 - t0:.3f}s library call"
-    np.testing.assert_array_equal(dst[123], full[starts[123][0]:starts[123][0] + 10, starts[123][1]:starts[123][1] + 10])
+    np.testing.assert_array_equal(
+        dst[123], full[starts[123][0] : starts[123][0] + 10, starts[123][1] : starts[123][1] + 10]
+    )
 
 
 # ----------------------------------------------------------------------------- found by the tryout
@@ -469,7 +489,11 @@ def test_out_of_bounds_message_keeps_large_coordinates():
     assert "HDF5 id" not in str(exc.value)
 
 
-SHORT_CHUNKS_REFUSED_BY_VH5 = not (1, 12, 0) <= vh5.hdf5_version().version < (1, 14, 0) and vh5.hdf5_version().version < (2, 2, 0)
+SHORT_CHUNKS_REFUSED_BY_VH5 = not (1, 12, 0) <= vh5.hdf5_version().version < (
+    1,
+    14,
+    0,
+) and vh5.hdf5_version().version < (2, 2, 0)
 
 
 @pytest.mark.xfail(
@@ -521,7 +545,10 @@ def test_short_stored_chunk_never_leaks_stale_bytes():
             assert np.isin(whole[:, -1] >> np.uint64(24), allowed_top).all(), "d[...] returned stale bytes"
 
 
-@pytest.mark.skipif(not SHORT_CHUNKS_REFUSED_BY_VH5, reason="vh5 reads unfiltered chunks' stored sizes itself only with libhdf5 1.10 and 1.14 .. 2.1")
+@pytest.mark.skipif(
+    not SHORT_CHUNKS_REFUSED_BY_VH5,
+    reason="vh5 reads unfiltered chunks' stored sizes itself only with libhdf5 1.10 and 1.14 .. 2.1",
+)
 def test_short_stored_chunk_found_deep_in_a_many_level_btree():
     """The stored-size check of unfiltered chunks looks each chunk up in the file's version-1
     B-tree (1.10: one node per level, src/hdf5/chunk_btree.rs `lookup`; >= 1.14: one
@@ -533,7 +560,7 @@ def test_short_stored_chunk_found_deep_in_a_many_level_btree():
         one = f.create_dataset("one", shape=(3000 * 16,), dtype="<i4", chunks=(16,))
         data = np.arange(3000 * 16, dtype="<i4")
         for k in range(3000):  # written chunk by chunk: the B-tree entry says what was written
-            one.id.write_direct_chunk((k * 16,), data[k * 16:(k + 1) * 16].tobytes()[: -3 if k == 2345 else None])
+            one.id.write_direct_chunk((k * 16,), data[k * 16 : (k + 1) * 16].tobytes()[: -3 if k == 2345 else None])
         f.create_dataset("two", data=np.arange(203 * 197, dtype="<f8").reshape(203, 197), chunks=(4, 3))
         want_one, want_two = data, f["two"][...]
     rng = np.random.default_rng(5)
@@ -543,15 +570,17 @@ def test_short_stored_chunk_found_deep_in_a_many_level_btree():
                 continue
             out = np.zeros(16, "<i4")
             vh5.read_many_slices(f["one"], out, [k * 16], [0], [16])
-            np.testing.assert_array_equal(out, want_one[k * 16:(k + 1) * 16])
+            np.testing.assert_array_equal(out, want_one[k * 16 : (k + 1) * 16])
         for s0 in (2345 * 16, 2345 * 16 + 15):
-            with pytest.raises(vh5.HDF5Error, match=r"the chunk at \[37520\] is stored as 61 bytes.*an unfiltered chunk holds 64"):
+            with pytest.raises(
+                vh5.HDF5Error, match=r"the chunk at \[37520\] is stored as 61 bytes.*an unfiltered chunk holds 64"
+            ):
                 vh5.read_many_slices(f["one"], np.zeros(1, "<i4"), [s0], [0], [1])
         for i, j in [(0, 0), (202, 196), (100, 3), *rng.integers(0, 190, (40, 2))]:
             out = np.zeros((2, 3))
             i, j = min(int(i), 201), min(int(j), 194)
             vh5.read_many_slices(f["two"], out, [i, j], [0, 0], [2, 3])
-            np.testing.assert_array_equal(out, want_two[i:i + 2, j:j + 3])
+            np.testing.assert_array_equal(out, want_two[i : i + 2, j : j + 3])
         whole = np.zeros_like(want_two)
         vh5.read_many_slices(f["two"], whole, [0, 0], [0, 0], list(want_two.shape))
         np.testing.assert_array_equal(whole, want_two)
@@ -559,14 +588,16 @@ def test_short_stored_chunk_found_deep_in_a_many_level_btree():
         # (src/hdf5/stored_sizes.rs): the short chunk is still found, by a whole read and by
         # single rows after it, and every other chunk still reads.
         for _ in range(2):
-            with pytest.raises(vh5.HDF5Error, match=r"the chunk at \[37520\] is stored as 61 bytes.*an unfiltered chunk holds 64"):
+            with pytest.raises(
+                vh5.HDF5Error, match=r"the chunk at \[37520\] is stored as 61 bytes.*an unfiltered chunk holds 64"
+            ):
                 vh5.read_many_slices(f["one"], np.zeros(3000 * 16, "<i4"), [0], [0], [3000 * 16])
         for k in [*rng.integers(0, 3000, 300), 2344, 2346]:
             if k == 2345:
                 continue
             out = np.zeros(16, "<i4")
             vh5.read_many_slices(f["one"], out, [k * 16], [0], [16])
-            np.testing.assert_array_equal(out, want_one[k * 16:(k + 1) * 16])
+            np.testing.assert_array_equal(out, want_one[k * 16 : (k + 1) * 16])
         with pytest.raises(vh5.HDF5Error, match=r"the chunk at \[37520\] is stored as 61 bytes"):
             vh5.read_many_slices(f["one"], np.zeros(1, "<i4"), [2345 * 16 + 7], [0], [1])
         whole[...] = 0
@@ -598,7 +629,13 @@ def test_file_closed_during_reads_and_writes_gives_invalid_handle(tmp_path):
             errors.append(e)
 
     def read():
-        vh5.read_many_slices(d, np.zeros((3000, 10)), rng.integers(0, 390, (300, 2)), np.c_[np.arange(300) * 10, np.zeros(300, int)], [10, 10])
+        vh5.read_many_slices(
+            d,
+            np.zeros((3000, 10)),
+            rng.integers(0, 390, (300, 2)),
+            np.c_[np.arange(300) * 10, np.zeros(300, int)],
+            [10, 10],
+        )
 
     def write():
         vh5.write_many_slices(np.ones((5, 5)), y, [0, 0], rng.integers(0, 195, (100, 2)), [5, 5])

@@ -115,7 +115,13 @@ def test_unencoded_chunk_of_another_size_is_refused(path, planner):
     cases = _cases()
     env = dict(os.environ, VH5_PLANNER=planner)
     here = os.path.dirname(os.path.abspath(__file__))
-    p = subprocess.run([sys.executable, "-c", CHILD, path, json.dumps(sorted(cases))], env=env, cwd=here, capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-c", CHILD, path, json.dumps(sorted(cases))],
+        env=env,
+        cwd=here,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     got = json.loads(p.stdout.strip().splitlines()[-1])
     with h5py.File(path, "r") as h:

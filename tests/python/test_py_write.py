@@ -143,7 +143,9 @@ def test_copy_matches_numpy(data):
         src2, dst2 = b2[tuple(slice(0, 8) for _ in range(n))], b2[tuple(slice(sh, sh + 8) for _ in range(n))]
         if err is None:
             for i in range(s.shape[0]):  # apply the reference row by row on the shared copy
-                dst2[...] = reference(src2, dst2, s[i : i + 1], d[i : i + 1], c[i : i + 1], ss[i : i + 1], ds[i : i + 1], clip)
+                dst2[...] = reference(
+                    src2, dst2, s[i : i + 1], d[i : i + 1], c[i : i + 1], ss[i : i + 1], ds[i : i + 1], clip
+                )
             want = dst2.copy()
     if err is not None:
         with pytest.raises(vh5.OutOfBoundsError, match=f"row {err.args[0]} axis"):
@@ -188,7 +190,10 @@ def test_large_copy_matches_numpy(order):
         src = rng.random((40, 60, 60))
         dst0 = np.full((n * 8, 8, 12), -1.0)
         c = np.stack([rng.integers(1, 9, n), rng.integers(1, 9, n), rng.integers(1, 13, n)], axis=1)
-        s = np.stack([rng.integers(0, 40 - c[:, 0] + 1), rng.integers(0, 60 - c[:, 1] + 1), rng.integers(0, 60 - c[:, 2] + 1)], axis=1)
+        s = np.stack(
+            [rng.integers(0, 40 - c[:, 0] + 1), rng.integers(0, 60 - c[:, 1] + 1), rng.integers(0, 60 - c[:, 2] + 1)],
+            axis=1,
+        )
         d = np.stack([np.arange(n) * 8, np.zeros(n, int), np.zeros(n, int)], axis=1)
     else:
         src = rng.random((500, 500))

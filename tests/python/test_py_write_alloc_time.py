@@ -65,7 +65,9 @@ def test_late_allocation_two_rows_in_two_chunks_then_a_second_write(tmp_path, fi
     make(theirs, filt, "late", "never", shape=(6, 10), chunk=(4, 4))
     src = np.arange(1, 7, dtype="<u2").reshape(2, 3)
     with vh5.File(mine, "r+") as f:
-        vh5.write_many_slices(src, f["d"], src_start=[[0, 0], [1, 0]], dst_start=[[5, 7], [0, 1]], count=[[1, 3], [1, 3]])
+        vh5.write_many_slices(
+            src, f["d"], src_start=[[0, 0], [1, 0]], dst_start=[[5, 7], [0, 1]], count=[[1, 3], [1, 3]]
+        )
         vh5.write_many_slices(src, f["d"], src_start=[[0, 0]], dst_start=[[2, 2]], count=[[2, 3]])
     with h5py.File(theirs, "r+") as f:
         f["d"][5, 7:10] = src[0]

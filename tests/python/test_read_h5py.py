@@ -38,7 +38,22 @@ else:
 if not hasattr(lib, "vh5_read_many_slices"):
     pytest.skip(f"{LIB} has no HDF5 exports", allow_module_level=True)
 
-DTYPE_CODES = {"?": 1, "i1": 2, "i2": 3, "i4": 4, "i8": 5, "u1": 6, "u2": 7, "u4": 8, "u8": 9, "f2": 10, "f4": 11, "f8": 12, "c8": 13, "c16": 14}
+DTYPE_CODES = {
+    "?": 1,
+    "i1": 2,
+    "i2": 3,
+    "i4": 4,
+    "i8": 5,
+    "u1": 6,
+    "u2": 7,
+    "u4": 8,
+    "u8": 9,
+    "f2": 10,
+    "f4": 11,
+    "f8": 12,
+    "c8": 13,
+    "c16": 14,
+}
 VH5_SLICES_CLIP = 1
 
 
@@ -61,7 +76,17 @@ lib.vh5_dataset_open.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.POINTER
 lib.vh5_close.argtypes = [ctypes.c_int64]
 lib.vh5_last_error_message.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
 lib.vh5_last_error_message.restype = ctypes.c_size_t
-lib.vh5_read_many_slices.argtypes = [ctypes.c_int64, ctypes.POINTER(Vh5Array), ctypes.c_size_t, P, P, P, P, P, ctypes.c_uint32]
+lib.vh5_read_many_slices.argtypes = [
+    ctypes.c_int64,
+    ctypes.POINTER(Vh5Array),
+    ctypes.c_size_t,
+    P,
+    P,
+    P,
+    P,
+    P,
+    ctypes.c_uint32,
+]
 
 
 def last_error():
@@ -83,9 +108,20 @@ def vh5_read(path, name, dst, src_start, dst_start, count, src_step=None, dst_st
         offset = dst.__array_interface__["data"][0] - base.__array_interface__["data"][0]
         shape = (ctypes.c_uint64 * dst.ndim)(*dst.shape)
         strides = (ctypes.c_int64 * dst.ndim)(*dst.strides)
-        a = Vh5Array(base.ctypes.data, base.nbytes, offset, DTYPE_CODES[dst.dtype.str[1:] if dst.dtype.kind != "b" else "?"],
-                     dst.itemsize, dst.ndim, shape, strides)
-        tabs = [np.ascontiguousarray(t, dtype=np.uint64) if t is not None else None for t in (src_start, dst_start, count, src_step, dst_step)]
+        a = Vh5Array(
+            base.ctypes.data,
+            base.nbytes,
+            offset,
+            DTYPE_CODES[dst.dtype.str[1:] if dst.dtype.kind != "b" else "?"],
+            dst.itemsize,
+            dst.ndim,
+            shape,
+            strides,
+        )
+        tabs = [
+            np.ascontiguousarray(t, dtype=np.uint64) if t is not None else None
+            for t in (src_start, dst_start, count, src_step, dst_step)
+        ]
         ptrs = [t.ctypes.data if t is not None else None for t in tabs]
         st_ = lib.vh5_read_many_slices(d, ctypes.byref(a), len(tabs[2]), *ptrs, flags)
         return st_, last_error()
@@ -126,7 +162,12 @@ def cases(draw):
     gzip = chunks is not None and draw(st.booleans())
     layout = draw(st.sampled_from(["C", "F", "stepped", "reversed"]))
     nrows = draw(st.integers(0, 5))
-    row = st.tuples(*[st.tuples(st.integers(0, 8), st.integers(0, 8), st.integers(0, 4), st.integers(1, 3), st.integers(1, 3)) for _ in range(ndim)])
+    row = st.tuples(
+        *[
+            st.tuples(st.integers(0, 8), st.integers(0, 8), st.integers(0, 4), st.integers(1, 3), st.integers(1, 3))
+            for _ in range(ndim)
+        ]
+    )
     rows = draw(st.lists(row, min_size=nrows, max_size=nrows))
     return shape, dshape, chunks, dtype, gzip, layout, rows, draw(st.integers(0, 2**31))
 
@@ -135,7 +176,9 @@ def make_dst(dshape, dtype, layout):
     if layout == "F":
         return np.zeros(dshape, dtype=dtype, order="F")
     if layout == "stepped":
-        return np.zeros(tuple(2 * n + 1 for n in dshape), dtype=dtype)[tuple(slice(1, None, 2) for _ in dshape)][tuple(slice(0, n) for n in dshape)]
+        return np.zeros(tuple(2 * n + 1 for n in dshape), dtype=dtype)[tuple(slice(1, None, 2) for _ in dshape)][
+            tuple(slice(0, n) for n in dshape)
+        ]
     if layout == "reversed":
         return np.zeros(dshape, dtype=dtype)[tuple(slice(None, None, -1) for _ in dshape)]
     return np.zeros(dshape, dtype=dtype)
@@ -153,10 +196,14 @@ def test_matches_numpy_slicing_of_h5py(case):
     elif dtype.kind == "f":
         data = rng.standard_normal(shape).astype(dtype)
     else:
-        data = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, size=shape, dtype=dtype.newbyteorder("="), endpoint=True).astype(dtype)
+        data = rng.integers(
+            np.iinfo(dtype).min, np.iinfo(dtype).max, size=shape, dtype=dtype.newbyteorder("="), endpoint=True
+        ).astype(dtype)
     path = TMP / f"c{seed}_{len(shape)}.h5"
     with h5py.File(path, "w") as f:
-        f.create_dataset("g/x", data=data, dtype=dtype, chunks=chunks, compression="gzip" if gzip else None, shuffle=gzip)
+        f.create_dataset(
+            "g/x", data=data, dtype=dtype, chunks=chunks, compression="gzip" if gzip else None, shuffle=gzip
+        )
     with h5py.File(path, "r") as f:
         full = f["g/x"][()]
     ndim = len(shape)
@@ -176,9 +223,14 @@ def test_matches_numpy_slicing_of_h5py(case):
         if not clip:
             # numpy slicing clips silently: decide strict in-bounds ourselves.
             inbounds = all(
-                int(c[i][j]) == 0 or any(int(c[i][k]) == 0 for k in range(ndim))
-                or (int(s[i][j]) + (int(c[i][j]) - 1) * int(ss[i][j]) < shape[j] and int(d[i][j]) + (int(c[i][j]) - 1) * int(ds[i][j]) < dshape[j])
-                for i in range(len(rows)) for j in range(ndim)
+                int(c[i][j]) == 0
+                or any(int(c[i][k]) == 0 for k in range(ndim))
+                or (
+                    int(s[i][j]) + (int(c[i][j]) - 1) * int(ss[i][j]) < shape[j]
+                    and int(d[i][j]) + (int(c[i][j]) - 1) * int(ds[i][j]) < dshape[j]
+                )
+                for i in range(len(rows))
+                for j in range(ndim)
             )
         if clip or inbounds:
             assert st_ == 0, msg
@@ -225,7 +277,9 @@ def test_cli_save_npy_matches_h5py():
     table = TMP / "rows.csv"
     table.write_text("# src0,src1,dst0,dst1,c0,c1,ss0,ss1,ds0,ds1\n0,0,0,0,3,4,2,3,1,1\n50,40,3,0,2,5,1,2,1,2\n")
     out = TMP / "out.npy"
-    r = subprocess.run([CLI, "read", str(path), "v", "--table", str(table), "--save", str(out)], capture_output=True, text=True)
+    r = subprocess.run(
+        [CLI, "read", str(path), "v", "--table", str(table), "--save", str(out)], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
     got = np.load(out)
     want = np.zeros((5, 9), dtype="=i4")
@@ -233,11 +287,19 @@ def test_cli_save_npy_matches_h5py():
     want[3:5, 0:9:2] = data[50:52, 40:50:2]
     assert got.dtype == np.dtype("=i4")
     np.testing.assert_array_equal(got, want)
-    assert "rows: 2 read, 0 skipped (count 0, or clipped to nothing by --clip); 22 elements copied" in r.stdout, r.stdout
-    r = subprocess.run([CLI, "read", str(path), "v", "--random", "100", "--size", "5,5", "--seed", "9"], capture_output=True, text=True)
-    assert r.returncode == 0 and "rows: 100 read, 0 skipped" in r.stdout and "2500 elements copied" in r.stdout, r.stdout + r.stderr
+    assert "rows: 2 read, 0 skipped (count 0, or clipped to nothing by --clip); 22 elements copied" in r.stdout, (
+        r.stdout
+    )
+    r = subprocess.run(
+        [CLI, "read", str(path), "v", "--random", "100", "--size", "5,5", "--seed", "9"], capture_output=True, text=True
+    )
+    assert r.returncode == 0 and "rows: 100 read, 0 skipped" in r.stdout and "2500 elements copied" in r.stdout, (
+        r.stdout + r.stderr
+    )
     # libhdf5's automatic error printing is silenced: one vh5 line, no HDF5-DIAG dump.
-    r = subprocess.run([CLI, "read", str(path), "nope/v", "--random", "1", "--size", "1,1"], capture_output=True, text=True)
+    r = subprocess.run(
+        [CLI, "read", str(path), "nope/v", "--random", "1", "--size", "1,1"], capture_output=True, text=True
+    )
     assert r.returncode == 1 and "HDF5-DIAG" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert "`nope` does not exist" in r.stderr
 

@@ -87,8 +87,11 @@ def test_dont_filter_partial_chunks_write_reads_back_in_h5py(tmp_path, pipe, thr
     with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
         np.testing.assert_array_equal(fa["d"][()], fb["d"][()])
         ia, ib = fa["d"].id, fb["d"].id
+
         def masks(i):
-            return [(i.get_chunk_info(k).chunk_offset, i.get_chunk_info(k).filter_mask) for k in range(i.get_num_chunks())]
+            return [
+                (i.get_chunk_info(k).chunk_offset, i.get_chunk_info(k).filter_mask) for k in range(i.get_num_chunks())
+            ]
 
         assert sorted(masks(ia)) == sorted(masks(ib))
     # and grown: the old edge chunks' bytes outside the extent and their re-filtering
@@ -215,8 +218,12 @@ def _read_in_child(path, name, planner, dtype):
     )
     out = str(path) + f".{planner}.npy"
     pkg = os.path.dirname(os.path.dirname(vh5.__file__))
-    env = dict(os.environ, VH5_PLANNER=planner, PYTHONPATH=os.pathsep.join(filter(None, [pkg, os.environ.get("PYTHONPATH")])))
-    r = subprocess.run([sys.executable, "-c", code, str(path), name, dtype, out], env=env, capture_output=True, text=True, timeout=120)
+    env = dict(
+        os.environ, VH5_PLANNER=planner, PYTHONPATH=os.pathsep.join(filter(None, [pkg, os.environ.get("PYTHONPATH")]))
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(path), name, dtype, out], env=env, capture_output=True, text=True, timeout=120
+    )
     return r.returncode, r.stdout, r.stderr, out
 
 
@@ -226,7 +233,9 @@ def test_scaleoffset_corrupt_parameters_refused_not_crash(tmp_path):
     parameters against the dataset first and refuses, naming the dataset and the parameter."""
     p = tmp_path / "so.h5"
     with h5py.File(p, "w", libver=LIBVER) as f:
-        f.create_dataset("d", data=np.arange(8 * 12 * 3, dtype=">i2").reshape(8, 12, 3), chunks=(1, 12, 3), scaleoffset=0)
+        f.create_dataset(
+            "d", data=np.arange(8 * 12 * 3, dtype=">i2").reshape(8, 12, 3), chunks=(1, 12, 3), scaleoffset=0
+        )
     for planner in PLANNERS:  # intact file: read as h5py reads it
         rc, so, se, out = _read_in_child(p, "d", planner, "i2")
         assert rc == 0, se
@@ -239,7 +248,11 @@ def test_scaleoffset_corrupt_parameters_refused_not_crash(tmp_path):
     p.write_bytes(bytes(b))
     for planner in PLANNERS:
         rc, so, se, _ = _read_in_child(p, "d", planner, "i2")
-        assert rc == 1 and "VH5_ERR_HDF5" in se and "scaleoffset filter parameter [4]" in se and "/d" in se, (planner, rc, se[-400:])
+        assert rc == 1 and "VH5_ERR_HDF5" in se and "scaleoffset filter parameter [4]" in se and "/d" in se, (
+            planner,
+            rc,
+            se[-400:],
+        )
 
 
 def test_extensible_array_index_unlimited_axis_not_first_reads_right_chunks(tmp_path):
@@ -250,7 +263,9 @@ def test_extensible_array_index_unlimited_axis_not_first_reads_right_chunks(tmp_
     p = tmp_path / "earray.h5"
     rng = np.random.default_rng(1)
     with h5py.File(p, "w", libver=("v110", "v110")) as f:
-        d = f.create_dataset("d", shape=(4, 600, 1), maxshape=(4, None, 1), chunks=(1, 500, 1), dtype="<f8", compression="gzip")
+        d = f.create_dataset(
+            "d", shape=(4, 600, 1), maxshape=(4, None, 1), chunks=(1, 500, 1), dtype="<f8", compression="gzip"
+        )
         d[...] = 0.0
         d[:, 500:, 0] = rng.standard_normal((4, 100))  # edge chunks incompressible, the others tiny
     ref = h5py.File(p)["d"][...]

@@ -63,7 +63,16 @@ PAIRS = {"2": ("vh5/libvh5_h5py.so", "vh5/vh5_h5py"), "1.14": ("vh5/libvh5_h5py_
 
 def _env(**extra):
     """This environment without anything pointing at a repository build or this Python."""
-    drop = ("VH5_LIBRARY", "VH5_CLI", "VH5_TEST_INSTALLED", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LD_PRELOAD", "LD_LIBRARY_PATH")
+    drop = (
+        "VH5_LIBRARY",
+        "VH5_CLI",
+        "VH5_TEST_INSTALLED",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "VIRTUAL_ENV",
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+    )
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(extra)
     return env
@@ -76,7 +85,9 @@ def _run(cmd, timeout=300, **kw):
 @pytest.fixture(scope="module")
 def wheel():
     if os.environ.get("VH5_H5PY_BOUND") == "0":
-        pytest.skip("VH5_H5PY_BOUND=0: the h5py-bound builds and the wheel are tested in another run (.ci/run's HDF5 2.x run)")
+        pytest.skip(
+            "VH5_H5PY_BOUND=0: the h5py-bound builds and the wheel are tested in another run (.ci/run's HDF5 2.x run)"
+        )
     r = _run(["bash", REPO / "scripts" / "build_wheel.sh"], timeout=3000, cwd=REPO, env=_env())
     if r.returncode != 0 and "no HDF5 2.x found" in r.stderr:
         pytest.skip("no HDF5 2.x to build the h5py-bound library against: " + r.stderr.strip().splitlines()[-1])
@@ -100,7 +111,9 @@ def _make_venv(wheel, tmp_path_factory, name, packages):
     py = v / "bin" / "python"
     r = _run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *packages], timeout=1200, env=_env())
     if r.returncode != 0:
-        pytest.skip(f"pip could not install {' '.join(packages)} into a fresh venv (offline, nothing cached?): {r.stderr.strip()[-600:]}")
+        pytest.skip(
+            f"pip could not install {' '.join(packages)} into a fresh venv (offline, nothing cached?): {r.stderr.strip()[-600:]}"
+        )
     r = _run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel], timeout=600, env=_env())
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     return v
@@ -119,7 +132,9 @@ def venv_1_14(wheel, tmp_path_factory):
 
 
 def _site(venv):
-    r = _run([venv / "bin" / "python", "-c", "import vh5, os; print(os.path.dirname(vh5.__file__))"], env=_env(), cwd=venv)
+    r = _run(
+        [venv / "bin" / "python", "-c", "import vh5, os; print(os.path.dirname(vh5.__file__))"], env=_env(), cwd=venv
+    )
     assert r.returncode == 0, r.stderr
     return Path(r.stdout.strip())
 
@@ -143,7 +158,9 @@ def test_wheel_holds_only_the_h5py_bound_native_files(wheel):
     assert "2" in series, native
     assert native == sorted(f for s in series for f in PAIRS[s]), native
     h5py_req = r"h5py>=3\.12" if "1.14" in series else r"h5py>=3\.16"
-    assert re.search(rf"^Requires-Dist: {h5py_req}$", meta, re.M) and re.search(r"^Requires-Dist: numpy", meta, re.M), meta
+    assert re.search(rf"^Requires-Dist: {h5py_req}$", meta, re.M) and re.search(r"^Requires-Dist: numpy", meta, re.M), (
+        meta
+    )
     assert re.fullmatch(r"vh5-[0-9.]+-py3-none-(linux|manylinux_[0-9]+_[0-9]+)_[a-z0-9_]+\.whl", wheel.name), wheel.name
 
 
@@ -250,7 +267,17 @@ def test_hdf5_1_14_venv_uses_the_1_14_pair(venv_1_14, tmp_path):
 
 def test_python_suite_against_the_installed_wheel(venv, tmp_path):
     here = REPO / "tests" / "python"
-    cmd = [venv / "bin" / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", f"--rootdir={here}", *[here / t for t in SUITE]]
+    cmd = [
+        venv / "bin" / "python",
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-rs",
+        f"--rootdir={here}",
+        *[here / t for t in SUITE],
+    ]
     r = _run(cmd, timeout=1800, env=_env(VH5_TEST_INSTALLED="1"), cwd=tmp_path)
     tail = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
     skips = sorted({ln for ln in r.stdout.splitlines() if ln.startswith("SKIPPED")})
@@ -274,7 +301,9 @@ def test_launcher_preloads_h5py_libhdf5_for_the_h5py_bound_tool_only(tmp_path, m
     bound.write_bytes(b"")
     (tmp_path / "hdf5_version").write_text(h5py.version.hdf5_version + "\n")
     pre = _cli.launch_env(str(bound))["LD_PRELOAD"]
-    assert os.path.basename(pre).startswith("libhdf5") and "_hl" not in os.path.basename(pre) and os.path.isfile(pre), pre
+    assert os.path.basename(pre).startswith("libhdf5") and "_hl" not in os.path.basename(pre) and os.path.isfile(pre), (
+        pre
+    )
     assert _cli.launch_env(str(bound))["LD_LIBRARY_PATH"].split(":")[0] == os.path.dirname(pre)
     monkeypatch.setenv("LD_PRELOAD", "/other.so")
     monkeypatch.setenv("LD_LIBRARY_PATH", "/other")
@@ -289,7 +318,10 @@ def test_launcher_refuses_an_h5py_of_another_hdf5_major_version(tmp_path):
     bound.write_bytes(b"")
     other = "1.14.6" if h5py.version.hdf5_version_tuple[0] >= 2 else "2.2.0"
     (tmp_path / "hdf5_version").write_text(other)
-    with pytest.raises(RuntimeError, match=rf"compiled against HDF5 {re.escape(other)}, but h5py .* uses HDF5 {re.escape(h5py.version.hdf5_version)}"):
+    with pytest.raises(
+        RuntimeError,
+        match=rf"compiled against HDF5 {re.escape(other)}, but h5py .* uses HDF5 {re.escape(h5py.version.hdf5_version)}",
+    ):
         _cli.launch_env(str(bound))
 
 
@@ -303,5 +335,7 @@ def test_launcher_reads_the_version_file_of_its_own_pair(tmp_path):
     if _h5pybind.h5py_hdf5_series(h5py) == "1.14":
         assert "LD_PRELOAD" in _cli.launch_env(str(tool))
     else:
-        with pytest.raises(RuntimeError, match=r"compiled against HDF5 1\.14\.6, .* install an h5py whose libhdf5 is HDF5 1\.14\.x"):
+        with pytest.raises(
+            RuntimeError, match=r"compiled against HDF5 1\.14\.6, .* install an h5py whose libhdf5 is HDF5 1\.14\.x"
+        ):
             _cli.launch_env(str(tool))
