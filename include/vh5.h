@@ -1517,6 +1517,11 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * visible after a resize), or as zeros under fill time never; a stored edge chunk keeps its
  * bytes outside the extent; with `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS` partial edge chunks
  * are stored unfiltered (filter mask 0).
+ * Chunks stored under a non-zero filter mask (filters skipped for that chunk:
+ * `H5Dwrite_chunk` with a mask, an optional filter that failed) end up stored with every
+ * filter applied and mask 0 in the chunk index, which libhdf5's own `H5Dwrite` (and
+ * `H5Dwrite_chunk`) do not guarantee: at an unchanged stored size they keep the old mask and
+ * the chunk no longer decodes (details: `transfer::masked` in the Rust docs).
  * Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
  * file are closed (`vh5_close`).
  *
@@ -1537,7 +1542,9 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * storage not opened through a file with `VH5_FILE_ALLOW_EXTERNAL`; a filter pipeline
  * libhdf5 cannot decode reliably, or one with a filter the linked libhdf5 lacks, e.g. szip
  * in a `static-hdf5` build or h5py's lzf: refused before anything is written, naming the
- * filter, the dataset and the file);
+ * filter, the dataset and the file; a row reaching a chunk stored under a non-zero filter
+ * mask in a pipeline vh5 does not encode (szip, scaleoffset, nbit, plugins): refused before
+ * anything is written, naming the dataset, the file, the chunk and its mask);
  * `VH5_ERR_BUFFER_TOO_SMALL` (the array
  * reaches outside `[base, base+base_len)`; message starts with "src:");
  * `VH5_ERR_OUT_OF_BOUNDS` (without CLIP, a row reaching outside the array or the dataset:

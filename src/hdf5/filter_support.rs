@@ -89,7 +89,7 @@ fn available(id: i32) -> bool {
 const LZF: i32 = 32000;
 
 /// Name of a filter id for messages.
-fn filter_name(id: i32) -> String {
+pub(crate) fn filter_name(id: i32) -> String {
     match id {
         DEFLATE => "deflate".into(),
         SHUFFLE => "shuffle".into(),

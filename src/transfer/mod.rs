@@ -9,6 +9,7 @@ pub(crate) mod checks;
 pub(crate) mod chunk_job;
 pub(crate) mod chunk_span;
 pub mod chunked;
+pub(crate) mod masked;
 pub mod memcopy;
 pub(crate) mod merge;
 pub mod options;

@@ -50,7 +50,6 @@ use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::{lock, released, H5Lock};
 use crate::hdf5::meta::classify_dataset;
-use crate::hdf5::write::write_raw_chunk;
 use crate::plan::grid::ChunkGrid;
 
 /// How to store chunks raw: the pipeline both ways and the byte swap between memory and file.
@@ -123,6 +122,9 @@ struct Job {
 struct Ticket {
     reads_old: bool,
     seen: u64,
+    /// The chunk's stored size and filter mask when it was fetched raw (see
+    /// [`super::masked`]); `None`: looked up when stored.
+    old: Option<(u64, u32)>,
 }
 
 /// Times a chunk found stale (stored by another write after it was prepared) is prepared
@@ -243,14 +245,21 @@ pub(super) fn write_chunks_raw(
         fsize: u64::MAX,
         covered: Vec::new(),
         clipped: Vec::new(),
+        last_stored: None,
     };
     let threads = num_threads().min(ngroups).min(max_workers());
-    if threads <= 1 {
-        return w.run_serial(stats);
+    let res = if threads <= 1 {
+        w.run_serial(stats)
+    } else {
+        // SAFETY: inside, libhdf5 is only called while the fresh lock `fl` is held (prepare,
+        // store and finish run only then).
+        unsafe { released(l, || w.run_threaded(threads, stats)) }
+    };
+    if let Some(o) = w.last_stored {
+        // libhdf5 cached the last stored chunk's index entry with its old filter mask.
+        super::masked::forget_last_lookup(l, dset, &o[..ctx.n], grid.chunk());
     }
-    // SAFETY: inside, libhdf5 is only called while the fresh lock `fl` is held (prepare,
-    // store and finish run only then).
-    unsafe { released(l, || w.run_threaded(threads, stats)) }
+    res
 }
 
 /// The calling thread's side of a raw write: prepares jobs and stores results under the lock.
@@ -270,6 +279,8 @@ struct RawWriter<'a, 'r> {
     fsize: u64,
     covered: Vec<u8>,
     clipped: Vec<u8>,
+    /// The first element of the chunk stored last (see [`super::masked::forget_last_lookup`]).
+    last_stored: Option<[u64; MAX_RANK]>,
 }
 
 impl RawWriter<'_, '_> {
@@ -296,7 +307,7 @@ impl RawWriter<'_, '_> {
         let (chunk, group) = sh.ctx.group(gi);
         let (coord, origin, extent) = chunk_box(grid, chunk, n);
         // (Read before the chunk: a store by another write after this is seen by `finish`.)
-        let ticket = Ticket { reads_old: true, seen: self.session.now() };
+        let ticket = Ticket { reads_old: true, seen: self.session.now(), old: None };
         if !force_mem {
             let covers = sh.ctx.covers(group, &origin[..n], &extent[..n], &mut self.covered)?;
             // An edge chunk's bytes outside the extent are kept by libhdf5 (it never counts an
@@ -323,6 +334,7 @@ impl RawWriter<'_, '_> {
                     let mut b = Vec::new();
                     // None: no file address after all (only in libhdf5's chunk cache).
                     if let Some(mask) = read_raw_chunk(l, dset, &origin[..n], size, &mut b)? {
+                        let ticket = Ticket { old: Some((size, mask)), ..ticket };
                         return Ok(Job { group: gi, start: Start::Raw(b, mask), ticket });
                     }
                 }
@@ -358,6 +370,7 @@ impl RawWriter<'_, '_> {
         let (chunk, group) = self.shared.ctx.group(gi);
         let (coord, origin, _) = chunk_box(self.shared.grid, chunk, n);
         let key = chunk_key(&coord[..n]);
+        let mut known = ticket.old;
         let bytes = match outcome {
             ChunkOutcome::Done(_) if ticket.reads_old && self.session.stale(key, ticket.seen) => {
                 stats.chunks_redone += 1;
@@ -366,6 +379,7 @@ impl RawWriter<'_, '_> {
             ChunkOutcome::Done(b) => b,
             ChunkOutcome::Fail(e) => return Err(e),
             ChunkOutcome::RetryThroughLibhdf5(why) => {
+                known = None;
                 // Prepared and merged with the lock held throughout: never stale.
                 let job = self
                     .prepare(gi, stats, true)
@@ -377,7 +391,14 @@ impl RawWriter<'_, '_> {
                 }
             }
         };
-        write_raw_chunk(self.l, self.dset, &origin[..n], 0, &bytes)?;
+        // A chunk stored under a non-zero filter mask at this very size would keep that mask
+        // in the index (see `super::masked`): known from its fetch, else looked up.
+        let old = match known {
+            Some(o) => Some(o),
+            None => super::masked::same_size_entry(self.l, self.dset, &origin[..n], bytes.len())?,
+        };
+        self.last_stored = Some(origin);
+        super::masked::store_unmasked(self.l, self.dset, &origin[..n], &bytes, old)?;
         self.session.stored(key);
         stats.chunks_written += 1;
         stats.hdf5_writes += 1;

@@ -117,9 +117,19 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
         // one H5Dwrite per row instead: libhdf5 merges partial chunks in the file type.
         (Layout::Chunked, Some(chunk)) if finfo.dtype == Some(src.dtype) => {
             let grid = ChunkGrid::new(&dshape, &chunk)?;
-            write_chunked(l, dset, mem.id(), &mut writer, (&grid, &layout), src, table, clip, &mut stats)?;
+            write_chunked(l, dset, mem.id(), &mut writer, (&grid, &layout, finfo.file_itemsize), src, table, clip, &mut stats)?;
         }
         _ => {
+            if let Some(chunk) = layout.chunk.as_deref().filter(|_| !layout.filters.is_empty()) {
+                // Masked chunks the rows reach, re-stored unmasked (or the write refused) first.
+                let mut origins = Vec::new();
+                for i in 0..table.nslices {
+                    if let Some(r) = row_named(table, i, &src.layout.shape, &dshape, clip, NAMES)? {
+                        super::masked::touched_chunks(&r.dst_start[..n], &r.dst_step[..n], &r.count[..n], chunk, &mut origins);
+                    }
+                }
+                super::masked::unmask_chunks(l, dset, &layout, &dshape, finfo.file_itemsize, &origins)?;
+            }
             written_through_libhdf5(l, dset);
             let mut guard = WriteGuard::new(l, dset, &layout, mem.id(), itemsize)?;
             // libhdf5 reads the stored chunks a row writes in part: checked as reads check them
@@ -207,7 +217,7 @@ fn write_chunked(
     dset: hid_t,
     mem_type: hid_t,
     writer: &mut HyperslabWriter,
-    (grid, layout): (&ChunkGrid, &crate::hdf5::chunk::ChunkLayout),
+    (grid, layout, file_itemsize): (&ChunkGrid, &crate::hdf5::chunk::ChunkLayout, usize),
     src: &SrcArray,
     table: &SliceTable,
     clip: bool,
@@ -269,6 +279,15 @@ fn write_chunked(
         let mut reader = guarded_reader()?;
         return super::rawwrite::write_chunks_raw(l, dset, &raw, grid, &ctx, &pieces_per_row, &mut reader, stats);
     }
+    let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
+    // Masked chunks this write reaches, re-stored unmasked (or the write refused) first.
+    let mut origins = Vec::with_capacity(plan.groups.len() * n);
+    for &(chunk, _) in &plan.groups {
+        grid.chunk_coord(chunk, &mut coord[..n]);
+        grid.chunk_origin(&coord[..n], &mut origin[..n]);
+        origins.extend_from_slice(&origin[..n]);
+    }
+    super::masked::unmask_chunks(l, dset, layout, &dshape, file_itemsize, &origins)?;
     written_through_libhdf5(l, dset);
     let mut reader = guarded_reader()?;
     let fill_never = layout.fill_never;
@@ -276,7 +295,6 @@ fn write_chunked(
     let mut buf: Vec<u8> = Vec::new();
     let mut covered: Vec<u8> = Vec::new();
     let mut written_per_row = vec![0u32; table.nslices];
-    let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
     let mut dense = [0isize; MAX_RANK];
     let mut rows_here: Vec<usize> = Vec::new();
     for gi in 0..plan.groups.len() {

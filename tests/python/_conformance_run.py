@@ -232,6 +232,14 @@ def build_one(k, spec, workdir, reads_per_spec=3):
         shutil.copyfile(path, wpath)
         C.oracle_write(wpath, rows, srcarr)
         expected = C.oracle_read(wpath)[0].tobytes()
+        if spec.get("direct_chunk") and full is not None and exact_model(spec):
+            # libhdf5 2.0 re-stores a chunk stored under a filter mask with every filter but
+            # keeps the stale mask when its size is unchanged (reads back wrong); vh5 stores
+            # mask 0 (test_py_write_masked_chunks): the reference is libhdf5's read before
+            # the write + the rows
+            m = full.copy()
+            apply_rows(m, srcarr, rows)
+            expected = m.tobytes()
     except Exception as e:  # noqa: BLE001
         extra, werr = ["write: libhdf5 fails"], str(e)
         if full is not None:  # fallback reference: libhdf5's read before the write + the rows
@@ -273,6 +281,14 @@ def build_one(k, spec, workdir, reads_per_spec=3):
     return out
 
 
+def exact_model(spec):
+    """Whether libhdf5's read before a write + the rows is exactly what the write leaves:
+    no lossy filter (scaleoffset, nbit), no type whose conversions round."""
+    return not spec["type"].startswith(("nonieee", "oddint")) and not any(
+        f[0] in ("scaleoffset", "nbit") for f in spec["filters"]
+    )
+
+
 def reference_doubt(spec, full, expected, srcarr, rows, mask, undefined):
     """Why libhdf5 2.0's write reference `expected` is doubtful, or None: it differs from its
     own read before the write with the rows applied in numpy (padding bytes and elements HDF5
@@ -290,7 +306,7 @@ def reference_doubt(spec, full, expected, srcarr, rows, mask, undefined):
     process (build_cases)."""
     if full is None or expected is None or not full.shape:
         return None
-    if spec["type"].startswith(("nonieee", "oddint")) or any(f[0] in ("scaleoffset", "nbit") for f in spec["filters"]):
+    if not exact_model(spec):
         return None
     if spec["fill_time"] == "never" or spec["layout"] == "virtual" or spec.get("direct_chunk"):
         return None

@@ -162,6 +162,13 @@ ALLOWED_REFUSALS = {
         "vh5 refuses such writes with its libhdf5 1.10",
         r"stored cut short",
     ),
+    # writes only (src/transfer/masked.rs): a write reaching a chunk stored under a non-zero
+    # filter mask in a pipeline vh5 does not encode; libhdf5 would keep the stale mask
+    "filter mask: a chunk stored unfiltered": (
+        "a write reaching a chunk stored under a filter mask in a pipeline vh5 does not encode: "
+        "libhdf5 keeps the stale mask for a chunk re-stored at its old size",
+        r"is stored with filter mask 0x[0-9a-f]+ .*vh5 does not encode this pipeline",
+    ),
     "layout: external storage (H5Pset_external)": (
         "files pointing at other files: refused by default (security)",
         r"(?i)external",

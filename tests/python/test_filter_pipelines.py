@@ -657,7 +657,26 @@ def test_nbit_then_szip_on_whole_full_pixels_reads_and_writes_as_h5py(tmp_path):
     for name, (base, prec, _, _, _) in specs.items():
         np.testing.assert_array_equal(_raw_read(p, name, base), ref[name], err_msg=name)
         new = ((ref[name].astype(np.uint64) * 7 + 3) % (1 << (prec - 1))).astype(base)
-        _raw_write(p, name, new)
+        with h5py.File(p) as f:
+            masks = [f[name].id.get_chunk_info(i).filter_mask for i in range(f[name].id.get_num_chunks())]
+        if any(masks):
+            # szip (optional) skipped for a chunk: libhdf5 would keep that mask for a chunk it
+            # re-stores at the same size with szip applied: vh5 refuses, writing nothing
+            # (test_py_write_masked_chunks)
+            before = p.read_bytes()
+            with pytest.raises(vh5.UnsupportedError, match="stored with filter mask 0x"):
+                _raw_write(p, name, new)
+            assert p.read_bytes() == before
+            # the chunks stored with every filter (mask 0) are written
+            chunk = specs[name][3]
+            new[: chunk * (len(masks) - 1)] = ref[name][: chunk * (len(masks) - 1)]
+            with vh5.File(p, "r+") as f:
+                ds = f[name]
+                native = new.astype(f"{new.dtype.kind}{ds.dtype.itemsize}").view(ds.dtype)
+                last = chunk * (len(masks) - 1)
+                vh5.write_many_slices(native, ds, [[last]], [[last]], [[len(new) - last]])
+        else:
+            _raw_write(p, name, new)
         with h5py.File(p) as f:
             np.testing.assert_array_equal(f[name][...], new, err_msg=name)
         np.testing.assert_array_equal(_raw_read(p, name, base), new, err_msg=name)

@@ -263,6 +263,9 @@ def write_many_slices(
     when the dataset and file are closed. If the process dies mid-write (HDF5 1.10 has no
     journal) the file still opens and other datasets are intact; an uncompressed dataset
     with pre-allocated storage holds old or new values; a compressed one may be unreadable.
+    Chunks stored under a non-zero filter mask (filters skipped for them, e.g. by h5py's
+    ``write_direct_chunk(..., filter_mask=m)``) are left stored with every filter and mask 0
+    (h5py's own write keeps the stale mask and leaves them unreadable).
 
     Raises:
         TypeError: ``dst`` is not a vh5.Dataset (an ``h5py.Dataset`` is refused, see the
@@ -271,7 +274,9 @@ def write_many_slices(
             step 0 (naming row and axis); vh5.OutOfBoundsError (without clip);
             vh5.DtypeError (dtype mismatch, non-native ``src``, a record ``src`` in another
             layout than the dataset's native memory type, an ``S``, datetime64 or other raw
-            ``src`` of another type, as for reads); vh5.HDF5Error (libhdf5
+            ``src`` of another type, as for reads); vh5.UnsupportedError (a row reaches a
+            chunk stored under a filter mask in a pipeline vh5 does not encode: szip,
+            scaleoffset, nbit, plugins; nothing written); vh5.HDF5Error (libhdf5
             failed part-way: the message lists the rows written completely / in part).
     """
     if not isinstance(src, np.ndarray):

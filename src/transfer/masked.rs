@@ -1,0 +1,187 @@
+//! Writes into chunks stored with a non-zero filter mask (some filters of the pipeline
+//! skipped for that chunk: `H5Dwrite_chunk` / h5py's `write_direct_chunk` with a mask, or an
+//! optional filter that failed).
+//!
+//! libhdf5 (1.10 and 2.x alike; `H5Dwrite`, and `H5Dwrite_chunk` too) rewrites such a chunk
+//! in place when its new stored size equals the old one and then keeps the OLD mask in the
+//! chunk index (`H5D__chunk_file_alloc` reuses the file space and skips the index update;
+//! the version-1 B-tree's insert is a no-op at an unchanged size): the chunk is stored with
+//! every filter applied but the index says some were skipped, and every reader decodes it
+//! wrongly afterwards. When the size changes the chunk is reallocated and the index entry,
+//! mask included, rewritten.
+//!
+//! What vh5 does:
+//! - **Raw chunk writes** ([`super::rawwrite`]): before storing a chunk with mask 0, the
+//!   chunk's current stored size is looked up (`H5Dget_chunk_storage_size`, ~2 us); only when
+//!   it equals the new size is the old mask needed (known when the chunk was fetched for a
+//!   partial update, else read with the chunk's bytes: `H5Dread_chunk`). A non-zero mask at
+//!   an unchanged size: [`store_unmasked`] stores the chunk twice, first one byte longer
+//!   (reallocated: the index entry is rewritten), then its real bytes (reallocated again,
+//!   mask 0 recorded).
+//! - **Writes through `H5Dwrite`** (type conversions, pipelines vh5 does not encode):
+//!   [`unmask_chunks`] first reads every touched stored chunk's mask; with a pipeline vh5
+//!   encodes (deflate, shuffle, fletcher32) the masked ones are decoded (mask honoured),
+//!   re-encoded with every filter and stored with mask 0 (same values, so the file reads the
+//!   same) before libhdf5 writes; with any other pipeline (szip, scaleoffset, nbit, plugins)
+//!   the whole write is refused (`Unsupported`) before anything is written.
+
+use hdf5_sys::h5i::hid_t;
+
+use crate::codec::{Decoder, Encoder};
+use crate::error::Result;
+use crate::hdf5::chunk::{chunk_state, flush_dataset, is_partial_edge, read_raw_chunk, vh5_pipeline, ChunkLayout, ChunkState};
+use crate::hdf5::handle::dataset_name;
+use crate::hdf5::lock::H5Lock;
+use crate::hdf5::write::write_raw_chunk;
+
+/// The stored size and filter mask of the chunk at `origin` when its stored size is `len`
+/// (the only case where libhdf5 keeps the old mask); `None` when it is not stored, stored at
+/// another size, or libhdf5 cannot tell (then `H5Dwrite_chunk` reallocates it, or libhdf5
+/// starts a new chunk).
+pub fn same_size_entry(l: &H5Lock, dset: hid_t, origin: &[u64], len: usize) -> Result<Option<(u64, u32)>> {
+    match chunk_state(l, dset, origin) {
+        ChunkState::Stored { size } if size == len as u64 => {
+            let mut b = Vec::new();
+            Ok(read_raw_chunk(l, dset, origin, size, &mut b)?.map(|mask| (size, mask)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Store `data`, the chunk at `origin` with every filter applied, with filter mask 0, so that
+/// the chunk index records mask 0: `old` is the chunk's current (stored size, mask) when
+/// known; a non-zero mask at the size of `data` is replaced by storing the chunk one byte
+/// longer first (see the module docs). Lock held; the dataset is chunked and writable.
+pub fn store_unmasked(l: &H5Lock, dset: hid_t, origin: &[u64], data: &[u8], old: Option<(u64, u32)>) -> Result<()> {
+    if let Some((size, mask)) = old {
+        if mask != 0 && size == data.len() as u64 {
+            let mut longer = Vec::new();
+            crate::mem::reserve_total(&mut longer, data.len() + 1, || format!("chunk at {origin:?}"))?;
+            longer.extend_from_slice(data);
+            longer.push(0);
+            write_raw_chunk(l, dset, origin, 0, &longer)
+                .map_err(|e| crate::error::Error::new(e.kind, format!("chunk at {origin:?} (filter mask {mask:#x}): storing it reallocated, to clear its mask: {}", e.message)))?;
+            return write_raw_chunk(l, dset, origin, 0, data).map_err(|e| {
+                crate::error::Error::new(
+                    e.kind,
+                    format!("chunk at {origin:?}: {} (it was stored one byte longer just before, to clear its filter mask {mask:#x}: it does not read back)", e.message),
+                )
+            });
+        }
+    }
+    write_raw_chunk(l, dset, origin, 0, data)
+}
+
+/// Before a write through `H5Dwrite` of the chunks whose first elements are `origins`
+/// (`n` coordinates each, any order, duplicates allowed; `chunk`: the chunk shape, `dims`
+/// the extent): find the stored ones with a non-zero filter mask and store them again
+/// decoded and re-encoded with every filter, mask 0 (see the module docs); `Unsupported`,
+/// nothing written, when there is one and vh5 does not encode the pipeline. `itemsize`:
+/// bytes of one element in the file. Returns the number of chunks re-stored.
+pub fn unmask_chunks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, dims: &[u64], itemsize: usize, origins: &[u64]) -> Result<u64> {
+    let Some(chunk) = layout.chunk.as_deref() else { return Ok(0) };
+    if layout.filters.is_empty() {
+        return Ok(0);
+    }
+    let n = chunk.len();
+    flush_dataset(l, dset)?;
+    let fsize = crate::hdf5::chunk::file_size(l, dset)?;
+    let mut seen = std::collections::HashSet::new();
+    let mut masked: Vec<(&[u64], Vec<u8>, u32)> = Vec::new();
+    for origin in origins.chunks_exact(n) {
+        if !seen.insert(origin) || (layout.dont_filter_partial && is_partial_edge(origin, chunk, dims)) {
+            continue;
+        }
+        let ChunkState::Stored { size } = chunk_state(l, dset, origin) else { continue };
+        if size > fsize {
+            continue; // libhdf5 reads it and fails with its reason
+        }
+        let mut b = Vec::new();
+        if let Some(mask) = read_raw_chunk(l, dset, origin, size, &mut b)?.filter(|&m| m != 0) {
+            masked.push((origin, b, mask));
+        }
+    }
+    let Some((first, _, mask)) = masked.first() else { return Ok(0) };
+    let Some(filters) = vh5_pipeline(&layout.filters) else {
+        let names: Vec<String> = layout.filters.iter().map(|f| crate::hdf5::filter_support::filter_name(f.id)).collect();
+        let coord: Vec<u64> = first.iter().zip(chunk).map(|(o, c)| o / c).collect();
+        bail!(
+            Unsupported,
+            "dataset {}: chunk {coord:?} (dataset offset {first:?}) is stored with filter mask {mask:#x} (some filters of the pipeline [{}] skipped){}: \
+             vh5 does not encode this pipeline itself, and libhdf5 would store the rewritten chunk with every filter applied but keep the stale mask \
+             when its stored size is unchanged (no reader could decode it): the write is refused, nothing was written",
+            dataset_name(l, dset),
+            names.join(", "),
+            if masked.len() > 1 { format!(", as are {} more chunks this write touches", masked.len() - 1) } else { String::new() }
+        );
+    };
+    let chunk_bytes = chunk.iter().product::<u64>() as usize * itemsize;
+    let (mut dec, mut enc) = (Decoder::default(), Encoder::default());
+    let count = masked.len() as u64;
+    for (origin, mut b, mask) in masked {
+        let old = (b.len() as u64, mask);
+        dec.decode_checked(&filters, mask, &mut b, chunk_bytes)
+            .map_err(|e| crate::error::Error::new(e.kind, format!("chunk at {origin:?} (filter mask {mask:#x}): {}: the chunk is corrupted", e.message)))?;
+        if b.len() != chunk_bytes {
+            bail!(Hdf5, "chunk at {origin:?} (filter mask {mask:#x}): its filters decode to {} bytes, the chunk holds {chunk_bytes}: the chunk is corrupted", b.len());
+        }
+        enc.encode(&filters, &mut b).map_err(|m| err!(Hdf5, "chunk at {origin:?}: {m}"))?;
+        store_unmasked(l, dset, origin, &b, Some(old))?;
+        forget_last_lookup(l, dset, origin, chunk);
+    }
+    Ok(count)
+}
+
+/// The first elements of the chunks (shape `chunk`) a hyperslab `start`, `step`, `count`
+/// touches, appended to `out` (`n` coordinates each).
+pub fn touched_chunks(start: &[u64], step: &[u64], count: &[u64], chunk: &[u64], out: &mut Vec<u64>) {
+    let n = start.len();
+    // Per axis, the chunk indices the row's elements fall in (ascending, distinct).
+    let axes: Vec<Vec<u64>> = (0..n)
+        .map(|j| {
+            let mut v: Vec<u64> = Vec::new();
+            if step[j] >= chunk[j] {
+                v.extend((0..count[j]).map(|k| (start[j] + k * step[j]) / chunk[j]));
+            } else if count[j] > 0 {
+                let last = start[j] + (count[j] - 1) * step[j];
+                v.extend(start[j] / chunk[j]..=last / chunk[j]);
+            }
+            v.dedup();
+            v
+        })
+        .collect();
+    let lens: Vec<u64> = axes.iter().map(|a| a.len() as u64).collect();
+    super::merge::for_each_index(&lens, |idx| out.extend((0..n).map(|j| axes[j][idx[j] as usize] * chunk[j])));
+}
+
+/// Make libhdf5 forget its one-entry cache of the last chunk it looked up in `dset`'s index
+/// (`H5D_rdcc_t::last`). `H5Dwrite_chunk` fills that entry with the chunk's new address and
+/// size but the chunk's OLD filter mask (libhdf5 1.10 .. 1.14: `H5D__chunk_direct_write`
+/// caches before it sets the new mask), so a chunk that had a non-zero mask is read (by
+/// `H5Dread`, `H5Dread_chunk`, a partial `H5Dwrite`) with that mask through every id of the
+/// dataset in this process until another chunk is looked up. `origin`: the chunk stored last
+/// (shape `chunk`); a lookup (`H5Dget_chunk_storage_size`, ~2 us) of a neighbouring chunk of
+/// the maximal grid replaces the entry (the lookup of a chunk outside the maximal extent is
+/// only made when there is no other chunk: single-chunk and B-tree indexes, where it is a
+/// plain miss). Lock held; failures are ignored (the stack cleared).
+pub fn forget_last_lookup(l: &H5Lock, dset: hid_t, origin: &[u64], chunk: &[u64]) {
+    // SAFETY: valid dataset id (checked by the caller); lock held.
+    let Ok(space) = crate::hdf5::handle::Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_space(dset) }, "H5Dget_space") else {
+        crate::hdf5::error::clear_stack(l);
+        return;
+    };
+    let Ok((_, max)) = crate::hdf5::hyperslab::space_dims(l, space.id()) else {
+        crate::hdf5::error::clear_stack(l);
+        return;
+    };
+    let mut alt = origin.to_vec();
+    if let Some(j) = (0..alt.len()).find(|&j| alt[j].saturating_add(chunk[j]) < max[j]) {
+        alt[j] += chunk[j];
+    } else if let Some(j) = (0..alt.len()).find(|&j| alt[j] >= chunk[j]) {
+        alt[j] -= chunk[j];
+    } else if let Some(a) = alt.first_mut() {
+        *a = a.saturating_add(chunk[0]);
+    }
+    let _ = chunk_state(l, dset, &alt);
+    crate::hdf5::error::clear_stack(l);
+}
