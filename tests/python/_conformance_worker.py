@@ -31,6 +31,13 @@ import numpy as np
 SENTINEL = 0xA5
 
 
+def peak_rss_kb():
+    """This process's peak RSS in KiB (VmHWM: getrusage's ru_maxrss carries over the RSS of
+    the process that spawned it)."""
+    with open("/proc/self/status") as f:
+        return int(next(line for line in f if line.startswith("VmHWM:")).split()[1])
+
+
 def make_dst(dtype, shape, layout):
     """A destination of `shape` and `layout` (C, F, stepped, reversed), every byte SENTINEL."""
     shape = tuple(shape)
@@ -325,7 +332,7 @@ def main():
             else:
                 r = run_task(vh5, t, scratch)
             r["id"] = t["id"]
-            r["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # peak so far: finds a task that grew
+            r["maxrss_kb"] = peak_rss_kb()  # peak so far: finds a task that grew
             out.write(json.dumps(r) + "\n")
             out.flush()
 

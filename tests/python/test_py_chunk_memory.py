@@ -1,7 +1,8 @@
 """Memory bound of reads of big compressed chunks: the extra memory of a call stays within
 (threads + 1) x the decoded chunk size (+ O(rows)), whatever the number of chunks (it was
 ~7 chunks with 2 threads: queued jobs and recycled buffers each held a whole chunk). Peak RSS
-is measured in a child process (getrusage ru_maxrss, before and after the read)."""
+is measured in a child process (its VmHWM, before and after the read: getrusage's ru_maxrss
+carries over the RSS of the process that spawned it, which can hide the read's growth)."""
 
 import os
 import subprocess
@@ -18,7 +19,7 @@ NCHUNKS = 8
 
 CHILD = textwrap.dedent(
     """
-    import resource, sys
+    import sys
     import numpy as np
     import vh5
     path, threads = sys.argv[1], int(sys.argv[2])
@@ -29,10 +30,12 @@ CHILD = textwrap.dedent(
     src = np.array([[k * {rows} + 5, 7] for k in range({n})] * 2, np.uint64)
     dst = np.array([[k, 0] for k in range(2 * {n})], np.uint64)
     cnt = np.tile(np.array([[1, 4]], np.uint64), (2 * {n}, 1))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    def hwm():
+        return int([l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0].split()[1])
+    before = hwm()
     vh5.read_many_slices(d, out, src, dst, cnt)
     assert (out == 1.5).all()
-    print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    print(before, hwm())
     """
 ).format(n=NCHUNKS, rows=CHUNK_ROWS)
 
