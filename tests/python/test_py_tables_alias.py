@@ -9,13 +9,10 @@ anything is written: every call gives the result of the same call with copies of
 in every planner mode, and nothing outside ``dst`` changes.
 """
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import vh5
+from _testkit import run_planner_child
 from _tmpdirs import module_tmp
 
 h5py = pytest.importorskip("h5py")
@@ -76,20 +73,7 @@ def test_read_tables_inside_destination_are_read_before_any_write(planner):
             f.create_dataset("contiguous", data=data)
             f.create_dataset("chunked", data=data, chunks=(2,))
             f.create_dataset("gzip", data=data, chunks=(2,), compression="gzip")
-    here = os.path.dirname(os.path.abspath(__file__))
-    pkg = os.path.dirname(os.path.dirname(vh5.__file__))
-    env = dict(
-        os.environ,
-        VH5_PLANNER=planner,
-        PYTHONPATH=os.pathsep.join(filter(None, [here, pkg, os.environ.get("PYTHONPATH")])),
-    )
-    r = subprocess.run(
-        [sys.executable, "-c", CHILD, str(p)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = run_planner_child(CHILD, [p], planner)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
 
 

@@ -7,42 +7,16 @@ vh5 now refuses it, naming the dataset, the chunk, the mask and both sizes; chun
 right size read as h5py reads them. Every planner, in child processes."""
 
 import json
-import os
-import subprocess
-import sys
 
 import h5py
 import numpy as np
 import pytest
+from _testkit import fletcher32, run_planner_child
 from _tmpdirs import module_tmp
 
 TMP = module_tmp("vh5_unencoded_")
 A = np.arange(100, dtype="<i4").reshape(10, 10)
 F32 = (np.arange(100, dtype="<f4") / 4).reshape(10, 10)
-
-
-def _fletcher32(data: bytes) -> bytes:
-    """libhdf5's H5_checksum_fletcher32 (16-bit big-endian words), as stored after the data."""
-    s1 = s2 = 0
-    n, i = len(data), 0
-    words = n // 2
-    while words:
-        blk = min(words, 360)
-        words -= blk
-        for _ in range(blk):
-            s1 += (data[i] << 8) | data[i + 1]
-            s2 += s1
-            i += 2
-        s1 = (s1 & 0xFFFF) + (s1 >> 16)
-        s2 = (s2 & 0xFFFF) + (s2 >> 16)
-    if n % 2:
-        s1 += data[i] << 8
-        s2 += s1
-        s1 = (s1 & 0xFFFF) + (s1 >> 16)
-        s2 = (s2 & 0xFFFF) + (s2 >> 16)
-    s1 = (s1 & 0xFFFF) + (s1 >> 16)
-    s2 = (s2 & 0xFFFF) + (s2 >> 16)
-    return ((s2 << 16) | s1).to_bytes(4, "little")
 
 
 def _szip_ok():
@@ -63,8 +37,8 @@ def _cases():
         "so_long": ([so_int], "<i4", raw + b"\0" * 8, True),
         "so_exact": ([so_int], "<i4", raw, False),
         "shuffle_so_short": ([shuffle, so_int], "<i4", raw[:396], True),
-        "so_fletcher_exact": ([so_int, fletcher], "<i4", raw + _fletcher32(raw), False),
-        "so_fletcher_short": ([so_int, fletcher], "<i4", raw[:396] + _fletcher32(raw[:396]), True),
+        "so_fletcher_exact": ([so_int, fletcher], "<i4", raw + fletcher32(raw), False),
+        "so_fletcher_short": ([so_int, fletcher], "<i4", raw[:396] + fletcher32(raw[:396]), True),
         "so_fletcher_unchecked": ([so_int, fletcher], "<i4", raw, True),
         "sof_short": ([so_f], "<f4", fraw[:200], True),
         "sof_exact": ([so_f], "<f4", fraw, False),
@@ -113,15 +87,7 @@ print(json.dumps(out))
 @pytest.mark.parametrize("planner", ["auto", "chunks", "rows"])
 def test_unencoded_chunk_of_another_size_is_refused(path, planner):
     cases = _cases()
-    env = dict(os.environ, VH5_PLANNER=planner)
-    here = os.path.dirname(os.path.abspath(__file__))
-    p = subprocess.run(
-        [sys.executable, "-c", CHILD, path, json.dumps(sorted(cases))],
-        env=env,
-        cwd=here,
-        capture_output=True,
-        text=True,
-    )
+    p = run_planner_child(CHILD, [path, json.dumps(sorted(cases))], planner)
     assert p.returncode == 0, p.stderr
     got = json.loads(p.stdout.strip().splitlines()[-1])
     with h5py.File(path, "r") as h:

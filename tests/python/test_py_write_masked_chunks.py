@@ -13,14 +13,12 @@ the three chunk indexes libhdf5 1.10 reads (v1 B-tree, fixed array, extensible a
 writes and writes through H5Dwrite (convert=True), every planner (child processes)."""
 
 import itertools
-import os
-import subprocess
-import sys
 import zlib
 
 import numpy as np
 import pytest
 import vh5  # noqa: E402
+from _testkit import fletcher32, run_planner_child  # noqa: E402
 from _tmpdirs import module_tmp  # noqa: E402
 
 h5py = pytest.importorskip("h5py")
@@ -41,26 +39,6 @@ INDEXES = {
 }
 
 
-def _fletcher32(data: bytes) -> bytes:
-    # libhdf5's H5_checksum_fletcher32: 16-bit big-endian words, sums folded every 360 words
-    s1 = s2 = 0
-    n, i, words = len(data), 0, len(data) // 2
-    while words:
-        blk = min(words, 360)
-        words -= blk
-        for _ in range(blk):
-            s1 += (data[i] << 8) | data[i + 1]
-            s2 += s1
-            i += 2
-        s1, s2 = (s1 & 0xFFFF) + (s1 >> 16), (s2 & 0xFFFF) + (s2 >> 16)
-    if n % 2:
-        s1 += data[i] << 8
-        s2 += s1
-        s1, s2 = (s1 & 0xFFFF) + (s1 >> 16), (s2 & 0xFFFF) + (s2 >> 16)
-    s1, s2 = (s1 & 0xFFFF) + (s1 >> 16), (s2 & 0xFFFF) + (s2 >> 16)
-    return ((s2 << 16) | s1).to_bytes(4, "little")
-
-
 def _encode(d, raw: bytes, mask: int) -> bytes:
     """The stored bytes of a chunk of `d` with the filters of `mask` skipped (pipeline order
     read from the dataset's creation property list)."""
@@ -75,7 +53,7 @@ def _encode(d, raw: bytes, mask: int) -> bytes:
         elif fid == h5py.h5z.FILTER_DEFLATE:
             b = zlib.compress(b, cd[0] if cd else 6)
         elif fid == h5py.h5z.FILTER_FLETCHER32:
-            b = b + _fletcher32(b)
+            b = b + fletcher32(b)
         else:
             raise AssertionError(f"filter {fid}")
     return b
@@ -201,16 +179,7 @@ def test_planners_write_masked_chunks(planner):
     """Many rows, one per chunk, 16 chunks with every mask of shuffle+gzip+fletcher32."""
     p = TMP / f"planner-{planner}.h5"
     a = make(p, (40, 40), (10, 10), "shuffle+gzip+fletcher32", "btree-v1", masks=lambda i: i % 8)
-    here = os.path.dirname(os.path.abspath(__file__))
-    pkg = os.path.dirname(os.path.dirname(vh5.__file__))
-    env = dict(
-        os.environ,
-        VH5_PLANNER=planner,
-        PYTHONPATH=os.pathsep.join(filter(None, [here, pkg, os.environ.get("PYTHONPATH")])),
-    )
-    r = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(p)], env=env, capture_output=True, text=True, timeout=120, cwd=here
-    )
+    r = run_planner_child(_CHILD, [p], planner, timeout=120)
     assert r.returncode == 0, r.stderr[-1500:]
     exp = a.copy()
     for i in range(0, 40, 10):
