@@ -132,28 +132,6 @@ pub fn unmask_chunks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, dims: &[u64]
     Ok(count)
 }
 
-/// The first elements of the chunks (shape `chunk`) a hyperslab `start`, `step`, `count`
-/// touches, appended to `out` (`n` coordinates each).
-pub fn touched_chunks(start: &[u64], step: &[u64], count: &[u64], chunk: &[u64], out: &mut Vec<u64>) {
-    let n = start.len();
-    // Per axis, the chunk indices the row's elements fall in (ascending, distinct).
-    let axes: Vec<Vec<u64>> = (0..n)
-        .map(|j| {
-            let mut v: Vec<u64> = Vec::new();
-            if step[j] >= chunk[j] {
-                v.extend((0..count[j]).map(|k| (start[j] + k * step[j]) / chunk[j]));
-            } else if count[j] > 0 {
-                let last = start[j] + (count[j] - 1) * step[j];
-                v.extend(start[j] / chunk[j]..=last / chunk[j]);
-            }
-            v.dedup();
-            v
-        })
-        .collect();
-    let lens: Vec<u64> = axes.iter().map(|a| a.len() as u64).collect();
-    super::merge::for_each_index(&lens, |idx| out.extend((0..n).map(|j| axes[j][idx[j] as usize] * chunk[j])));
-}
-
 /// Make libhdf5 forget its one-entry cache of the last chunk it looked up in `dset`'s index
 /// (`H5D_rdcc_t::last`). `H5Dwrite_chunk` fills that entry with the chunk's new address and
 /// size but the chunk's OLD filter mask (libhdf5 1.10 .. 1.14: `H5D__chunk_direct_write`

@@ -132,7 +132,7 @@ pub(super) fn report(e: Error, what: &str, written: &[u32], total: &[u32]) -> Er
 }
 
 /// Call `f` with every index `t` (C order) of a block of `count` elements per axis.
-pub(super) fn for_each_index(count: &[u64], mut f: impl FnMut(&[u64])) {
+fn for_each_index(count: &[u64], mut f: impl FnMut(&[u64])) {
     let n = count.len();
     if count.contains(&0) {
         return;

@@ -122,10 +122,13 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
         _ => {
             if let Some(chunk) = layout.chunk.as_deref().filter(|_| !layout.filters.is_empty()) {
                 // Masked chunks the rows reach, re-stored unmasked (or the write refused) first.
+                let grid = ChunkGrid::new(&dshape, chunk)?;
                 let mut origins = Vec::new();
                 for i in 0..table.nslices {
-                    if let Some(r) = row_named(table, i, &src.layout.shape, &dshape, clip, NAMES)? {
-                        super::masked::touched_chunks(&r.dst_start[..n], &r.dst_step[..n], &r.count[..n], chunk, &mut origins);
+                    if let Some(r) = row_named(table, i, &src.layout.shape, &dshape, clip, NAMES)?.filter(|r| !r.count[..n].contains(&0)) {
+                        grid.for_each_piece(&r.dst_start[..n], &r.count[..n], &r.dst_step[..n], |p| {
+                            origins.extend(p.chunk_coord.iter().zip(chunk).map(|(c, s)| c * s));
+                        });
                     }
                 }
                 super::masked::unmask_chunks(l, dset, &layout, &dshape, finfo.file_itemsize, &origins)?;
