@@ -403,12 +403,25 @@ class File(Handle, _Navigation):
 
     def close(self) -> None:
         """Close the file and every :class:`vh5.Dataset` opened through this File object
-        (idempotent). Using those datasets afterwards raises :class:`vh5.InvalidHandleError`."""
+        (idempotent). Using those datasets afterwards raises :class:`vh5.InvalidHandleError`.
+
+        Every dataset and the file are closed even when one close fails (e.g. a read-write
+        file whose flush hits a full disk): the File and its datasets are closed afterwards
+        either way, and the first failure is raised."""
+        first = None
         children = getattr(self, "_children", None)
         if children is not None:
             for d in list(children):
-                d._close_with_file()
-        super().close()
+                try:
+                    d._close_with_file()
+                except Exception as e:  # noqa: BLE001 - re-raised below, after the file's close
+                    first = first or e
+        try:
+            super().close()
+        except Exception as e:  # noqa: BLE001
+            first = first or e
+        if first is not None:
+            raise first
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
