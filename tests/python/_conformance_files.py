@@ -55,6 +55,9 @@ LZF_ID = 32000
 UNREG_ID = 40000  # no filter of this id exists in either libhdf5 (HDF5_PLUGIN_PATH is emptied)
 #: feature of cases whose pipeline no libhdf5 decodes reliably (see unreliable_pipeline)
 UNRELIABLE = "filter: pipeline libhdf5 cannot decode reliably (scaleoffset / nbit / szip)"
+#: feature of cases (besides UNRELIABLE) whose pipeline has a pass-through nbit / scaleoffset
+#: between filters: libhdf5 < 2.2.0 reads its chunks scrambled, 2.2.0 reads them right
+PASSTHROUGH_BETWEEN = "filter: pass-through nbit / scaleoffset between filters (libhdf5 < 2.2 reads it scrambled)"
 #: feature of write cases whose pipeline libhdf5 < 2.2.0 stores cut short (see cut_pipeline)
 CUT_WRITES = "filter: pass-through nbit after deflate (libhdf5 < 2.2 writes chunks cut short)"
 

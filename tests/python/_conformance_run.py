@@ -178,7 +178,8 @@ def build_one(k, spec, workdir, reads_per_spec=3):
     shape = tuple(spec["resize"] or spec["shape"])
     m = C.native_mask(spec["type"])
     mask = None if m is None else m.tobytes()
-    bad = [C.UNRELIABLE] if spec["layout"] == "chunked" and C.unreliable_pipeline(path) else []
+    why = C.unreliable_pipeline(path) if spec["layout"] == "chunked" else None
+    bad = [C.UNRELIABLE] + ([C.PASSTHROUGH_BETWEEN] if "libhdf5 < 2.2.0" in why else []) if why else []
     cut = [C.CUT_WRITES] if spec["layout"] == "chunked" and not bad and C.cut_pipeline(path) else []
     out = []
     if 0 in shape:
