@@ -231,10 +231,13 @@ def test_edge_chunks_fit_where_whole_chunks_do_not():
     chunks of 64,800 decoded bytes (6.4 MB) of which 216 or fewer lie inside the dataset
     (19 KB in all). A 64 KiB cache keeps every chunk's in-extent box: the second whole read
     is served from it (before, no chunk was kept: the whole chunks never fit). More than
-    16,384 chunks: the cached gather declines and the planner scatters every hit."""
+    16,384 chunks: the cached gather declines and the planner scatters every hit (through
+    the chunk index's spans)."""
     for shape, chunks, cap, nchunks in [
         ((3, 20, 40), (900, 3, 3), 64 << 10, 7 * 14),
-        ((2, 130, 130), (5, 1, 1), 300 << 10, 130 * 130),
+        # 17,000 chunks; the last along axis 2 holds 1 of 4 columns (strides of the box
+        # differ from the chunk's on axis 1): entries 1,040,000 bytes, whole chunks 1,088,000.
+        ((1000, 2, 65), (1, 2, 4), 1_060_000, 1000 * 17),
     ]:
         rng = np.random.default_rng(5)
         data = rng.standard_normal(shape)
