@@ -16,15 +16,54 @@
 //!   without SWMR (nothing in this process can change them: extent fixed, so the linear
 //!   index is stable); vh5's writes and `vh5_close` clear it anyway ([`ChunkCache::clear`]).
 //!   What another process writing the file leaves stale is in docs/ARCHITECTURE.md.
+//! - **Entries hold the chunk's box inside the dataset's extent** (`plan::ChunkGrid::chunk_extent`): per
+//!   axis `min(chunk, extent - origin)` elements, C order, compact, counted in the bound as
+//!   those bytes. Interior chunks are the whole decoded chunk (moved in, no copy); a partial
+//!   edge chunk is copied out of its decoded chunk ([`trim_to_box`]: a copy of its in-extent
+//!   bytes only). A (3, 74, 3944) dataset in (900, 3, 3) chunks holds 216 of each chunk's
+//!   64,800 decoded bytes inside its extent: its whole 7 MB fits the default bound, where
+//!   whole chunks (2.1 GB) never did. Every reader of an entry takes its strides from the
+//!   box ([`entry_bytes`] is the length an entry must have; one of another length is treated
+//!   as a miss). The bound counts these bytes only, not the per-entry bookkeeping (~140
+//!   bytes an entry, measured: key, list links, `Arc` and `Vec` headers, allocator rounding).
 
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
 
+use crate::engine::copy::{copy_strided_runs, dense_strides};
+use crate::geometry::MAX_RANK;
+
 /// Default bound of [`ChunkCache`]: 16 MiB of decoded chunks per open dataset (HDF5 2.0's
 /// default chunk cache is 8 MiB, h5py's documentation suggests raising it for repeated reads).
 pub const DEFAULT_CACHE_BYTES: u64 = 16 << 20;
+
+/// Bytes of a cache entry whose box is `boxed` (elements per axis) of `itemsize`-byte items:
+/// the length every entry of that chunk must have (saturates instead of overflowing).
+pub fn entry_bytes(boxed: &[u64], itemsize: usize) -> u64 {
+    boxed.iter().fold(itemsize as u64, |a, &b| a.saturating_mul(b))
+}
+
+/// Copy the box `boxed` (elements per axis, each at most `chunk`'s; the box starts at the
+/// chunk's first element) of the decoded whole chunk `decoded` (C order over `chunk`,
+/// `itemsize`-byte items) into a new compact C-order buffer: a partial edge chunk's cache
+/// entry. Copies the box's bytes only. `NoMemory` when the buffer cannot be allocated,
+/// `OutOfBounds` when `decoded` is shorter than `chunk` says.
+pub fn trim_to_box(decoded: &[u8], chunk: &[u64], boxed: &[u64], itemsize: usize) -> crate::error::Result<Vec<u8>> {
+    let n = chunk.len();
+    let total = usize::try_from(entry_bytes(&boxed[..n], itemsize)).map_err(|_| err!(NoMemory, "chunk box {:?} does not fit in memory", &boxed[..n]))?;
+    let mut out = Vec::new();
+    crate::mem::resize_zeroed(&mut out, total, || format!("cache entry of chunk box {:?} ({total} bytes)", &boxed[..n]))?;
+    let (mut cs, mut bs, mut counts) = ([0isize; MAX_RANK], [0isize; MAX_RANK], [0usize; MAX_RANK]);
+    dense_strides(chunk, itemsize, &mut cs[..n]);
+    dense_strides(&boxed[..n], itemsize, &mut bs[..n]);
+    for (c, &b) in counts.iter_mut().zip(&boxed[..n]) {
+        *c = b as usize;
+    }
+    copy_strided_runs(decoded, 0, &cs[..n], &mut out, 0, &bs[..n], &counts[..n], itemsize)?;
+    Ok(out)
+}
 
 /// Identity of a decoded chunk (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,6 +264,52 @@ mod tests {
 
     fn k(chunk: u64) -> CacheKey {
         CacheKey { chunk, form: 0, unit: 8 }
+    }
+
+    /// A decoded chunk of `chunk` whose element at C index i holds i (u16, little-endian).
+    fn numbered(chunk: &[u64]) -> Vec<u8> {
+        (0..chunk.iter().product::<u64>() as u16).flat_map(u16::to_le_bytes).collect()
+    }
+
+    #[test]
+    fn trim_to_box_keeps_the_in_extent_box_in_c_order() {
+        // 3-D chunk (4, 3, 5) of which (2, 3, 1) lies inside the dataset.
+        let chunk = [4, 3, 5];
+        let got = trim_to_box(&numbered(&chunk), &chunk, &[2, 3, 1], 2).unwrap();
+        let want: Vec<u8> = [0u16, 5, 10, 15, 20, 25].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(got, want);
+        assert_eq!(got.len() as u64, entry_bytes(&[2, 3, 1], 2));
+        // The whole chunk's box is the chunk; 1-D and a 1-element box.
+        assert_eq!(trim_to_box(&numbered(&[6]), &[6], &[6], 2).unwrap(), numbered(&[6]));
+        assert_eq!(trim_to_box(&numbered(&[6]), &[6], &[4], 2).unwrap(), numbered(&[4]));
+        assert_eq!(trim_to_box(&numbered(&[2, 2, 2, 2]), &[2, 2, 2, 2], &[1, 1, 1, 1], 2).unwrap(), vec![0, 0]);
+        // (900, 3, 3) chunks of a (3, 74, 3944) dataset: 216 of 64,800 bytes.
+        let big = vec![7u8; 900 * 9 * 8];
+        assert_eq!(trim_to_box(&big, &[900, 3, 3], &[3, 3, 3], 8).unwrap().len(), 216);
+        // A decoded chunk shorter than its shape says: refused, no panic.
+        assert!(trim_to_box(&[0u8; 10], &[4, 3], &[2, 3], 2).is_err());
+    }
+
+    #[test]
+    fn trim_to_box_matches_an_element_by_element_oracle() {
+        // Every box of every chunk shape up to 3 x 3 x 3.
+        for chunk in (1..=27u64).map(|i| [1 + (i - 1) / 9, 1 + (i - 1) / 3 % 3, 1 + (i - 1) % 3]) {
+            let dec = numbered(&chunk);
+            for b in (0..chunk.iter().product::<u64>()).map(|i| [1 + i / (chunk[1] * chunk[2]), 1 + i / chunk[2] % chunk[1], 1 + i % chunk[2]]) {
+                let mut want: Vec<u8> = Vec::new();
+                for (x, y, z) in (0..b[0]).flat_map(|x| (0..b[1]).flat_map(move |y| (0..b[2]).map(move |z| (x, y, z)))) {
+                    want.extend_from_slice(&(((x * chunk[1] + y) * chunk[2] + z) as u16).to_le_bytes());
+                }
+                assert_eq!(trim_to_box(&dec, &chunk, &b, 2).unwrap(), want, "chunk {chunk:?} box {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn entry_bytes_saturates() {
+        assert_eq!(entry_bytes(&[3, 3, 3], 8), 216);
+        assert_eq!(entry_bytes(&[], 8), 8);
+        assert_eq!(entry_bytes(&[u64::MAX, 2], 8), u64::MAX);
     }
 
     #[test]

@@ -123,11 +123,25 @@ impl ChunkGrid {
             out[j] = coord[j] * self.chunk[j];
         }
     }
-    /// Extents of the chunk at `coord`, clipped to the dataset (into `out`).
+    /// Extents of the chunk at `coord`, clipped to the dataset (into `out`): per axis
+    /// `min(chunk, shape - origin)`, the shape of its decoded-chunk cache entry
+    /// (`hdf5::chunk_cache`).
     pub fn chunk_extent(&self, coord: &[u64], out: &mut [u64]) {
         for j in 0..self.ndim() {
             out[j] = self.chunk[j].min(self.shape[j] - coord[j] * self.chunk[j]);
         }
+    }
+    /// [`ChunkGrid::chunk_extent`] of the chunk with C-order linear index `linear`.
+    pub fn linear_extent(&self, linear: u64, out: &mut [u64]) {
+        self.chunk_coord(linear, out);
+        for ((o, &c), &s) in out.iter_mut().zip(&self.chunk).zip(&self.shape) {
+            *o = c.min(s - *o * c);
+        }
+    }
+    /// Whether the chunk of extent `extent` ([`ChunkGrid::chunk_extent`]) reaches past the
+    /// dataset on some axis (a partial edge chunk).
+    pub fn is_partial(&self, extent: &[u64]) -> bool {
+        extent != self.chunk.as_slice()
     }
 
     /// Call `f` for every chunk the selection `start`/`count`/`step` (per axis, elements; the
@@ -217,6 +231,29 @@ mod tests {
         v.clear();
         axis_pieces(7, 0, 1, 4, |p| v.push(p));
         assert!(v.is_empty());
+    }
+
+    #[test]
+    fn edge_chunk_boxes_clip_to_the_extent() {
+        // (3, 74, 3944) in (900, 3, 3) chunks: every chunk is partial on axis 0.
+        let g = ChunkGrid::new(&[3, 74, 3944], &[900, 3, 3]).unwrap();
+        let mut e = [0u64; 3];
+        g.linear_extent(0, &mut e);
+        assert_eq!((e, g.is_partial(&e)), ([3, 3, 3], true));
+        // The last chunk: 74 = 24 * 3 + 2, 3944 = 1314 * 3 + 2.
+        g.linear_extent(g.nchunks().unwrap() - 1, &mut e);
+        assert_eq!(e, [3, 2, 2]);
+        let g = ChunkGrid::new(&[10, 7], &[4, 3]).unwrap();
+        let mut e = [0u64; 2];
+        for linear in 0..9 {
+            let mut c = [0u64; 2];
+            g.chunk_coord(linear, &mut c);
+            let mut want = [0u64; 2];
+            g.chunk_extent(&c, &mut want);
+            g.linear_extent(linear, &mut e);
+            assert_eq!(e, want);
+            assert_eq!(g.is_partial(&e), c[0] == 2 || c[1] == 2, "chunk {c:?}");
+        }
     }
 
     #[test]

@@ -22,9 +22,10 @@ use std::ops::ControlFlow;
 use super::options::num_threads;
 use super::rows::Ctx;
 use super::stats::ReadStats;
+use crate::engine::copy::dense_strides;
 use crate::error::Result;
 use crate::geometry::{axis_stride, row_counts, row_steps, validated_row_counts, SliceTable, MAX_RANK};
-use crate::hdf5::chunk_cache::{CacheKey, ChunkCache, Locked};
+use crate::hdf5::chunk_cache::{entry_bytes, CacheKey, ChunkCache, Locked};
 use crate::hdf5::lock::{released, H5Lock};
 use crate::plan::grid::ChunkGrid;
 
@@ -122,16 +123,12 @@ enum Stop {
 fn copy_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, (cache, form): (&Locked<'_>, (u8, usize)), slots: &mut [u32], found: &mut Vec<u64>) -> Result<Option<usize>> {
     let n = grid.ndim();
     let itemsize = ctx.itemsize;
-    let chunk_bytes = grid.chunk().iter().product::<u64>().saturating_mul(itemsize as u64);
-    let mut cstr = [0isize; MAX_RANK];
-    let mut acc = itemsize as isize;
-    for j in (0..n).rev() {
-        cstr[j] = acc;
-        acc *= grid.chunk()[j] as isize;
-    }
     let (mut count, mut ss, mut ds) = ([0u64; MAX_RANK], [1u64; MAX_RANK], [1u64; MAX_RANK]);
     let (mut sst, mut dst, mut cnt, mut at) = ([0isize; MAX_RANK], [0isize; MAX_RANK], [0usize; MAX_RANK], [0u64; MAX_RANK]);
-    let mut bufs: Vec<&[u8]> = Vec::new();
+    let mut boxed = [0u64; MAX_RANK];
+    // Per chunk found: its entry and the entry's strides (C order over the chunk's box
+    // inside the dataset, see `hdf5::chunk_cache`).
+    let mut bufs: Vec<(&[u8], [isize; MAX_RANK])> = Vec::new();
     for i in 0..table.nslices {
         if !validated_row_counts(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip, &mut count[..n])? {
             continue;
@@ -142,14 +139,18 @@ fn copy_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, (cache, form): (&L
             let linear = grid.linear_index(p.chunk_coord);
             let slot = &mut slots[linear as usize];
             if *slot == 0 {
-                let Some(b) = cache.peek(&CacheKey { chunk: linear, form: form.0, unit: form.1 }).filter(|b| b.len() as u64 == chunk_bytes) else {
+                grid.chunk_extent(p.chunk_coord, &mut boxed[..n]);
+                let want = entry_bytes(&boxed[..n], itemsize);
+                let Some(b) = cache.peek(&CacheKey { chunk: linear, form: form.0, unit: form.1 }).filter(|b| b.len() as u64 == want) else {
                     return ControlFlow::Break(Stop::Miss);
                 };
-                bufs.push(b);
+                let mut cstr = [0isize; MAX_RANK];
+                dense_strides(&boxed[..n], itemsize, &mut cstr[..n]);
+                bufs.push((b, cstr));
                 found.push(linear);
                 *slot = bufs.len() as u32;
             }
-            let buf = bufs[*slot as usize - 1];
+            let (buf, cstr) = &bufs[*slot as usize - 1];
             let mut so = 0usize;
             for j in 0..n {
                 so += (p.src_start[j] - p.chunk_coord[j] * grid.chunk()[j]) as usize * cstr[j] as usize;

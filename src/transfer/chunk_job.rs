@@ -14,7 +14,7 @@ use crate::engine::copy::dense_strides;
 use crate::error::{Error, ErrorKind, Result};
 use crate::geometry::{axis_step, Row, SliceTable, MAX_RANK};
 use crate::hdf5::chunk::{chunk_state, read_raw_chunk, ChunkState};
-use crate::hdf5::chunk_cache::{CacheKey, ChunkCache};
+use crate::hdf5::chunk_cache::{entry_bytes, trim_to_box, CacheKey, ChunkCache};
 use crate::hdf5::chunk_index::{ChunkIndex, Entry};
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::{lock, H5Lock};
@@ -83,9 +83,12 @@ impl Shared<'_> {
     pub(super) fn process(&self, job: &mut Job, dec: &mut Decoder) -> Result<()> {
         let n = self.grid.ndim();
         if let Some(hit) = &job.hit {
-            let mut origin = [0u64; MAX_RANK];
-            self.grid.linear_origin(self.plan.groups[job.group].0, &mut origin[..n]);
-            return self.scatter(job.group, hit, &origin[..n], self.grid.chunk());
+            // (An entry holds the chunk's box inside the dataset: `chunk_cache`.)
+            let (mut origin, mut boxed) = ([0u64; MAX_RANK], [0u64; MAX_RANK]);
+            let linear = self.plan.groups[job.group].0;
+            self.grid.linear_origin(linear, &mut origin[..n]);
+            self.grid.linear_extent(linear, &mut boxed[..n]);
+            return self.scatter(job.group, hit, &origin[..n], &boxed[..n]);
         }
         let (coord, origin, extent) = self.origin_extent(job.group);
         if let (Some(e), Some(ix)) = (job.at.take(), self.index) {
@@ -99,10 +102,21 @@ impl Shared<'_> {
         };
         self.scatter(job.group, &job.buf, &origin[..n], dims)?;
         if let (Some(c), Some(k), Some(_)) = (self.cache, job.key, job.raw_mask) {
-            // Keep the decoded chunk (the job's buffer moves into the cache: no copy).
-            drop(c.insert(k, std::mem::take(&mut job.buf)));
+            // Keep the decoded chunk: an interior chunk's buffer moves into the cache (no
+            // copy); of a partial edge chunk only its box inside the dataset is copied out.
+            let entry = if self.grid.is_partial(&extent[..n]) { trim_to_box(&job.buf, self.grid.chunk(), &extent[..n], self.ctx.itemsize)? } else { std::mem::take(&mut job.buf) };
+            drop(c.insert(k, entry));
         }
         Ok(())
+    }
+
+    /// Length of the cache entry of the chunk with linear index `linear`: its box inside the
+    /// dataset in the memory type (`hdf5::chunk_cache`), bytes.
+    pub(super) fn entry_bytes(&self, linear: u64) -> u64 {
+        let n = self.grid.ndim();
+        let mut boxed = [0u64; MAX_RANK];
+        self.grid.linear_extent(linear, &mut boxed[..n]);
+        entry_bytes(&boxed[..n], self.ctx.itemsize)
     }
 
     /// Decode the stored bytes of the chunk at grid coordinates `coord` (its first element at
@@ -206,7 +220,7 @@ impl Fetcher<'_> {
         // decoded by vh5 are kept.
         let key = self.cache.map(|_| CacheKey { chunk: sh.plan.groups[g].0, form: self.form.0, unit: self.form.1 });
         if let (Some(c), Some(k), true) = (self.cache, &key, self.probe) {
-            if let Some(hit) = c.get(k) {
+            if let Some(hit) = c.get(k).filter(|b| b.len() as u64 == sh.entry_bytes(k.chunk)) {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 job.hit = Some(hit);
                 return Ok(job);

@@ -17,7 +17,7 @@ use super::rows::RawKind;
 use crate::codec::Decoder;
 use crate::error::{Error, Result};
 use crate::geometry::MAX_RANK;
-use crate::hdf5::chunk_cache::CacheKey;
+use crate::hdf5::chunk_cache::{trim_to_box, CacheKey};
 use crate::hdf5::chunk_index::{ChunkIndex, Entry};
 
 /// Chunks closer than this in the file are read with one `pread`, the bytes between them
@@ -69,13 +69,24 @@ pub(super) fn process_span(
             // Every lookup of the span under one lock; the hits are scattered after it.
             let (form, first) = (fetcher.form, groups.start);
             let keys = groups.clone().map(|g| CacheKey { chunk: sh.plan.groups[g].0, form: form.0, unit: form.1 });
+            // An entry holds the chunk's box inside the dataset (`chunk_cache`): one of
+            // another length is treated as a miss.
             let mut hits = std::mem::take(&mut s.hits);
-            c.get_each(keys, |i, b| hits.push((first + i, b)), |i| s.todo.push(entry(first + i)));
+            let mut stale = Vec::new();
+            let fits = |g: usize, b: &[u8]| b.len() as u64 == sh.entry_bytes(sh.plan.groups[g].0);
+            c.get_each(keys, |i, b| if fits(first + i, &b) { hits.push((first + i, b)) } else { stale.push(first + i) }, |i| s.todo.push(entry(first + i)));
+            if !stale.is_empty() {
+                s.todo.extend(stale.into_iter().map(entry));
+                s.todo.sort_unstable_by_key(|t| t.0);
+            }
             fetcher.hits.fetch_add(hits.len(), Ordering::Relaxed);
             fetcher.misses.fetch_add(s.todo.len(), Ordering::Relaxed);
+            let mut boxed = [0u64; MAX_RANK];
             let scattered = hits.drain(..).try_for_each(|(g, hit)| {
-                sh.grid.linear_origin(sh.plan.groups[g].0, &mut origin[..n]);
-                sh.scatter(g, &hit, &origin[..n], sh.grid.chunk()).map_err(|e| (g, e))
+                let linear = sh.plan.groups[g].0;
+                sh.grid.linear_origin(linear, &mut origin[..n]);
+                sh.grid.linear_extent(linear, &mut boxed[..n]);
+                sh.scatter(g, &hit, &origin[..n], &boxed[..n]).map_err(|e| (g, e))
             });
             s.hits = hits;
             scattered?;
@@ -142,8 +153,8 @@ fn run_end(todo: &[(usize, Entry)], i: usize, ok: impl Fn(&Entry) -> bool) -> us
 }
 
 /// Decode the stored bytes `stored` of chunk group `g` (filter mask `mask`) and scatter its
-/// pieces; keep the decoded chunk in the dataset's cache when the call keeps what it
-/// decodes. Stored bytes that are the chunk as it is in memory (no filter to run, no byte
+/// pieces; keep the decoded chunk (its box inside the dataset, see `hdf5::chunk_cache`) in
+/// the dataset's cache when the call keeps what it decodes. Stored bytes that are the chunk as it is in memory (no filter to run, no byte
 /// swap or conversion) are scattered straight from `stored`; otherwise they are copied into
 /// `buf` (reused) and decoded there. `form`: the memory form of the decoded bytes (the
 /// cache key's); chunks the call keeps are pushed to `keep` (inserted by the caller).
@@ -158,16 +169,21 @@ fn chunk_from_stored(sh: &Shared, form: (u8, usize), g: usize, stored: &[u8], ma
     if as_is && sh.cache.is_none() && stored.len() == sh.stored_bytes {
         return sh.scatter(g, stored, &origin[..n], sh.grid.chunk());
     }
-    // Kept chunks move into the cache: a fresh buffer for each.
+    // Kept interior chunks move into the cache: a fresh buffer for each. A kept partial edge
+    // chunk is decoded in `buf` (reused) and only its box inside the dataset is copied out.
+    let mut boxed = [0u64; MAX_RANK];
+    sh.grid.chunk_extent(&coord[..n], &mut boxed[..n]);
+    let whole = sh.cache.is_some() && !sh.grid.is_partial(&boxed[..n]);
     let mut owned = Vec::new();
-    let b = if sh.cache.is_some() { &mut owned } else { buf };
+    let b = if whole { &mut owned } else { buf };
     b.clear();
     crate::mem::reserve_total(b, stored.len(), || format!("stored bytes of chunk {:?} ({} bytes)", &coord[..n], stored.len()))?;
     b.extend_from_slice(stored);
     sh.decode(b, mask, dec, &coord[..n], &origin[..n])?;
     sh.scatter(g, b, &origin[..n], sh.grid.chunk())?;
     if sh.cache.is_some() {
-        keep.push((CacheKey { chunk, form: form.0, unit: form.1 }, std::mem::take(b)));
+        let entry = if whole { std::mem::take(b) } else { trim_to_box(b, sh.grid.chunk(), &boxed[..n], sh.ctx.itemsize)? };
+        keep.push((CacheKey { chunk, form: form.0, unit: form.1 }, entry));
     }
     Ok(())
 }

@@ -68,7 +68,7 @@ use crate::error::Result;
 use crate::geometry::{row, row_counts, row_steps, validated_row_counts, SliceTable, MAX_RANK};
 use crate::hdf5::chunk::vh5_pipeline;
 use crate::hdf5::chunk::{file_size, flush_dataset, opened_read_write, FilterSpec};
-use crate::hdf5::chunk_cache::ChunkCache;
+use crate::hdf5::chunk_cache::{entry_bytes, ChunkCache};
 use crate::hdf5::chunk_index::IndexSlot;
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::H5Lock;
@@ -164,10 +164,10 @@ pub(crate) fn read_chunked(
         slot.check_keys(l, dset, &grid, rp.plan.groups.iter().map(|g| g.0))?;
     }
     // (`cache` is given only when `raw_ok`: pipeline decoded by vh5, bytes raw.) Chunks are
-    // kept only when all the call's whole chunks fit (a larger read would evict everything
-    // for nothing: a scan is not cached).
+    // kept only when the entries of all the call's whole chunks fit (a larger read would
+    // evict everything for nothing: a scan is not cached).
     debug_assert!(cache.is_none() || raw_ok);
-    let keep = cache.is_some_and(|c| (d.nwhole as u64).saturating_mul(d.chunk_bytes.max(d.stored_bytes)) <= c.capacity());
+    let keep = cache.is_some_and(|c| entries_fit(&grid, &rp.plan, &d, ctx.itemsize, c.capacity()));
     let shared = Shared {
         plan: &rp.plan,
         grid: &grid,
@@ -332,6 +332,39 @@ fn decide_chunks(plan: &Plan, table: &SliceTable, chunk: &[u64], itemsize: usize
     }
     let nwhole = whole.iter().filter(|&&w| w).count();
     Decision { filters, filtered, checked, chunk_elems, chunk_bytes, stored_bytes, too_big, whole, nwhole }
+}
+
+/// Whether the cache entries of the chunks `d` reads whole (each its box inside the dataset:
+/// `hdf5::chunk_cache`) fit in `cap` bytes together. Whole chunks are summed only when
+/// `nwhole` entries of the largest box would not fit and the dataset has partial edge
+/// chunks, stopping once past `cap`.
+fn entries_fit(grid: &ChunkGrid, plan: &Plan, d: &Decision, itemsize: usize, cap: u64) -> bool {
+    let bound = |bytes: u64| (d.nwhole as u64).saturating_mul(bytes) <= cap;
+    if bound(d.chunk_bytes.max(d.stored_bytes)) {
+        return true;
+    }
+    // Every entry is at most the box of the largest chunk inside the dataset.
+    let n = grid.ndim();
+    let mut boxed = [0u64; MAX_RANK];
+    for ((b, &c), &s) in boxed.iter_mut().zip(grid.chunk()).zip(grid.shape()) {
+        *b = c.min(s);
+    }
+    let largest = entry_bytes(&boxed[..n], itemsize);
+    if bound(largest) {
+        return true;
+    }
+    if grid.shape().iter().zip(grid.chunk()).all(|(&s, &c)| s % c == 0) {
+        return false; // no partial edge chunk: every entry is a whole chunk
+    }
+    let mut sum = 0u64;
+    for (&(linear, _), _) in plan.groups.iter().zip(&d.whole).filter(|(_, &w)| w) {
+        grid.linear_extent(linear, &mut boxed[..n]);
+        sum = sum.saturating_add(entry_bytes(&boxed[..n], itemsize));
+        if sum > cap {
+            return false;
+        }
+    }
+    true
 }
 
 /// Rows whose destinations overlap another row's, in row order after the pipeline (single
