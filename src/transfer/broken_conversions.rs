@@ -121,10 +121,22 @@ pub(crate) fn linked_bug(l: &H5Lock, src: hid_t, dst: hid_t, from: Dtype, to: Dt
     // A libhdf5 that does not report its version (none in practice) counts as an old one.
     let version = library_info(l).map_or((0, 0, 0), |v| (v.major, v.minor, v.release));
     let hard = hard_conversion(l, src, dst);
-    if !hard && from != to && is_complex_class(src) && is_complex_class(dst) {
-        return Some(Broken::ComplexSpecials);
+    match (is_complex_class(src), is_complex_class(dst)) {
+        (true, true) if !hard && from != to => Some(Broken::ComplexSpecials),
+        // complex -> real (the real part): libhdf5 2.x converts the part with the float
+        // code, bugs included (2.2.0: -0.3+1j -> int32 minimum, 2049+0j -> float16 2050)
+        (true, false) => broken(version, hard, complex_part(from), to),
+        _ => broken(version, hard, from, to),
     }
-    broken(version, hard, from, to)
+}
+
+/// The float dtype of a complex dtype's parts; any other dtype itself.
+fn complex_part(d: Dtype) -> Dtype {
+    match d {
+        Dtype::Complex64 => Dtype::Float32,
+        Dtype::Complex128 => Dtype::Float64,
+        d => d,
+    }
 }
 
 /// A float member of a record type that the linked libhdf5 gets wrong when writing: the

@@ -427,9 +427,9 @@ class Dataset(Handle):
             # HDF5 2.x's complex class with parts numpy has no complex dtype of (float16).
             raise error(
                 "VH5_ERR_UNSUPPORTED",
-                f"dataset {self.name!r} of {self.file.filename!r} has {desc}: numpy has no complex dtype for it "
-                f"(no complex32). Pass a np.dtype({dt.str!r}) destination to vh5.read_many_slices for the raw records "
-                "(real and imaginary parts side by side in native byte order)",
+                f"dataset {self.name!r} of {self.file.filename!r} has {desc}. Pass a np.dtype({dt.str!r}) "
+                "destination to vh5.read_many_slices for the raw records (real and imaginary parts side by side, "
+                "native byte order)",
             )
         if dt.kind == "V":
             # vh5 reports every type without a plain numpy dtype as opaque records: compound,
