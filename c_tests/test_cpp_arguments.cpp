@@ -168,7 +168,7 @@ static void nul_in_names(const std::string &path) {
   // Dataset::mem_type(): vh5_dataset_mem_type's text (tas in test1.nc: h5py's dtype <f8,
   // fill value 1e20 = bytes 00 00 00 80 1d af 15 44)
   std::string mt = tas.mem_type();
-  CHECK(mt == "{\"fill_value\":\"000000801daf1544\",\"itemsize\":8,\"numpy\":\"<f8\"}");
+  CHECK(mt == "{\"file_type\":\"float64 (little-endian)\",\"fill_value\":\"000000801daf1544\",\"itemsize\":8,\"numpy\":\"<f8\"}");
 }
 
 /// Datasets created through the libhdf5 vh5 loaded: a null dataspace and a scalar, then a

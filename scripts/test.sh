@@ -102,7 +102,7 @@ python3 -m pytest -q -rs tests/python   # -rs: print every skip reason
 # them in its HDF5 2.x run only).
 H5PY_TESTS=(tests/python/test_py_h5py_bound.py tests/python/test_versioned_hdf5_suite.py tests/python/test_py_compat_versioned.py
   tests/python/test_py_h5py_api.py tests/python/test_read_h5py.py tests/python/test_py_newer_format.py tests/python/test_py_edge.py
-  tests/python/test_dask.py)
+  tests/python/test_dask.py tests/python/test_py_complex_native.py)
 cache=${VH5_HDF5_CACHE:-$HOME/.cache/vh5}
 # bound_prefix SERIES: the HDF5 prefix of that series ("2" or "1.14") to build against, or "".
 bound_prefix() {

@@ -247,6 +247,7 @@ fn mem_type_describes_the_native_record_layout_not_the_files() {
         "itemsize": 8,
         "numpy": {"names": ["a", "b"], "formats": [format!("{order}i4"), format!("{order}i4")], "offsets": [0, 4], "itemsize": 8},
         "fill_value": "0000000000000000",
+        "file_type": "a compound type of 12 bytes in the file, 8 bytes in memory, moved as raw bytes",
     });
     assert_eq!(v, want);
     assert_eq!(unsafe { vh5_dataset_mem_type(d, std::ptr::null_mut(), 0, std::ptr::null_mut()) }, VH5_ERR_NULL_ARGUMENT);

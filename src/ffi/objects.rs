@@ -223,7 +223,7 @@ pub unsafe extern "C" fn vh5_dataset_filter_params(dset: i64, index: u32, values
 
 /// Describe the memory type vh5 reads and writes the elements of the dataset `dset` with, as
 /// UTF-8 JSON text (no NUL byte) in numpy's vocabulary:
-/// `{"itemsize": n, "numpy": D, "fill_value": F}`.
+/// `{"itemsize": n, "numpy": D, "fill_value": F, "file_type": T}`.
 ///
 /// `itemsize` is `vh5_dataset_info.itemsize`. `D` describes the element layout: a numpy type
 /// string in native byte order (`"<f8"`, `"|b1"`, `"|S10"` a fixed-length string, `"|V8"` an
@@ -247,7 +247,9 @@ pub unsafe extern "C" fn vh5_dataset_filter_params(dset: i64, index: u32, values
 /// `VH5_DTYPE_OPAQUE` of the same item size would be read or written with their fields in
 /// the wrong places: a binding compares its record type with `D` first. `F` is the fill value
 /// as lowercase hex of one element of this type (`itemsize` bytes, any size), or `null` when
-/// none is defined or the type cannot be read.
+/// none is defined or the type cannot be read. `T` is a human-readable description of the
+/// file type (what `vh5 info` prints, e.g. `"complex128 (HDF5 complex number type of float64
+/// (big-endian))"`), for messages only: its wording may change.
 ///
 /// Two-call protocol as `vh5_group_members`: `*len_out` receives the text's size in bytes; it
 /// is copied when `cap` is at least that size; `buf` NULL with `cap` 0 is a size query

@@ -143,18 +143,20 @@ fn compound(lock: &H5Lock, t: hid_t, size: usize) -> Result<Option<Value>> {
 
 /// The JSON text `vh5_dataset_mem_type` returns for the dataset `dset` (an open dataset id:
 /// `InvalidHandle` otherwise): `{"itemsize": n, "numpy": <description or null>,
-/// "fill_value": "<hex bytes of one element>" or null}`. For a type vh5 cannot read
-/// (variable-length, references) `itemsize` is the file's and the rest null.
+/// "fill_value": "<hex bytes of one element>" or null, "file_type": "<text>"}`. For a type
+/// vh5 cannot read (variable-length, references) `itemsize` is the file's, `numpy` and
+/// `fill_value` null. `file_type` is [`super::types::TypeInfo::description`] (what `vh5 info`
+/// prints), for messages.
 pub fn mem_type_json(lock: &H5Lock, dset: hid_t) -> Result<String> {
     expect_kind(lock, dset, &[H5I_type_t::H5I_DATASET], "dataset")?;
     let info = dataset_info(lock, dset)?;
     if info.dtype.dtype.is_none() {
-        return Ok(json!({"itemsize": info.dtype.file_itemsize, "numpy": null, "fill_value": null}).to_string());
+        return Ok(json!({"itemsize": info.dtype.file_itemsize, "numpy": null, "fill_value": null, "file_type": info.dtype.description}).to_string());
     }
     let mem = mem_type_of(lock, &info.dtype, dset)?;
     let numpy = describe(lock, mem.id())?;
     let fill = info.fill_value.map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>());
-    Ok(json!({"itemsize": info.dtype.mem_itemsize, "numpy": numpy, "fill_value": fill}).to_string())
+    Ok(json!({"itemsize": info.dtype.mem_itemsize, "numpy": numpy, "fill_value": fill, "file_type": info.dtype.description}).to_string())
 }
 
 /// The numpy datetime64 / timedelta64 dtype string h5py tagged the opaque type `t` of `size`

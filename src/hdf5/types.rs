@@ -9,6 +9,10 @@
 //!   stores numpy bool): bool;
 //! - `H5T_COMPOUND` with exactly two members `r` then `i` of the same 4- or 8-byte float type at
 //!   offsets 0 and its size (how h5py stores numpy complex): complex64/complex128;
+//! - `H5T_COMPLEX` (libhdf5 >= 2.0's complex number class, e.g. `H5T_COMPLEX_IEEE_F64BE`) of
+//!   4- or 8-byte IEEE float parts: complex64/complex128, moved with the native complex type
+//!   (`H5Tcomplex_create` of the native float: [`TypeInfo::native_complex`]); of float16 parts
+//!   (no numpy dtype): [`Dtype::Opaque`] records, described as such;
 //! - any other fixed-size type (compound, array, opaque, bitfield, fixed-length string, other
 //!   enums, other float layouts): [`Dtype::Opaque`], moved with its native memory type
 //!   (`H5Tget_native_type`, fixed-length strings in it NUL-padded: [`native_of`]), whose size
@@ -58,6 +62,12 @@ pub struct TypeInfo {
     pub description: String,
     /// Why the type cannot be read (variable-length or reference types).
     pub unsupported: Option<String>,
+    /// The file type is of libhdf5 2.x's complex number class (`H5T_COMPLEX`), not h5py's
+    /// `{r, i}` compound: a complex `dtype` is moved with the native complex memory type
+    /// ([`mem_type_like`]), which libhdf5 converts it to and from (byte order, float size);
+    /// libhdf5 has no conversion between a complex type and a compound of floats in another
+    /// byte order. Always false with libhdf5 1.x.
+    pub native_complex: bool,
 }
 
 fn order_of(t: hid_t) -> Option<ByteOrder> {
@@ -124,13 +134,24 @@ pub fn classify(lock: &H5Lock, t: hid_t) -> Result<TypeInfo> {
     }
     let order = if size > 1 { order_of(t) } else { None };
     if let Some(reason) = unsupported_reason(lock, t)? {
-        return Ok(TypeInfo { dtype: None, file_itemsize: size, mem_itemsize: size, byte_order: None, plain: false, description: reason.clone(), unsupported: Some(reason) });
+        return Ok(TypeInfo {
+            dtype: None,
+            file_itemsize: size,
+            mem_itemsize: size,
+            byte_order: None,
+            plain: false,
+            description: reason.clone(),
+            unsupported: Some(reason),
+            native_complex: false,
+        });
     }
     let known = match class {
         H5T_class_t::H5T_INTEGER => integer_dtype(t, size).map(|d| simple(d, size, order)),
         H5T_class_t::H5T_FLOAT => float_info(lock, t, size, order)?,
         H5T_class_t::H5T_ENUM => is_bool_enum(t, size).then(|| simple(Dtype::Bool, size, None)),
         H5T_class_t::H5T_COMPOUND => complex_info(lock, t, size)?,
+        #[cfg(hdf5_2)]
+        H5T_class_t::H5T_COMPLEX => return complex_class_info(lock, t, size),
         _ => None,
     };
     match known {
@@ -158,6 +179,7 @@ fn simple(d: Dtype, size: usize, order: Option<ByteOrder>) -> TypeInfo {
         plain: true,
         description: format!("{}{}", d.name(), order_txt(order)),
         unsupported: None,
+        native_complex: false,
     }
 }
 
@@ -238,11 +260,7 @@ fn complex_info(lock: &H5Lock, t: hid_t, size: usize) -> Result<Option<TypeInfo>
         let half = size / 2;
         let same = ri.dtype == ii.dtype && ri.byte_order == ii.byte_order;
         let at = H5Tget_member_offset(t, 0) == 0 && H5Tget_member_offset(t, 1) == half && size == 2 * half;
-        let d = match ri.dtype {
-            Some(Dtype::Float32) if half == 4 => Dtype::Complex64,
-            Some(Dtype::Float64) if half == 8 => Dtype::Complex128,
-            _ => return Ok(None),
-        };
+        let Some(d) = complex_of_parts(ri.dtype, size) else { return Ok(None) };
         if !(same && at) {
             return Ok(None);
         }
@@ -250,6 +268,54 @@ fn complex_info(lock: &H5Lock, t: hid_t, size: usize) -> Result<Option<TypeInfo>
             return Ok(Some(TypeInfo { plain: false, description: format!("{} of {}", d.name(), ri.description), ..simple(d, size, None) }));
         }
         Ok(Some(simple(d, size, ri.byte_order)))
+    }
+}
+
+/// A type of libhdf5 2.x's complex number class: complex64 / complex128 of IEEE float32 /
+/// float64 parts (plain when the parts are, bytes swapped per part for the other byte
+/// order), opaque records for parts numpy has no complex dtype of (float16: numpy has no
+/// complex32) or another float layout.
+#[cfg(hdf5_2)]
+fn complex_class_info(lock: &H5Lock, t: hid_t, size: usize) -> Result<TypeInfo> {
+    // SAFETY: t is a valid complex type id; lock held by the caller.
+    let base = Handle::new(lock, unsafe { H5Tget_super(t) }, "H5Tget_super (complex)")?;
+    let part = classify(lock, base.id())?;
+    let Some(d) = complex_of_parts(part.dtype, size) else {
+        let opaque = opaque_info(lock, t, H5T_class_t::H5T_COMPLEX, size, part.byte_order)?;
+        let description = format!(
+            "an HDF5 complex number type of {} parts ({size} bytes in the file; numpy has no complex dtype of such parts), \
+             {} bytes in memory (native order), moved as raw bytes",
+            part.description, opaque.mem_itemsize
+        );
+        return Ok(TypeInfo { description, native_complex: false, ..opaque });
+    };
+    let info = if part.plain { simple(d, size, part.byte_order) } else { TypeInfo { plain: false, ..simple(d, size, None) } };
+    let description = format!("{} (HDF5 complex number type of {})", d.name(), part.description);
+    Ok(TypeInfo { description, native_complex: true, ..info })
+}
+
+/// Whether `t` (a valid datatype id; the caller holds the lock) is of libhdf5 2.x's complex
+/// number class (`H5T_COMPLEX`); always false with libhdf5 1.x, which has no such class.
+pub fn is_complex_class(t: hid_t) -> bool {
+    #[cfg(hdf5_2)]
+    {
+        // SAFETY: as documented: a valid type id under the caller's lock.
+        unsafe { H5Tget_class(t) == H5T_class_t::H5T_COMPLEX }
+    }
+    #[cfg(not(hdf5_2))]
+    {
+        let _ = t;
+        false
+    }
+}
+
+/// The complex dtype whose parts are `part` and whose size is `size`: complex64 of float32,
+/// complex128 of float64; `None` otherwise.
+pub(crate) fn complex_of_parts(part: Option<Dtype>, size: usize) -> Option<Dtype> {
+    match (part, size) {
+        (Some(Dtype::Float32), 8) => Some(Dtype::Complex64),
+        (Some(Dtype::Float64), 16) => Some(Dtype::Complex128),
+        _ => None,
     }
 }
 
@@ -268,6 +334,8 @@ fn opaque_info(lock: &H5Lock, t: hid_t, class: H5T_class_t, size: usize, order: 
         H5T_class_t::H5T_COMPOUND => "a compound",
         H5T_class_t::H5T_ENUM => "an enum",
         H5T_class_t::H5T_ARRAY => "an array",
+        #[cfg(hdf5_2)]
+        H5T_class_t::H5T_COMPLEX => "a complex number",
         _ => "an other",
     };
     let bytes = |n: usize| if n == 1 { "1 byte".to_string() } else { format!("{n} bytes") };
@@ -286,6 +354,7 @@ fn opaque_info(lock: &H5Lock, t: hid_t, class: H5T_class_t, size: usize, order: 
             if order.is_some() { " (native order)" } else { "" }
         ),
         unsupported: None,
+        native_complex: false,
     })
 }
 
@@ -415,8 +484,10 @@ impl MemType {
 /// big-endian `float32` on a little-endian host), for destinations stored that way: libhdf5
 /// converts into it, and raw chunk bytes of a file type in that order are moved unchanged.
 /// 1-byte dtypes and bool have no byte order: their native type is returned. Complex is the
-/// compound {r, i} of swapped floats. `Dtype` error for [`Dtype::Opaque`] (no single order).
-pub fn mem_type_swapped(lock: &H5Lock, d: Dtype) -> Result<MemType> {
+/// compound {r, i} of swapped floats, or with `native_complex` (a file type of libhdf5 2.x's
+/// complex class: [`TypeInfo::native_complex`]) the complex type of swapped floats. `Dtype`
+/// error for [`Dtype::Opaque`] (no single order).
+pub fn mem_type_swapped(lock: &H5Lock, d: Dtype, native_complex: bool) -> Result<MemType> {
     if matches!(d, Dtype::Int8 | Dtype::UInt8 | Dtype::Bool) {
         return mem_type_for(lock, d);
     }
@@ -429,6 +500,9 @@ pub fn mem_type_swapped(lock: &H5Lock, d: Dtype) -> Result<MemType> {
                 let (half, base) = if d == Dtype::Complex64 { (4, *H5T_NATIVE_FLOAT) } else { (8, *H5T_NATIVE_DOUBLE) };
                 let f = Handle::new(lock, H5Tcopy(base), "H5Tcopy")?;
                 check(lock, H5Tset_order(f.id(), other), "H5Tset_order")?;
+                if native_complex {
+                    return complex_class_of(lock, f.id());
+                }
                 let h = Handle::new(lock, H5Tcreate(H5T_class_t::H5T_COMPOUND, 2 * half), "H5Tcreate (complex)")?;
                 check(lock, H5Tinsert(h.id(), c"r".as_ptr(), 0, f.id()), "H5Tinsert r")?;
                 check(lock, H5Tinsert(h.id(), c"i".as_ptr(), half, f.id()), "H5Tinsert i")?;
@@ -491,6 +565,35 @@ pub fn mem_type_for(lock: &H5Lock, d: Dtype) -> Result<MemType> {
     }
 }
 
+/// The memory type of the complex class (libhdf5 >= 2.0) with parts of the float type
+/// `part`; `Dtype` error with libhdf5 1.x, which has no such class (never asked for there:
+/// no 1.x file type is classified [`TypeInfo::native_complex`]).
+fn complex_class_of(lock: &H5Lock, part: hid_t) -> Result<MemType> {
+    #[cfg(hdf5_2)]
+    {
+        // SAFETY: a valid float type id under the lock; the new type is owned by the Handle.
+        Ok(MemType::Owned(Handle::new(lock, unsafe { H5Tcomplex_create(part) }, "H5Tcomplex_create")?))
+    }
+    #[cfg(not(hdf5_2))]
+    {
+        let _ = (lock, part);
+        Err(crate::err!(Dtype, "internal: the complex number type class needs libhdf5 >= 2.0"))
+    }
+}
+
+/// The memory type vh5 moves elements of `d` in native byte order with to or from a dataset
+/// whose file type is classified as `finfo`: for a complex `d` and a file type of libhdf5
+/// 2.x's complex class, the native complex type (libhdf5 converts it to and from the file's
+/// byte order and part size, which it does not between a complex type and the `{r, i}`
+/// compound of [`mem_type_for`] unless the parts are identical); otherwise [`mem_type_for`].
+pub fn mem_type_like(lock: &H5Lock, d: Dtype, finfo: &TypeInfo) -> Result<MemType> {
+    match d {
+        Dtype::Complex64 if finfo.native_complex => complex_class_of(lock, *H5T_NATIVE_FLOAT),
+        Dtype::Complex128 if finfo.native_complex => complex_class_of(lock, *H5T_NATIVE_DOUBLE),
+        _ => mem_type_for(lock, d),
+    }
+}
+
 /// Whether libhdf5 has a conversion path from `src` to `dst` (`H5Tfind`).
 pub fn conversion_exists(lock: &H5Lock, src: hid_t, dst: hid_t) -> bool {
     let mut cdata: *mut H5T_cdata_t = std::ptr::null_mut();
@@ -520,13 +623,32 @@ pub fn hard_conversion(lock: &H5Lock, src: hid_t, dst: hid_t) -> bool {
 
 /// The memory type vh5 moves the elements of the open dataset `dset` (file type classified
 /// as `info`) with when no conversion is asked for: the native type of the same dtype
-/// ([`mem_type_for`]), or for [`Dtype::Opaque`] the native memory type of the file type,
+/// ([`mem_type_like`]), or for [`Dtype::Opaque`] the native memory type of the file type,
 /// fixed once per dataset id ([`super::meta::stable_native`]). `Unsupported` for types vh5
 /// cannot read.
 pub fn mem_type_of(lock: &H5Lock, info: &TypeInfo, dset: hid_t) -> Result<MemType> {
     match info.dtype {
         None => Err(crate::err!(Unsupported, "{}: vh5 reads fixed-size types only", info.unsupported.as_deref().unwrap_or("unsupported type"))),
         Some(Dtype::Opaque) => Ok(MemType::Owned(super::meta::stable_native(lock, dset)?)),
-        Some(d) => mem_type_for(lock, d),
+        Some(d) => mem_type_like(lock, d, info),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn complex_of_parts_pairs_float32_and_float64_only() {
+        assert_eq!(complex_of_parts(Some(Dtype::Float32), 8), Some(Dtype::Complex64));
+        assert_eq!(complex_of_parts(Some(Dtype::Float64), 16), Some(Dtype::Complex128));
+        // numpy has no complex32; sizes must be twice the part's
+        assert_eq!(complex_of_parts(Some(Dtype::Float16), 4), None);
+        assert_eq!(complex_of_parts(Some(Dtype::Float32), 16), None);
+        assert_eq!(complex_of_parts(Some(Dtype::Int32), 8), None);
+        assert_eq!(complex_of_parts(None, 8), None);
+        for d in [Dtype::Complex64, Dtype::Complex128] {
+            assert_eq!(d.swap_unit() * 2, d.itemsize().unwrap());
+        }
     }
 }

@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::hdf5::error::check;
 use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::H5Lock;
-use crate::hdf5::types::{classify, hard_conversion};
+use crate::hdf5::types::{classify, hard_conversion, is_complex_class};
 use crate::hdf5::version::library_info;
 
 /// What a libhdf5 conversion gets wrong, and since / until which version.
@@ -52,6 +52,12 @@ pub(crate) enum Broken {
     /// value after a float32-subnormal one in the same call is lost: 16777215.9 becomes
     /// 8388608, 0.99999999 becomes 0.5.
     F64ToF32,
+    /// complex64 <-> complex128 of libhdf5 2.x's complex number class by software
+    /// (`H5T__conv_complex`: either side not in native byte order: a big-endian dataset or a
+    /// byte-swapped array; libhdf5 2.0.0 and 2.2.0): an infinite or NaN part garbles the
+    /// other part (inf+2j becomes inf+1.875j or inf+3.5e-319j, 3-infj becomes 2-infj, nan+1j
+    /// becomes nan-0j). The compiler casts between the native complex types are exact.
+    ComplexSpecials,
 }
 
 impl Broken {
@@ -78,6 +84,11 @@ impl Broken {
             Broken::F64ToF32 => {
                 "its software float-to-float conversion (H5T__conv_f_f, used when the byte order changes) halves values whose rounding carries \
                  once a float32-subnormal value went through the same call (16777215.9 becomes 8388608; fixed in libhdf5 2.0.0)"
+            }
+            Broken::ComplexSpecials => {
+                "its software conversion between complex number types of different sizes (H5T__conv_complex, used when either side \
+                 is not in native byte order) garbles the other part of a number with an infinite or NaN part (inf+2j becomes inf+1.875j; \
+                 no fixed release known)"
             }
         }
     }
@@ -109,7 +120,23 @@ pub(crate) fn broken(version: (u32, u32, u32), hard: bool, from: Dtype, to: Dtyp
 pub(crate) fn linked_bug(l: &H5Lock, src: hid_t, dst: hid_t, from: Dtype, to: Dtype) -> Option<Broken> {
     // A libhdf5 that does not report its version (none in practice) counts as an old one.
     let version = library_info(l).map_or((0, 0, 0), |v| (v.major, v.minor, v.release));
-    broken(version, hard_conversion(l, src, dst), from, to)
+    let hard = hard_conversion(l, src, dst);
+    match (is_complex_class(src), is_complex_class(dst)) {
+        (true, true) if !hard && from != to => Some(Broken::ComplexSpecials),
+        // complex -> real (the real part): libhdf5 2.x converts the part with the float
+        // code, bugs included (2.2.0: -0.3+1j -> int32 minimum, 2049+0j -> float16 2050)
+        (true, false) => broken(version, hard, complex_part(from), to),
+        _ => broken(version, hard, from, to),
+    }
+}
+
+/// The float dtype of a complex dtype's parts; any other dtype itself.
+fn complex_part(d: Dtype) -> Dtype {
+    match d {
+        Dtype::Complex64 => Dtype::Float32,
+        Dtype::Complex128 => Dtype::Float64,
+        d => d,
+    }
 }
 
 /// A float member of a record type that the linked libhdf5 gets wrong when writing: the

@@ -10,7 +10,7 @@ use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::geometry::{ArrayLayout, SliceTable};
 use crate::hdf5::lock::H5Lock;
-use crate::hdf5::types::{conversion_exists, mem_type_for, mem_type_of, mem_type_swapped, MemType, TypeInfo};
+use crate::hdf5::types::{conversion_exists, mem_type_like, mem_type_of, mem_type_swapped, MemType, TypeInfo};
 
 /// Flag: versioned-hdf5 semantics: counts silently clipped to both extents, rows that end up
 /// copying nothing are skipped.
@@ -162,7 +162,7 @@ pub(crate) fn memory_type(l: &H5Lock, dir: Direction, file: DatasetType<'_>, dty
                 bail!(Dtype, "dataset type ({fdesc}) has {} bytes per element in memory but the {side} itemsize is {itemsize}", finfo.mem_itemsize);
             }
             if swapped {
-                mem_type_swapped(l, fd)?
+                mem_type_swapped(l, fd, finfo.native_complex)?
             } else {
                 let m = mem_type_of(l, finfo, dset)?;
                 if fd == Dtype::Opaque && dir == Direction::Write {
@@ -172,7 +172,7 @@ pub(crate) fn memory_type(l: &H5Lock, dir: Direction, file: DatasetType<'_>, dty
             }
         }
         Some(fd) if convert && dtype != Dtype::Opaque => {
-            let m = if swapped { mem_type_swapped(l, dtype)? } else { mem_type_for(l, dtype)? };
+            let m = if swapped { mem_type_swapped(l, dtype, finfo.native_complex)? } else { mem_type_like(l, dtype, finfo)? };
             let (src, dst, from, to) = if dir == Direction::Read { (ftype, m.id(), fd, dtype) } else { (m.id(), ftype, dtype, fd) };
             refuse_broken_conversion(l, dir, src, dst, from, to)?;
             let raw = raw_bytes_hint(finfo, side);
@@ -190,7 +190,7 @@ pub(crate) fn memory_type(l: &H5Lock, dir: Direction, file: DatasetType<'_>, dty
             // Suggest VH5_SLICES_CONVERT only where libhdf5 has the conversion (it converts a
             // bitfield only to another bitfield, so never to an integer array).
             let convertible = dtype != Dtype::Opaque
-                && mem_type_for(l, dtype).is_ok_and(|m| if dir == Direction::Read { conversion_exists(l, ftype, m.id()) } else { conversion_exists(l, m.id(), ftype) });
+                && mem_type_like(l, dtype, finfo).is_ok_and(|m| if dir == Direction::Read { conversion_exists(l, ftype, m.id()) } else { conversion_exists(l, m.id(), ftype) });
             let hint = if convertible {
                 " (pass VH5_SLICES_CONVERT to let libhdf5 convert)".to_string()
             } else if dtype != Dtype::Opaque {

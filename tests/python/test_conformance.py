@@ -216,6 +216,12 @@ def draw_specs(n):
     hypothesis-derandomized draw depends on what else the session ran before). With
     VH5_CONFORMANCE_HYPOTHESIS=1 hypothesis draws them instead (``storage_specs``)."""
     seed = os.environ.get("VH5_CONFORMANCE_SEED", "0")
+    # HDF5 2.x's complex number class: written by h5py, read by vh5, both >= 2.0
+    C.NATIVE_COMPLEX = h5py.version.hdf5_version_tuple >= (2, 0, 0) and __import__("vh5").hdf5_version().version >= (
+        2,
+        0,
+        0,
+    )
     if os.environ.get("VH5_CONFORMANCE_HYPOTHESIS") != "1":
         return [C.spec_from_random(random.Random(f"vh5-conformance-{seed}-{i}")) for i in range(n)]
     specs = []

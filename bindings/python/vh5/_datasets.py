@@ -193,11 +193,7 @@ class Dataset(Handle):
         bytes None without a fill value. Asked once per dataset."""
         got = getattr(self, "_memtype", None)
         if got is None:
-            lib_fn, n = lib().vh5_dataset_mem_type, ctypes.c_size_t(0)
-            check(lib_fn(self.id, None, 0, ctypes.byref(n)), self._ids())
-            buf = ctypes.create_string_buffer(max(n.value, 1))
-            check(lib_fn(self.id, buf, n.value, ctypes.byref(n)), self._ids())
-            d = json.loads(buf.raw[: n.value].decode("utf-8"))
+            d = self._mem_type_json()
             fill = d["fill_value"]
             got = (_dtypes.from_description(d["numpy"]), None if fill is None else bytes.fromhex(fill))
             try:
@@ -205,6 +201,14 @@ class Dataset(Handle):
             except AttributeError:
                 pass  # a stand-in without the slot
         return got
+
+    def _mem_type_json(self) -> dict:
+        """The JSON object ``vh5_dataset_mem_type`` returns (asked anew on every call)."""
+        lib_fn, n = lib().vh5_dataset_mem_type, ctypes.c_size_t(0)
+        check(lib_fn(self.id, None, 0, ctypes.byref(n)), self._ids())
+        buf = ctypes.create_string_buffer(max(n.value, 1))
+        check(lib_fn(self.id, buf, n.value, ctypes.byref(n)), self._ids())
+        return json.loads(buf.raw[: n.value].decode("utf-8"))
 
     def _check_records(self, dt: np.dtype, what: str) -> None:
         """Refuse a dtype ``dt`` vh5 would move as raw records (:func:`_dtypes.layout_checked`:
@@ -418,6 +422,14 @@ class Dataset(Handle):
                 "VH5_ERR_UNSUPPORTED",
                 f"dataset {self.name!r} of {self.file.filename!r} has an element type vh5 cannot read "
                 "(variable-length string, vlen or reference): read it with h5py",
+            )
+        if dt.kind == "V" and "complex number type" in (desc := self._mem_type_json().get("file_type") or ""):
+            # HDF5 2.x's complex class with parts numpy has no complex dtype of (float16).
+            raise error(
+                "VH5_ERR_UNSUPPORTED",
+                f"dataset {self.name!r} of {self.file.filename!r} has {desc}. Pass a np.dtype({dt.str!r}) "
+                "destination to vh5.read_many_slices for the raw records (real and imaginary parts side by side, "
+                "native byte order)",
             )
         if dt.kind == "V":
             # vh5 reports every type without a plain numpy dtype as opaque records: compound,
