@@ -38,6 +38,14 @@ _SZIP_EC, _SZIP_NN = 4, 32
 _OBJECT_ITEMSIZE = np.dtype(object).itemsize
 
 
+def _as_view_index(sel):
+    """``sel`` as an index of ``dst`` that gives a view even when every axis is an integer:
+    numpy's ``dst[0, 0]`` is a scalar copy, ``dst[0, 0, ...]`` a 0-d view of that element
+    (h5py's ``read_direct(dst, source_sel, np.s_[0, 0])`` writes into it)."""
+    idx = sel if isinstance(sel, tuple) else (sel,)
+    return idx if any(i is Ellipsis for i in idx) else (*idx, Ellipsis)
+
+
 def in_file(e: Error, filename: str) -> Error:
     """``e`` with its message naming ``filename`` (where the library says "this file")."""
     msg = e.message
@@ -504,7 +512,7 @@ class Dataset(Handle):
         if not dst.flags.writeable:
             raise ValueError("dst must be writeable")
         hs = _select.parse(() if source_sel is None else source_sel, self._extent())
-        view = dst if dest_sel is None else dst[dest_sel]
+        view = dst if dest_sel is None else dst[_as_view_index(dest_sel)]
         if not isinstance(view, np.ndarray) or (view.base is None and view is not dst):
             raise TypeError(f"dest_sel {dest_sel!r} must be a basic selection of dst (a view, not a copy)")
         if view.shape != hs.shape:
