@@ -69,8 +69,9 @@ pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv
   print the first rows, a summary, a checksum (sum and FNV-1a 64 of the bytes) and the time.
   A 0-d (scalar) dataset is read without --table, --random and --size (one row); a dataset
   with a null dataspace (H5S_NULL, h5py.Empty) holds no elements and is refused.
-  DATASET is written as `vh5 info` lists it: a byte of the name that is not UTF-8 as \\xNN
-  (`/temp\\xe9rature` for Latin-1 bytes), a backslash as \\\\.
+  DATASET is written as `vh5 info` lists it: a byte of the name that is not UTF-8 or of a
+  control character as \\xNN (`/temp\\xe9rature` for Latin-1 bytes, `/a\\x0ab` for a
+  newline), a backslash as \\\\.
   --table ROWS.csv  slice table file, one row per line (format below)
   --random N        N random in-bounds rows of --size elements, stacked along axis 0 of the
                     destination
