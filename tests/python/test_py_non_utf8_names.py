@@ -295,3 +295,21 @@ def test_cli_prints_control_characters_in_names_escaped_and_reads_them_back():
         np.testing.assert_array_equal(np.load(TMP / "c.npy"), [value, value])
     with vh5.File(path) as f, pytest.raises(KeyError, match=r"nl\\x0axx"):
         f[b"nl\nxx"]
+
+
+def test_cli_read_echoes_the_name_it_resolved_not_the_escapes_given(cli_file):
+    """`vh5 read FILE '\\x41'` reads `A` but printed `dataset \\x41`: the summary line and the
+    messages now show the name actually opened, in the form `vh5 info` lists it."""
+    for given, shown, value in (("/\\x61\\xe9", "/a\\xe9", 10), ("/x\\x5cxe9", "/x\\\\xe9", 60)):
+        r = subprocess.run(
+            [CLI, "read", cli_file, given, "--random", "1", "--size", "3", "--save", str(TMP / "e.npy")],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr
+        assert f"dataset {shown} " in r.stdout and given not in r.stdout, r.stdout
+        np.testing.assert_array_equal(np.load(TMP / "e.npy"), np.arange(3) + value)
+    r = subprocess.run(
+        [CLI, "read", cli_file, "/\\x41", "--random", "1", "--size", "1"], capture_output=True, text=True
+    )
+    assert r.returncode == 1 and "/A" in r.stderr and "x41" not in r.stderr, r.stderr

@@ -98,7 +98,8 @@ pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv
 
 struct ReadOpts {
     path: String,
-    /// DATASET as given (the escaped form `vh5 info` prints), for messages.
+    /// The name read, in the escaped form `vh5 info` prints ([`vh5::names::escape`] of
+    /// `dataset_bytes`), for messages and the summary line: `\x41` given prints as `A`.
     dataset: String,
     /// Its bytes ([`vh5::names::unescape`]), what is opened.
     dataset_bytes: Vec<u8>,
@@ -151,7 +152,7 @@ fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
     let [path, dataset] = <[String; 2]>::try_from(pos).map_err(|_| "expected FILE and DATASET".to_string())?;
     o.path = path;
     o.dataset_bytes = vh5::names::unescape(&dataset).map_err(|e| format!("DATASET {e}"))?;
-    o.dataset = dataset;
+    o.dataset = vh5::names::escape(&o.dataset_bytes);
     if o.table.is_some() && o.random.is_some() {
         return Err("give exactly one of --table or --random".into());
     }
