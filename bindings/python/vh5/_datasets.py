@@ -70,8 +70,9 @@ class Dataset(Handle):
             once at open otherwise (a read-only file nothing in this process can write).
         maxshape (tuple[int | None, ...]): maximum extent, None for unlimited axes.
         dtype (numpy.dtype | None): the element type *as stored in the file*, byte order
-            included (e.g. ``dtype('>f4')``); compound and other fixed-size non-numeric types
-            are ``dtype('V<itemsize>')`` (libhdf5's native record layout, where h5py shows
+            included (e.g. ``dtype('>f4')``); a fixed-length string ``dtype('S<n>')`` (as h5py:
+            bytes, NUL-padded whatever the file's padding); compound and other fixed-size
+            non-numeric types are ``dtype('V<itemsize>')`` (libhdf5's native record layout, where h5py shows
             named fields; selections refuse them); None when vh5 cannot read the type
             (variable-length strings, vlen, references).
         chunks (tuple[int, ...] | None): chunk shape in elements, None when not chunked.
@@ -167,9 +168,11 @@ class Dataset(Handle):
             # Records: the fill value as a value of the memory type's numpy dtype (any size),
             # what h5py gives field for field (np.void with fields, bytes, an array, an int).
             native, fill = self._mem_type()
-            if native is not None and native.kind in "Mm":
+            if native is not None and native.kind in "MmS":
                 # h5py's datetime64 / timedelta64 (an opaque type tagged with that dtype): its
-                # dtype, as h5py gives (the bytes are numpy's, in the tag's byte order).
+                # dtype, as h5py gives (the bytes are numpy's, in the tag's byte order). A
+                # fixed-length string: numpy's S<n> (NUL-padded), h5py's dtype; libhdf5 converts
+                # space-padded and NUL-terminated strings into it (test_py_string_padding.py).
                 self.dtype = native
             if fill is not None:
                 value = np.frombuffer(fill, dtype=native if native is not None else self.dtype)
