@@ -5,11 +5,13 @@
 //! carries names as bytes everywhere and never replaces a byte (two distinct names must stay
 //! distinct). Where a name is shown — error messages, the CLI's listings — it is written
 //! with [`escape`]: valid UTF-8 as it is, a backslash as `\\`, and each byte that is not part
-//! of valid UTF-8 as `\xNN` (two lowercase hex digits). [`unescape`] reads that form back,
+//! of valid UTF-8, or of a control character (newline, tab, DEL, C1), as `\xNN` (two
+//! lowercase hex digits). [`unescape`] reads that form back,
 //! so the text is unambiguous and round-trips.
 
 /// The printable form of the name `bytes` (see the module docs): `a\xe9` for `b"a\xe9"`,
-/// `a\\b` for `b"a\\b"`, `température` for its UTF-8 bytes.
+/// `a\\b` for `b"a\\b"`, `température` for its UTF-8 bytes, `a\x0ab` for `b"a\nb"` (control
+/// characters, C0, DEL and C1, as the `\xNN` of their UTF-8 bytes).
 pub fn escape(bytes: &[u8]) -> String {
     escaped(bytes, true)
 }
@@ -27,6 +29,13 @@ fn escaped(bytes: &[u8], backslashes: bool) -> String {
         for ch in chunk.valid().chars() {
             if ch == '\\' && backslashes {
                 out.push_str("\\\\");
+            } else if ch.is_control() && backslashes {
+                // A newline, tab, DEL or C1 control would break or hide in a listing
+                // (`a\x7fb` shows as `ab`): written as its UTF-8 bytes, which `unescape`
+                // reads back.
+                for b in ch.encode_utf8(&mut [0; 4]).bytes() {
+                    out.push_str(&format!("\\x{b:02x}"));
+                }
             } else {
                 out.push(ch);
             }
@@ -89,11 +98,13 @@ mod tests {
         assert_eq!(escape(b"\xed\xa0\x80/x\xff"), "\\xed\\xa0\\x80/x\\xff");
         assert_ne!(escape(b"a\xe9"), escape(b"a\xe8"));
         assert_eq!(escape_text(b"object 'a\xe9' in C:\\x"), "object 'a\\xe9' in C:\\x");
+        assert_eq!(escape(b"nl\nx\ttab\x7fdel"), "nl\\x0ax\\x09tab\\x7fdel");
+        assert_eq!(escape("c1\u{85}".as_bytes()), "c1\\xc2\\x85");
     }
 
     #[test]
     fn unescape_reads_back_every_escaped_name() {
-        for name in [&b"a\xe9"[..], b"a\\xe9", b"\\", b"x\\\\y\xff\xfe", "é/\u{1F600}".as_bytes(), b"", b"\xc3"] {
+        for name in [&b"a\xe9"[..], b"a\\xe9", b"\\", b"x\\\\y\xff\xfe", "é/\u{1F600}".as_bytes(), b"", b"\xc3", b"a\x7fb\n\t", "\u{85}".as_bytes()] {
             assert_eq!(unescape(&escape(name)).unwrap(), name, "{name:?}");
         }
         assert_eq!(unescape("a\\xE9").unwrap(), b"a\xe9");

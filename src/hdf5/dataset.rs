@@ -172,20 +172,7 @@ fn with_file_if_newer_format(lock: &H5Lock, loc: hid_t, mut e: crate::error::Err
 /// The name of the file holding the object `id` (`H5Fget_name`) as [`escape`] shows it, `?`
 /// when libhdf5 cannot say.
 pub fn file_name(lock: &H5Lock, id: hid_t) -> String {
-    // SAFETY: sizes as passed; lock held.
-    let n = unsafe { H5Fget_name(id, std::ptr::null_mut(), 0) };
-    if n <= 0 {
-        clear_stack(lock);
-        return "?".into();
-    }
-    let mut buf = vec![0u8; n as usize + 1];
-    // SAFETY: `buf` holds n + 1 bytes.
-    if unsafe { H5Fget_name(id, buf.as_mut_ptr() as *mut c_char, buf.len()) } < 0 {
-        clear_stack(lock);
-        return "?".into();
-    }
-    buf.truncate(n as usize);
-    escape(&buf)
+    super::handle::file_name_bytes(lock, id).map_or_else(|| "?".into(), |b| escape(&b))
 }
 
 /// The components of the path `name` (bytes) that name links: empty ones and `.` left out.

@@ -11,7 +11,12 @@
 //! without a checksum (version 1), an integer, float or bitfield of more than one byte whose
 //! size in bits exceeds twice its precision + offset ("datatype has unusually large # of
 //! unused bits", `H5T_is_numeric_with_unusual_unused_bits`; libhdf5 2.x reads such a type only
-//! with `H5Pset_relax_file_integrity_checks`, which vh5 does not offer).
+//! with `H5Pset_relax_file_integrity_checks`, which vh5 does not offer). vh5 applies this one
+//! only to sizes other than 2, 4 and 8 bytes: the crashes came from sizes of millions of bytes,
+//! while a 2-, 4- or 8-byte number of reduced precision (a 12-bit integer at bit offset 0 in 4
+//! bytes, which HDF5 2.x writes with that relaxation and libhdf5 1.10 writes and reads as any
+//! other type) is a valid type; libhdf5 opens it and vh5 reads it as it reads the same
+//! precision at another offset (raw records only: numpy has no dtype for it).
 //!
 //! And a number type whose bit fields do not fit: bit offset + precision past the type's bits,
 //! or a floating-point type's sign, exponent or mantissa outside the precision, empty or
@@ -134,12 +139,14 @@ fn walk(m: &[u8], at: usize, depth: usize, ck: bool) -> W<(usize, u64)> {
 /// Check the bit offset and precision of a fixed-point (class 0), floating-point (1) or
 /// bitfield (4) type of `size` bytes (properties at `p`). Without a header checksum (`ck`
 /// false), libhdf5 >= 2.0's `H5T_is_numeric_with_unusual_unused_bits`: more than one byte,
-/// precision < size * 8 and size * 8 > 2 * (precision + offset). For numbers (not bitfields):
+/// precision < size * 8 and size * 8 > 2 * (precision + offset), for sizes other than 2, 4
+/// and 8 bytes (see the module docs). For numbers (not bitfields):
 /// offset + precision must fit in the type's bits. Returns the precision.
 fn atomic_bits(m: &[u8], p: usize, class: usize, size: u64, at: usize, ck: bool) -> W<u64> {
     let (offset, prec) = (uint(m, p, 2)?, uint(m, p + 2, 2)?);
     let bits = size.saturating_mul(8);
-    if !ck && size > 1 && prec < bits && bits > 2 * (prec + offset) {
+    let valid_size = matches!(size, 2 | 4 | 8);
+    if !ck && size > 1 && !valid_size && prec < bits && bits > 2 * (prec + offset) {
         return Err(Stop::Damaged(format!(
             "a number of {size} bytes with {prec} bits of precision at bit offset {offset}: unusually many unused bits (datatype message byte {at})"
         )));
@@ -217,10 +224,14 @@ mod tests {
         // seed 54 at 8000 cases: a `<u4` whose size byte was flipped to 9764868 bytes
         let why = type_damage(&int_prec(9764868, 32), false).expect("damage");
         assert!(why.contains("unusually many unused bits"), "{why}");
-        // a 12-bit number in 4 bytes: 32 > 2 * 12 (libhdf5 2.x refuses it without a checksum)
-        assert!(type_damage(&int_prec(4, 12), false).is_some());
-        // 17 bits in 4 bytes, full precision, 1-byte numbers: usual
-        for (size, prec) in [(4, 17), (4, 32), (1, 3)] {
+        // 8 bits in 3 or 16 bytes: 24 > 2 * 8, 128 > 2 * 8
+        for size in [3, 16] {
+            assert!(type_damage(&int_prec(size, 8), false).is_some(), "{size}");
+        }
+        // 17 bits in 4 bytes, full precision, 1-byte numbers: usual; a 12-bit number in 4 bytes
+        // (32 > 2 * 12; libhdf5 2.x refuses it without H5Pset_relax_file_integrity_checks) or
+        // 7 bits in 2 or 8 bytes: valid sizes, opened by libhdf5 1.10 as any reduced precision
+        for (size, prec) in [(4, 17), (4, 32), (1, 3), (4, 12), (2, 7), (8, 7)] {
             assert_eq!(type_damage(&int_prec(size, prec), false), None, "{size} {prec}");
         }
         // checksummed headers: libhdf5 trusts the checksum

@@ -14,19 +14,31 @@
 //! Python `vh5.File(path, allow_external=True)`) and the datasets opened through them. The
 //! allowance is remembered per id (a process-wide set, under its own mutex; entries are
 //! removed by [`super::close`]).
+//!
+//! External raw data files are opened by libhdf5 at each read or write, by the name stored in
+//! the file joined to the dataset's external file prefix (env `HDF5_EXTFILE_PREFIX`, else
+//! `H5Pset_efile_prefix` of the dataset access list; libhdf5 1.10 reads the variable when the
+//! dataset is opened, 2.x once, when the process first uses it; vh5 sets
+//! none). With no prefix, libhdf5 (1.10 .. 2.0, as h5py on this machine) resolves a relative
+//! name against the current working directory, not the HDF5 file's directory; the prefix
+//! `${ORIGIN}` means that directory. vh5 keeps libhdf5's rule (so it reads what h5py reads),
+//! and when libhdf5 cannot open an external file, [`explain_external_open_failure`] names the
+//! dataset, its file, each external file as resolved and the rule.
 
 use std::collections::HashSet;
 use std::ffi::{c_char, c_uint, c_void, CStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use hdf5_sys::h5d::H5D_layout_t;
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5p::*;
 
-use super::error::check;
-use super::handle::{dataset_name, Handle};
+use super::error::{check, session};
+use super::handle::{dataset_name, file_name_bytes, Handle};
 use super::lock::H5Lock;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::names::escape;
 
 /// `vh5_file_open` flag bit: allow datasets that point at other files (see the module docs).
@@ -167,5 +179,155 @@ pub fn refusing_lapl(lock: &H5Lock, seen: &mut ElinkSeen) -> Result<Handle> {
         let lapl = Handle::new(lock, H5Pcreate(*H5P_CLS_LINK_ACCESS), "H5Pcreate(link access)")?;
         check(lock, H5Pset_elink_cb(lapl.id(), Some(refuse_elink), seen as *mut ElinkSeen as *mut c_void), "H5Pset_elink_cb")?;
         Ok(lapl)
+    }
+}
+
+/// libhdf5's words when it cannot open an external raw data file (`H5D__efl_read`,
+/// `H5D__efl_write`; 1.10 .. 2.0).
+const EFL_OPEN_FAILED: &str = "unable to open external raw data file";
+
+/// External files described in a message, at most (then "and N more").
+const MAX_LISTED: usize = 8;
+
+/// `e`, the failure of a read or write of `dset`, with what libhdf5 could not open when it is
+/// libhdf5's "unable to open external raw data file": the dataset and its HDF5 file, each
+/// external file as resolved (`name` -> path: missing, not readable, or found) and libhdf5's
+/// rule for relative names (see the module docs), with libhdf5's stack after it. Any other
+/// error unchanged. Takes the libhdf5 lock only for that error.
+pub fn explain_external_open_failure(dset: hid_t, e: Error) -> Error {
+    if e.kind != ErrorKind::Hdf5 || !e.message.contains(EFL_OPEN_FAILED) {
+        return e;
+    }
+    let s = session();
+    let l = s.lock();
+    let Ok(names) = external_names(l, dset) else {
+        super::error::clear_stack(l);
+        return e;
+    };
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let h5file = file_name_bytes(l, dset).map(|b| PathBuf::from(std::ffi::OsStr::from_bytes(&b))).unwrap_or_default();
+    let origin = cwd.join(h5file.parent().unwrap_or(Path::new("")));
+    let (prefix, from) = match std::env::var_os("HDF5_EXTFILE_PREFIX") {
+        Some(p) => (p.as_bytes().to_vec(), "env HDF5_EXTFILE_PREFIX"),
+        None => (efile_prefix(l, dset), "H5Pset_efile_prefix"),
+    };
+    let prefix = String::from_utf8_lossy(&prefix).into_owned();
+    let mut listed: Vec<String> = names.iter().take(MAX_LISTED).map(|n| resolved_state(n, &prefix, &origin, &cwd)).collect();
+    if names.len() > MAX_LISTED {
+        listed.push(format!("and {} more", names.len() - MAX_LISTED));
+    }
+    let relative = names.iter().any(|n| !n.is_absolute());
+    let rule = if !relative {
+        String::new()
+    } else if prefix.is_empty() || prefix == "." {
+        let beside: Vec<String> = names.iter().filter(|n| !n.is_absolute() && origin.join(n).is_file()).take(MAX_LISTED).map(|n| format!("`{}`", shown(n))).collect();
+        let there = if beside.is_empty() { String::new() } else { format!(", which holds {}", beside.join(", ")) };
+        format!(
+            ". libhdf5 (as h5py) resolves a relative external file name against the current working directory (`{}`), not against the HDF5 file's \
+             directory (`{}`{there}): run from the directory the names are relative to, or set the environment variable \
+             HDF5_EXTFILE_PREFIX='${{ORIGIN}}' (the HDF5 file's directory) before the process starts (libhdf5 2.x reads it once)",
+            shown(&cwd),
+            shown(&origin)
+        )
+    } else {
+        format!(". Relative names were resolved against the external file prefix `{prefix}` (from {from}; `${{ORIGIN}}` = the HDF5 file's directory `{}`)", shown(&origin))
+    };
+    Error::new(
+        ErrorKind::Hdf5,
+        format!("dataset {}: libhdf5 could not open its external raw data file(s) (H5Pset_external): {}{rule}; {}", dataset_name(l, dset), listed.join(", "), e.message),
+    )
+}
+
+/// The names of the external raw data files of `dset`, in order (`H5Pget_external`).
+fn external_names(lock: &H5Lock, dset: hid_t) -> Result<Vec<PathBuf>> {
+    // SAFETY: valid dataset id; lock held; buffers sized as passed.
+    unsafe {
+        let dcpl = Handle::new(lock, hdf5_sys::h5d::H5Dget_create_plist(dset), "H5Dget_create_plist")?;
+        let n = check(lock, H5Pget_external_count(dcpl.id()), "H5Pget_external_count")?;
+        let mut names = Vec::new();
+        for i in 0..n as c_uint {
+            let mut name = vec![0u8; 4096];
+            let (mut off, mut size) = (0, 0);
+            check(lock, H5Pget_external(dcpl.id(), i, name.len() - 1, name.as_mut_ptr() as *mut c_char, &mut off, &mut size), "H5Pget_external")?;
+            name.truncate(name.iter().position(|&b| b == 0).unwrap_or(name.len()));
+            names.push(PathBuf::from(std::ffi::OsStr::from_bytes(&name)));
+        }
+        Ok(names)
+    }
+}
+
+/// The external file prefix of the access list `dset` was opened with (`H5Pget_efile_prefix`;
+/// empty when none or unknown).
+fn efile_prefix(lock: &H5Lock, dset: hid_t) -> Vec<u8> {
+    // SAFETY: valid dataset id; lock held; the buffer holds the length libhdf5 gave + NUL.
+    unsafe {
+        let Ok(dapl) = Handle::new(lock, hdf5_sys::h5d::H5Dget_access_plist(dset), "H5Dget_access_plist") else {
+            super::error::clear_stack(lock);
+            return Vec::new();
+        };
+        let n = H5Pget_efile_prefix(dapl.id(), std::ptr::null_mut(), 0);
+        if n <= 0 {
+            super::error::clear_stack(lock);
+            return Vec::new();
+        }
+        let mut buf = vec![0u8; n as usize + 1];
+        if H5Pget_efile_prefix(dapl.id(), buf.as_mut_ptr() as *mut c_char, buf.len()) < 0 {
+            super::error::clear_stack(lock);
+            return Vec::new();
+        }
+        buf.truncate(n as usize);
+        buf
+    }
+}
+
+/// Where libhdf5 looks for the external file `name` given the prefix `prefix` (`""` or `.`:
+/// none; `${ORIGIN}...`: under `origin`, the HDF5 file's directory; else a directory, relative
+/// ones under `cwd`): an absolute name as it is, a relative one joined to that directory
+/// (libhdf5's `H5_combine_path` after `H5D__build_file_prefix`).
+fn resolve(name: &Path, prefix: &str, origin: &Path, cwd: &Path) -> PathBuf {
+    if name.is_absolute() {
+        return name.to_path_buf();
+    }
+    let dir = if prefix.is_empty() || prefix == "." {
+        cwd.to_path_buf()
+    } else if let Some(rest) = prefix.strip_prefix("${ORIGIN}") {
+        origin.join(rest.trim_start_matches('/'))
+    } else {
+        cwd.join(prefix)
+    };
+    dir.join(name)
+}
+
+/// A path in messages, as [`crate::names::escape`] shows names.
+fn shown(p: &Path) -> String {
+    crate::names::escape(p.as_os_str().as_bytes())
+}
+
+/// `` `name` as `/resolved/path` (state) ``: missing, not readable (the OS error) or found.
+fn resolved_state(name: &Path, prefix: &str, origin: &Path, cwd: &Path) -> String {
+    let path = resolve(name, prefix, origin, cwd);
+    let state = match std::fs::File::open(&path) {
+        Ok(_) => "found".to_string(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such file".to_string(),
+        Err(e) => format!("not readable: {e}"),
+    };
+    format!("`{}` as `{}` ({state})", shown(name), shown(&path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn external_names_resolve_as_libhdf5_does() {
+        let (origin, cwd) = (Path::new("/data/h5"), Path::new("/work"));
+        let r = |name: &str, prefix: &str| resolve(Path::new(name), prefix, origin, cwd);
+        assert_eq!(r("raw.bin", ""), Path::new("/work/raw.bin"));
+        assert_eq!(r("raw.bin", "."), Path::new("/work/raw.bin"));
+        assert_eq!(r("/abs/raw.bin", "${ORIGIN}"), Path::new("/abs/raw.bin"));
+        assert_eq!(r("raw.bin", "${ORIGIN}"), Path::new("/data/h5/raw.bin"));
+        assert_eq!(r("raw.bin", "${ORIGIN}/sub"), Path::new("/data/h5/sub/raw.bin"));
+        assert_eq!(r("raw.bin", "ext"), Path::new("/work/ext/raw.bin"));
+        assert_eq!(r("raw.bin", "/ext"), Path::new("/ext/raw.bin"));
     }
 }

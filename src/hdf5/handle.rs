@@ -160,25 +160,34 @@ pub fn close_id(lock: &H5Lock, id: hid_t) -> Result<()> {
 /// `` `/path/of/dset` in `file.h5` `` for messages (libhdf5's names, shown as
 /// [`crate::names::escape`] does: `/a\xe9`; `?` when unknown).
 pub fn dataset_name(lock: &H5Lock, dset: hid_t) -> String {
-    let get = |f: &dyn Fn(*mut std::ffi::c_char, usize) -> isize| -> String {
-        let n = f(std::ptr::null_mut(), 0);
-        if n <= 0 {
-            clear_stack(lock);
-            return "?".into();
-        }
-        let mut buf = vec![0u8; n as usize + 1];
-        if f(buf.as_mut_ptr() as *mut _, buf.len()) < 0 {
-            clear_stack(lock);
-            return "?".into();
-        }
-        buf.truncate(n as usize);
-        crate::names::escape(&buf)
-    };
-    // SAFETY: valid id; lock held; `get` passes a buffer of the length it gives (or NULL, 0).
-    let name = get(&|p, n| unsafe { hdf5_sys::h5i::H5Iget_name(dset, p, n) });
-    // SAFETY: as above.
-    let file = get(&|p, n| unsafe { hdf5_sys::h5f::H5Fget_name(dset, p, n) });
-    format!("`{name}` in `{file}`")
+    let shown = |b: Option<Vec<u8>>| b.map_or_else(|| "?".into(), |b| crate::names::escape(&b));
+    // SAFETY: valid id; lock held; `name_bytes` passes a buffer of the length it gives.
+    let name = shown(name_bytes(lock, &|p, n| unsafe { hdf5_sys::h5i::H5Iget_name(dset, p, n) }));
+    format!("`{name}` in `{}`", shown(file_name_bytes(lock, dset)))
+}
+
+/// The name of the file holding the object `id` as libhdf5 was given it (`H5Fget_name`: a
+/// relative name stays relative), as bytes; `None` (stack cleared) when libhdf5 cannot say.
+pub fn file_name_bytes(lock: &H5Lock, id: hid_t) -> Option<Vec<u8>> {
+    // SAFETY: as in `dataset_name`.
+    name_bytes(lock, &|p, n| unsafe { hdf5_sys::h5f::H5Fget_name(id, p, n) })
+}
+
+/// A name from a libhdf5 getter `f(buf, size)` that returns the name's length (called once
+/// with NULL, 0 for it); `None` (stack cleared) when it fails or gives an empty name.
+fn name_bytes(lock: &H5Lock, f: &dyn Fn(*mut std::ffi::c_char, usize) -> isize) -> Option<Vec<u8>> {
+    let n = f(std::ptr::null_mut(), 0);
+    if n <= 0 {
+        clear_stack(lock);
+        return None;
+    }
+    let mut buf = vec![0u8; n as usize + 1];
+    if f(buf.as_mut_ptr() as *mut _, buf.len()) < 0 {
+        clear_stack(lock);
+        return None;
+    }
+    buf.truncate(n as usize);
+    Some(buf)
 }
 
 impl Drop for Handle {

@@ -23,8 +23,12 @@ pub const SLICES_SWAPPED: u32 = 4;
 /// `e`, the failure of a read or write of the dataset `dset`, as it leaves the transfer: a
 /// missing-filter error made deep in libhdf5 names the dataset
 /// ([`crate::hdf5::filter_support::name_dataset_of_missing_filter`]), and a failure because
-/// `dset` was closed during the call says so ([`crate::hdf5::dataset::closed_during_call`]).
+/// `dset` was closed during the call says so ([`crate::hdf5::dataset::closed_during_call`]),
+/// and an external raw data file libhdf5 could not open is named, as resolved, with the
+/// dataset and libhdf5's rule for relative names
+/// ([`crate::hdf5::external::explain_external_open_failure`]).
 pub(crate) fn transfer_error(dset: hid_t, e: Error) -> Error {
+    let e = crate::hdf5::external::explain_external_open_failure(dset, e);
     crate::hdf5::dataset::closed_during_call(dset, crate::hdf5::filter_support::name_dataset_of_missing_filter(dset, e))
 }
 

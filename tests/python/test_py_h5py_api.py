@@ -249,6 +249,9 @@ def test_non_numeric_types_are_refused_not_returned_as_bytes(files):
         ("f4_chunked_gzip", np.s_[1:6:2, 3, ::2], np.s_[2:5, 1, 0:3], (6, 4, 5)),
         ("i2be_chunked", np.s_[2:9], None, (7, 10)),
         ("f8be_contig", np.s_[..., 4], np.s_[1:7], (8,)),
+        ("f4_chunked_gzip", np.s_[6, 8, 4], np.s_[1, 2, 3], (2, 3, 4)),
+        ("f8be_contig", np.s_[5, 9], np.s_[3], (8,)),
+        ("i2be_chunked", np.s_[2, 3:5], np.s_[1, 0:2], (3, 4)),
     ],
 )
 def test_read_direct_matches_h5py(files, name, source_sel, dest_sel, dst_shape):

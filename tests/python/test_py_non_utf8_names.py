@@ -267,3 +267,49 @@ def test_cli_prints_non_utf8_names_escaped_and_reads_them_back(cli_file):
         [CLI, "read", cli_file, b"/a\xe9", "--random", "1", "--size", "1"], capture_output=True, text=True
     )
     assert r.returncode == 2 and "not valid UTF-8" in r.stderr and "/a\\xe9" in r.stderr
+
+
+def test_cli_prints_control_characters_in_names_escaped_and_reads_them_back():
+    """A newline, tab, DEL or C1 control in a name used to be printed as is by `vh5 info`: the
+    newline split the listing line, DEL hid (`a\\x7fb` showed as `ab`). Each is now `\\xNN` of
+    its UTF-8 bytes, and `vh5 read` takes that form back."""
+    if not Path(CLI).exists():
+        pytest.skip(f"{CLI} not built")
+    path = str(TMP / "controls.h5")
+    names = {b"nl\nx": 1, b"tab\tx": 2, b"a\x7fb": 3, "c1\u0085".encode(): 4, b"ab": 5}
+    with h5py.File(path, "w", libver=("earliest", "v110")) as h:
+        for name, v in names.items():
+            h.create_dataset(name, data=np.full(2, v))
+    r = subprocess.run([CLI, "info", path], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    listed = [line.split(": ")[0].strip() for line in r.stdout.splitlines()[1:]]
+    shown = {"/nl\\x0ax": 1, "/tab\\x09x": 2, "/a\\x7fb": 3, "/c1\\xc2\\x85": 4, "/ab": 5}
+    assert sorted(listed) == sorted(shown)
+    for name, value in shown.items():
+        r = subprocess.run(
+            [CLI, "read", path, name, "--random", "1", "--size", "2", "--save", str(TMP / "c.npy")],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr
+        np.testing.assert_array_equal(np.load(TMP / "c.npy"), [value, value])
+    with vh5.File(path) as f, pytest.raises(KeyError, match=r"nl\\x0axx"):
+        f[b"nl\nxx"]
+
+
+def test_cli_read_echoes_the_name_it_resolved_not_the_escapes_given(cli_file):
+    """`vh5 read FILE '\\x41'` reads `A` but printed `dataset \\x41`: the summary line and the
+    messages now show the name actually opened, in the form `vh5 info` lists it."""
+    for given, shown, value in (("/\\x61\\xe9", "/a\\xe9", 10), ("/x\\x5cxe9", "/x\\\\xe9", 60)):
+        r = subprocess.run(
+            [CLI, "read", cli_file, given, "--random", "1", "--size", "3", "--save", str(TMP / "e.npy")],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr
+        assert f"dataset {shown} " in r.stdout and given not in r.stdout, r.stdout
+        np.testing.assert_array_equal(np.load(TMP / "e.npy"), np.arange(3) + value)
+    r = subprocess.run(
+        [CLI, "read", cli_file, "/\\x41", "--random", "1", "--size", "1"], capture_output=True, text=True
+    )
+    assert r.returncode == 1 and "/A" in r.stderr and "x41" not in r.stderr, r.stderr

@@ -144,3 +144,25 @@ def test_string_padding_every_planner(planner):
     code = f"import sys; sys.path.insert(0, {here!r}); import conftest; import test_py_string_padding as t; t._check_all({planner!r})"
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("pad", PADS)
+def test_fixed_string_dataset_dtype_and_selections_like_h5py(pad, tmp_path):
+    """A fixed-length string dataset's Dataset.dtype was '|V6' (h5py: '|S6') and d[()] was
+    refused advising a '|V6' destination, while read_many_slices into S6 gave h5py's values.
+    Now dtype is h5py's S<n> and selections read h5py's values (padding converted by libhdf5
+    as above), also for netCDF-4's char variables (S1, h5py's dtype for them)."""
+    path = str(tmp_path / f"fixed_{pad}.h5")
+    _create(path, _string_type(pad), "plain", STORED)
+    with h5py.File(path, "a") as h:
+        h["nc_char"] = np.array([[b"a", b"b", b""], [b"c", b"", b"d"]], "S1")
+    with vh5.File(path) as f, h5py.File(path, "r") as h:
+        for name in ("c", "nc_char"):
+            d, ref = f[name], h[name]
+            assert d.dtype == ref.dtype and d.dtype.kind == "S", (name, d.dtype, ref.dtype)
+            assert _same(d[()], ref[()]) and _same(d[1:], ref[1:]), (name, d[()], ref[()])
+            assert d.fillvalue == ref.fillvalue and d.nbytes == ref.nbytes, name
+        assert type(f["c"][0]) is type(h["c"][0]) and f["c"][0] == h["c"][0]
+        out = np.zeros(N, "S6")
+        f["c"].read_direct(out)
+        assert _same(out, h["c"][...])

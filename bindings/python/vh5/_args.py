@@ -87,8 +87,15 @@ def shown_name(name: str):
 
 def escaped(name: str) -> str:
     """A name in the internal form as the library's messages write it: UTF-8 as it is, a
-    backslash as ``\\\\``, a byte that is not UTF-8 as ``\\xNN`` (Rust ``vh5::names::escape``)."""
-    return name_bytes(name).replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")
+    backslash as ``\\\\``, a byte that is not UTF-8 and each UTF-8 byte of a control character
+    (C0, DEL, C1: newline, tab...) as ``\\xNN`` (Rust ``vh5::names::escape``)."""
+    text = name_bytes(name).replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")
+    return "".join("".join(f"\\x{b:02x}" for b in c.encode()) if _is_control(c) else c for c in text)
+
+
+def _is_control(c: str) -> bool:
+    """Rust's ``char::is_control`` (Unicode category Cc): U+0000..U+001F and U+007F..U+009F."""
+    return c < "\x20" or "\x7f" <= c <= "\x9f"
 
 
 LOCK_HINT = (

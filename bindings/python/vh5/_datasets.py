@@ -38,6 +38,14 @@ _SZIP_EC, _SZIP_NN = 4, 32
 _OBJECT_ITEMSIZE = np.dtype(object).itemsize
 
 
+def _as_view_index(sel):
+    """``sel`` as an index of ``dst`` that gives a view even when every axis is an integer:
+    numpy's ``dst[0, 0]`` is a scalar copy, ``dst[0, 0, ...]`` a 0-d view of that element
+    (h5py's ``read_direct(dst, source_sel, np.s_[0, 0])`` writes into it)."""
+    idx = sel if isinstance(sel, tuple) else (sel,)
+    return idx if any(i is Ellipsis for i in idx) else (*idx, Ellipsis)
+
+
 def in_file(e: Error, filename: str) -> Error:
     """``e`` with its message naming ``filename`` (where the library says "this file")."""
     msg = e.message
@@ -62,8 +70,9 @@ class Dataset(Handle):
             once at open otherwise (a read-only file nothing in this process can write).
         maxshape (tuple[int | None, ...]): maximum extent, None for unlimited axes.
         dtype (numpy.dtype | None): the element type *as stored in the file*, byte order
-            included (e.g. ``dtype('>f4')``); compound and other fixed-size non-numeric types
-            are ``dtype('V<itemsize>')`` (libhdf5's native record layout, where h5py shows
+            included (e.g. ``dtype('>f4')``); a fixed-length string ``dtype('S<n>')`` (as h5py:
+            bytes, NUL-padded whatever the file's padding); compound and other fixed-size
+            non-numeric types are ``dtype('V<itemsize>')`` (libhdf5's native record layout, where h5py shows
             named fields; selections refuse them); None when vh5 cannot read the type
             (variable-length strings, vlen, references).
         chunks (tuple[int, ...] | None): chunk shape in elements, None when not chunked.
@@ -159,9 +168,11 @@ class Dataset(Handle):
             # Records: the fill value as a value of the memory type's numpy dtype (any size),
             # what h5py gives field for field (np.void with fields, bytes, an array, an int).
             native, fill = self._mem_type()
-            if native is not None and native.kind in "Mm":
+            if native is not None and native.kind in "MmS":
                 # h5py's datetime64 / timedelta64 (an opaque type tagged with that dtype): its
-                # dtype, as h5py gives (the bytes are numpy's, in the tag's byte order).
+                # dtype, as h5py gives (the bytes are numpy's, in the tag's byte order). A
+                # fixed-length string: numpy's S<n> (NUL-padded), h5py's dtype; libhdf5 converts
+                # space-padded and NUL-terminated strings into it (test_py_string_padding.py).
                 self.dtype = native
             if fill is not None:
                 value = np.frombuffer(fill, dtype=native if native is not None else self.dtype)
@@ -516,7 +527,7 @@ class Dataset(Handle):
         if not dst.flags.writeable:
             raise ValueError("dst must be writeable")
         hs = _select.parse(() if source_sel is None else source_sel, self._extent())
-        view = dst if dest_sel is None else dst[dest_sel]
+        view = dst if dest_sel is None else dst[_as_view_index(dest_sel)]
         if not isinstance(view, np.ndarray) or (view.base is None and view is not dst):
             raise TypeError(f"dest_sel {dest_sel!r} must be a basic selection of dst (a view, not a copy)")
         if view.shape != hs.shape:

@@ -36,13 +36,33 @@ from ._errors import error
 from ._files import File
 from ._lib import lib
 
-__all__ = ["is_h5py_dataset", "open_h5py", "adopt_h5py", "resolve_source", "REOPENABLE_DRIVERS"]
+__all__ = ["is_h5py_dataset", "check_open", "open_h5py", "adopt_h5py", "resolve_source", "REOPENABLE_DRIVERS"]
 
 
 def is_h5py_dataset(obj) -> bool:
-    """True for an h5py.Dataset, recognised without importing h5py."""
-    mod = type(obj).__module__ or ""
-    return mod.startswith("h5py") and hasattr(obj, "file") and hasattr(obj, "name") and hasattr(obj, "id")
+    """True for an h5py.Dataset (open or closed), recognised without importing h5py. The
+    attributes are looked up on the class: on a closed dataset h5py's ``file`` property raises
+    ValueError ("Not an id of a file object")."""
+    cls = type(obj)
+    mod = cls.__module__ or ""
+    return mod.startswith("h5py") and all(hasattr(cls, a) for a in ("file", "name", "id"))
+
+
+def check_open(src) -> None:
+    """Raise vh5.InvalidHandleError when the h5py dataset ``src`` is closed (its h5py File was
+    closed): h5py then no longer gives its name or file (``name`` is None, ``file`` raises
+    h5py's "Not an id of a file object")."""
+    try:
+        valid = bool(src.id.valid)
+    except Exception:  # noqa: BLE001 - h5py raises for closed ids in various ways
+        valid = False
+    if not valid:
+        raise error(
+            "VH5_ERR_INVALID_HANDLE",
+            f"an h5py dataset whose h5py File was closed ({src!r}): h5py no longer gives its name or file, "
+            "so vh5 cannot reopen it. Pass it while its h5py File is open, or open the dataset with "
+            "vh5.File(path)[name]",
+        )
 
 
 #: h5py drivers (``h5py.File.driver``) whose file is one ordinary file on disk that vh5 can
@@ -68,7 +88,9 @@ def open_h5py(src):
 
     Raises vh5.UnsupportedError for an anonymous dataset (``create_dataset(None, ...)``: no
     path to reopen it by) and for an h5py file whose driver is not in
-    :data:`REOPENABLE_DRIVERS` (in-memory, file-like, family, parallel, S3, split files)."""
+    :data:`REOPENABLE_DRIVERS` (in-memory, file-like, family, parallel, S3, split files), and
+    vh5.InvalidHandleError for a closed one (:func:`check_open`)."""
+    check_open(src)
     if src.name is None:
         # create_dataset(None, ...): the dataset is in the file but no link names it, and vh5
         # (not bound to h5py's libhdf5) reaches datasets only by reopening the file by path
@@ -240,14 +262,9 @@ def adopt_h5py(src) -> Dataset:
             f"h5py dataset {getattr(src, 'name', '?')!r}: its id belongs to h5py's libhdf5, and the loaded "
             f"libvh5 ({lib().path}) links its own; only the h5py-bound build (libvh5_h5py) uses h5py ids",
         )
-    try:
-        hid = src.id.id
-        valid = bool(src.id.valid)
-    except Exception:  # noqa: BLE001 - h5py raises for closed ids in various ways
-        hid, valid = -1, False
+    check_open(src)
+    hid = src.id.id
     name = src.name if getattr(src, "name", None) else "(anonymous dataset)"
-    if not valid:
-        raise error("VH5_ERR_INVALID_HANDLE", f"h5py dataset {name!r} is closed (its file was closed?)")
     return Dataset._from_hdf5_id(H5pyFileName(src), name, hid)
 
 

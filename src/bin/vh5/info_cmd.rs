@@ -16,7 +16,8 @@ pub const HELP: &str = "usage: vh5 info [--allow-external] FILE
   fill value. A dataset that cannot be opened (written with a newer HDF5 format than the
   linked libhdf5 reads, damaged, stored in external files or virtual) is listed with the
   reason, and the exit status is then 1. Names are printed as bytes of UTF-8 as they are, a
-  byte that is not UTF-8 as \\xNN and a backslash as \\\\ (the form `vh5 read` takes back).
+  byte that is not UTF-8 or of a control character (newline, tab, DEL) as \\xNN and a
+  backslash as \\\\ (the form `vh5 read` takes back).
   --allow-external  open datasets whose data lives in other files (external storage, virtual
                     datasets, external links); refused by default: a crafted file could
                     make vh5 read any file the process may read

@@ -69,8 +69,9 @@ pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv
   print the first rows, a summary, a checksum (sum and FNV-1a 64 of the bytes) and the time.
   A 0-d (scalar) dataset is read without --table, --random and --size (one row); a dataset
   with a null dataspace (H5S_NULL, h5py.Empty) holds no elements and is refused.
-  DATASET is written as `vh5 info` lists it: a byte of the name that is not UTF-8 as \\xNN
-  (`/temp\\xe9rature` for Latin-1 bytes), a backslash as \\\\.
+  DATASET is written as `vh5 info` lists it: a byte of the name that is not UTF-8 or of a
+  control character as \\xNN (`/temp\\xe9rature` for Latin-1 bytes, `/a\\x0ab` for a
+  newline), a backslash as \\\\.
   --table ROWS.csv  slice table file, one row per line (format below)
   --random N        N random in-bounds rows of --size elements, stacked along axis 0 of the
                     destination
@@ -97,7 +98,8 @@ pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv
 
 struct ReadOpts {
     path: String,
-    /// DATASET as given (the escaped form `vh5 info` prints), for messages.
+    /// The name read, in the escaped form `vh5 info` prints ([`vh5::names::escape`] of
+    /// `dataset_bytes`), for messages and the summary line: `\x41` given prints as `A`.
     dataset: String,
     /// Its bytes ([`vh5::names::unescape`]), what is opened.
     dataset_bytes: Vec<u8>,
@@ -150,7 +152,7 @@ fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
     let [path, dataset] = <[String; 2]>::try_from(pos).map_err(|_| "expected FILE and DATASET".to_string())?;
     o.path = path;
     o.dataset_bytes = vh5::names::unescape(&dataset).map_err(|e| format!("DATASET {e}"))?;
-    o.dataset = dataset;
+    o.dataset = vh5::names::escape(&o.dataset_bytes);
     if o.table.is_some() && o.random.is_some() {
         return Err("give exactly one of --table or --random".into());
     }
