@@ -100,8 +100,9 @@ def test_reduced_precision_integer_at_bit_offset_0_unsupported_like_offset_4(tmp
     message is damaged ... the file is corrupted", the same precision at offset 4 as
     unsupported. Both now open, d[()] is the same UnsupportedError, and the raw records vh5
     moves (libhdf5's native memory type) hold h5py's values."""
-    if vh5.hdf5_version().version >= (2, 0, 0):
-        pytest.skip("a libhdf5 >= 2.0 refuses these types itself without the relaxed checks")
+    if vh5.hdf5_version().version >= (1, 14, 4):
+        # (the h5py-bound build on h5py's 1.14.6 failed here: H5O__dtype_decode_helper)
+        pytest.skip("a libhdf5 >= 1.14.4 (it has H5Pset_relax_file_integrity_checks) refuses these types itself")
     fapl = _relaxed_fapl()
     path = str(tmp_path / "prec.h5")
     data = np.arange(-40, 50, 3, dtype="<i4")
