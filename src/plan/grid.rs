@@ -133,10 +133,10 @@ impl ChunkGrid {
     }
     /// [`ChunkGrid::chunk_extent`] of the chunk with C-order linear index `linear`.
     pub fn linear_extent(&self, linear: u64, out: &mut [u64]) {
-        self.chunk_coord(linear, out);
-        for ((o, &c), &s) in out.iter_mut().zip(&self.chunk).zip(&self.shape) {
-            *o = c.min(s - *o * c);
-        }
+        let mut coord = [0u64; MAX_RANK];
+        let n = self.ndim();
+        self.chunk_coord(linear, &mut coord[..n]);
+        self.chunk_extent(&coord[..n], out);
     }
     /// Whether the chunk of extent `extent` ([`ChunkGrid::chunk_extent`]) reaches past the
     /// dataset on some axis (a partial edge chunk).

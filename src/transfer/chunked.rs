@@ -346,9 +346,7 @@ fn entries_fit(grid: &ChunkGrid, plan: &Plan, d: &Decision, itemsize: usize, cap
     // Every entry is at most the box of the largest chunk inside the dataset.
     let n = grid.ndim();
     let mut boxed = [0u64; MAX_RANK];
-    for ((b, &c), &s) in boxed.iter_mut().zip(grid.chunk()).zip(grid.shape()) {
-        *b = c.min(s);
-    }
+    grid.chunk_extent(&[0; MAX_RANK][..n], &mut boxed[..n]); // the first chunk's box is the largest
     let largest = entry_bytes(&boxed[..n], itemsize);
     if bound(largest) {
         return true;
