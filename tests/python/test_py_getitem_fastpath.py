@@ -166,3 +166,68 @@ def test_getitem_closed_dataset(files):
         d[1, 2]
     with pytest.raises(vh5.InvalidHandleError):
         d[0:3, 0:2]
+
+
+def outcome(fn):
+    """(result kind, message) of a call: ("ok", None) or (exception type, message)."""
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - compared below
+        return type(e), str(e)
+    return "ok", None
+
+
+ROW_CASES = [
+    ([3, 4], [0, 0], [5, 6], (5, 6), np.float32),
+    ([0, 0], [1, 2], [2, 2], (4, 4), np.float32),
+    ((18, 13), (0, 0), (5, 4), (5, 4), np.float32),  # tuples, up to the extent
+    ([19, 13], [0, 0], [5, 4], (5, 4), np.float32),  # past the extent on axis 0
+    ([3, 4], [0, 0], [5, 6], (4, 6), np.float32),  # past dst
+    ([3, 4], [0, 0], [0, 6], (4, 6), np.float32),  # a zero count
+    ([3, 4], [0, 0], [5, 6], (5, 6), np.float64),  # dtype differs (no convert)
+    ([3, 4], [0, 0], [5, 6], (5, 6, 1), np.float32),  # ndim differs
+    ([3], [0], [5], (5,), np.float32),  # table width differs
+    ([-1, 4], [0, 0], [5, 6], (5, 6), np.float32),  # negative start
+    ([3, 4], [0, 0], [5, 6], (5, 6), ">f4"),  # big-endian dst: swapped by vh5
+]
+
+
+@pytest.mark.parametrize("start, dstart, count, shape, dtype", ROW_CASES)
+def test_one_row_lists_match_tables(files, start, dstart, count, shape, dtype):
+    """``read_many_slices`` with one row given as lists (the one-step path) ends as with the
+    same row given as (1, ndim) uint64 tables: same values, or the same error and message."""
+    h, v = files
+    d = v["a2"]
+    a, b = np.zeros(shape, dtype), np.zeros(shape, dtype)
+    got = outcome(lambda: vh5.read_many_slices(d, a, start, dstart, count))
+    try:
+        tabs = [np.array([t], np.uint64) for t in (start, dstart, count)]
+    except (TypeError, ValueError, OverflowError):
+        tabs = [np.array([t]) for t in (start, dstart, count)]  # the general path's own error
+    want = outcome(lambda: vh5.read_many_slices(d, b, *tabs))
+    if want[0] == "ok" or got[0] == "ok":
+        assert got == want
+        np.testing.assert_array_equal(a, b)
+    else:
+        assert got[0] is want[0] or issubclass(got[0], want[0]) or issubclass(want[0], got[0]), (got, want)
+
+
+def test_one_row_lists_read_only_dst(files):
+    _, v = files
+    a = np.zeros((5, 6), np.float32)
+    a.flags.writeable = False
+    with pytest.raises(ValueError, match="writeable"):
+        vh5.read_many_slices(v["a2"], a, [3, 4], [0, 0], [5, 6])
+
+
+@pytest.mark.parametrize("big", [2**64, 2**64 + 5, 2**70])
+def test_one_row_lists_past_uint64_refused(files, big):
+    """A coordinate past 2**64-1 must not wrap in the per-thread ctypes tables (2**64 would
+    read row 0): the general path refuses it by value."""
+    _, v = files
+    a = np.zeros((2, 2), np.float32)
+    with pytest.raises(ValueError, match="outside the range of uint64"):
+        vh5.read_many_slices(v["a2"], a, [0, big], [0, 0], [1, 1])
+    with pytest.raises(ValueError, match="outside the range of uint64"):
+        vh5.read_many_slices(v["a2"], a, [0, 0], [0, 0], [big, 1])
+    assert not a.any()

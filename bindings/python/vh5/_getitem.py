@@ -17,7 +17,7 @@ from . import _dtypes, _marshal
 from ._errors import check
 from ._lib import lib
 
-__all__ = ["read_basic"]
+__all__ = ["read_basic", "read_one_row"]
 
 #: Most axes a dataset has (libhdf5's H5S_MAX_RANK).
 _MAX_RANK = 32
@@ -25,17 +25,64 @@ _TLS = threading.local()
 _READ_FN = None
 _slice = slice
 _int = int
+_ZEROS = (0,) * _MAX_RANK
+_U64_MAX = 2**64 - 1
 
 
 def _tables():
     """This thread's (start, dst_start, count) tables as one ctypes buffer, and their
-    addresses. dst_start stays all zeros; start and count are rewritten by each call."""
+    addresses; each call writes the rows it passes."""
     t = getattr(_TLS, "tables", None)
     if t is None:
         buf = (ctypes.c_uint64 * (3 * _MAX_RANK))()
         base = ctypes.addressof(buf)
         t = _TLS.tables = (buf, base, base + 8 * _MAX_RANK, base + 16 * _MAX_RANK)
     return t
+
+
+def _call(dset, dst, fl: int) -> None:
+    """``vh5_read_many_slices`` of one row from this thread's tables into ``dst``."""
+    global _READ_FN
+    _, a_start, a_dst, a_count = _tables()
+    arr = _marshal.cached_struct(dst) or _marshal.array_struct(dst, "dst")
+    if not dset._finalizer.alive:
+        dset.id  # noqa: B018 - raises InvalidHandleError
+    fn = _READ_FN
+    if fn is None:
+        fn = _READ_FN = lib().vh5_read_many_slices
+    status = fn(dset._id, arr, 1, a_start, a_dst, a_count, None, None, fl)
+    if status:
+        check(status, dset._ids())
+
+
+def _ints(v, nd: int) -> bool:
+    """Whether ``v`` is a list or tuple of ``nd`` Python ints in uint64's range (bools are
+    not: the general path refuses them by name)."""
+    tv = type(v)
+    if (tv is not list and tv is not tuple) or len(v) != nd:
+        return False
+    for x in v:
+        if type(x) is not _int or x < 0 or x > _U64_MAX:  # ctypes would wrap 2**64 to 0
+            return False
+    return True
+
+
+def read_one_row(dset, dst, start, dst_start, count, fl: int) -> bool:
+    """``vh5.read_many_slices(dset, dst, start, dst_start, count)`` for three lists (or
+    tuples) of ``ndim`` non-negative Python ints (one row, no steps) into a writable ndarray
+    of a plain dtype: True when done, False (nothing read) for anything else. Bounds are the
+    library's to check (its errors name the row and axis)."""
+    nd = dset._rank()
+    if nd == 0 or not (_ints(start, nd) and _ints(dst_start, nd) and _ints(count, nd)):
+        return False
+    if not dst.flags.writeable or _dtypes.layout_checked(dst.dtype):
+        return False
+    buf = _tables()[0]
+    buf[0:nd] = start
+    buf[_MAX_RANK : _MAX_RANK + nd] = dst_start
+    buf[2 * _MAX_RANK : 2 * _MAX_RANK + nd] = count
+    _call(dset, dst, fl)
+    return True
 
 
 def read_basic(dset, sel, dt: np.dtype):
@@ -73,20 +120,12 @@ def read_basic(dset, sel, dt: np.dtype):
             dropped = True
         else:
             return None
-    buf, a_start, a_dst, a_count = _tables()
+    buf = _tables()[0]
     buf[0:nd] = starts
+    buf[_MAX_RANK : _MAX_RANK + nd] = _ZEROS[:nd]
     buf[2 * _MAX_RANK : 2 * _MAX_RANK + nd] = counts
     out = np.empty(counts, dtype=dt)
-    arr = _marshal.cached_struct(out) or _marshal.array_struct(out, "dst")
-    if not dset._finalizer.alive:
-        dset.id  # noqa: B018 - raises InvalidHandleError
-    fn = _READ_FN
-    if fn is None:
-        fn = _READ_FN = lib().vh5_read_many_slices
-    fl = _marshal.flags(False, False, _dtypes.swapped(dt))
-    status = fn(dset._id, arr, 1, a_start, a_dst, a_count, None, None, fl)
-    if status:
-        check(status, dset._ids())
+    _call(dset, out, _marshal.flags(False, False, _dtypes.swapped(dt)))
     if dropped:
         out = out.reshape([c for k, c in zip(sel, counts) if type(k) is _slice])
         if out.ndim == 0:
