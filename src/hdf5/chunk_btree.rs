@@ -4,7 +4,7 @@
 //! followed), its layout message (version 3, chunked: the B-tree's address and the chunk
 //! dimensions) and the version-1 B-tree of raw data chunks (node type 1) it points to. Only
 //! what [`super::chunk_index`] needs, every length and address bounded by the file; a layout
-//! message of version 4 is handed to [`super::chunk_v4`]; anything else (a node that is not
+//! message of version 4 is handed to `super::chunk_v4` (libhdf5 1.10 builds); anything else (a node that is not
 //! what it should be) is an `Err(reason)`: the caller then leaves the reading to libhdf5. Pure Rust over positioned
 //! reads of the file; no libhdf5 call, no lock needed. On libhdf5 >= 1.14 the chunk index
 //! comes from libhdf5's `H5Dchunk_iter` instead: only the object header and layout message

@@ -37,7 +37,7 @@
 //!   descriptor libhdf5 reads through (`H5Fget_vfd_handle`, duplicated), so it is the very
 //!   file libhdf5 has open. Layout version 4 (lower library bound 1.10 or later, h5py's
 //!   `libver='latest'`): vh5 reads the fixed array (datasets of fixed maximal dimensions),
-//!   single chunk and implicit indexes itself ([`super::chunk_v4`]: every metadata block's
+//!   single chunk and implicit indexes itself (`super::chunk_v4`, libhdf5 1.10 builds: every metadata block's
 //!   lookup3 checksum verified, elements numbered on the grid of the maximal dimensions); the
 //!   extensible array and the version-2 B-tree (an unlimited axis) are declined: no index,
 //!   libhdf5 reads those (a 1-D float64 dataset of 16,384 unfiltered 16-element chunks read

@@ -13,10 +13,10 @@
 //! node it reads (the chunk B-tree walker, `chunk_btree::Reader::walk` and `lookup`):
 //!
 //! - at a dataset's first use (any read, any planner, any file intent): the whole tree, when it
-//!   has at most [`FIRST_USE_NODES`] nodes ([`first_use_damage`]);
+//!   has at most `FIRST_USE_NODES` nodes ([`first_use_damage`]);
 //! - a larger tree is checked whole when vh5 walks it for the chunk index or the stored-size
 //!   check; reads that do neither check the nodes on the way to each chunk they read
-//!   ([`Opened::check_chunk_keys`]: the chunk planner without an index, and through the
+//!   (`Opened::check_chunk_keys`, libhdf5 1.10 builds: the chunk planner without an index, and through the
 //!   stored-size check the reads libhdf5 makes of unfiltered datasets), until so many lookups
 //!   were made that one walk of the whole tree costs less.
 

@@ -8,7 +8,7 @@
 //! - **libhdf5 1.10** (cfg not `hdf5_1_14`): a lookup per chunk in the file's version-1
 //!   B-tree (layout message version 3), through vh5's own reader of the file
 //!   ([`super::chunk_btree`]), one node read per level (~5 us); once a dataset's lookups pass
-//!   a sixteenth of its chunks (at least [`WALK_AFTER`]), one walk of the whole tree instead,
+//!   a sixteenth of its chunks (at least `WALK_AFTER`), one walk of the whole tree instead,
 //!   keeping the entries of another size (a 1M-chunk whole read in the `rows` planner looked
 //!   up every chunk: +5 s). `H5Dchunk_iter` does not exist there and
 //!   `H5Dget_chunk_info_by_coord` scans the index on every call.

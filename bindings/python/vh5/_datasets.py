@@ -19,6 +19,7 @@ import numpy as np
 from . import _dtypes, _marshal, _select
 from ._args import name_arg, name_bytes, shown_name
 from ._errors import Error, check, error, with_message
+from ._getitem import read_basic
 from ._handle import Handle
 from ._lib import DatasetInfo, lib
 
@@ -489,6 +490,9 @@ class Dataset(Handle):
             vh5.InvalidHandleError: the dataset (or its File) is closed.
         """
         dt = self._readable_dtype()
+        out = read_basic(self, sel, dt)
+        if out is not None:
+            return out
         hs = _select.parse(sel, self._extent())
         out = np.empty(hs.count, dtype=dt)
         if out.size:

@@ -22,6 +22,7 @@ import numpy as np
 from . import _dtypes, _marshal, _select
 from ._datasets import Dataset
 from ._errors import check, error
+from ._getitem import read_one_row
 from ._h5py import is_h5py_dataset, resolve_source
 from ._lib import lib
 
@@ -144,6 +145,19 @@ def read_many_slices(
         and type(dst) is _ndarray
         and type(src_start) is _ndarray
         and _read_fast(src, dst, src_start, dst_start, count, src_step, dst_step, clip, convert)
+    ):
+        return
+    if (
+        type(src) is Dataset
+        and type(dst) is _ndarray
+        and src_step is None
+        and dst_step is None
+        and not clip
+        and not convert
+        and count is not None
+        and read_one_row(
+            src, dst, src_start, dst_start, count, _marshal.flags(False, False, _dtypes.swapped(dst.dtype))
+        )
     ):
         return
     if isinstance(src, np.ndarray) and isinstance(dst, Dataset):
