@@ -38,12 +38,15 @@ with vh5.File(p, "r+") as f:
     except vh5.UnsupportedError as e:
         print("REFUSED", e)
         sys.exit(3)
+    np.save(sys.argv[2] + ".back.npy", f["x"][()])  # read back through the same open file
 """
 
 
 def vh5_write(path, new, rows, convert=False):
     """Write `new[region]` into every row region of `x` in ONE vh5 call (child process with
-    the plugins); returns the finished process (returncode 3: refused, stdout the message)."""
+    the plugins), then read `x` back through the same open file (saved to
+    `<path>.new.npy.back.npy`); returns the finished process (returncode 3: refused, stdout
+    the message)."""
     npy = str(path) + ".new.npy"
     np.save(npy, new)
     rows = [([int(v) for v in s], [int(v) for v in c]) for s, c in rows]
@@ -71,6 +74,7 @@ def check_write(path, rows, seed=0):
         exp[region] = new[region]
     with h5py.File(path) as f:
         np.testing.assert_array_equal(f["x"][()], exp)
+    np.testing.assert_array_equal(np.load(str(path) + ".new.npy.back.npy"), exp)  # vh5's read
     after = chunk_masks(path)
     hit = touched_chunks(rows, chunks)
     for o, m in before.items():
