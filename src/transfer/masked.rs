@@ -88,8 +88,6 @@ pub fn store_unmasked(l: &H5Lock, dset: hid_t, origin: &[u64], data: &[u8], old:
 pub struct KeptMask {
     /// The chunk's first element.
     pub origin: Vec<u64>,
-    /// Its stored bytes (`H5Dread_chunk`).
-    pub stored: Vec<u8>,
     /// Its filter mask (bit `i` set: filter `i` of the pipeline skipped), kept when stored.
     pub mask: u32,
     /// The filters `mask` leaves on, in pipeline order.
@@ -120,6 +118,9 @@ pub fn unmask_chunks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, dims: &[u64]
     flush_dataset(l, dset)?;
     let fsize = crate::hdf5::chunk::file_size(l, dset)?;
     let mut seen = std::collections::HashSet::new();
+    // Stored bytes kept only to re-encode them here (a pipeline vh5 encodes): a kept-mask
+    // chunk is read again when merged, so that memory stays bounded by one chunk.
+    let whole = vh5_pipeline(&layout.filters);
     let mut masked: Vec<(&[u64], Vec<u8>, u32)> = Vec::new();
     for origin in origins.chunks_exact(n) {
         if !seen.insert(origin) || (layout.dont_filter_partial && is_partial_edge(origin, chunk, dims)) {
@@ -131,13 +132,13 @@ pub fn unmask_chunks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, dims: &[u64]
         }
         let mut b = Vec::new();
         if let Some(mask) = read_raw_chunk(l, dset, origin, size, &mut b)?.filter(|&m| m != 0) {
-            masked.push((origin, b, mask));
+            masked.push((origin, if whole.is_some() { b } else { Vec::new() }, mask));
         }
     }
     if masked.is_empty() {
         return Ok(Vec::new());
     }
-    let Some(filters) = vh5_pipeline(&layout.filters) else { return keep_masks(l, dset, layout, chunk, masked, can_merge) };
+    let Some(filters) = whole else { return keep_masks(l, dset, layout, chunk, masked, can_merge) };
     let chunk_bytes = chunk.iter().product::<u64>() as usize * itemsize;
     let (mut dec, mut enc) = (Decoder::default(), Encoder::default());
     for (origin, mut b, mask) in masked {
@@ -160,10 +161,7 @@ pub fn unmask_chunks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, dims: &[u64]
 fn keep_masks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, chunk: &[u64], masked: Vec<(&[u64], Vec<u8>, u32)>, can_merge: bool) -> Result<Vec<KeptMask>> {
     let bad = masked.iter().position(|(_, _, m)| !can_merge || left_on(&layout.filters, *m).is_none());
     let Some(bad) = bad else {
-        return Ok(masked
-            .into_iter()
-            .map(|(o, stored, mask)| KeptMask { origin: o.to_vec(), stored, mask, filters: left_on(&layout.filters, mask).unwrap_or_default() })
-            .collect());
+        return Ok(masked.into_iter().map(|(o, _, mask)| KeptMask { origin: o.to_vec(), mask, filters: left_on(&layout.filters, mask).unwrap_or_default() }).collect());
     };
     let (first, _, mask) = &masked[bad];
     let name = crate::hdf5::filter_support::filter_name;
@@ -187,12 +185,22 @@ fn keep_masks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, chunk: &[u64], mask
 
 /// Merge the pieces `group` of a chunked write (`ctx`) into the kept-mask chunk `k` and store
 /// it again under its own mask with `H5Dwrite_chunk`, only the filters the mask leaves on run
-/// (see the module docs): decoded from its stored bytes, byte-swapped to memory order
+/// (see the module docs): read raw again (`H5Dread_chunk`) and decoded from its stored bytes, byte-swapped to memory order
 /// (`swap`: word size) and back. `chunk`: the chunk shape; `itemsize`: bytes per element
 /// (the file's and the memory's). Lock held.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn store_kept(l: &H5Lock, dset: hid_t, k: KeptMask, ctx: &MergeCtx, group: &[PieceKey], chunk: &[u64], swap: Option<usize>, itemsize: usize) -> Result<()> {
-    let KeptMask { origin, stored: mut b, mask, filters } = k;
+    let KeptMask { origin, mask, filters } = k;
+    // The dataset was flushed before the masks were read and the lock is held since: the
+    // chunk's stored bytes are those its mask was read with.
+    let mut b = Vec::new();
+    let stored = match chunk_state(l, dset, &origin) {
+        ChunkState::Stored { size } => read_raw_chunk(l, dset, &origin, size, &mut b)?,
+        _ => None,
+    };
+    if stored != Some(mask) {
+        bail!(Hdf5, "internal: chunk at {origin:?} was stored with filter mask {mask:#x} when the write began, now {stored:?}");
+    }
     let chunk_bytes = chunk.iter().product::<u64>() as usize * itemsize;
     Decoder::default()
         .decode_checked(&filters, 0, &mut b, chunk_bytes)
