@@ -1523,7 +1523,13 @@ vh5_status vh5_copy_many_slices(const struct vh5_array *src,
  * `H5Dwrite_chunk` with a mask, an optional filter that failed) end up stored with every
  * filter applied and mask 0 in the chunk index, which libhdf5's own `H5Dwrite` (and
  * `H5Dwrite_chunk`) do not guarantee: at an unchanged stored size they keep the old mask and
- * the chunk no longer decodes (details: `transfer::masked` in the Rust docs).
+ * the chunk no longer decodes (details: `transfer::masked` in the Rust docs). In a pipeline
+ * vh5 does not encode (szip, scaleoffset, nbit, plugins such as Blosc) such a chunk is
+ * stored again under its SAME mask, vh5 running only the filters the mask leaves on, when
+ * they are all deflate / shuffle / fletcher32 and the array needs no type conversion (byte
+ * order aside): e.g. a Blosc or szip chunk its optional filter could not shrink stays
+ * stored raw, not compressed again. Otherwise the call fails with `VH5_ERR_UNSUPPORTED`
+ * before anything is written.
  * Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
  * file are closed (`vh5_close`).
  *

@@ -23,16 +23,27 @@
 //!   encodes (deflate, shuffle, fletcher32) the masked ones are decoded (mask honoured),
 //!   re-encoded with every filter and stored with mask 0 (same values, so the file reads the
 //!   same) before libhdf5 writes; with any other pipeline (szip, scaleoffset, nbit, plugins)
-//!   the whole write is refused (`Unsupported`) before anything is written.
+//!   the whole write is refused (`Unsupported`) before anything is written, except (chunked
+//!   writes with no type conversion beyond a byte swap) when every filter the chunk's mask
+//!   leaves ON is one vh5 encodes: such a chunk ([`KeptMask`]) is merged by vh5 and stored
+//!   again with `H5Dwrite_chunk` under the SAME mask, only those filters run ([`store_kept`]);
+//!   its mask never changes, so the stale mask cannot occur whatever the size. An optional
+//!   filter that failed (Blosc, szip on incompressible data) leaves its bit set: such chunks
+//!   stay stored as libhdf5 stored them (not compressed again even if they now would).
 
 use hdf5_sys::h5i::hid_t;
 
-use crate::codec::{Decoder, Encoder};
+use super::merge::MergeCtx;
+use crate::codec::{parse_pipeline, swap_bytes, Decoder, Encoder, Filter};
+use crate::engine::copy::dense_strides;
 use crate::error::Result;
+use crate::geometry::MAX_RANK;
+use crate::hdf5::chunk::FilterSpec;
 use crate::hdf5::chunk::{chunk_state, flush_dataset, is_partial_edge, read_raw_chunk, vh5_pipeline, ChunkLayout, ChunkState};
 use crate::hdf5::handle::dataset_name;
 use crate::hdf5::lock::H5Lock;
 use crate::hdf5::write::write_raw_chunk;
+use crate::plan::PieceKey;
 
 /// The stored size and filter mask of the chunk at `origin` when its stored size is `len`
 /// (the only case where libhdf5 keeps the old mask); `None` when it is not stored, stored at
@@ -72,21 +83,44 @@ pub fn store_unmasked(l: &H5Lock, dset: hid_t, origin: &[u64], data: &[u8], old:
     write_raw_chunk(l, dset, origin, 0, data)
 }
 
+/// A stored chunk whose filter mask is not 0, in a pipeline vh5 does not encode as a whole,
+/// whose filters left on by the mask vh5 encodes: the write merges it itself ([`store_kept`]).
+pub struct KeptMask {
+    /// The chunk's first element.
+    pub origin: Vec<u64>,
+    /// Its filter mask (bit `i` set: filter `i` of the pipeline skipped), kept when stored.
+    pub mask: u32,
+    /// The filters `mask` leaves on, in pipeline order.
+    pub filters: Vec<Filter>,
+}
+
+/// The filters of pipeline `specs` that `mask` leaves on (bit clear), as filters vh5 runs;
+/// `None` when one of them is not a filter vh5 encodes.
+pub fn left_on(specs: &[FilterSpec], mask: u32) -> Option<Vec<Filter>> {
+    let on: Vec<(i32, &[u32])> = specs.iter().enumerate().filter(|&(i, _)| i >= 32 || mask & (1 << i) == 0).map(|(_, f)| (f.id, f.cd_values.as_slice())).collect();
+    parse_pipeline(&on)
+}
+
 /// Before a write through `H5Dwrite` of the chunks whose first elements are `origins`
 /// (`n` coordinates each, any order, duplicates allowed; `chunk`: the chunk shape, `dims`
 /// the extent): find the stored ones with a non-zero filter mask and store them again
-/// decoded and re-encoded with every filter, mask 0 (see the module docs); `Unsupported`,
-/// nothing written, when there is one and vh5 does not encode the pipeline. `itemsize`:
-/// bytes of one element in the file. Returns the number of chunks re-stored.
-pub fn unmask_chunks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, dims: &[u64], itemsize: usize, origins: &[u64]) -> Result<u64> {
-    let Some(chunk) = layout.chunk.as_deref() else { return Ok(0) };
+/// decoded and re-encoded with every filter, mask 0 (see the module docs). When vh5 does not
+/// encode the pipeline: with `can_merge` (the caller merges chunks in the file's bytes, up to
+/// a byte swap) and every masked chunk's left-on filters encodable by vh5, those chunks are
+/// returned (the caller stores them with [`store_kept`] instead of `H5Dwrite`); otherwise
+/// `Unsupported`, nothing written. `itemsize`: bytes of one element in the file.
+pub fn unmask_chunks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, dims: &[u64], itemsize: usize, origins: &[u64], can_merge: bool) -> Result<Vec<KeptMask>> {
+    let Some(chunk) = layout.chunk.as_deref() else { return Ok(Vec::new()) };
     if layout.filters.is_empty() {
-        return Ok(0);
+        return Ok(Vec::new());
     }
     let n = chunk.len();
     flush_dataset(l, dset)?;
     let fsize = crate::hdf5::chunk::file_size(l, dset)?;
     let mut seen = std::collections::HashSet::new();
+    // Stored bytes kept only to re-encode them here (a pipeline vh5 encodes): a kept-mask
+    // chunk is read again when merged, so that memory stays bounded by one chunk.
+    let whole = vh5_pipeline(&layout.filters);
     let mut masked: Vec<(&[u64], Vec<u8>, u32)> = Vec::new();
     for origin in origins.chunks_exact(n) {
         if !seen.insert(origin) || (layout.dont_filter_partial && is_partial_edge(origin, chunk, dims)) {
@@ -98,26 +132,15 @@ pub fn unmask_chunks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, dims: &[u64]
         }
         let mut b = Vec::new();
         if let Some(mask) = read_raw_chunk(l, dset, origin, size, &mut b)?.filter(|&m| m != 0) {
-            masked.push((origin, b, mask));
+            masked.push((origin, if whole.is_some() { b } else { Vec::new() }, mask));
         }
     }
-    let Some((first, _, mask)) = masked.first() else { return Ok(0) };
-    let Some(filters) = vh5_pipeline(&layout.filters) else {
-        let names: Vec<String> = layout.filters.iter().map(|f| crate::hdf5::filter_support::filter_name(f.id)).collect();
-        let coord: Vec<u64> = first.iter().zip(chunk).map(|(o, c)| o / c).collect();
-        bail!(
-            Unsupported,
-            "dataset {}: chunk {coord:?} (dataset offset {first:?}) is stored with filter mask {mask:#x} (some filters of the pipeline [{}] skipped){}: \
-             vh5 does not encode this pipeline itself, and libhdf5 would store the rewritten chunk with every filter applied but keep the stale mask \
-             when its stored size is unchanged (no reader could decode it): the write is refused, nothing was written",
-            dataset_name(l, dset),
-            names.join(", "),
-            if masked.len() > 1 { format!(", as are {} more chunks this write touches", masked.len() - 1) } else { String::new() }
-        );
-    };
+    if masked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(filters) = whole else { return keep_masks(l, dset, layout, chunk, masked, can_merge) };
     let chunk_bytes = chunk.iter().product::<u64>() as usize * itemsize;
     let (mut dec, mut enc) = (Decoder::default(), Encoder::default());
-    let count = masked.len() as u64;
     for (origin, mut b, mask) in masked {
         let old = (b.len() as u64, mask);
         dec.decode_checked(&filters, mask, &mut b, chunk_bytes)
@@ -129,7 +152,77 @@ pub fn unmask_chunks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, dims: &[u64]
         store_unmasked(l, dset, origin, &b, Some(old))?;
         forget_last_lookup(l, dset, origin, chunk);
     }
-    Ok(count)
+    Ok(Vec::new())
+}
+
+/// The masked chunks of a pipeline vh5 does not encode as a whole, as [`KeptMask`]s when
+/// `can_merge` and vh5 encodes the filters each one's mask leaves on; else the refusal
+/// naming the first chunk that cannot be kept (nothing written).
+fn keep_masks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, chunk: &[u64], masked: Vec<(&[u64], Vec<u8>, u32)>, can_merge: bool) -> Result<Vec<KeptMask>> {
+    let bad = masked.iter().position(|(_, _, m)| !can_merge || left_on(&layout.filters, *m).is_none());
+    let Some(bad) = bad else {
+        return Ok(masked.into_iter().map(|(o, _, mask)| KeptMask { origin: o.to_vec(), mask, filters: left_on(&layout.filters, mask).unwrap_or_default() }).collect());
+    };
+    let (first, _, mask) = &masked[bad];
+    let name = crate::hdf5::filter_support::filter_name;
+    let names: Vec<String> = layout.filters.iter().map(|f| name(f.id)).collect();
+    let on: Vec<String> = layout.filters.iter().enumerate().filter(|&(i, _)| i >= 32 || mask & (1 << i) == 0).map(|(_, f)| name(f.id)).collect();
+    let why = match can_merge {
+        true => format!("the filters this mask leaves on ([{}]) include one vh5 does not encode", on.join(", ")),
+        false => "the write converts types or goes through libhdf5 row by row (vh5 merges such a chunk only in the dataset's own bytes)".to_string(),
+    };
+    let coord: Vec<u64> = first.iter().zip(chunk).map(|(o, c)| o / c).collect();
+    bail!(
+        Unsupported,
+        "dataset {}: chunk {coord:?} (dataset offset {first:?}) is stored with filter mask {mask:#x} (some filters of the pipeline [{}] skipped){}: \
+         vh5 does not encode this pipeline itself and {why}, and libhdf5 would store the rewritten chunk with every filter applied but keep the stale mask \
+         when its stored size is unchanged (no reader could decode it): the write is refused, nothing was written",
+        dataset_name(l, dset),
+        names.join(", "),
+        if masked.len() > 1 { format!(" ({} chunks this write touches are masked)", masked.len()) } else { String::new() }
+    );
+}
+
+/// Merge the pieces `group` of a chunked write (`ctx`) into the kept-mask chunk `k` and store
+/// it again under its own mask with `H5Dwrite_chunk`, only the filters the mask leaves on run
+/// (see the module docs): read raw again (`H5Dread_chunk`) and decoded from its stored bytes, byte-swapped to memory order
+/// (`swap`: word size) and back. `chunk`: the chunk shape; `itemsize`: bytes per element
+/// (the file's and the memory's). Lock held.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn store_kept(l: &H5Lock, dset: hid_t, k: KeptMask, ctx: &MergeCtx, group: &[PieceKey], chunk: &[u64], swap: Option<usize>, itemsize: usize) -> Result<()> {
+    let KeptMask { origin, mask, filters } = k;
+    // The dataset was flushed before the masks were read and the lock is held since: the
+    // chunk's stored bytes are those its mask was read with.
+    let mut b = Vec::new();
+    let stored = match chunk_state(l, dset, &origin) {
+        ChunkState::Stored { size } => read_raw_chunk(l, dset, &origin, size, &mut b)?,
+        _ => None,
+    };
+    if stored != Some(mask) {
+        bail!(Hdf5, "internal: chunk at {origin:?} was stored with filter mask {mask:#x} when the write began, now {stored:?}");
+    }
+    let chunk_bytes = chunk.iter().product::<u64>() as usize * itemsize;
+    Decoder::default()
+        .decode_checked(&filters, 0, &mut b, chunk_bytes)
+        .map_err(|e| crate::error::Error::new(e.kind, format!("chunk at {origin:?} (filter mask {mask:#x}): {}: the chunk is corrupted", e.message)))?;
+    if b.len() != chunk_bytes {
+        bail!(
+            Hdf5,
+            "chunk at {origin:?} (filter mask {mask:#x}): the filters it was stored with decode to {} bytes, the chunk holds {chunk_bytes}: the chunk is corrupted",
+            b.len()
+        );
+    }
+    let mut dense = [0isize; MAX_RANK];
+    dense_strides(chunk, itemsize, &mut dense[..chunk.len()]);
+    if let Some(u) = swap {
+        swap_bytes(&mut b, u);
+    }
+    ctx.merge(group, &origin, &dense[..chunk.len()], &mut b)?;
+    if let Some(u) = swap {
+        swap_bytes(&mut b, u);
+    }
+    Encoder::default().encode(&filters, &mut b).map_err(|m| err!(Hdf5, "chunk at {origin:?}: {m}"))?;
+    write_raw_chunk(l, dset, &origin, mask, &b)
 }
 
 /// Make libhdf5 forget its one-entry cache of the last chunk it looked up in `dset`'s index

@@ -75,6 +75,16 @@ pub fn raw_plan(l: &H5Lock, dset: hid_t, mem_type: hid_t, src: &SrcArray) -> Res
         return Ok(None);
     }
     let Some(filters) = vh5_pipeline(&layout.filters) else { return Ok(None) };
+    let Some(swap) = file_byte_swap(l, dset, mem_type, src)? else { return Ok(None) };
+    let itemsize = src.layout.itemsize;
+    let fill = if layout.fill_never { None } else { Some(fill_element(l, dset, mem_type, itemsize)?).filter(|f| f.iter().any(|&b| b != 0)) };
+    Ok(Some(RawPlan { filters, swap, dont_filter_partial: layout.dont_filter_partial, fill }))
+}
+
+/// Whether `dset`'s file type stores the bytes of memory type `mem_type` (source `src`), up
+/// to a byte swap: `Some(None)` the same bytes, `Some(Some(unit))` every `unit`-byte word
+/// reversed, `None` a conversion by libhdf5 is needed. Lock held.
+pub fn file_byte_swap(l: &H5Lock, dset: hid_t, mem_type: hid_t, src: &SrcArray) -> Result<Option<Option<usize>>> {
     // SAFETY: dset is an open dataset (checked by the caller); lock held.
     let ftype = Handle::new(l, unsafe { hdf5_sys::h5d::H5Dget_type(dset) }, "H5Dget_type")?;
     let finfo = classify_dataset(l, dset, ftype.id())?;
@@ -82,22 +92,19 @@ pub fn raw_plan(l: &H5Lock, dset: hid_t, mem_type: hid_t, src: &SrcArray) -> Res
     if finfo.file_itemsize != itemsize || finfo.mem_itemsize != itemsize {
         return Ok(None);
     }
-    let swap = if types_equal(l, ftype.id(), mem_type) {
-        None
-    } else {
-        let native = if cfg!(target_endian = "little") { ByteOrder::Little } else { ByteOrder::Big };
-        match finfo.dtype {
-            Some(d) if d == src.dtype && itemsize == 1 && matches!(d, Dtype::Int8 | Dtype::UInt8 | Dtype::Bool) => None,
-            Some(d) if d == src.dtype && finfo.byte_order.is_some() && finfo.byte_order != Some(native) => match d {
-                Dtype::Int16 | Dtype::Int32 | Dtype::Int64 | Dtype::UInt16 | Dtype::UInt32 | Dtype::UInt64 | Dtype::Float16 | Dtype::Float32 | Dtype::Float64 => Some(itemsize),
-                Dtype::Complex64 | Dtype::Complex128 => Some(itemsize / 2),
-                _ => return Ok(None),
-            },
-            _ => return Ok(None),
-        }
-    };
-    let fill = if layout.fill_never { None } else { Some(fill_element(l, dset, mem_type, itemsize)?).filter(|f| f.iter().any(|&b| b != 0)) };
-    Ok(Some(RawPlan { filters, swap, dont_filter_partial: layout.dont_filter_partial, fill }))
+    if types_equal(l, ftype.id(), mem_type) {
+        return Ok(Some(None));
+    }
+    let native = if cfg!(target_endian = "little") { ByteOrder::Little } else { ByteOrder::Big };
+    Ok(match finfo.dtype {
+        Some(d) if d == src.dtype && itemsize == 1 && matches!(d, Dtype::Int8 | Dtype::UInt8 | Dtype::Bool) => Some(None),
+        Some(d) if d == src.dtype && finfo.byte_order.is_some() && finfo.byte_order != Some(native) => match d {
+            Dtype::Int16 | Dtype::Int32 | Dtype::Int64 | Dtype::UInt16 | Dtype::UInt32 | Dtype::UInt64 | Dtype::Float16 | Dtype::Float32 | Dtype::Float64 => Some(Some(itemsize)),
+            Dtype::Complex64 | Dtype::Complex128 => Some(Some(itemsize / 2)),
+            _ => None,
+        },
+        _ => None,
+    })
 }
 
 /// Where a job's starting bytes come from.

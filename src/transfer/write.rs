@@ -131,7 +131,8 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
                         });
                     }
                 }
-                super::masked::unmask_chunks(l, dset, &layout, &dshape, finfo.file_itemsize, &origins)?;
+                // (Refused when a chunk stays masked: rows through H5Dwrite cannot keep a mask.)
+                super::masked::unmask_chunks(l, dset, &layout, &dshape, finfo.file_itemsize, &origins, false)?;
             }
             written_through_libhdf5(l, dset);
             let mut guard = WriteGuard::new(l, dset, &layout, mem.id(), itemsize)?;
@@ -290,7 +291,10 @@ fn write_chunked(
         grid.chunk_origin(&coord[..n], &mut origin[..n]);
         origins.extend_from_slice(&origin[..n]);
     }
-    super::masked::unmask_chunks(l, dset, layout, &dshape, file_itemsize, &origins)?;
+    // Chunks whose mask is kept (a pipeline vh5 does not encode): merged and stored by vh5.
+    let swap = super::rawwrite::file_byte_swap(l, dset, mem_type, src)?;
+    let kept = super::masked::unmask_chunks(l, dset, layout, &dshape, file_itemsize, &origins, swap.is_some())?;
+    let mut kept: std::collections::HashMap<Vec<u64>, super::masked::KeptMask> = kept.into_iter().map(|k| (k.origin.clone(), k)).collect();
     written_through_libhdf5(l, dset);
     let mut reader = guarded_reader()?;
     let fill_never = layout.fill_never;
@@ -316,6 +320,17 @@ fn write_chunked(
         rows_here.extend(group.iter().map(|p| p.row));
         rows_here.dedup();
         let chunk_what = || format!("chunk {:?} (dataset elements {:?} + {:?}, rows {})", &coord[..n], &origin[..n], &extent[..n], ranges(&rows_here));
+        if let Some(k) = kept.remove(&origin[..n]) {
+            super::masked::store_kept(l, dset, k, &ctx, group, grid.chunk(), swap.flatten(), itemsize).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
+            stats.chunks_read += 1;
+            stats.chunks_written += 1;
+            stats.hdf5_writes += 1;
+            stats.raw_chunks += 1;
+            for p in group {
+                written_per_row[p.row] += 1;
+            }
+            continue;
+        }
         if !full {
             if fill_never {
                 // libhdf5 leaves the buffer as it is for an unallocated chunk, and stores zeros

@@ -27,10 +27,11 @@ def run_threads(target, args):
         t.join()
 
 
-def run_planner_child(code, args, planner, timeout=300):
+def run_planner_child(code, args, planner, timeout=300, extra_env=None):
     """Run the Python source ``code`` with ``args`` in a fresh interpreter under
     ``VH5_PLANNER=planner`` (read once per process), this directory and the in-tree package
-    importable; return the finished process (the caller checks its returncode and output)."""
+    importable, plus the variables ``extra_env``; return the finished process (the caller
+    checks its returncode and output)."""
     import vh5
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -39,6 +40,7 @@ def run_planner_child(code, args, planner, timeout=300):
         os.environ,
         VH5_PLANNER=planner,
         PYTHONPATH=os.pathsep.join(filter(None, [here, pkg, os.environ.get("PYTHONPATH")])),
+        **(extra_env or {}),
     )
     argv = [sys.executable, "-c", code, *map(str, args)]
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, cwd=here)
@@ -63,3 +65,53 @@ def fletcher32(data: bytes) -> bytes:
         s1, s2 = (s1 & 0xFFFF) + (s1 >> 16), (s2 & 0xFFFF) + (s2 >> 16)
     s1, s2 = (s1 & 0xFFFF) + (s1 >> 16), (s2 & 0xFFFF) + (s2 >> 16)
     return ((s2 << 16) | s1).to_bytes(4, "little")
+
+
+def encode_masked(d, raw: bytes, mask: int) -> bytes:
+    """The stored bytes of a chunk of `d` with the filters of `mask` skipped (pipeline order
+    read from the dataset's creation property list): shuffle, deflate and fletcher32 only."""
+    import zlib
+
+    import h5py
+    import numpy as np
+
+    plist = d.id.get_create_plist()
+    b = raw
+    for i in range(plist.get_nfilters()):
+        fid, _, cd, _ = plist.get_filter(i)
+        if mask & (1 << i):
+            continue
+        if fid == h5py.h5z.FILTER_SHUFFLE:
+            b = np.frombuffer(b, "u1").reshape(-1, d.dtype.itemsize).T.tobytes()
+        elif fid == h5py.h5z.FILTER_DEFLATE:
+            b = zlib.compress(b, cd[0] if cd else 6)
+        elif fid == h5py.h5z.FILTER_FLETCHER32:
+            b = b + fletcher32(b)
+        else:
+            raise AssertionError(f"filter {fid}")
+    return b
+
+
+def draw_geometry_rows(draw, st, max_chunk, max_rows):
+    """Hypothesis draws (``draw``, strategies module ``st``) of a 1-D to 3-D dataset shape,
+    its chunk shape (at most ``max_chunk`` per axis, an edge chunk likely) and 1 to
+    ``max_rows`` rows ``(dst_start, count)`` inside it."""
+    n = draw(st.integers(1, 3))
+    chunks = [draw(st.integers(1, max_chunk)) for _ in range(n)]
+    shape = [draw(st.integers(c, 3 * c + 2)) for c in chunks]
+    rows = []
+    for _ in range(draw(st.integers(1, max_rows))):
+        s = [draw(st.integers(0, x - 1)) for x in shape]
+        rows.append((s, [draw(st.integers(1, x - si)) for x, si in zip(shape, s)]))
+    return tuple(shape), tuple(chunks), rows
+
+
+def touched_chunks(rows, chunks):
+    """First elements of the chunks (shape ``chunks``) the rows ``(dst_start, count)`` reach."""
+    import itertools
+
+    out = set()
+    for start, ct in rows:
+        rng = [range(s // c, (s + k - 1) // c + 1) for s, k, c in zip(start, ct, chunks)]
+        out |= {tuple(i * c for i, c in zip(ix, chunks)) for ix in itertools.product(*rng)}
+    return out

@@ -279,7 +279,11 @@ def write_many_slices(
     with pre-allocated storage holds old or new values; a compressed one may be unreadable.
     Chunks stored under a non-zero filter mask (filters skipped for them, e.g. by h5py's
     ``write_direct_chunk(..., filter_mask=m)``) are left stored with every filter and mask 0
-    (h5py's own write keeps the stale mask and leaves them unreadable).
+    (h5py's own write keeps the stale mask and leaves them unreadable); in pipelines vh5
+    does not encode (szip, plugins such as hdf5plugin's Blosc) they are stored again under
+    the same mask when it leaves on only deflate / shuffle / fletcher32 (a Blosc chunk its
+    optional filter could not shrink stays stored raw, not re-compressed). The write of a
+    plugin-filtered dataset needs the plugin in vh5's libhdf5 (``HDF5_PLUGIN_PATH``).
 
     Raises:
         TypeError: ``dst`` is not a vh5.Dataset (an ``h5py.Dataset`` is refused, see the
@@ -289,8 +293,9 @@ def write_many_slices(
             vh5.DtypeError (dtype mismatch, non-native ``src``, a record ``src`` in another
             layout than the dataset's native memory type, an ``S``, datetime64 or other raw
             ``src`` of another type, as for reads); vh5.UnsupportedError (a row reaches a
-            chunk stored under a filter mask in a pipeline vh5 does not encode: szip,
-            scaleoffset, nbit, plugins; nothing written); vh5.HDF5Error (libhdf5
+            chunk stored under a filter mask that leaves on a filter vh5 does not encode:
+            szip, scaleoffset, nbit, plugins; or such a chunk in a write that converts
+            types; nothing written); vh5.HDF5Error (libhdf5
             failed part-way: the message lists the rows written completely / in part).
     """
     if not isinstance(src, np.ndarray):
