@@ -126,7 +126,32 @@ pub(crate) fn linked_bug(l: &H5Lock, src: hid_t, dst: hid_t, from: Dtype, to: Dt
         // complex -> real (the real part): libhdf5 2.x converts the part with the float
         // code, bugs included (2.2.0: -0.3+1j -> int32 minimum, 2049+0j -> float16 2050)
         (true, false) => broken(version, hard, complex_part(from), to),
+        // complex64 <-> complex128 as compounds (h5py's complex numbers, libhdf5 1.x): libhdf5
+        // converts them member by member (`H5T__conv_struct`), each part with the float code,
+        // bugs included (1.10.8, a big-endian complex128 dataset read as complex64:
+        // 16777215.9 -> 8388608 after a float32-subnormal part). The compound conversion is
+        // never "hard"; its parts' conversion decides.
+        (false, false) if from != to && complex_part(from) != from && complex_part(to) != to => broken(version, parts_hard(l, src, dst), complex_part(from), complex_part(to)),
         _ => broken(version, hard, from, to),
+    }
+}
+
+/// Whether libhdf5 converts the first members of the compound types `src` and `dst` (the
+/// real parts of two compound complex types) with a compiler cast; false when either is not
+/// a compound or a member cannot be read (the caller then applies the software-path rules).
+fn parts_hard(l: &H5Lock, src: hid_t, dst: hid_t) -> bool {
+    use hdf5_sys::h5t::{H5T_class_t, H5Tget_class, H5Tget_member_type, H5Tget_nmembers};
+    // SAFETY: valid type ids under the lock; member type ids are owned by Handles.
+    unsafe {
+        let compound = |t| H5Tget_class(t) == H5T_class_t::H5T_COMPOUND && H5Tget_nmembers(t) > 0;
+        if !compound(src) || !compound(dst) {
+            return false;
+        }
+        let (Ok(a), Ok(b)) = (Handle::new(l, H5Tget_member_type(src, 0), "H5Tget_member_type"), Handle::new(l, H5Tget_member_type(dst, 0), "H5Tget_member_type")) else {
+            crate::hdf5::error::clear_stack(l);
+            return false;
+        };
+        hard_conversion(l, a.id(), b.id())
     }
 }
 

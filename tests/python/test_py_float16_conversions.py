@@ -252,3 +252,37 @@ def test_float16_conversion_big_endian_float_to_int_and_f64_to_f32():
         else:
             vh5.read_many_slices(f["carry"], out, [0], [0], [carry.size], convert=True)
             np.testing.assert_array_equal(out, carry.astype("f4"))
+
+
+def test_complex_compound_conversion_f64_to_f32_carry():
+    """h5py's complex numbers (compounds of two floats, libhdf5 1.x) are converted part by part
+    with the float code: a big-endian complex128 read into complex64 (or complex128 written
+    into a big-endian complex64 dataset) loses the carry like float64 -> float32 before 2.0.0
+    (1.10.8 returned 8388608+0.5j for 16777215.9+0.99999999j with VH5_OK). Refused there;
+    native-order parts (a compiler cast) and libhdf5 2.x convert as numpy's astype."""
+    path = new_path("cplx")
+    carry = np.array([1e-40 + 1e-40j, 16777215.9 + 0.99999999j, 0.99999999 + 16777215.9j, 3 + 4j], ">c16")
+    with h5py.File(path, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("be", data=carry)
+        f.create_dataset("le", data=carry.astype("<c16"))
+        f.create_dataset("dst", shape=(4,), dtype=">c8")
+    soft_refused = VERSION < (2, 0, 0)
+    with vh5.File(path, "r+") as f:
+        native = np.zeros(4, np.complex64)
+        vh5.read_many_slices(f["le"], native, [0], [0], [4], convert=True)
+        np.testing.assert_array_equal(native, carry.astype(np.complex64))
+        out = np.zeros(4, np.complex64)
+        src = carry.astype(np.complex128)
+        if soft_refused:
+            with pytest.raises(vh5.DtypeError, match="cannot convert complex128 to complex64: .*halves"):
+                vh5.read_many_slices(f["be"], out, [0], [0], [4], convert=True)
+            with pytest.raises(vh5.DtypeError, match="cannot convert complex128 to complex64: .*halves"):
+                vh5.write_many_slices(src, f["dst"], [0], [0], [4], convert=True)
+            assert not out.any()
+        else:
+            vh5.read_many_slices(f["be"], out, [0], [0], [4], convert=True)
+            np.testing.assert_array_equal(out, carry.astype(np.complex64))
+            vh5.write_many_slices(src, f["dst"], [0], [0], [4], convert=True)
+    if not soft_refused:
+        with h5py.File(path) as f:
+            np.testing.assert_array_equal(f["dst"][...], carry.astype(np.complex64))
