@@ -9,6 +9,7 @@
 //! (`tests/python/test_py_float16_conversions.py`), and every ordered pair of the integer
 //! widths, float32, float64 and complex numbers in every byte-order combination with edge and
 //! random values on 1.10.8, 2.0.0 and 2.2.0 (`tests/python/test_py_numeric_conversions.py`;
+//! `scripts/h5tconvert_differential.py` runs the same against any libhdf5, 1.14.6 too;
 //! docs/ROBUSTNESS.md).
 
 use std::ffi::{c_uint, CStr};
@@ -56,7 +57,7 @@ pub(crate) enum Broken {
     /// round to even), results in float32's subnormal range round one step down
     /// (3 * 2**-150 becomes 2**-149, not 2**-148), and values from float32's largest plus half
     /// a step (3.4028235677973366e38) up to 2**128 become +-3.4028235e38 instead of +-inf
-    /// (1.10.8, 2.0.0, 2.2.0; the compiler cast of native types rounds to even). Before 2.0.0
+    /// (1.10.8, 1.14.6, 2.0.0, 2.2.0; the compiler cast of native types rounds to even). Before 2.0.0
     /// also the rounding carry of every value after a float32-subnormal one in the same call
     /// is lost: 16777215.9 becomes 8388608, 0.99999999 becomes 0.5.
     F64ToF32,
@@ -66,7 +67,8 @@ pub(crate) enum Broken {
     /// through 2.2.0: libhdf5 takes it for a byte swap (`H5T__conv_order` / `H5T__conv_order_opt`
     /// check the sizes and orders of integers, not their signs) and reinterprets the bits
     /// instead of clipping: int16 -1 becomes uint16 65535, uint32 3000000000 becomes int32
-    /// -1294967296 (every other integer conversion clips to the destination's limits). The same
+    /// -1294967296 (1.10.8, 1.14.6, 2.0.0, 2.2.0; every other integer conversion clips to the
+    /// destination's limits). The same
     /// pair without a byte-order change goes through `H5T__conv_i_i` or a compiler cast, both
     /// right.
     IntSignSwap,
