@@ -137,7 +137,7 @@ fn build(rw: bool) -> Vec<FixtureDs> {
                 }
                 let id = if rw { open_ds(file, s.name) } else { ffi_open(&path, s.name).1 };
                 let hard = vh5::dtype::ALL_NUMERIC.iter().map(|&d| (d.code(), hard_paths(s, d))).collect();
-                FixtureDs { name: s.name.to_string(), shape: s.shape.to_vec(), dtype: s.dtype.code(), id, whole, hard }
+                FixtureDs { name: s.name.to_string(), shape: s.shape.to_vec(), dtype: s.dtype.code(), id, whole, hard, big: s.big }
             })
             .collect();
         drop(tmp); // unlinks the file; the open ids keep it readable

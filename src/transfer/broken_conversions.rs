@@ -6,7 +6,11 @@
 //! float16 in native byte order) are not refused. The rules were found by comparing every
 //! float16 value, and edge values of every other source, against numpy's `astype` and
 //! against libhdf5 1.10.8, 1.14.2, 1.14.6, 2.0.0 and 2.2.0
-//! (`tests/python/test_py_float16_conversions.py`, docs/ROBUSTNESS.md).
+//! (`tests/python/test_py_float16_conversions.py`), and every ordered pair of the integer
+//! widths, float32, float64 and complex numbers in every byte-order combination with edge and
+//! random values on 1.10.8, 2.0.0 and 2.2.0 (`tests/python/test_py_numeric_conversions.py`;
+//! `scripts/h5tconvert_differential.py` runs the same against any libhdf5, 1.14.6 too;
+//! docs/ROBUSTNESS.md).
 
 use std::ffi::{c_uint, CStr};
 
@@ -48,10 +52,26 @@ pub(crate) enum Broken {
     /// 32767.0 becomes 16384.
     FloatToF16,
     /// float64 -> float32 by software (`H5T__conv_f_f`, a byte-order change: a big-endian
-    /// dataset or a byte-swapped array) before libhdf5 2.0.0: the rounding carry of every
-    /// value after a float32-subnormal one in the same call is lost: 16777215.9 becomes
-    /// 8388608, 0.99999999 becomes 0.5.
+    /// dataset or a byte-swapped array), every version through 2.2.0: exact ties round away
+    /// from zero (16777217.0 becomes 16777218, 1 + 2**-24 becomes 1 + 2**-23; IEEE and numpy
+    /// round to even), results in float32's subnormal range round one step down
+    /// (3 * 2**-150 becomes 2**-149, not 2**-148), and values from float32's largest plus half
+    /// a step (3.4028235677973366e38) up to 2**128 become +-3.4028235e38 instead of +-inf
+    /// (1.10.8, 1.14.6, 2.0.0, 2.2.0; the compiler cast of native types rounds to even). Before 2.0.0
+    /// also the rounding carry of every value after a float32-subnormal one in the same call
+    /// is lost: 16777215.9 becomes 8388608, 0.99999999 becomes 0.5.
     F64ToF32,
+    /// An integer to the integer of the same size and the other signedness with a byte-order
+    /// change (a big-endian dataset read into a native array, a little-endian one into a
+    /// byte-swapped array, a native array written into a big-endian dataset), every version
+    /// through 2.2.0: libhdf5 takes it for a byte swap (`H5T__conv_order` / `H5T__conv_order_opt`
+    /// check the sizes and orders of integers, not their signs) and reinterprets the bits
+    /// instead of clipping: int16 -1 becomes uint16 65535, uint32 3000000000 becomes int32
+    /// -1294967296 (1.10.8, 1.14.6, 2.0.0, 2.2.0; every other integer conversion clips to the
+    /// destination's limits). The same
+    /// pair without a byte-order change goes through `H5T__conv_i_i` or a compiler cast, both
+    /// right.
+    IntSignSwap,
     /// complex64 <-> complex128 of libhdf5 2.x's complex number class by software
     /// (`H5T__conv_complex`: either side not in native byte order: a big-endian dataset or a
     /// byte-swapped array; libhdf5 2.0.0 and 2.2.0): an infinite or NaN part garbles the
@@ -82,8 +102,15 @@ impl Broken {
                  and before libhdf5 2.0.0 halves values whose rounding carries once a subnormal value went through the same call (32767.0 becomes 16384)"
             }
             Broken::F64ToF32 => {
-                "its software float-to-float conversion (H5T__conv_f_f, used when the byte order changes) halves values whose rounding carries \
-                 once a float32-subnormal value went through the same call (16777215.9 becomes 8388608; fixed in libhdf5 2.0.0)"
+                "its software float-to-float conversion (H5T__conv_f_f, used when the byte order changes) rounds exact ties away from zero \
+                 (16777217.0 becomes 16777218, IEEE and numpy give 16777216), values just above the largest float32 to it instead of +-inf, \
+                 and before libhdf5 2.0.0 halves values whose rounding carries once a float32-subnormal value went through the same call \
+                 (16777215.9 becomes 8388608; no fixed release known)"
+            }
+            Broken::IntSignSwap => {
+                "it converts between signed and unsigned integers of the same size with a byte-order change by swapping the bytes \
+                 (H5T__conv_order, every libhdf5 version), which reinterprets values out of the destination's range instead of clipping them \
+                 (int16 -1 becomes uint16 65535)"
             }
             Broken::ComplexSpecials => {
                 "its software conversion between complex number types of different sizes (H5T__conv_complex, used when either side \
@@ -110,7 +137,7 @@ pub(crate) fn broken(version: (u32, u32, u32), hard: bool, from: Dtype, to: Dtyp
         (f, Int8 | Int16 | Int32 | Int64) if float(f) && version >= (1, 14, 4) => Some(Broken::FloatToSignedInt),
         (Int32 | Int64 | UInt32 | UInt64, Float16) => Some(Broken::IntToF16),
         (Float32 | Float64, Float16) => Some(Broken::FloatToF16),
-        (Float64, Float32) if version < (2, 0, 0) => Some(Broken::F64ToF32),
+        (Float64, Float32) => Some(Broken::F64ToF32),
         _ => None,
     }
 }
@@ -121,6 +148,9 @@ pub(crate) fn linked_bug(l: &H5Lock, src: hid_t, dst: hid_t, from: Dtype, to: Dt
     // A libhdf5 that does not report its version (none in practice) counts as an old one.
     let version = library_info(l).map_or((0, 0, 0), |v| (v.major, v.minor, v.release));
     let hard = hard_conversion(l, src, dst);
+    if sign_swap(from, to) && order_changes(src, dst) {
+        return Some(Broken::IntSignSwap);
+    }
     match (is_complex_class(src), is_complex_class(dst)) {
         (true, true) if !hard && from != to => Some(Broken::ComplexSpecials),
         // complex -> real (the real part): libhdf5 2.x converts the part with the float
@@ -153,6 +183,24 @@ fn parts_hard(l: &H5Lock, src: hid_t, dst: hid_t) -> bool {
         };
         hard_conversion(l, a.id(), b.id())
     }
+}
+
+/// Whether `from` -> `to` is an integer to the integer of the same size and the other
+/// signedness, which libhdf5 converts wrongly with a byte-order change ([`Broken::IntSignSwap`]).
+pub(crate) fn sign_swap(from: Dtype, to: Dtype) -> bool {
+    use Dtype::*;
+    matches!((from, to), (Int8, UInt8) | (UInt8, Int8) | (Int16, UInt16) | (UInt16, Int16) | (Int32, UInt32) | (UInt32, Int32) | (Int64, UInt64) | (UInt64, Int64))
+}
+
+/// Whether the atomic types `src` and `dst` have different byte orders (the one-byte types of
+/// a file may say big-endian too; libhdf5 then swaps nothing but still takes the byte-swap
+/// path). False when either order cannot be read.
+fn order_changes(src: hid_t, dst: hid_t) -> bool {
+    use hdf5_sys::h5t::{H5T_order_t, H5Tget_order};
+    // SAFETY: valid type ids under the caller's lock.
+    let (a, b) = unsafe { (H5Tget_order(src), H5Tget_order(dst)) };
+    let known = |o: H5T_order_t| matches!(o, H5T_order_t::H5T_ORDER_LE | H5T_order_t::H5T_ORDER_BE);
+    known(a) && known(b) && a != b
 }
 
 /// The float dtype of a complex dtype's parts; any other dtype itself.
@@ -260,6 +308,8 @@ mod tests {
             assert_eq!(broken(v, true, Float64, Float32), None);
         }
         assert_eq!(broken(old, false, Float64, Float32), Some(Broken::F64ToF32));
-        assert_eq!(broken(new, false, Float64, Float32), None);
+        assert_eq!(broken(new, false, Float64, Float32), Some(Broken::F64ToF32));
+        assert!(sign_swap(Int16, UInt16) && sign_swap(UInt64, Int64) && sign_swap(Int8, UInt8));
+        assert!(!sign_swap(Int16, UInt32) && !sign_swap(Int32, Int32) && !sign_swap(Float32, Int32));
     }
 }
