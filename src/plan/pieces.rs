@@ -12,7 +12,7 @@
 mod order;
 mod pool;
 
-pub use order::{COUNTING_SPAN, PARALLEL_SORT_PIECES};
+pub use order::COUNTING_SPAN;
 pub use pool::{POOL_PLANS, RECYCLE_BUDGET_BYTES};
 
 use super::grid::ChunkGrid;

@@ -292,8 +292,7 @@ fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, validated: bool) -
         }
         plan.retain_rows(|i| !is_overlapping[i]);
     }
-    // (Large plans are sorted on two threads: the pipeline's workers are not started yet.)
-    plan.finish_on(num_threads());
+    plan.finish();
     Ok(RowPlan { plan, valid, overlap, elements, stepped })
 }
 
