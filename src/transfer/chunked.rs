@@ -73,7 +73,7 @@ use crate::hdf5::chunk_index::IndexSlot;
 use crate::hdf5::dataset::HyperslabReader;
 use crate::hdf5::lock::H5Lock;
 use crate::plan::decide;
-use crate::plan::decide::{scatter_workers, whole_unfiltered, STEP_BYTE_NS, STEP_RUN_NS};
+use crate::plan::decide::{always_whole_unfiltered, scatter_workers, whole_unfiltered, STEP_BYTE_NS, STEP_RUN_NS};
 use crate::plan::grid::ChunkGrid;
 use crate::plan::pieces::{overlapping_rows, push_dst_box, Plan};
 
@@ -129,6 +129,12 @@ pub(crate) fn read_chunked(
         }
     }
     let rp = plan_rows(table, ctx, &grid, validated)?;
+    // Step tables whose every used step is 1 are dropped for the pieces (the scatter would
+    // otherwise read them at each piece's row, in chunk order: random rows, ~27% of a read of
+    // 262,144 one-chunk rows in random order given all-ones step tables). Not for rows read
+    // again from the table (`read_overlapping_rows`): a clipped count depends on the step.
+    let (rows_table, unit) = (table, SliceTable { src_step: table.src_step.filter(|_| rp.stepped.0), dst_step: table.dst_step.filter(|_| rp.stepped.1), ..*table });
+    let table = &unit;
     let d = decide_chunks(&rp.plan, table, chunk, ctx.itemsize, convert, pipeline, mode);
     if mode == PlannerMode::Auto && d.nwhole == 0 && !d.checked {
         return Ok(None);
@@ -211,7 +217,7 @@ pub(crate) fn read_chunked(
             run_pipeline(l, reader, &shared, &fetcher, &d.whole, Crew::size(num_threads(), d.nwhole, worth, big, batch), d.filtered)?
         }
     };
-    hdf5_reads += read_overlapping_rows(l, reader, &shared, &fetcher, &rp, d.checked && !d.too_big, stats)?;
+    hdf5_reads += read_overlapping_rows(l, reader, (&shared, rows_table), &fetcher, &rp, d.checked && !d.too_big, stats)?;
     // (After the overlapping rows: their fetches look in the cache too.)
     stats.cache_hits += fetcher.hits.load(Ordering::Relaxed);
     stats.cache_misses += fetcher.misses.load(Ordering::Relaxed);
@@ -233,6 +239,9 @@ struct RowPlan {
     /// Per entry of `valid`: its destination overlaps another row's (it runs last, in row order).
     overlap: Vec<bool>,
     elements: u64,
+    /// Whether some row of `valid` has a source / destination step other than 1 on an axis
+    /// copying more than one element (else its step table can be treated as absent).
+    stepped: (bool, bool),
 }
 
 /// One pass over the rows (validating every one unless `validated`: the cached gather did):
@@ -252,6 +261,7 @@ fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, validated: bool) -
     let mut valid = plan.take_rows();
     valid.reserve(table.nslices.min(1 << 20));
     let mut elements = 0u64;
+    let mut stepped = (false, false);
     // Rows are validated and planned straight from the tables (no `Row`: building one per
     // row zeroed and copied ~1.3 KB, a fifth of the planning of 65,536 one-chunk rows).
     let (mut count, mut ss, mut ds) = ([0u64; MAX_RANK], [1u64; MAX_RANK], [1u64; MAX_RANK]);
@@ -266,6 +276,8 @@ fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, validated: bool) -
         let base = i * n;
         let (s0, d0) = (&table.src_start[base..base + n], &table.dst_start[base..base + n]);
         row_steps(table, i, &count[..n], &mut ss[..n], &mut ds[..n]);
+        stepped.0 |= ss[..n].iter().any(|&s| s != 1);
+        stepped.1 |= ds[..n].iter().any(|&s| s != 1);
         push_dst_box(d0, &count[..n], &ds[..n], &mut boxes);
         valid.push(i);
         elements += count[..n].iter().product::<u64>();
@@ -281,7 +293,7 @@ fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, validated: bool) -
         plan.retain_rows(|i| !is_overlapping[i]);
     }
     plan.finish();
-    Ok(RowPlan { plan, valid, overlap, elements })
+    Ok(RowPlan { plan, valid, overlap, elements, stepped })
 }
 
 /// What the planner decided for a call's chunks.
@@ -317,7 +329,8 @@ fn decide_chunks(plan: &Plan, table: &SliceTable, chunk: &[u64], itemsize: usize
         let ps = &plan.pieces[rg.clone()];
         (rg.len(), ps.iter().map(|p| plan.piece_elements(p) * itemsize as u64).sum(), ps.iter().map(|p| step_cost_ns(plan, table, p, itemsize)).sum())
     };
-    let mut whole = if checked {
+    // (Small unfiltered chunks in `auto` mode: whole whatever their pieces.)
+    let mut whole = if checked || (mode == PlannerMode::Auto && !filtered && always_whole_unfiltered(chunk_bytes)) {
         vec![true; plan.groups.len()]
     } else if mode == PlannerMode::Auto && !filtered {
         // Group by group, no table of every group's costs (1.5 MB of fresh pages for a
@@ -365,12 +378,20 @@ fn entries_fit(grid: &ChunkGrid, plan: &Plan, d: &Decision, itemsize: usize, cap
     true
 }
 
-/// Rows whose destinations overlap another row's, in row order after the pipeline (single
-/// threaded): through vh5's decoder when `through_vh5` (checked reads of chunks it may hold),
+/// Rows whose destinations overlap another row's (rows of `table`, the call's own), in row
+/// order after the pipeline (single threaded): through vh5's decoder when `through_vh5` (checked reads of chunks it may hold),
 /// else one `H5Dread` per row (checked reads first refuse corrupt-looking chunks). Returns the
 /// `H5Dread` calls made.
-fn read_overlapping_rows(l: &H5Lock, reader: &mut HyperslabReader, shared: &Shared, fetcher: &Fetcher, rp: &RowPlan, through_vh5: bool, stats: &mut ReadStats) -> Result<usize> {
-    let (table, ctx, grid) = (shared.table, shared.ctx, shared.grid);
+fn read_overlapping_rows(
+    l: &H5Lock,
+    reader: &mut HyperslabReader,
+    (shared, table): (&Shared, &SliceTable),
+    fetcher: &Fetcher,
+    rp: &RowPlan,
+    through_vh5: bool,
+    stats: &mut ReadStats,
+) -> Result<usize> {
+    let (ctx, grid) = (shared.ctx, shared.grid);
     let mut scratch = Vec::new();
     let mut dec = Decoder::default();
     let mut hdf5_reads = 0;
