@@ -122,7 +122,11 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
 /// they are all deflate / shuffle / fletcher32 and the array needs no type conversion (byte
 /// order aside): e.g. a Blosc or szip chunk its optional filter could not shrink stays
 /// stored raw, not compressed again. Otherwise the call fails with `VH5_ERR_UNSUPPORTED`
-/// before anything is written.
+/// before anything is written. Chunks stored with mask 0 in a pipeline with an optional
+/// filter vh5 does not run (Blosc, szip) are written by libhdf5 and checked afterwards: where
+/// that filter failed on the new values and libhdf5 kept a stale mask 0, vh5 records the right
+/// mask; a converting write (`VH5_SLICES_CONVERT` with another dtype) reaching such a stored
+/// chunk fails with `VH5_ERR_UNSUPPORTED` before anything is written.
 /// Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
 /// file are closed (`vh5_close`).
 ///

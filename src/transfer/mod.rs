@@ -18,6 +18,7 @@ pub mod rawwrite;
 pub mod read;
 pub(crate) mod read_pipeline;
 pub(crate) mod rows;
+pub(crate) mod stale_mask;
 pub mod stats;
 pub mod write;
 pub(crate) mod write_stamps;

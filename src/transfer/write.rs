@@ -133,6 +133,22 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
                 }
                 // (Refused when a chunk stays masked: rows through H5Dwrite cannot keep a mask.)
                 super::masked::unmask_chunks(l, dset, &layout, &dshape, finfo.file_itemsize, &origins, false)?;
+                // Stored chunks an optional filter may now leave with a stale mask 0: vh5 checks
+                // them only when it merged the chunks itself (`write_chunked`).
+                if let Some(w) = super::stale_mask::StaleWatch::new(l, dset, &layout, &dshape, &origins, n, mem.id(), None)?.filter(|w| w.at_risk() > 0) {
+                    bail!(
+                        Unsupported,
+                        "dataset {}: {} stored chunks this write reaches are in a pipeline with an optional filter vh5 does not run ([{}]); \
+                         this write goes through libhdf5 row by row ({}), and where that filter fails on the new values libhdf5 can keep a stale \
+                         filter mask (no reader could decode the chunk), which vh5 can only check for chunks it merges itself: convert the array to \
+                         the dataset's dtype ({}) with numpy's astype and write that instead; nothing was written",
+                        crate::hdf5::handle::dataset_name(l, dset),
+                        w.at_risk(),
+                        layout.filters.iter().map(|f| crate::hdf5::filter_support::filter_name(f.id)).collect::<Vec<_>>().join(", "),
+                        if finfo.dtype.is_some() { "a type conversion" } else { "an element type without a vh5 dtype" },
+                        finfo.dtype.map_or("its own", |d| d.name()),
+                    );
+                }
             }
             written_through_libhdf5(l, dset);
             let mut guard = WriteGuard::new(l, dset, &layout, mem.id(), itemsize)?;
@@ -295,6 +311,9 @@ fn write_chunked(
     let swap = super::rawwrite::file_byte_swap(l, dset, mem_type, src)?;
     let kept = super::masked::unmask_chunks(l, dset, layout, &dshape, file_itemsize, &origins, swap.is_some())?;
     let mut kept: std::collections::HashMap<Vec<u64>, super::masked::KeptMask> = kept.into_iter().map(|k| (k.origin.clone(), k)).collect();
+    // Chunks stored with mask 0 whose optional filter may fail on the new values: checked after
+    // libhdf5 writes each (`stale_mask`).
+    let mut watch = super::stale_mask::StaleWatch::new(l, dset, layout, &dshape, &origins, n, mem_type, swap)?;
     written_through_libhdf5(l, dset);
     let mut reader = guarded_reader()?;
     let fill_never = layout.fill_never;
@@ -354,11 +373,17 @@ fn write_chunked(
         if let Err(e) = writer.write(&origin[..n], None, &extent[..n], &buf[..bytes]) {
             return Err(report(e, &chunk_what(), &written_per_row, &pieces_per_row));
         }
+        if let Some(w) = watch.as_mut() {
+            w.note(l, dset, &origin[..n], grid.chunk(), &extent[..n], &buf[..bytes], file_itemsize).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
+        }
         stats.chunks_written += 1;
         stats.hdf5_writes += 1;
         for p in group {
             written_per_row[p.row] += 1;
         }
+    }
+    if let Some(w) = watch.as_mut() {
+        w.settle(l, dset, grid.chunk(), file_itemsize).map_err(|e| Error::new(e.kind, format!("after writing every row: {}", e.message)))?;
     }
     Ok(())
 }
