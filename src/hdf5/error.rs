@@ -150,7 +150,8 @@ pub fn hdf5_error(lock: &H5Lock, kind: ErrorKind, context: impl std::fmt::Displa
             ErrorKind::Unsupported,
             format!(
                 "{context}: the linked libhdf5 {v} has no '{filter}' filter{MISSING_FILTER} (a vh5 linked to a libhdf5 \
-                 that has it decodes them; the `static-hdf5` build has deflate but no szip); libhdf5 error stack:{stack}"
+                 that has it decodes them; the `static-hdf5` build has deflate but no szip){hint}; libhdf5 error stack:{stack}",
+                hint = if szip_or_builtin(&filter) { "" } else { PLUGIN_HINT }
             ),
         );
     }
@@ -194,6 +195,16 @@ pub fn missing_filter(stack: &str) -> Option<String> {
 
 /// The words after the filter's name in every missing-filter error of [`hdf5_error`].
 pub const MISSING_FILTER: &str = ", which this dataset's stored chunks need";
+
+/// What a missing plugin filter's message adds: where libhdf5 looks for plugins.
+pub const PLUGIN_HINT: &str = "; libhdf5 loads plugin filters from the directories in the environment variable HDF5_PLUGIN_PATH, \
+     set before the process starts (for hdf5plugin's filters: python3 -c 'import hdf5plugin; print(hdf5plugin.PLUGIN_PATH)')";
+
+/// Whether the filter named `name` (as libhdf5's error stack names it) is one of libhdf5's own.
+fn szip_or_builtin(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["szip", "deflate", "shuffle", "fletcher32", "nbit", "scaleoffset"].iter().any(|b| n.contains(b))
+}
 
 /// The words of every [`newer_format_error`] message (to recognise it).
 pub const NEWER_FORMAT: &str = "written with a newer HDF5 format than the linked libhdf5";

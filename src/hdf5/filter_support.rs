@@ -98,6 +98,16 @@ pub(crate) fn filter_name(id: i32) -> String {
         NBIT => "nbit".into(),
         SCALEOFFSET => "scaleoffset".into(),
         LZF => "lzf".into(),
+        // Plugins, by their ids in the HDF Group's registry of filter ids (the ones
+        // hdf5plugin ships): named with the id, since a file may use an id for another filter.
+        307 => "bzip2 (filter 307)".into(),
+        32001 => "blosc (filter 32001)".into(),
+        32004 => "lz4 (filter 32004)".into(),
+        32008 => "bitshuffle (filter 32008)".into(),
+        32013 => "zfp (filter 32013)".into(),
+        32015 => "zstd (filter 32015)".into(),
+        32017 => "sz (filter 32017)".into(),
+        32026 => "blosc2 (filter 32026)".into(),
         _ => format!("filter {id}"),
     }
 }
@@ -346,10 +356,11 @@ fn check_writable_pipeline(lock: &H5Lock, dset: hid_t, layout: &ChunkLayout) -> 
     bail!(
         Unsupported,
         "dataset {}: the linked libhdf5 {} has no '{}' filter, which its pipeline has: vh5 does not write it (libhdf5 would store chunks without \
-         that filter, and a chunk rewritten at its old size keeps a filter mask saying it was applied: no reader could decode it)",
+         that filter, and a chunk rewritten at its old size keeps a filter mask saying it was applied: no reader could decode it){}",
         dataset_name(lock, dset),
         super::version::version_text(lock),
-        filter_name(f.id)
+        filter_name(f.id),
+        if f.id >= 256 { super::error::PLUGIN_HINT } else { "" }
     )
 }
 

@@ -108,6 +108,8 @@ def test_getitem_matches_h5py(files, case):
         ("be", (3, 3)),
         ("i2", (slice(5, 29), slice(1, 3))),
         ("a2", (np.int32(2), slice(1, 2))),
+        ("a2", (np.uint64(22), np.int8(-1))),
+        ("a3", (np.int64(-5), slice(2, 5), np.intp(3))),
         ("a2", (slice(5, 5), 1)),  # empty
         ("a2", (23, 1)),  # out of range
         ("a2", (slice(1, 5, 1), 1)),  # explicit step 1

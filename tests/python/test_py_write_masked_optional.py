@@ -222,9 +222,9 @@ def _assert_refused(p, rows, parts, convert=False):
 @pytest.mark.parametrize(
     "filters,mask,left_on",
     [
-        (["shuffle", "blosc"], 1, "filter 32001"),
-        (["blosc", "lz4"], 1, "filter 32004"),
-        (["gzip", "blosc"], 1, "filter 32001"),
+        (["shuffle", "blosc"], 1, "blosc (filter 32001)"),
+        (["blosc", "lz4"], 1, "lz4 (filter 32004)"),
+        (["gzip", "blosc"], 1, "blosc (filter 32001)"),
     ],
     ids=["blosc-left-on", "lz4-left-on", "gzip-skipped-blosc-on"],
 )

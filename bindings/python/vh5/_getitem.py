@@ -27,6 +27,8 @@ _slice = slice
 _int = int
 _ZEROS = (0,) * _MAX_RANK
 _U64_MAX = 2**64 - 1
+#: numpy's integer scalar types (indices from np.arange, np.random...); not np.bool_.
+_NP_INTS = frozenset(np.dtype(c).type for c in "bhilqpBHILQP")
 
 
 def _tables():
@@ -86,7 +88,7 @@ def read_one_row(dset, dst, start, dst_start, count, fl: int) -> bool:
 
 
 def read_basic(dset, sel, dt: np.dtype):
-    """``dset[sel]`` for ``sel`` an integer, a slice without step, or a tuple of exactly one
+    """``dset[sel]`` for ``sel`` an integer (Python's or numpy's), a slice without step, or a tuple of exactly one
     such index per axis, selecting at least one element inside the extent: a new array of
     ``dt`` (integer axes dropped; a numpy scalar when every axis is an integer), or None
     (nothing read) for any other selection. ``dt`` is the dataset's readable dtype."""
@@ -110,7 +112,8 @@ def read_basic(dset, sel, dt: np.dtype):
                 return None
             starts.append(start)
             counts.append(stop - start)
-        elif tk is _int:
+        elif tk is _int or tk in _NP_INTS:
+            k = _int(k)
             if k < 0:
                 k += n
             if not 0 <= k < n:
