@@ -323,67 +323,75 @@ fn write_chunked(
     let mut written_per_row = vec![0u32; table.nslices];
     let mut dense = [0isize; MAX_RANK];
     let mut rows_here: Vec<usize> = Vec::new();
-    for gi in 0..plan.groups.len() {
-        let (chunk, group) = ctx.group(gi);
-        grid.chunk_coord(chunk, &mut coord[..n]);
-        grid.chunk_origin(&coord[..n], &mut origin[..n]);
-        grid.chunk_extent(&coord[..n], &mut extent[..n]);
-        let elems: u64 = extent[..n].iter().product();
-        let bytes = elems as usize * itemsize;
-        dense_strides(&extent[..n], itemsize, &mut dense);
-        if buf.len() < bytes {
-            crate::mem::resize_zeroed(&mut buf, bytes, || format!("chunk {:?} (dataset offset {:?})", &coord[..n], &origin[..n]))?;
-        }
-        let full = ctx.covers(group, &origin[..n], &extent[..n], &mut covered)?;
-        rows_here.clear();
-        rows_here.extend(group.iter().map(|p| p.row));
-        rows_here.dedup();
-        let chunk_what = || format!("chunk {:?} (dataset elements {:?} + {:?}, rows {})", &coord[..n], &origin[..n], &extent[..n], ranges(&rows_here));
-        if let Some(k) = kept.remove(&origin[..n]) {
-            super::masked::store_kept(l, dset, k, &ctx, group, grid.chunk(), swap.flatten(), itemsize).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
-            stats.chunks_read += 1;
+    // (A closure: chunks libhdf5 wrote before a failure are checked too, `stale_mask`.)
+    let looped = (|| -> Result<()> {
+        for gi in 0..plan.groups.len() {
+            let (chunk, group) = ctx.group(gi);
+            grid.chunk_coord(chunk, &mut coord[..n]);
+            grid.chunk_origin(&coord[..n], &mut origin[..n]);
+            grid.chunk_extent(&coord[..n], &mut extent[..n]);
+            let elems: u64 = extent[..n].iter().product();
+            let bytes = elems as usize * itemsize;
+            dense_strides(&extent[..n], itemsize, &mut dense);
+            if buf.len() < bytes {
+                crate::mem::resize_zeroed(&mut buf, bytes, || format!("chunk {:?} (dataset offset {:?})", &coord[..n], &origin[..n]))?;
+            }
+            let full = ctx.covers(group, &origin[..n], &extent[..n], &mut covered)?;
+            rows_here.clear();
+            rows_here.extend(group.iter().map(|p| p.row));
+            rows_here.dedup();
+            let chunk_what = || format!("chunk {:?} (dataset elements {:?} + {:?}, rows {})", &coord[..n], &origin[..n], &extent[..n], ranges(&rows_here));
+            if let Some(k) = kept.remove(&origin[..n]) {
+                super::masked::store_kept(l, dset, k, &ctx, group, grid.chunk(), swap.flatten(), itemsize)
+                    .map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
+                stats.chunks_read += 1;
+                stats.chunks_written += 1;
+                stats.hdf5_writes += 1;
+                stats.raw_chunks += 1;
+                for p in group {
+                    written_per_row[p.row] += 1;
+                }
+                continue;
+            }
+            if !full {
+                if fill_never {
+                    // libhdf5 leaves the buffer as it is for an unallocated chunk, and stores zeros
+                    // in the rest of a chunk written in part (H5D__chunk_lock): never the previous
+                    // chunk's bytes.
+                    buf[..bytes].fill(0);
+                }
+                if let Err(e) = reader.read(&origin[..n], None, &extent[..n], &mut buf[..bytes]) {
+                    return Err(report(e, &chunk_what(), &written_per_row, &pieces_per_row));
+                }
+                stats.chunks_read += 1;
+            }
+            ctx.merge(group, &origin[..n], &dense[..n], &mut buf[..bytes])?;
+            if full && crate::hdf5::chunk::is_partial_edge(&origin[..n], grid.chunk(), &dshape) {
+                // libhdf5 reads an edge chunk before writing it, however much of it is written
+                reader.check_selection(&origin[..n], None, &extent[..n]).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
+            }
+            if let Some(g) = so_guard.as_mut() {
+                g.check(l, &origin[..n], &buf[..bytes]).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
+            }
+            if let Err(e) = writer.write(&origin[..n], None, &extent[..n], &buf[..bytes]) {
+                return Err(report(e, &chunk_what(), &written_per_row, &pieces_per_row));
+            }
+            if let Some(w) = watch.as_mut() {
+                w.note(l, dset, &origin[..n], grid.chunk(), &extent[..n], &buf[..bytes], file_itemsize).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
+            }
             stats.chunks_written += 1;
             stats.hdf5_writes += 1;
-            stats.raw_chunks += 1;
             for p in group {
                 written_per_row[p.row] += 1;
             }
-            continue;
         }
-        if !full {
-            if fill_never {
-                // libhdf5 leaves the buffer as it is for an unallocated chunk, and stores zeros
-                // in the rest of a chunk written in part (H5D__chunk_lock): never the previous
-                // chunk's bytes.
-                buf[..bytes].fill(0);
-            }
-            if let Err(e) = reader.read(&origin[..n], None, &extent[..n], &mut buf[..bytes]) {
-                return Err(report(e, &chunk_what(), &written_per_row, &pieces_per_row));
-            }
-            stats.chunks_read += 1;
-        }
-        ctx.merge(group, &origin[..n], &dense[..n], &mut buf[..bytes])?;
-        if full && crate::hdf5::chunk::is_partial_edge(&origin[..n], grid.chunk(), &dshape) {
-            // libhdf5 reads an edge chunk before writing it, however much of it is written
-            reader.check_selection(&origin[..n], None, &extent[..n]).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
-        }
-        if let Some(g) = so_guard.as_mut() {
-            g.check(l, &origin[..n], &buf[..bytes]).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
-        }
-        if let Err(e) = writer.write(&origin[..n], None, &extent[..n], &buf[..bytes]) {
-            return Err(report(e, &chunk_what(), &written_per_row, &pieces_per_row));
-        }
-        if let Some(w) = watch.as_mut() {
-            w.note(l, dset, &origin[..n], grid.chunk(), &extent[..n], &buf[..bytes], file_itemsize).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
-        }
-        stats.chunks_written += 1;
-        stats.hdf5_writes += 1;
-        for p in group {
-            written_per_row[p.row] += 1;
-        }
-    }
+        Ok(())
+    })();
     if let Some(w) = watch.as_mut() {
-        w.settle(l, dset, grid.chunk(), file_itemsize).map_err(|e| Error::new(e.kind, format!("after writing every row: {}", e.message)))?;
+        let settled = w.settle(l, dset, grid.chunk(), file_itemsize).map_err(|e| Error::new(e.kind, format!("after writing the rows: {}", e.message)));
+        looped?;
+        settled?;
+        return Ok(());
     }
-    Ok(())
+    looped
 }
