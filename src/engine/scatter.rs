@@ -57,14 +57,9 @@ impl DstPtr {
     /// Hint that the destination byte `off` will be written soon (a prefetch into the cache;
     /// nothing for an offset outside the buffer, or off x86-64). Never reads or writes.
     pub fn prefetch(&self, off: usize) {
-        #[cfg(target_arch = "x86_64")]
         if off < self.len {
-            // SAFETY: `_mm_prefetch` is a hint that never faults; the address is inside the
-            // destination (checked above).
-            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(self.ptr.add(off) as *const i8) };
+            super::copy::prefetch(self.ptr.wrapping_add(off));
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = off;
     }
 
     /// Copy `prod(counts)` elements of `itemsize` bytes from `src` (element `idx` at byte

@@ -28,8 +28,8 @@
 use super::checks::SLICES_CLIP;
 pub use super::stats::CopyStats;
 use crate::dtype::Dtype;
-use crate::engine::copy::dense_strides;
 use crate::engine::copy::{copy_runs_unchecked, copy_strided_runs as copy_strided, runs_apply};
+use crate::engine::copy::{dense_strides, prefetch};
 use crate::error::Result;
 use crate::geometry::{axis_stride, row_counts, ArrayLayout, SliceTable, MAX_RANK};
 
@@ -230,19 +230,6 @@ pub unsafe fn copy_many_slices_raw(
 const PREFETCH_ROWS: usize = 4;
 /// Sources of at least this many bytes (unlikely to be cache-resident) are prefetched.
 const PREFETCH_MIN_BYTES: usize = 1 << 20;
-
-/// Hint the CPU to fetch the cache line holding `p` (no effect on other targets; never faults).
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 is a hint: it never faults, whatever the address (SSE, baseline on
-    // x86_64).
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
 
 /// Destinations of at least this many bytes (beyond the last-level cache of small machines)
 /// are written with non-temporal stores by `copy_fast`.

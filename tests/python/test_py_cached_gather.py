@@ -152,12 +152,12 @@ def cases(draw, filters=FILTERS):
 
 
 @st.composite
-def row_lists(draw, src_shape, dst_shape, chunks, clip, region=None):
-    """Rows (src_start, dst_start, count, src_step, dst_step) as lists, file side within
-    ``region`` (an upper bound per axis) unless clipping."""
+def row_lists(draw, src_shape, dst_shape, chunks, clip, region=None, nrows=(1, 8)):
+    """``nrows`` (bounds) rows (src_start, dst_start, count, src_step, dst_step) as lists,
+    file side within ``region`` (an upper bound per axis) unless clipping."""
     ndim = len(src_shape)
     region = region or src_shape
-    n = draw(st.integers(1, 8))
+    n = draw(st.integers(*nrows))
     overlap = draw(st.booleans())
     rows = ([], [], [], [], [])
     for _ in range(n):
@@ -215,14 +215,14 @@ def unit_steps(rows, use_steps):
     return s, d, c, ss if use_steps[0] else ones, ds if use_steps[1] else ones
 
 
-def run_case(case, data):
+def run_case(case, data, nrows=(1, 8)):
     shape, chunks, dtype, filt, partial, seed = case
     path, full = write_dataset(*case)
     dst_shape = tuple(data.draw(st.integers(1, n + 3)) for n in shape)
     clip = data.draw(st.booleans())
     use_steps = (data.draw(st.booleans()), data.draw(st.booleans()))
     region = first_chunk_region(shape, chunks)
-    rows = unit_steps(data.draw(row_lists(shape, dst_shape, chunks, clip, region)), use_steps)
+    rows = unit_steps(data.draw(row_lists(shape, dst_shape, chunks, clip, region, nrows)), use_steps)
     native = dtype.newbyteorder("=")
     orders = [native if data.draw(st.integers(0, 3)) else native.newbyteorder("S") for _ in range(3)]
     kinds = [data.draw(st.sampled_from(DST_KINDS)) for _ in range(3)]
@@ -271,6 +271,41 @@ def run_case(case, data):
 @given(case=cases(), data=st.data())
 def test_cached_gather_matches_numpy(case, data):
     run_case(case, data)
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(case=cases(), data=st.data())
+def test_cached_gather_lookahead_many_rows(case, data):
+    """More rows than the copy looks ahead (each row's first chunk looked up and its bytes
+    prefetched 8 rows early): the same property over 9-40 rows, empty and clipped rows
+    among them."""
+    run_case(case, data, nrows=(9, 40))
+
+
+def test_cached_gather_lookahead_one_row_per_chunk():
+    """One row per chunk in random order over 64 chunks, half of them cached: rows read
+    nothing (a zero count, or clipped away past the extent) among them, the rows ahead of a
+    missing chunk copied first, then the planner writes every row again. Every call equals
+    numpy's, and a later call with every chunk cached too."""
+    path, full = write_dataset((256,), (4,), np.dtype("<f8"), "gzip", False, 5)
+    rng = np.random.default_rng(7)
+    with vh5.File(path) as f, f["data"] as vd:
+        evens = ([[s] for s in range(0, 256, 8)], [[i] for i in range(32)], [[1]] * 32, [[1]] * 32, [[1]] * 32)
+        check_call(vd, full, evens, (32,), "C", np.dtype("f8"), False, (False, False))
+        order = rng.permutation(64)
+        rows = ([], [], [], [], [])
+        for i, c in enumerate(order):
+            kind = i % 7
+            s, cnt = 4 * int(c) + int(rng.integers(0, 3)), 2
+            if kind == 3:
+                cnt = 0
+            elif kind == 5:
+                s = 256 + int(c)  # past the extent: clipped to nothing
+            for lst, v in zip(rows, ([s], [2 * i], [cnt], [1], [1])):
+                lst.append(v)
+        # Half the chunks cached (the planner takes over), then all of them (the copy alone).
+        check_call(vd, full, rows, (128,), "C", np.dtype("f8"), True, (False, False))
+        check_call(vd, full, rows, (128,), "reversed", np.dtype("f8"), True, (True, True))
 
 
 def test_cached_gather_unfiltered_chunks_located_by_index():
