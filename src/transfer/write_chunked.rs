@@ -45,6 +45,9 @@ struct RowPieces {
     /// The first row that writes something: (row, its dataset start, the byte offset of its
     /// first element in the source buffer).
     first: Option<(usize, [u64; MAX_RANK], usize)>,
+    /// Whether some row has a source / destination step other than 1 on an axis writing more
+    /// than one element (else its step table can be treated as absent).
+    stepped: (bool, bool),
 }
 
 /// Chunked datasets: each touched chunk read (only if partially covered), merged, written once.
@@ -53,7 +56,12 @@ pub(super) fn write_chunked(t: &Target, writer: &mut HyperslabWriter, src: &SrcA
     allocate_late_storage(t, writer, src, rows.first, stats)?;
     // One chunk at a time: raw (filters run by vh5 on worker threads) when vh5 implements
     // the whole pipeline and no type conversion is needed, else through H5Dwrite.
-    let ctx = MergeCtx { table, src, plan: &rows.plan, n: t.grid.ndim() };
+    // Step tables whose every used step is 1 are dropped for the merge, as reads drop them
+    // (`chunked::plan_rows`): it would read them at each piece's row, in chunk order (random
+    // rows). Only the pieces read `unit`'s steps: no row is validated from it again (a clipped
+    // count depends on the step).
+    let unit = SliceTable { src_step: table.src_step.filter(|_| rows.stepped.0), dst_step: table.dst_step.filter(|_| rows.stepped.1), ..*table };
+    let ctx = MergeCtx { table: &unit, src, plan: &rows.plan, n: t.grid.ndim() };
     if let Some(raw) = super::rawwrite::raw_plan(t.l, t.dset, t.mem_type, src)? {
         let mut reader = guarded_reader(t, src.layout.itemsize)?;
         return super::rawwrite::write_chunks_raw(t.l, t.dset, &raw, t.grid, &ctx, &rows.pieces_per_row, &mut reader, stats);
@@ -79,6 +87,7 @@ fn plan_write_rows(grid: &ChunkGrid, src: &SrcArray, table: &SliceTable, clip: b
     let mut plan = Plan::new(n);
     let mut pieces_per_row = vec![0u32; table.nslices];
     let mut first: Option<(usize, [u64; MAX_RANK], usize)> = None;
+    let mut stepped = (false, false);
     for (i, per_row) in pieces_per_row.iter_mut().enumerate() {
         let Some(r) = row_named(table, i, &src.layout.shape, grid.shape(), clip, NAMES)? else { continue };
         if first.is_none() {
@@ -86,6 +95,8 @@ fn plan_write_rows(grid: &ChunkGrid, src: &SrcArray, table: &SliceTable, clip: b
             at[..n].copy_from_slice(&r.dst_start[..n]);
             first = Some((i, at, src.layout.byte_offset(&r.src_start[..n])));
         }
+        stepped.0 |= r.src_step[..n].iter().any(|&s| s != 1);
+        stepped.1 |= r.dst_step[..n].iter().any(|&s| s != 1);
         stats.rows_written += 1;
         stats.elements += r.elements();
         *per_row = plan.add_write_row(grid, i, &r) as u32;
@@ -94,7 +105,7 @@ fn plan_write_rows(grid: &ChunkGrid, src: &SrcArray, table: &SliceTable, clip: b
         bail!(Unsupported, "{} row pieces: at most {} per call", plan.pieces.len(), u32::MAX);
     }
     plan.finish();
-    Ok(RowPieces { plan, pieces_per_row, first })
+    Ok(RowPieces { plan, pieces_per_row, first, stepped })
 }
 
 /// Storage allocated late and not yet: libhdf5's own first write allocates it (and fills it,
