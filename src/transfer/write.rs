@@ -89,25 +89,13 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
         bail!(InvalidArgument, "dimensionality mismatch: the source array has {n} axes, the dataset {}", dshape.len());
     }
     let mut stats = WriteStats::default();
-    // Zero-column tables (scalar dataset): every row is the same valid row, O(1).
-    let mut todo = if n == 0 { table.nslices } else { 0 };
-    for i in 0..if n == 0 { 0 } else { table.nslices } {
-        if row_named(table, i, &src.layout.shape, &dshape, clip, NAMES)?.is_some() {
-            todo += 1;
-        }
-    }
+    let todo = rows_to_write(src, table, &dshape, clip)?;
     stats.rows_skipped = table.nslices - todo;
     if todo == 0 || src.layout.is_empty() || dshape.contains(&0) {
         return Ok(stats);
     }
     if n == 0 {
-        // Scalar dataset: every row writes the one element; the last write is the only one
-        // that can be seen, so write once.
-        let off = src.layout.offset;
-        writer.write(&[], None, &[], &src.buf[off..off + itemsize]).map_err(|e| failed(e, "the scalar dataset", &[], &[]))?;
-        stats.rows_written = todo;
-        stats.elements = todo as u64;
-        stats.hdf5_writes = 1;
+        write_scalar(&mut writer, src, todo, &mut stats)?;
         return Ok(stats);
     }
     let info = dataset_info(l, dset)?;
@@ -136,6 +124,32 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
         }
     }
     Ok(stats)
+}
+
+/// The number of rows that write something (validating every row). Zero-column tables
+/// (scalar dataset): every row is the same valid row, O(1).
+fn rows_to_write(src: &SrcArray, table: &SliceTable, dshape: &[u64], clip: bool) -> Result<usize> {
+    if dshape.is_empty() {
+        return Ok(table.nslices);
+    }
+    let mut todo = 0;
+    for i in 0..table.nslices {
+        if row_named(table, i, &src.layout.shape, dshape, clip, NAMES)?.is_some() {
+            todo += 1;
+        }
+    }
+    Ok(todo)
+}
+
+/// Scalar dataset: each of the `todo` rows writes the one element; the last write is the
+/// only one that can be seen, so write once.
+fn write_scalar(writer: &mut HyperslabWriter, src: &SrcArray, todo: usize, stats: &mut WriteStats) -> Result<()> {
+    let off = src.layout.offset;
+    writer.write(&[], None, &[], &src.buf[off..off + src.layout.itemsize]).map_err(|e| failed(e, "the scalar dataset", &[], &[]))?;
+    stats.rows_written = todo;
+    stats.elements = todo as u64;
+    stats.hdf5_writes = 1;
+    Ok(())
 }
 
 /// Filtered chunked datasets written row by row through libhdf5 (a type conversion): the
