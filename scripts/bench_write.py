@@ -18,8 +18,14 @@ numpy -> numpy: 10,000 rows of 10x10 from a float64 source at random positions i
 cache) and 2000x2000 (32 MB: random reads from memory). vh5 = ``vh5.copy_many_slices``
 (Python call included).
 
-Usage: python3 scripts/bench_write.py [--repeat 5] [--nslices 10000] [--cases all|copies|writes]
-[--out FILE.md]
+With --unit-steps every write also passes all-ones step tables (vh5 src_step/dst_step,
+versioned-hdf5 src_stride/dst_stride), as callers that always pass steps do. --cases steps
+(vh5 only): --nslices one-element rows at random positions of a 2048x2048 float64 dataset in
+64x64 chunks, without step tables and with all-ones ones, timed alternately in one process
+(their ratio is what the merge's handling of all-ones step tables changes).
+
+Usage: python3 scripts/bench_write.py [--repeat 5] [--nslices 10000] [--cases all|copies|writes|steps]
+[--unit-steps] [--out FILE.md]; python3 scripts/bench_write.py --cases steps --nslices 262144
 Needs target/release/libvh5.so (cargo build --release) or env VH5_LIBRARY.
 Exit status 1 if a result differs or a target is missed (writes: vh5 at least as fast;
 gzip: faster; copies: at least 10x faster).
@@ -62,8 +68,10 @@ def tables(rng, n, shape, sort):
     return src_start, dst_start, count
 
 
-def bench_writes(tmp, repeat, n):
+def bench_writes(tmp, repeat, n, unit_steps=False):
     rng = np.random.default_rng(1)
+    ones = np.ones((n, 2), np.uint64) if unit_steps else None
+    vh_steps = {"src_stride": ones, "dst_stride": ones} if unit_steps else {}
     src = rng.random((n * 10, 10))
     rows = []
     for comp in (None, "gzip", "contiguous"):
@@ -85,13 +93,13 @@ def bench_writes(tmp, repeat, n):
                 f = h5py.File(p1, "r+")
                 ds = f["d"]
                 t0 = time.perf_counter()
-                vh_rms(src, ds, s, d, c)
+                vh_rms(src, ds, s, d, c, **vh_steps)
                 f.close()
                 t_vh.append(time.perf_counter() - t0)
                 vf = vh5.File(p2, "r+")
                 vd = vf["d"]
                 t0 = time.perf_counter()
-                vh5.write_many_slices(src, vd, s, d, c)
+                vh5.write_many_slices(src, vd, s, d, c, src_step=ones, dst_step=ones)
                 vd.close()
                 vf.close()
                 t_v5.append(time.perf_counter() - t0)
@@ -105,6 +113,33 @@ def bench_writes(tmp, repeat, n):
             name = f"numpy -> HDF5, {label}, {'sorted' if sort else 'random'}"
             rows.append((name, med(t_vh), med(t_v5), comp == "gzip"))
     return rows
+
+
+def bench_unit_steps(tmp, repeat, n):
+    base = os.path.join(tmp, "points.h5")
+    with h5py.File(base, "w") as f:
+        f.create_dataset("d", data=np.zeros((2048, 2048)), chunks=(64, 64))
+    rng = np.random.default_rng(3)
+    src = rng.random((n, 1))
+    s = np.zeros((n, 2), np.uint64)
+    s[:, 0] = np.arange(n, dtype=np.uint64)
+    d = rng.integers(0, 2048, (n, 2)).astype(np.uint64)
+    c = np.ones((n, 2), np.uint64)
+    times = {None: [], "ones": []}
+    for k in range(repeat):
+        for steps in times:
+            p = os.path.join(tmp, f"p{k}.h5")
+            shutil.copy(base, p)
+            st = c if steps else None
+            with vh5.File(p, "r+") as f, f["d"] as ds:
+                t0 = time.perf_counter()
+                vh5.write_many_slices(src, ds, s, d, c, src_step=st, dst_step=st)
+                times[steps].append(time.perf_counter() - t0)
+            os.remove(p)
+    t0, t1 = med(times[None]), med(times["ones"])
+    print(f"| {n} one-element rows, 64x64 chunks | no step tables | all-ones step tables | ratio |")
+    print("|---|---|---|---|")
+    print(f"| vh5 | {t0 * 1e3:.1f} ms | {t1 * 1e3:.1f} ms | {t1 / t0:.2f} |")
 
 
 def bench_copies(repeat, n):
@@ -137,19 +172,26 @@ def main():
     ap.add_argument("--nslices", type=int, default=10000)
     ap.add_argument(
         "--cases",
-        choices=("all", "copies", "writes"),
+        choices=("all", "copies", "writes", "steps"),
         default="all",
-        help="run only the memory copies or only the writes",
+        help="run only the memory copies or only the writes; steps: vh5 alone, all-ones step tables vs none (see the docstring)",
     )
+    ap.add_argument("--unit-steps", action="store_true", help="writes pass all-ones step tables")
     ap.add_argument("--out")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="vh5-bench-write-")
+    if args.cases == "steps":
+        try:
+            bench_unit_steps(tmp, args.repeat, args.nslices)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
     try:
         rows = []
         if args.cases != "writes":
             rows += bench_copies(args.repeat, args.nslices)
         if args.cases != "copies":
-            rows += bench_writes(tmp, args.repeat, args.nslices)
+            rows += bench_writes(tmp, args.repeat, args.nslices, args.unit_steps)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     lines = [

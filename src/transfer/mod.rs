@@ -1,6 +1,7 @@
 //! Many-slice transfers (orchestration): a read from HDF5 into a caller's array ([`read`],
 //! chunked datasets through [`chunked`]), a write from a caller's array into HDF5 ([`mod@write`],
-//! filtered chunks vh5 encodes through [`rawwrite`]), copies between two arrays in memory
+//! chunked datasets through `write_chunked`, filtered chunks vh5 encodes through
+//! [`rawwrite`]), copies between two arrays in memory
 //! ([`memcopy`]), the checks they share (`checks`) and the process settings ([`options`]).
 
 pub(crate) mod broken_conversions;
@@ -21,6 +22,7 @@ pub(crate) mod rows;
 pub(crate) mod stale_mask;
 pub mod stats;
 pub mod write;
+pub(crate) mod write_chunked;
 pub(crate) mod write_stamps;
 
 pub use crate::geometry::{ArrayLayout, Row, SliceTable};

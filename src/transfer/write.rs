@@ -31,20 +31,22 @@ use hdf5_sys::h5i::{hid_t, H5I_type_t};
 
 use super::checks::{check_array, memory_type, parse_flags, DatasetType, Direction, Flags};
 pub use super::merge::SrcArray;
-use super::merge::{failed, ranges, report, MergeCtx, NAMES};
+use super::merge::{failed, NAMES};
 use super::stats::WriteStats;
+use super::write_chunked::{write_chunked, Target};
+use crate::dtype::Dtype;
 use crate::engine::copy::{copy_strided_runs, dense_strides};
 use crate::error::{Error, Result};
 use crate::geometry::{c_contiguous_block, row_named, SliceTable, MAX_RANK};
 use crate::hdf5::chunk_guard::ReadGuard;
-use crate::hdf5::dataset::{dataset_info, expect_kind, HyperslabReader, Layout};
+use crate::hdf5::dataset::{dataset_info, expect_kind, Layout};
 use crate::hdf5::error::session;
 use crate::hdf5::handle::Handle;
 use crate::hdf5::lock::H5Lock;
 use crate::hdf5::meta::classify_dataset;
 use crate::hdf5::scaleoffset::WriteGuard;
 use crate::hdf5::write::{file_is_writable, HyperslabWriter};
-use crate::plan::{ChunkGrid, Plan};
+use crate::plan::ChunkGrid;
 
 /// Write every row of `table` from `src` into dataset `dset` (see the module docs and
 /// `vh5_write_many_slices` in the C header for the exact semantics and errors).
@@ -87,25 +89,13 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
         bail!(InvalidArgument, "dimensionality mismatch: the source array has {n} axes, the dataset {}", dshape.len());
     }
     let mut stats = WriteStats::default();
-    // Zero-column tables (scalar dataset): every row is the same valid row, O(1).
-    let mut todo = if n == 0 { table.nslices } else { 0 };
-    for i in 0..if n == 0 { 0 } else { table.nslices } {
-        if row_named(table, i, &src.layout.shape, &dshape, clip, NAMES)?.is_some() {
-            todo += 1;
-        }
-    }
+    let todo = rows_to_write(src, table, &dshape, clip)?;
     stats.rows_skipped = table.nslices - todo;
     if todo == 0 || src.layout.is_empty() || dshape.contains(&0) {
         return Ok(stats);
     }
     if n == 0 {
-        // Scalar dataset: every row writes the one element; the last write is the only one
-        // that can be seen, so write once.
-        let off = src.layout.offset;
-        writer.write(&[], None, &[], &src.buf[off..off + itemsize]).map_err(|e| failed(e, "the scalar dataset", &[], &[]))?;
-        stats.rows_written = todo;
-        stats.elements = todo as u64;
-        stats.hdf5_writes = 1;
+        write_scalar(&mut writer, src, todo, &mut stats)?;
         return Ok(stats);
     }
     let info = dataset_info(l, dset)?;
@@ -117,38 +107,14 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
         // one H5Dwrite per row instead: libhdf5 merges partial chunks in the file type.
         (Layout::Chunked, Some(chunk)) if finfo.dtype == Some(src.dtype) => {
             let grid = ChunkGrid::new(&dshape, &chunk)?;
-            write_chunked(l, dset, mem.id(), &mut writer, (&grid, &layout, finfo.file_itemsize), src, table, clip, &mut stats)?;
+            let target = Target { l, dset, mem_type: mem.id(), grid: &grid, layout: &layout, file_itemsize: finfo.file_itemsize };
+            write_chunked(&target, &mut writer, src, table, clip, &mut stats)?;
         }
         _ => {
             if let Some(chunk) = layout.chunk.as_deref().filter(|_| !layout.filters.is_empty()) {
-                // Masked chunks the rows reach, re-stored unmasked (or the write refused) first.
                 let grid = ChunkGrid::new(&dshape, chunk)?;
-                let mut origins = Vec::new();
-                for i in 0..table.nslices {
-                    if let Some(r) = row_named(table, i, &src.layout.shape, &dshape, clip, NAMES)?.filter(|r| !r.count[..n].contains(&0)) {
-                        grid.for_each_piece(&r.dst_start[..n], &r.count[..n], &r.dst_step[..n], |p| {
-                            origins.extend(p.chunk_coord.iter().zip(chunk).map(|(c, s)| c * s));
-                        });
-                    }
-                }
-                // (Refused when a chunk stays masked: rows through H5Dwrite cannot keep a mask.)
-                super::masked::unmask_chunks(l, dset, &layout, &dshape, finfo.file_itemsize, &origins, false)?;
-                // Stored chunks an optional filter may now leave with a stale mask 0: vh5 checks
-                // them only when it merged the chunks itself (`write_chunked`).
-                if let Some(w) = super::stale_mask::StaleWatch::new(l, dset, &layout, &dshape, &origins, n, mem.id(), None)?.filter(|w| w.at_risk() > 0) {
-                    bail!(
-                        Unsupported,
-                        "dataset {}: {} stored chunks this write reaches are in a pipeline with an optional filter vh5 does not run ([{}]); \
-                         this write goes through libhdf5 row by row ({}), and where that filter fails on the new values libhdf5 can keep a stale \
-                         filter mask (no reader could decode the chunk), which vh5 can only check for chunks it merges itself: convert the array to \
-                         the dataset's dtype ({}) with numpy's astype and write that instead; nothing was written",
-                        crate::hdf5::handle::dataset_name(l, dset),
-                        w.at_risk(),
-                        layout.filters.iter().map(|f| crate::hdf5::filter_support::filter_name(f.id)).collect::<Vec<_>>().join(", "),
-                        if finfo.dtype.is_some() { "a type conversion" } else { "an element type without a vh5 dtype" },
-                        finfo.dtype.map_or("its own", |d| d.name()),
-                    );
-                }
+                let target = Target { l, dset, mem_type: mem.id(), grid: &grid, layout: &layout, file_itemsize: finfo.file_itemsize };
+                unmask_for_row_writes(&target, finfo.dtype, src, table, clip)?;
             }
             written_through_libhdf5(l, dset);
             let mut guard = WriteGuard::new(l, dset, &layout, mem.id(), itemsize)?;
@@ -160,10 +126,70 @@ fn write_all_rows(dset: hid_t, src: &SrcArray, table: &SliceTable, flags: u32) -
     Ok(stats)
 }
 
+/// The number of rows that write something (validating every row). Zero-column tables
+/// (scalar dataset): every row is the same valid row, O(1).
+fn rows_to_write(src: &SrcArray, table: &SliceTable, dshape: &[u64], clip: bool) -> Result<usize> {
+    if dshape.is_empty() {
+        return Ok(table.nslices);
+    }
+    let mut todo = 0;
+    for i in 0..table.nslices {
+        if row_named(table, i, &src.layout.shape, dshape, clip, NAMES)?.is_some() {
+            todo += 1;
+        }
+    }
+    Ok(todo)
+}
+
+/// Scalar dataset: each of the `todo` rows writes the one element; the last write is the
+/// only one that can be seen, so write once.
+fn write_scalar(writer: &mut HyperslabWriter, src: &SrcArray, todo: usize, stats: &mut WriteStats) -> Result<()> {
+    let off = src.layout.offset;
+    writer.write(&[], None, &[], &src.buf[off..off + src.layout.itemsize]).map_err(|e| failed(e, "the scalar dataset", &[], &[]))?;
+    stats.rows_written = todo;
+    stats.elements = todo as u64;
+    stats.hdf5_writes = 1;
+    Ok(())
+}
+
+/// Filtered chunked datasets written row by row through libhdf5 (a type conversion): the
+/// masked chunks the rows reach re-stored unmasked first (refused when a chunk stays masked:
+/// rows through H5Dwrite cannot keep a mask), and the write refused when a stored chunk an
+/// optional filter may leave with a stale mask 0 is reached (vh5 checks those only when it
+/// merged the chunks itself, [`write_chunked`]). `dtype`: the dataset's, if vh5 has one.
+fn unmask_for_row_writes(t: &Target, dtype: Option<Dtype>, src: &SrcArray, table: &SliceTable, clip: bool) -> Result<()> {
+    let (l, dset, layout, grid) = (t.l, t.dset, t.layout, t.grid);
+    let (n, dshape, chunk) = (grid.ndim(), grid.shape(), grid.chunk());
+    let mut origins = Vec::new();
+    for i in 0..table.nslices {
+        if let Some(r) = row_named(table, i, &src.layout.shape, dshape, clip, NAMES)?.filter(|r| !r.count[..n].contains(&0)) {
+            grid.for_each_piece(&r.dst_start[..n], &r.count[..n], &r.dst_step[..n], |p| {
+                origins.extend(p.chunk_coord.iter().zip(chunk).map(|(c, s)| c * s));
+            });
+        }
+    }
+    super::masked::unmask_chunks(l, dset, layout, dshape, t.file_itemsize, &origins, false)?;
+    if let Some(w) = super::stale_mask::StaleWatch::new(l, dset, layout, dshape, &origins, n, t.mem_type, None)?.filter(|w| w.at_risk() > 0) {
+        bail!(
+            Unsupported,
+            "dataset {}: {} stored chunks this write reaches are in a pipeline with an optional filter vh5 does not run ([{}]); \
+             this write goes through libhdf5 row by row ({}), and where that filter fails on the new values libhdf5 can keep a stale \
+             filter mask (no reader could decode the chunk), which vh5 can only check for chunks it merges itself: convert the array to \
+             the dataset's dtype ({}) with numpy's astype and write that instead; nothing was written",
+            crate::hdf5::handle::dataset_name(l, dset),
+            w.at_risk(),
+            layout.filters.iter().map(|f| crate::hdf5::filter_support::filter_name(f.id)).collect::<Vec<_>>().join(", "),
+            if dtype.is_some() { "a type conversion" } else { "an element type without a vh5 dtype" },
+            dtype.map_or("its own", |d| d.name()),
+        );
+    }
+    Ok(())
+}
+
 /// This call writes `dset` through `H5Dwrite`, the lock held until it returns: raw writes of
 /// the same dataset in flight (other threads, lock released while they encode) merge again the
 /// chunks they read before ([`super::write_stamps`]).
-fn written_through_libhdf5(l: &H5Lock, dset: hid_t) {
+pub(super) fn written_through_libhdf5(l: &H5Lock, dset: hid_t) {
     super::write_stamps::written_through_libhdf5(|| {
         // (Not identified: every dataset with a raw write in flight is stamped.)
         crate::hdf5::write::dataset_identity(l, dset).ok().map(|(fileno, token)| super::write_stamps::DatasetId { fileno, token })
@@ -228,170 +254,4 @@ fn write_rows(
         stats.hdf5_writes += 1;
     }
     Ok(())
-}
-
-/// Chunked datasets: each touched chunk read (only if partially covered), merged, written once.
-#[allow(clippy::too_many_arguments)]
-fn write_chunked(
-    l: &H5Lock,
-    dset: hid_t,
-    mem_type: hid_t,
-    writer: &mut HyperslabWriter,
-    (grid, layout, file_itemsize): (&ChunkGrid, &crate::hdf5::chunk::ChunkLayout, usize),
-    src: &SrcArray,
-    table: &SliceTable,
-    clip: bool,
-    stats: &mut WriteStats,
-) -> Result<()> {
-    let n = grid.ndim();
-    let dshape = grid.shape().to_vec();
-    let itemsize = src.layout.itemsize;
-    if table.nslices > u32::MAX as usize {
-        bail!(Unsupported, "{} rows: at most {} per call on chunked datasets", table.nslices, u32::MAX);
-    }
-    // 1. Cut every row by the chunk grid (the planner reads use too), pieces grouped by chunk.
-    let mut plan = Plan::new(n);
-    let mut pieces_per_row = vec![0u32; table.nslices];
-    let mut first: Option<(usize, [u64; MAX_RANK], usize)> = None;
-    for (i, per_row) in pieces_per_row.iter_mut().enumerate() {
-        let Some(r) = row_named(table, i, &src.layout.shape, &dshape, clip, NAMES)? else { continue };
-        if first.is_none() {
-            let mut at = [0u64; MAX_RANK];
-            at[..n].copy_from_slice(&r.dst_start[..n]);
-            first = Some((i, at, src.layout.byte_offset(&r.src_start[..n])));
-        }
-        stats.rows_written += 1;
-        stats.elements += r.elements();
-        *per_row = plan.add_write_row(grid, i, &r) as u32;
-    }
-    if plan.pieces.len() > u32::MAX as usize {
-        bail!(Unsupported, "{} row pieces: at most {} per call", plan.pieces.len(), u32::MAX);
-    }
-    plan.finish();
-
-    // 2. Storage allocated late and not yet: libhdf5's own first write allocates it (and
-    //    fills it, see `allocation_pending`); one element of the first row, which the
-    //    chunk writes below write again, so that every chunk is then read from the file.
-    if let Some((i, at, so)) = first.filter(|_| crate::hdf5::chunk::allocation_pending(l, dset).unwrap_or(false)) {
-        let one = &src.buf[so..so + itemsize];
-        if let Some(g) = WriteGuard::new(l, dset, layout, mem_type, itemsize)?.as_mut() {
-            g.check_row(l, i, one)?;
-        }
-        writer.write(&at[..n], None, &[1; MAX_RANK][..n], one).map_err(|e| {
-            Error::new(e.kind, format!("row {i}: its first element, written through libhdf5 first to allocate the dataset's storage (allocation time late): {}", e.message))
-        })?;
-        stats.hdf5_writes += 1;
-    }
-
-    // 3. One chunk at a time: raw (filters run by vh5 on worker threads) when vh5 implements
-    //    the whole pipeline and no type conversion is needed, else through H5Dwrite.
-    let ctx = MergeCtx { table, src, plan: &plan, n };
-    // Chunks read for a partial update are checked as reads check them (scaleoffset headers
-    // libhdf5 1.10 would decode as zeros): see `crate::hdf5::scaleoffset`.
-    let guarded_reader = || -> Result<HyperslabReader> {
-        let mut reader = HyperslabReader::new(l, dset, mem_type, itemsize)?;
-        if let Some(mut guard) = ReadGuard::new(l, dset, layout, None)? {
-            reader.set_check(Box::new(move |l, shape, start, stride, count| guard.check(l, shape, start, stride, count)));
-        }
-        Ok(reader)
-    };
-    if let Some(raw) = super::rawwrite::raw_plan(l, dset, mem_type, src)? {
-        let mut reader = guarded_reader()?;
-        return super::rawwrite::write_chunks_raw(l, dset, &raw, grid, &ctx, &pieces_per_row, &mut reader, stats);
-    }
-    let (mut coord, mut origin, mut extent) = ([0u64; MAX_RANK], [0u64; MAX_RANK], [0u64; MAX_RANK]);
-    // Masked chunks this write reaches, re-stored unmasked (or the write refused) first.
-    let mut origins = Vec::with_capacity(plan.groups.len() * n);
-    for &(chunk, _) in &plan.groups {
-        grid.chunk_coord(chunk, &mut coord[..n]);
-        grid.chunk_origin(&coord[..n], &mut origin[..n]);
-        origins.extend_from_slice(&origin[..n]);
-    }
-    // Chunks whose mask is kept (a pipeline vh5 does not encode): merged and stored by vh5.
-    let swap = super::rawwrite::file_byte_swap(l, dset, mem_type, src)?;
-    let kept = super::masked::unmask_chunks(l, dset, layout, &dshape, file_itemsize, &origins, swap.is_some())?;
-    let mut kept: std::collections::HashMap<Vec<u64>, super::masked::KeptMask> = kept.into_iter().map(|k| (k.origin.clone(), k)).collect();
-    // Chunks stored with mask 0 whose optional filter may fail on the new values: checked after
-    // libhdf5 writes each (`stale_mask`).
-    let mut watch = super::stale_mask::StaleWatch::new(l, dset, layout, &dshape, &origins, n, mem_type, swap)?;
-    written_through_libhdf5(l, dset);
-    let mut reader = guarded_reader()?;
-    let fill_never = layout.fill_never;
-    let mut so_guard = WriteGuard::new(l, dset, layout, mem_type, itemsize)?;
-    let mut buf: Vec<u8> = Vec::new();
-    let mut covered: Vec<u8> = Vec::new();
-    let mut written_per_row = vec![0u32; table.nslices];
-    let mut dense = [0isize; MAX_RANK];
-    let mut rows_here: Vec<usize> = Vec::new();
-    // (A closure: chunks libhdf5 wrote before a failure are checked too, `stale_mask`.)
-    let looped = (|| -> Result<()> {
-        for gi in 0..plan.groups.len() {
-            let (chunk, group) = ctx.group(gi);
-            grid.chunk_coord(chunk, &mut coord[..n]);
-            grid.chunk_origin(&coord[..n], &mut origin[..n]);
-            grid.chunk_extent(&coord[..n], &mut extent[..n]);
-            let elems: u64 = extent[..n].iter().product();
-            let bytes = elems as usize * itemsize;
-            dense_strides(&extent[..n], itemsize, &mut dense);
-            if buf.len() < bytes {
-                crate::mem::resize_zeroed(&mut buf, bytes, || format!("chunk {:?} (dataset offset {:?})", &coord[..n], &origin[..n]))?;
-            }
-            let full = ctx.covers(group, &origin[..n], &extent[..n], &mut covered)?;
-            rows_here.clear();
-            rows_here.extend(group.iter().map(|p| p.row));
-            rows_here.dedup();
-            let chunk_what = || format!("chunk {:?} (dataset elements {:?} + {:?}, rows {})", &coord[..n], &origin[..n], &extent[..n], ranges(&rows_here));
-            if let Some(k) = kept.remove(&origin[..n]) {
-                super::masked::store_kept(l, dset, k, &ctx, group, grid.chunk(), swap.flatten(), itemsize)
-                    .map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
-                stats.chunks_read += 1;
-                stats.chunks_written += 1;
-                stats.hdf5_writes += 1;
-                stats.raw_chunks += 1;
-                for p in group {
-                    written_per_row[p.row] += 1;
-                }
-                continue;
-            }
-            if !full {
-                if fill_never {
-                    // libhdf5 leaves the buffer as it is for an unallocated chunk, and stores zeros
-                    // in the rest of a chunk written in part (H5D__chunk_lock): never the previous
-                    // chunk's bytes.
-                    buf[..bytes].fill(0);
-                }
-                if let Err(e) = reader.read(&origin[..n], None, &extent[..n], &mut buf[..bytes]) {
-                    return Err(report(e, &chunk_what(), &written_per_row, &pieces_per_row));
-                }
-                stats.chunks_read += 1;
-            }
-            ctx.merge(group, &origin[..n], &dense[..n], &mut buf[..bytes])?;
-            if full && crate::hdf5::chunk::is_partial_edge(&origin[..n], grid.chunk(), &dshape) {
-                // libhdf5 reads an edge chunk before writing it, however much of it is written
-                reader.check_selection(&origin[..n], None, &extent[..n]).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
-            }
-            if let Some(g) = so_guard.as_mut() {
-                g.check(l, &origin[..n], &buf[..bytes]).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
-            }
-            if let Err(e) = writer.write(&origin[..n], None, &extent[..n], &buf[..bytes]) {
-                return Err(report(e, &chunk_what(), &written_per_row, &pieces_per_row));
-            }
-            if let Some(w) = watch.as_mut() {
-                w.note(l, dset, &origin[..n], grid.chunk(), &extent[..n], &buf[..bytes], file_itemsize).map_err(|e| report(e, &chunk_what(), &written_per_row, &pieces_per_row))?;
-            }
-            stats.chunks_written += 1;
-            stats.hdf5_writes += 1;
-            for p in group {
-                written_per_row[p.row] += 1;
-            }
-        }
-        Ok(())
-    })();
-    if let Some(w) = watch.as_mut() {
-        let settled = w.settle(l, dset, grid.chunk(), file_itemsize).map_err(|e| Error::new(e.kind, format!("after writing the rows: {}", e.message)));
-        looped?;
-        settled?;
-        return Ok(());
-    }
-    looped
 }

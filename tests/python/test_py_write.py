@@ -267,6 +267,36 @@ def test_write_matches_h5py_readback(data):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("storage", ["chunked", "gzip"])
+def test_write_unit_step_tables_dropped_for_the_merge(storage):
+    """Chunked writes drop step tables whose every used step is 1 (steps > 1 only on axes
+    copying one element, clipped or not): same result as no tables, and a single stepped row
+    keeps them for every row."""
+    rng = np.random.default_rng(5)
+    init = rng.normal(size=(12, 10))
+    src = rng.normal(size=(6, 6))
+    s = np.array([[0, 0], [1, 2], [4, 0], [3, 3]], np.uint64)
+    d = np.array([[0, 0], [3, 4], [7, 1], [9, 7]], np.uint64)
+    c = np.array([[2, 3], [1, 4], [2, 1], [3, 3]], np.uint64)
+    ones = np.ones_like(c)
+    unused = ones.copy()
+    unused[1, 0] = unused[2, 1] = 5  # count-1 axes
+    unused_ds = unused.copy()
+    unused_ds[3, 0] = 3  # clipped to count 1 from row 9 of 12
+    stepped = ones.copy()
+    stepped[0, 1] = 2
+    cases = [(ones, ones, False), (unused, unused, False), (ones, unused_ds, True), (stepped, stepped, False)]
+    for ss, ds, clip in cases:
+        path = new_path()
+        kw = {"chunks": (4, 3)} | ({"compression": "gzip", "shuffle": True} if storage == "gzip" else {})
+        with h5py.File(path, "w") as f:
+            f.create_dataset("d", data=init, **kw)
+        with vh5.File(path, "r+") as f, f["d"] as dset:
+            vh5.write_many_slices(src, dset, s, d, c, ss, ds, clip=clip)
+        with h5py.File(path, "r") as f:
+            np.testing.assert_array_equal(f["d"][()], reference(src, init, s, d, c, ss, ds, clip))
+
+
 def test_write_read_only_and_errors_write_nothing():
     path = new_path()
     init = np.arange(40.0).reshape(4, 10)
