@@ -29,7 +29,12 @@
 //!   again with `H5Dwrite_chunk` under the SAME mask, only those filters run ([`store_kept`]);
 //!   its mask never changes, so the stale mask cannot occur whatever the size. An optional
 //!   filter that failed (Blosc, szip on incompressible data) leaves its bit set: such chunks
-//!   stay stored as libhdf5 stored them (not compressed again even if they now would).
+//!   stay stored as libhdf5 stored them (not compressed again even if they now would). Kept
+//!   only when every filter the mask SKIPS is lossless ([`lossless`]): libhdf5 runs
+//!   every filter on the chunk it rewrites, so a skipped lossy filter (scaleoffset's
+//!   decimal scaling of floats, zfp, sz, ...) would change the values libhdf5's write stores
+//!   and the kept chunk's values would differ from its (found by the conformance suite:
+//!   a float64 scaleoffset chunk stored unfiltered by `write_direct_chunk`).
 
 use hdf5_sys::h5i::hid_t;
 
@@ -92,6 +97,28 @@ pub struct KeptMask {
     pub mask: u32,
     /// The filters `mask` leaves on, in pipeline order.
     pub filters: Vec<Filter>,
+}
+
+/// Filters whose decoded output always equals their input (registered HDF5 filter ids):
+/// deflate, shuffle, fletcher32, szip, LZF, Blosc, LZ4, bitshuffle, Zstandard, bzip2. A
+/// chunk whose mask skips only these reads the same whether they ran or not. Not listed:
+/// nbit (drops padding bits), scaleoffset (lossless only for integers with minimum bits
+/// computed by libhdf5 or all bits: [`lossless`]; decimal scaling of floats drops digits),
+/// lossy codecs (zfp, sz, jpeg, ...), and codecs whose options may be lossy (Blosc2's
+/// filters).
+pub const LOSSLESS_FILTERS: [i32; 10] = [1, 2, 3, 4, 32000, 32001, 32004, 32008, 32015, 307];
+
+/// Whether filter `f` stores every value exactly: [`LOSSLESS_FILTERS`], or scaleoffset of
+/// integers (scale type 2, `cd_values[0]`) whose minimum bits (`cd_values[1]`) are 0 (libhdf5
+/// computes them from the values) or the element's bits (`cd_values[4]` bytes).
+pub fn lossless(f: &FilterSpec) -> bool {
+    let cd = &f.cd_values;
+    LOSSLESS_FILTERS.contains(&f.id) || (f.id == 6 && cd.len() > 4 && cd[0] == 2 && (cd[1] == 0 || u64::from(cd[1]) == u64::from(cd[4]) * 8))
+}
+
+/// Whether every filter of pipeline `specs` that `mask` skips (bit set) is [`lossless`].
+pub fn skips_only_lossless(specs: &[FilterSpec], mask: u32) -> bool {
+    specs.iter().enumerate().filter(|&(i, _)| i < 32 && mask & (1 << i) != 0).all(|(_, f)| lossless(f))
 }
 
 /// The filters of pipeline `specs` that `mask` leaves on (bit clear), as filters vh5 runs;
@@ -159,7 +186,8 @@ pub fn unmask_chunks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, dims: &[u64]
 /// `can_merge` and vh5 encodes the filters each one's mask leaves on; else the refusal
 /// naming the first chunk that cannot be kept (nothing written).
 fn keep_masks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, chunk: &[u64], masked: Vec<(&[u64], Vec<u8>, u32)>, can_merge: bool) -> Result<Vec<KeptMask>> {
-    let bad = masked.iter().position(|(_, _, m)| !can_merge || left_on(&layout.filters, *m).is_none());
+    let keepable = |m: u32| can_merge && skips_only_lossless(&layout.filters, m) && left_on(&layout.filters, m).is_some();
+    let bad = masked.iter().position(|(_, _, m)| !keepable(*m));
     let Some(bad) = bad else {
         return Ok(masked.into_iter().map(|(o, _, mask)| KeptMask { origin: o.to_vec(), mask, filters: left_on(&layout.filters, mask).unwrap_or_default() }).collect());
     };
@@ -167,9 +195,16 @@ fn keep_masks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, chunk: &[u64], mask
     let name = crate::hdf5::filter_support::filter_name;
     let names: Vec<String> = layout.filters.iter().map(|f| name(f.id)).collect();
     let on: Vec<String> = layout.filters.iter().enumerate().filter(|&(i, _)| i >= 32 || mask & (1 << i) == 0).map(|(_, f)| name(f.id)).collect();
-    let why = match can_merge {
-        true => format!("the filters this mask leaves on ([{}]) include one vh5 does not encode", on.join(", ")),
-        false => "the write converts types or goes through libhdf5 row by row (vh5 merges such a chunk only in the dataset's own bytes)".to_string(),
+    let off: Vec<String> = layout.filters.iter().enumerate().filter(|&(i, f)| i < 32 && mask & (1 << i) != 0 && !lossless(f)).map(|(_, f)| name(f.id)).collect();
+    let why = if !can_merge {
+        "the write converts types or goes through libhdf5 row by row (vh5 merges such a chunk only in the dataset's own bytes)".to_string()
+    } else if !off.is_empty() {
+        format!(
+            "the filters this mask skips include ones that change values ([{}]: libhdf5 would apply them to the rewritten chunk, so keeping the mask would store other values)",
+            off.join(", ")
+        )
+    } else {
+        format!("the filters this mask leaves on ([{}]) include one vh5 does not encode", on.join(", "))
     };
     let coord: Vec<u64> = first.iter().zip(chunk).map(|(o, c)| o / c).collect();
     bail!(
