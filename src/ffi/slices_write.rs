@@ -126,7 +126,8 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
 /// filter vh5 does not run (Blosc, szip) are written by libhdf5 and checked afterwards: where
 /// that filter failed on the new values and libhdf5 kept a stale mask 0, vh5 records the right
 /// mask; a converting write (`VH5_SLICES_CONVERT` with another dtype) reaching such a stored
-/// chunk fails with `VH5_ERR_UNSUPPORTED` before anything is written.
+/// chunk, or a chunk of such a pipeline with more than one row, fails with
+/// `VH5_ERR_UNSUPPORTED` before anything is written.
 /// Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
 /// file are closed (`vh5_close`).
 ///

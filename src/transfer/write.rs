@@ -27,6 +27,8 @@
 //! partial update, a filter failing): the error says which rows had been written completely,
 //! which in part, and that the others were not written.
 
+use std::collections::HashSet;
+
 use hdf5_sys::h5i::{hid_t, H5I_type_t};
 
 use super::checks::{check_array, memory_type, parse_flags, DatasetType, Direction, Flags};
@@ -161,23 +163,44 @@ fn unmask_for_row_writes(t: &Target, dtype: Option<Dtype>, src: &SrcArray, table
     let (l, dset, layout, grid) = (t.l, t.dset, t.layout, t.grid);
     let (n, dshape, chunk) = (grid.ndim(), grid.shape(), grid.chunk());
     let mut origins = Vec::new();
+    // Chunks reached by more than one row: libhdf5 writes them once per row.
+    let mut seen: HashSet<Vec<u64>> = HashSet::new();
+    let (mut this_row, mut repeated) = (HashSet::new(), HashSet::new());
     for i in 0..table.nslices {
         if let Some(r) = row_named(table, i, &src.layout.shape, dshape, clip, NAMES)?.filter(|r| !r.count[..n].contains(&0)) {
+            let first = origins.len();
             grid.for_each_piece(&r.dst_start[..n], &r.count[..n], &r.dst_step[..n], |p| {
                 origins.extend(p.chunk_coord.iter().zip(chunk).map(|(c, s)| c * s));
             });
+            this_row.clear();
+            this_row.extend(origins[first..].chunks_exact(n.max(1)).map(<[u64]>::to_vec));
+            for o in this_row.drain() {
+                if let Some(o) = seen.replace(o) {
+                    repeated.insert(o);
+                }
+            }
         }
     }
+    let repeated = repeated.len();
     super::masked::unmask_chunks(l, dset, layout, dshape, t.file_itemsize, &origins, false)?;
-    if let Some(w) = super::stale_mask::StaleWatch::new(l, dset, layout, dshape, &origins, n, t.mem_type, None)?.filter(|w| w.at_risk() > 0) {
+    // Stored chunks an optional filter may now leave with a stale mask 0: vh5 checks them only
+    // when it merged the chunks itself (`write_chunked`). So may a chunk this write stores
+    // first and a later row writes again (libhdf5 flushes it when its chunk cache evicts it:
+    // 768x768 float64 in 8x8 Blosc chunks, two rows over the whole dataset, left chunks h5py
+    // cannot read).
+    if let Some(w) = super::stale_mask::StaleWatch::new(l, dset, layout, dshape, &origins, n, t.mem_type, None)?.filter(|w| w.at_risk() > 0 || repeated > 0) {
         bail!(
             Unsupported,
-            "dataset {}: {} stored chunks this write reaches are in a pipeline with an optional filter vh5 does not run ([{}]); \
+            "dataset {}: {} are in a pipeline with an optional filter vh5 does not run ([{}]); \
              this write goes through libhdf5 row by row ({}), and where that filter fails on the new values libhdf5 can keep a stale \
              filter mask (no reader could decode the chunk), which vh5 can only check for chunks it merges itself: convert the array to \
              the dataset's dtype ({}) with numpy's astype and write that instead; nothing was written",
             crate::hdf5::handle::dataset_name(l, dset),
-            w.at_risk(),
+            match (w.at_risk(), repeated) {
+                (0, r) => format!("{r} chunks this write reaches with more than one row"),
+                (s, 0) => format!("{s} stored chunks this write reaches"),
+                (s, r) => format!("{s} stored chunks this write reaches and {r} chunks it reaches with more than one row"),
+            },
             layout.filters.iter().map(|f| crate::hdf5::filter_support::filter_name(f.id)).collect::<Vec<_>>().join(", "),
             if dtype.is_some() { "a type conversion" } else { "an element type without a vh5 dtype" },
             dtype.map_or("its own", |d| d.name()),

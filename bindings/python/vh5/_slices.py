@@ -297,8 +297,9 @@ def write_many_slices(
             ``src`` of another type, as for reads); vh5.UnsupportedError (a row reaches a
             chunk stored under a filter mask that leaves on a filter vh5 does not encode:
             szip, scaleoffset, nbit, plugins; or such a chunk in a write that converts
-            types; or a converting write reaching a stored chunk of a pipeline with an
-            optional filter vh5 does not run, Blosc or szip: convert with ``astype`` first;
+            types; or a converting write reaching a stored chunk, or one chunk with more than
+            one row, of a pipeline with an optional filter vh5 does not run, Blosc or szip:
+            convert with ``astype`` first;
             nothing written); vh5.HDF5Error (libhdf5
             failed part-way: the message lists the rows written completely / in part).
     """
