@@ -172,8 +172,11 @@ impl<'a> ChunkWriter<'a> {
         }
         let swap = super::rawwrite::file_byte_swap(l, dset, t.mem_type, ctx.src)?;
         let kept = super::masked::unmask_chunks(l, dset, t.layout, grid.shape(), t.file_itemsize, &origins, swap.is_some())?;
-        let kept = kept.into_iter().map(|k| (k.origin.clone(), k)).collect();
+        let kept: HashMap<Vec<u64>, KeptMask> = kept.into_iter().map(|k| (k.origin.clone(), k)).collect();
         let watch = StaleWatch::new(l, dset, t.layout, grid.shape(), &origins, n, t.mem_type, swap)?;
+        if let Some(w) = watch.as_ref() {
+            w.refuse_unchecked(l, dset, &t.layout.filters, |o| kept.contains_key(o))?;
+        }
         super::write::written_through_libhdf5(l, dset);
         let itemsize = ctx.src.layout.itemsize;
         let reader = guarded_reader(t, itemsize)?;

@@ -299,7 +299,8 @@ def write_many_slices(
             szip, scaleoffset, nbit, plugins; or such a chunk in a write that converts
             types; or a converting write reaching a stored chunk, or one chunk with more than
             one row, of a pipeline with an optional filter vh5 does not run, Blosc or szip:
-            convert with ``astype`` first;
+            convert with ``astype`` first; or a stored chunk of a pipeline where vh5 cannot
+            recognise a stale filter mask, e.g. LZ4 then Blosc;
             nothing written); vh5.HDF5Error (libhdf5
             failed part-way: the message lists the rows written completely / in part).
     """
