@@ -128,8 +128,9 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
 /// mask; a converting write (`VH5_SLICES_CONVERT` with another dtype) reaching such a stored
 /// chunk, or a chunk of such a pipeline with more than one row, fails with
 /// `VH5_ERR_UNSUPPORTED` before anything is written; so does any write reaching a stored
-/// chunk of a pipeline where vh5 cannot recognise a stale mask (LZ4 then Blosc: skipping
-/// Blosc leaves on LZ4, which vh5 does not decode; more than 4 optional filters).
+/// chunk of a pipeline where vh5 cannot recognise a stale mask (LZ4 or scaleoffset then
+/// Blosc: skipping Blosc leaves on a filter vh5 does not decode; more than 4 optional
+/// filters).
 /// Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
 /// file are closed (`vh5_close`).
 ///

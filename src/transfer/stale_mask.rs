@@ -14,8 +14,8 @@
 //! recorded again under that mask (`H5Dwrite_chunk`, one byte longer first so that libhdf5
 //! updates the index entry). A legitimate chunk (the filter ran and its output happens to
 //! have the old size) never decodes to the written values that way: its bytes are the
-//! filter's output, not the values. Where some mask libhdf5 may mean leaves on a plugin filter
-//! vh5 does not decode (LZ4 then Blosc), or with more than [`MAX_OPTIONAL`] optional filters, a
+//! filter's output, not the values. Where some mask libhdf5 may mean leaves on a filter vh5
+//! does not decode in a pipeline with a plugin filter (LZ4 or scaleoffset then Blosc), or with more than [`MAX_OPTIONAL`] optional filters, a
 //! stale mask cannot be recognised: a write reaching a stored chunk there is refused
 //! ([`StaleWatch::refuse_unchecked`]; docs/ROBUSTNESS.md).
 
@@ -90,15 +90,16 @@ impl StaleWatch {
         }
         let subsets = if optional.len() > MAX_OPTIONAL { 0 } else { (1u32 << optional.len()) - 1 };
         let mut incomplete = subsets == 0;
+        let plugin = layout.filters.iter().any(|f| f.id > 6);
         let candidates: Vec<(u32, Vec<Filter>)> = (1..=subsets)
             .filter_map(|subset| {
                 let mask = optional.iter().enumerate().filter(|&(k, _)| subset & (1 << k) != 0).fold(0u32, |m, (_, &i)| m | 1 << i);
                 let left = left_on(&layout.filters, mask);
-                // A mask libhdf5 may mean to record that leaves on a plugin filter vh5 does
-                // not decode (LZ4 for LZ4 + Blosc): a stale mask 0 there cannot be recognised.
-                // (libhdf5's own nbit / scaleoffset before szip are left as they were.)
-                incomplete |= left.is_none()
-                    && layout.filters.iter().enumerate().any(|(i, f)| mask & (1 << i) == 0 && f.id > 6 && parse_pipeline(&[(f.id, f.cd_values.as_slice())]).is_none());
+                // A mask libhdf5 may mean to record that leaves on a filter vh5 does not decode
+                // (LZ4 for LZ4 + Blosc, scaleoffset for scaleoffset + Blosc), in a pipeline
+                // with a plugin filter: a stale mask 0 there cannot be recognised. (libhdf5's
+                // own nbit / scaleoffset before szip are left as they were.)
+                incomplete |= left.is_none() && plugin;
                 left.map(|f| (mask, f))
             })
             .collect();
@@ -123,8 +124,9 @@ impl StaleWatch {
 
     /// Refuse the write (before anything is written) when libhdf5 is to write stored chunks
     /// at risk (all but those `kept`, which vh5 stores itself) that [`StaleWatch::settle`]
-    /// could not check: some mask the optional filters may leave leaves on a plugin filter vh5
-    /// does not decode, or there are more than [`MAX_OPTIONAL`] optional filters. libhdf5 1.10.8 left 43 of 67 chunks unreadable with an LZ4 + Blosc
+    /// could not check: in a pipeline with a plugin filter, some mask the optional filters may
+    /// leave leaves on a filter vh5 does not decode, or there are more than [`MAX_OPTIONAL`]
+    /// optional filters. libhdf5 1.10.8 left 43 of 67 chunks unreadable with an LZ4 + Blosc
     /// pipeline (Blosc failing after LZ4, the stored size unchanged) when vh5 let it write.
     pub(crate) fn refuse_unchecked(&self, l: &H5Lock, dset: hid_t, filters: &[crate::hdf5::chunk::FilterSpec], kept: impl Fn(&[u64]) -> bool) -> Result<()> {
         let unchecked = if self.incomplete { self.sizes.keys().filter(|o| !kept(o)).count() } else { 0 };
@@ -133,7 +135,7 @@ impl StaleWatch {
                 Unsupported,
                 "dataset {}: {unchecked} stored chunks this write reaches are in a pipeline with optional filters vh5 does not run ([{}]): where one \
                  fails on the new values libhdf5 can keep a stale filter mask at an unchanged stored size (no reader could decode the chunk), and \
-                 vh5 cannot check this pipeline for it (skipping the filter that failed leaves on a plugin filter vh5 does not decode, or more \
+                 vh5 cannot check this pipeline for it (skipping the filter that failed leaves on a filter vh5 does not decode, or more \
                  than {MAX_OPTIONAL} optional filters; h5py's own writes can leave such chunks too); copy the data into a dataset whose \
                  pipeline has one such filter (Blosc alone, with shuffle / deflate / fletcher32 if wanted) and write there; nothing was written",
                 crate::hdf5::handle::dataset_name(l, dset),

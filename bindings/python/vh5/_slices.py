@@ -300,7 +300,7 @@ def write_many_slices(
             types; or a converting write reaching a stored chunk, or one chunk with more than
             one row, of a pipeline with an optional filter vh5 does not run, Blosc or szip:
             convert with ``astype`` first; or a stored chunk of a pipeline where vh5 cannot
-            recognise a stale filter mask, e.g. LZ4 then Blosc;
+            recognise a stale filter mask, e.g. LZ4 or scaleoffset then Blosc;
             nothing written); vh5.HDF5Error (libhdf5
             failed part-way: the message lists the rows written completely / in part).
     """
