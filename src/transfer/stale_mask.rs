@@ -56,6 +56,51 @@ pub(crate) struct StaleWatch {
     pending_bytes: usize,
 }
 
+/// A mask libhdf5 may record and the filters it leaves on (all decoded by vh5).
+type Candidate = (u32, Vec<Filter>);
+
+/// The masks libhdf5 may record for a chunk of pipeline `layout.filters` whose optional
+/// filters vh5 does not run fail (each with the filters it leaves on, all of which vh5
+/// decodes), and whether some such mask is missing from them ([`StaleWatch::refuse_unchecked`]);
+/// `None` when the pipeline has no such optional filter.
+fn candidate_masks(layout: &ChunkLayout) -> Option<(Vec<Candidate>, bool)> {
+    let optional: Vec<usize> = (0..layout.filters.len().min(32))
+        .filter(|&i| {
+            let f = &layout.filters[i];
+            // nbit (5) and scaleoffset (6) are optional too but fail on no values (only on
+            // bad parameters or memory): not a data-dependent skip.
+            f.flags & 1 != 0 && !matches!(f.id, 5 | 6) && parse_pipeline(&[(f.id, f.cd_values.as_slice())]).is_none()
+        })
+        .collect();
+    if optional.is_empty() {
+        return None;
+    }
+    let subsets = if optional.len() > MAX_OPTIONAL { 0 } else { (1u32 << optional.len()) - 1 };
+    let mut incomplete = subsets == 0;
+    let plugin = layout.filters.iter().any(|f| f.id > 6);
+    let candidates: Vec<Candidate> = (1..=subsets)
+        .filter_map(|subset| {
+            let mask = optional.iter().enumerate().filter(|&(k, _)| subset & (1 << k) != 0).fold(0u32, |m, (_, &i)| m | 1 << i);
+            let left = left_on(&layout.filters, mask);
+            // A mask libhdf5 may mean to record that leaves on a filter vh5 does not decode
+            // (LZ4 for LZ4 + Blosc, scaleoffset for scaleoffset + Blosc), in a pipeline
+            // with a plugin filter: a stale mask 0 there cannot be recognised. (libhdf5's
+            // own nbit / scaleoffset before szip are left as they were.)
+            incomplete |= left.is_none() && plugin;
+            left.map(|f| (mask, f))
+        })
+        .collect();
+    Some((candidates, incomplete))
+}
+
+/// Whether a write into the chunked dataset of `layout` that libhdf5 is to make through a
+/// pipeline vh5 does not encode can leave a stale mask vh5 cannot check (see
+/// [`StaleWatch::refuse_unchecked`]), whatever chunks are stored: for a dataset whose storage
+/// the write is to allocate first (allocation time late), before anything is written.
+pub(crate) fn unchecked_pipeline(layout: &ChunkLayout) -> bool {
+    layout.chunk.is_some() && vh5_pipeline(&layout.filters).is_none() && candidate_masks(layout).is_some_and(|(_, incomplete)| incomplete)
+}
+
 impl StaleWatch {
     /// The watch for a write through `H5Dwrite` of the chunks whose first elements are
     /// `origins` (`n` coordinates each), or `None` when no chunk is at risk: the pipeline has
@@ -77,32 +122,7 @@ impl StaleWatch {
         if layout.filters.is_empty() || vh5_pipeline(&layout.filters).is_some() || n == 0 {
             return Ok(None);
         }
-        let optional: Vec<usize> = (0..layout.filters.len().min(32))
-            .filter(|&i| {
-                let f = &layout.filters[i];
-                // nbit (5) and scaleoffset (6) are optional too but fail on no values (only on
-                // bad parameters or memory): not a data-dependent skip.
-                f.flags & 1 != 0 && !matches!(f.id, 5 | 6) && parse_pipeline(&[(f.id, f.cd_values.as_slice())]).is_none()
-            })
-            .collect();
-        if optional.is_empty() {
-            return Ok(None);
-        }
-        let subsets = if optional.len() > MAX_OPTIONAL { 0 } else { (1u32 << optional.len()) - 1 };
-        let mut incomplete = subsets == 0;
-        let plugin = layout.filters.iter().any(|f| f.id > 6);
-        let candidates: Vec<(u32, Vec<Filter>)> = (1..=subsets)
-            .filter_map(|subset| {
-                let mask = optional.iter().enumerate().filter(|&(k, _)| subset & (1 << k) != 0).fold(0u32, |m, (_, &i)| m | 1 << i);
-                let left = left_on(&layout.filters, mask);
-                // A mask libhdf5 may mean to record that leaves on a filter vh5 does not decode
-                // (LZ4 for LZ4 + Blosc, scaleoffset for scaleoffset + Blosc), in a pipeline
-                // with a plugin filter: a stale mask 0 there cannot be recognised. (libhdf5's
-                // own nbit / scaleoffset before szip are left as they were.)
-                incomplete |= left.is_none() && plugin;
-                left.map(|f| (mask, f))
-            })
-            .collect();
+        let Some((candidates, incomplete)) = candidate_masks(layout) else { return Ok(None) };
         let mut sizes = HashMap::new();
         for origin in origins.chunks_exact(n) {
             if layout.dont_filter_partial && is_partial_edge(origin, chunk, dims) {

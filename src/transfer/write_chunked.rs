@@ -53,6 +53,7 @@ struct RowPieces {
 /// Chunked datasets: each touched chunk read (only if partially covered), merged, written once.
 pub(super) fn write_chunked(t: &Target, writer: &mut HyperslabWriter, src: &SrcArray, table: &SliceTable, clip: bool, stats: &mut WriteStats) -> Result<()> {
     let rows = plan_write_rows(t.grid, src, table, clip, stats)?;
+    refuse_unchecked_allocation(t, rows.first.is_some())?;
     allocate_late_storage(t, writer, src, rows.first, stats)?;
     // One chunk at a time: raw (filters run by vh5 on worker threads) when vh5 implements
     // the whole pipeline and no type conversion is needed, else through H5Dwrite.
@@ -106,6 +107,25 @@ fn plan_write_rows(grid: &ChunkGrid, src: &SrcArray, table: &SliceTable, clip: b
     }
     plan.finish();
     Ok(RowPieces { plan, pieces_per_row, first, stepped })
+}
+
+/// Refuse (nothing written) a write that would allocate the storage of a dataset allocated
+/// late (`writes`: some row writes something) in a pipeline whose stale masks vh5 cannot
+/// check: the allocation stores every chunk, which the write then makes libhdf5 rewrite, and
+/// [`StaleWatch::refuse_unchecked`] would refuse only after that first element was written.
+fn refuse_unchecked_allocation(t: &Target, writes: bool) -> Result<()> {
+    if !writes || !super::stale_mask::unchecked_pipeline(t.layout) || !crate::hdf5::chunk::allocation_pending(t.l, t.dset).unwrap_or(false) {
+        return Ok(());
+    }
+    let names: Vec<String> = t.layout.filters.iter().map(|f| crate::hdf5::filter_support::filter_name(f.id)).collect();
+    bail!(
+        Unsupported,
+        "dataset {}: its storage is allocated late and not yet, and this write would first allocate every chunk and then have libhdf5 rewrite \
+         them in a pipeline with optional filters vh5 does not run ([{}]), where a stale filter mask (no reader could decode the chunk) cannot \
+         be checked: write it with libhdf5 (h5py) once, or copy the data into a dataset whose pipeline has one such filter; nothing was written",
+        crate::hdf5::handle::dataset_name(t.l, t.dset),
+        names.join(", ")
+    );
 }
 
 /// Storage allocated late and not yet: libhdf5's own first write allocates it (and fills it,

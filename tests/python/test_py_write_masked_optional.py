@@ -469,7 +469,7 @@ def test_stale_mask_unchecked_pipeline_refused():
     libhdf5 stores LZ4's output under the same size and keeps mask 0 (it meant mask 2), and
     vh5 cannot decode LZ4 to recognise that (transfer::stale_mask tries masks whose left-on
     filters it decodes). vh5 let libhdf5 write such chunks with a success status: 43 of 67
-    chunks stored mask 0 at LZ4's raw-size output could not be read back (session 24). Now
+    chunks stored mask 0 at LZ4's raw-size output could not be read back (session 22). Now
     refused before anything is written; a write reaching no stored chunk still writes."""
     path = TMP / "stale_lz4_blosc.h5"
     shape = (256, 256)
@@ -503,13 +503,37 @@ def test_stale_mask_unchecked_pipeline_refused():
         np.testing.assert_array_equal(f["x"][256:], new[256:])
 
 
+def test_stale_mask_unchecked_pipeline_late_allocation_refused_unchanged():
+    """LZ4 then Blosc with allocation time late, nothing written yet: vh5's write would first
+    write one element through libhdf5 (allocating, and so storing, every chunk) and only then
+    find stored chunks it cannot check. Refused before that element: the file unchanged byte
+    for byte, the dataset still unallocated."""
+    path = TMP / "stale_lz4_blosc_late.h5"
+    with h5py.File(path, "w", libver=("earliest", "v110")) as f:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((8, 8))
+        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_LATE)
+        for flt in (hdf5plugin.LZ4(), hdf5plugin.Blosc(cname="lz4")):
+            dcpl.set_filter(flt.filter_id, h5py.h5z.FLAG_OPTIONAL, flt.filter_options)
+        h5py.h5d.create(f.id, b"x", h5py.h5t.IEEE_F64LE, h5py.h5s.create_simple((64, 64)), dcpl=dcpl)
+    before = path.read_bytes()
+    new = np.random.default_rng(1).random((64, 64)) * 1e6
+    r = vh5_write(path, new, [((0, 0), (8, 8))])
+    assert r.returncode == 3, (r.stdout + r.stderr)[-2000:]
+    for w in ("allocated late and not yet", "stale filter mask", "nothing was written"):
+        assert w in r.stdout, (w, r.stdout)
+    assert path.read_bytes() == before
+    with h5py.File(path) as f:
+        assert f["x"].id.get_num_chunks() == 0
+
+
 def test_stale_mask_unchecked_pipeline_scaleoffset_blosc_refused():
     """scaleoffset then Blosc (h5py's scaleoffset= with hdf5plugin's Blosc): where Blosc
     fails, the chunk is stored as scaleoffset's output, often at the size Blosc's output had,
     under a stale mask 0, and vh5 does not decode scaleoffset to recognise it. A vh5 write
     into the 153 chunks of a 1024x1024 float32 dataset (16x16 chunks) stored mask 0 at a size
     other chunks have under mask 2 returned success and left 42 of them unreadable or wrong
-    (session 24). Now refused, the file unchanged."""
+    (session 22). Now refused, the file unchanged."""
     path = TMP / "stale_so_blosc.h5"
     rng = np.random.default_rng(0)
     with h5py.File(path, "w", libver=("earliest", "v110")) as f:
