@@ -436,7 +436,7 @@ def test_stale_mask_converting_write_reaching_a_chunk_twice_refused():
     cache evicts it; Blosc succeeds at exactly the raw size for some 8x8 float64 chunks, mask
     0) and written again by a later row, where Blosc may fail: libhdf5 then stores the chunk
     raw at the same size and keeps mask 0, which no reader decodes. Two rows over an empty
-    768x768 dataset left chunks h5py could not read with a success status (until session 24).
+    768x768 dataset left chunks h5py could not read with a success status (until session 22).
     Now refused before anything is written; one row per chunk still writes, and so do the
     same rows without a conversion (vh5 merges and checks the chunks itself)."""
     path = TMP / "stale_convert_twice.h5"
