@@ -95,8 +95,9 @@ def read_many_slices(
             flushed first; see the module docs about ``HDF5_USE_FILE_LOCKING``).
         dst (numpy.ndarray): writable destination with ``dst.ndim == src.ndim``, any layout:
             C or Fortran order, sliced, stepped, negative strides. Its dtype must be
-            ``src.dtype`` in native byte order (big-endian files are delivered natively)
-            unless ``convert`` is True (libhdf5 converts, e.g. int16 -> float64). Written
+            ``src.dtype`` in either byte order (big-endian files are delivered in the
+            destination's order: ``src.dtype`` is native) unless ``convert`` is True
+            (libhdf5 converts, e.g. int16 -> float64). Written
             in place. A 0-d dataset is read with a 0-d dst and ``(nslices, 0)`` tables.
             Compound (record) datasets: a ``V<n>`` dst takes the raw records; a dst with
             named fields must have exactly the layout of libhdf5's native memory type (the
