@@ -30,11 +30,10 @@ import json, sys
 import conftest  # noqa: F401
 import numpy as np, vh5
 p, new, rows, convert = sys.argv[1], np.load(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4] == "1"
-starts = np.array([s for s, _ in rows], dtype=np.uint64)
-counts = np.array([c for _, c in rows], dtype=np.uint64)
+s, d, c = (np.array([r[k] for r in rows], dtype=np.uint64) for k in range(3))
 with vh5.File(p, "r+") as f:
     try:
-        vh5.write_many_slices(new, f["x"], src_start=starts, dst_start=starts, count=counts, convert=convert)
+        vh5.write_many_slices(new, f["x"], src_start=s, dst_start=d, count=c, convert=convert)
     except vh5.UnsupportedError as e:
         print("REFUSED", e)
         sys.exit(3)
@@ -52,7 +51,7 @@ def vh5_write(path, new, rows, convert=False):
     the message; 4: another vh5 error)."""
     npy = str(path) + ".new.npy"
     np.save(npy, new)
-    rows = [([int(v) for v in s], [int(v) for v in c]) for s, c in rows]
+    rows = [([int(v) for v in s], [int(v) for v in s], [int(v) for v in c]) for s, c in rows]
     env = {"HDF5_PLUGIN_PATH": hdf5plugin.PLUGIN_PATH}
     return run_planner_child(_CHILD, [path, npy, json.dumps(rows), int(convert)], "auto", 120, env)
 
@@ -411,23 +410,10 @@ def test_stale_mask_conversion_write_refused():
 def _write_rows(path, src, rows, convert):
     """vh5 writes `src[src_start + count]` to `x[dst_start + count]` for every row
     `(src_start, dst_start, count)`, in ONE call (child process with the plugins)."""
-    code = """
-import json, sys
-import conftest  # noqa: F401
-import numpy as np, vh5
-p, src, rows, convert = sys.argv[1], np.load(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4] == "1"
-s, d, c = (np.array([r[k] for r in rows], dtype=np.uint64) for k in range(3))
-with vh5.File(p, "r+") as f:
-    try:
-        vh5.write_many_slices(src, f["x"], src_start=s, dst_start=d, count=c, convert=convert)
-    except vh5.UnsupportedError as e:
-        print("REFUSED", e)
-        sys.exit(3)
-"""
     npy = str(path) + ".src.npy"
     np.save(npy, src)
     env = {"HDF5_PLUGIN_PATH": hdf5plugin.PLUGIN_PATH}
-    return run_planner_child(code, [path, npy, json.dumps(rows), int(convert)], "auto", 120, env)
+    return run_planner_child(_CHILD, [path, npy, json.dumps(rows), int(convert)], "auto", 120, env)
 
 
 def test_stale_mask_converting_write_reaching_a_chunk_twice_refused():
