@@ -156,6 +156,16 @@ impl Plan {
         self.pieces.retain(|p| keep(p.row));
     }
 
+    /// Append the pieces of `other`, a plan of rows after this plan's (neither finished):
+    /// what adding its rows here would have done.
+    pub fn append(&mut self, other: &Plan) {
+        debug_assert!(self.groups.is_empty() && other.groups.is_empty() && self.ndim == other.ndim);
+        let w = 3 * self.ndim;
+        let base = if w == 0 { self.pieces.len() } else { self.coords.len() / w };
+        self.coords.extend_from_slice(&other.coords);
+        self.pieces.extend(other.pieces.iter().map(|p| PieceKey { at: p.at + base, ..*p }));
+    }
+
     /// Plan the given rows at once (see [`Plan::add_row`]).
     pub fn build<'r>(grid: &ChunkGrid, rows: impl IntoIterator<Item = (usize, &'r Row)>) -> Plan {
         let mut plan = Plan::new(grid.ndim());
@@ -434,6 +444,29 @@ mod tests {
         /// The counting sort (dense chunk indices), the comparison sort (sparse ones, or rows
         /// dropped by `retain_rows`) and a reference sort of the unsorted pieces give the same
         /// pieces, groups and coordinates, the coordinates stored in plan order.
+        #[test]
+        fn append_of_two_halves_equals_one_plan(
+            rows in proptest::collection::vec((0u64..40, 0u64..40, 1u64..9, 1u64..9, 1u64..4), 1..24),
+            cut in 0usize..24, sparse in any::<bool>(),
+        ) {
+            // Rows planned in two plans (as two threads do) and joined give the plan of all of
+            // them: the same pieces, groups and coordinates once finished.
+            let (g, scale) = if sparse { (ChunkGrid::new(&[1 << 20, 1 << 20], &[1, 7]).unwrap(), 25_000) } else { (ChunkGrid::new(&[60, 60], &[4, 7]).unwrap(), 1) };
+            let rs: Vec<Row> = rows.iter().enumerate().map(|(i, &(a, b, c0, c1, st))| row(&[a * scale, b], &[i as u64 * 10, 0], &[c0, c1], &[1, st], &[1, 1])).collect();
+            let cut = cut.min(rs.len());
+            let whole = Plan::build(&g, rs.iter().enumerate());
+            let (mut a, mut b) = (Plan::recycled(2, 0), Plan::recycled(2, 0));
+            for (i, r) in rs.iter().enumerate() {
+                if i < cut { a.add_row(&g, i, r) } else { b.add_row(&g, i, r) };
+            }
+            a.append(&b);
+            a.finish();
+            prop_assert_eq!(listed(&a), listed(&whole));
+            prop_assert_eq!(&a.groups, &whole.groups);
+            a.recycle();
+            b.recycle();
+        }
+
         #[test]
         fn finish_orders_pieces_and_coordinates_by_chunk_then_row(
             rows in proptest::collection::vec((0u64..40, 0u64..40, 1u64..9, 1u64..9, 1u64..4), 1..24),

@@ -244,28 +244,92 @@ struct RowPlan {
     stepped: (bool, bool),
 }
 
+/// Calls of at least this many rows are planned on two threads when the call may use more
+/// than one (each plans half the rows into its own buffers; the halves are then joined in row
+/// order). Below it, the second thread costs more than it saves.
+pub(crate) const PLAN_SPLIT_MIN_ROWS: usize = 32 << 10;
+
 /// One pass over the rows (validating every one unless `validated`: the cached gather did):
 /// destination boxes and pieces of the rows that copy something; rows whose destination
-/// overlaps another row's are left out of the plan (they run last, in row order).
+/// overlaps another row's are left out of the plan (they run last, in row order). Calls of
+/// [`PLAN_SPLIT_MIN_ROWS`] rows or more plan their two halves on two threads; an error is
+/// the first bad row's, as on one thread.
 fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, validated: bool) -> Result<RowPlan> {
+    let rows = table.nslices;
+    let mut a = if num_threads() > 1 && rows >= PLAN_SPLIT_MIN_ROWS {
+        let half = rows / 2;
+        let (first, second) = std::thread::scope(|s| {
+            let h = s.spawn(|| plan_part(table, ctx, grid, validated, half..rows));
+            let first = plan_part(table, ctx, grid, validated, 0..half);
+            (first, h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+        });
+        let (mut a, b) = (first?, second?);
+        a.join(b);
+        a
+    } else {
+        plan_part(table, ctx, grid, validated, 0..rows)?
+    };
+    let overlap = overlapping_rows(&a.boxes, ctx.dst_shape);
+    let mut plan = a.plan;
+    plan.keep_scratch(std::mem::take(&mut a.boxes));
+    if overlap.iter().any(|&o| o) {
+        let mut is_overlapping = vec![false; rows];
+        for (k, &i) in a.valid.iter().enumerate() {
+            is_overlapping[i] = overlap[k];
+        }
+        plan.retain_rows(|i| !is_overlapping[i]);
+    }
+    plan.finish();
+    Ok(RowPlan { plan, valid: a.valid, overlap, elements: a.elements, stepped: a.stepped })
+}
+
+/// The rows `rows` of a call as one thread planned them ([`plan_part`]).
+struct Part {
+    /// Their pieces, not finished.
+    plan: Plan,
+    /// Destination boxes of the rows that copy something (`push_dst_box`), in row order.
+    boxes: Vec<u64>,
+    valid: Vec<usize>,
+    elements: u64,
+    stepped: (bool, bool),
+}
+
+impl Part {
+    /// Append `b`, the rows after this part's, whose buffers go back to the plan pool.
+    fn join(&mut self, b: Part) {
+        self.plan.append(&b.plan);
+        self.boxes.extend_from_slice(&b.boxes);
+        self.valid.extend_from_slice(&b.valid);
+        self.elements += b.elements;
+        self.stepped = (self.stepped.0 | b.stepped.0, self.stepped.1 | b.stepped.1);
+        let mut p = b.plan;
+        p.keep_scratch(b.boxes);
+        p.keep_rows(b.valid);
+        p.recycle();
+    }
+}
+
+/// Validate (unless `validated`) and plan the rows `rows` into a plan from the pool.
+fn plan_part(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, validated: bool, rows: std::ops::Range<usize>) -> Result<Part> {
     let n = ctx.src_shape.len();
+    let len = rows.len().min(1 << 20);
     // Room for two pieces per row: capacity never touched costs no page, but growing a
     // full plan by doubling copied it into fresh pages (test1.nc, 10,000 random 1x4x4 rows
     // in 6x32x32 chunks, ~18% of them cut in two: 40% of the call's page faults).
-    let mut plan = Plan::recycled(n, table.nslices.min(1 << 20) * 2);
+    let mut plan = Plan::recycled(n, len * 2);
     // Sized once for the common case (one piece per row): growing them by doubling moved
     // and page-faulted fresh memory on every call (test1.nc: 10,000 rows of 1x4x4). The
     // boxes are the plan's scratch buffer, kept with it between calls.
     let mut boxes = plan.take_scratch();
-    boxes.reserve(table.nslices.min(1 << 20) * 2 * n);
+    boxes.reserve(len * 2 * n);
     let mut valid = plan.take_rows();
-    valid.reserve(table.nslices.min(1 << 20));
+    valid.reserve(len);
     let mut elements = 0u64;
     let mut stepped = (false, false);
     // Rows are validated and planned straight from the tables (no `Row`: building one per
     // row zeroed and copied ~1.3 KB, a fifth of the planning of 65,536 one-chunk rows).
     let (mut count, mut ss, mut ds) = ([0u64; MAX_RANK], [1u64; MAX_RANK], [1u64; MAX_RANK]);
-    for i in 0..table.nslices {
+    for i in rows {
         let copies = match validated {
             true => validated_row_counts(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip, &mut count[..n])?,
             false => row_counts(table, i, ctx.src_shape, ctx.dst_shape, ctx.clip, ["dataset", "destination"], &mut count[..n])?,
@@ -283,17 +347,7 @@ fn plan_rows(table: &SliceTable, ctx: &Ctx, grid: &ChunkGrid, validated: bool) -
         elements += count[..n].iter().product::<u64>();
         plan.add(grid, i, &count[..n], (s0, &ss[..n]), (d0, &ds[..n]));
     }
-    let overlap = overlapping_rows(&boxes, ctx.dst_shape);
-    plan.keep_scratch(boxes);
-    if overlap.iter().any(|&o| o) {
-        let mut is_overlapping = vec![false; table.nslices];
-        for (k, &i) in valid.iter().enumerate() {
-            is_overlapping[i] = overlap[k];
-        }
-        plan.retain_rows(|i| !is_overlapping[i]);
-    }
-    plan.finish();
-    Ok(RowPlan { plan, valid, overlap, elements, stepped })
+    Ok(Part { plan, boxes, valid, elements, stepped })
 }
 
 /// What the planner decided for a call's chunks.
