@@ -225,3 +225,43 @@ def test_step_tables_of_ones_keep_clipped_overlapping_rows(tmp_path, gzip):
         got = np.full((24, 24), -1.0)
         vh5.read_many_slices(f.dataset("x"), got, src, dstart, count, sstep, np.ones_like(sstep), clip=True)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_planning_halves_on_two_threads_rows_errors_and_overlaps(tmp_path, threads):
+    """Calls of 32k rows or more are planned in two halves on two threads, joined in row
+    order: the values equal numpy's (overlapping destinations across the halves: the later
+    row wins), and a bad row is reported as on one thread: the first bad row, whichever half
+    holds it, nothing written."""
+    p = tmp_path / "halves.h5"
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal(64 * 1024)
+    with h5py.File(p, "w") as f:
+        f.create_dataset("x", data=data, chunks=(16,), compression="gzip")
+    n = 40_000
+    src = rng.integers(0, data.size - 2, (n, 1)).astype(np.uint64)
+    dstart = (np.arange(n, dtype=np.uint64) * 2).reshape(n, 1)
+    dstart[n - 1] = dstart[5]  # the last row overwrites row 5 (first half)
+    dstart[n // 2 - 1] = dstart[n // 2 + 7]  # a first-half row overlapped by a second-half row
+    count = np.full((n, 1), 2, np.uint64)
+    want = np.zeros(2 * n)
+    for s, d in zip(src[:, 0], dstart[:, 0]):
+        want[d : d + 2] = data[s : s + 2]
+    old = vh5.get_num_threads()
+    vh5.set_num_threads(threads)
+    try:
+        with vh5.File(p) as f:
+            d = f.dataset("x")
+            got = np.zeros(2 * n)
+            vh5.read_many_slices(d, got, src, dstart, count)
+            np.testing.assert_array_equal(got, want)
+            for bad in ([30_000], [35_000, 10_000], [25_000, 39_999]):
+                s2 = src.copy()
+                for b in bad:
+                    s2[b] = data.size  # past the extent
+                got = np.zeros(2 * n)
+                with pytest.raises(vh5.OutOfBoundsError, match=f"row {min(bad)}\\b"):
+                    vh5.read_many_slices(d, got, s2, dstart, count)
+                assert not got.any()
+    finally:
+        vh5.set_num_threads(old)
