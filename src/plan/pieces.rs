@@ -161,7 +161,7 @@ impl Plan {
     pub fn append(&mut self, other: &Plan) {
         debug_assert!(self.groups.is_empty() && other.groups.is_empty() && self.ndim == other.ndim);
         let w = 3 * self.ndim;
-        let base = if w == 0 { self.pieces.len() } else { self.coords.len() / w };
+        let base = self.coords.len().checked_div(w).unwrap_or(self.pieces.len());
         self.coords.extend_from_slice(&other.coords);
         self.pieces.extend(other.pieces.iter().map(|p| PieceKey { at: p.at + base, ..*p }));
     }
