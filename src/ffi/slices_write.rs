@@ -119,8 +119,9 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
 /// the chunk no longer decodes (details: `transfer::masked` in the Rust docs). In a pipeline
 /// vh5 does not encode (szip, scaleoffset, nbit, plugins such as Blosc) such a chunk is
 /// stored again under its SAME mask, vh5 running only the filters the mask leaves on, when
-/// they are all deflate / shuffle / fletcher32 and the array needs no type conversion (byte
-/// order aside): e.g. a Blosc or szip chunk its optional filter could not shrink stays
+/// they are all deflate / shuffle / fletcher32, every filter the mask skips is lossless (not
+/// scaleoffset of floats, nbit, zfp, ...: libhdf5 would apply those to the rewritten chunk)
+/// and the array needs no type conversion (byte order aside): e.g. a Blosc or szip chunk its optional filter could not shrink stays
 /// stored raw, not compressed again. Otherwise the call fails with `VH5_ERR_UNSUPPORTED`
 /// before anything is written. Chunks stored with mask 0 in a pipeline with an optional
 /// filter vh5 does not run (Blosc, szip) are written by libhdf5 and checked afterwards: where
@@ -130,7 +131,8 @@ pub unsafe extern "C" fn vh5_copy_many_slices(
 /// `VH5_ERR_UNSUPPORTED` before anything is written; so does any write reaching a stored
 /// chunk of a pipeline where vh5 cannot recognise a stale mask (LZ4 or scaleoffset then
 /// Blosc: skipping Blosc leaves on a filter vh5 does not decode; more than 4 optional
-/// filters).
+/// filters), and any write into such a pipeline whose late-allocated storage is not allocated
+/// yet.
 /// Data reaches the file when libhdf5 flushes its caches: at the latest when the dataset and
 /// file are closed (`vh5_close`).
 ///

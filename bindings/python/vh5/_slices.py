@@ -282,8 +282,9 @@ def write_many_slices(
     ``write_direct_chunk(..., filter_mask=m)``) are left stored with every filter and mask 0
     (h5py's own write keeps the stale mask and leaves them unreadable); in pipelines vh5
     does not encode (szip, plugins such as hdf5plugin's Blosc) they are stored again under
-    the same mask when it leaves on only deflate / shuffle / fletcher32 (a Blosc chunk its
-    optional filter could not shrink stays stored raw, not re-compressed). Chunks stored with
+    the same mask when it leaves on only deflate / shuffle / fletcher32 and every filter it
+    skips is lossless (a Blosc chunk its optional filter could not shrink stays stored raw,
+    not re-compressed). Chunks stored with
     mask 0 whose optional filter (Blosc, szip) fails on the new values, which libhdf5 would
     leave under a stale mask 0, are recorded under the right mask. The write of a
     plugin-filtered dataset needs the plugin in vh5's libhdf5 (``HDF5_PLUGIN_PATH``).
@@ -297,12 +298,14 @@ def write_many_slices(
             layout than the dataset's native memory type, an ``S``, datetime64 or other raw
             ``src`` of another type, as for reads); vh5.UnsupportedError (a row reaches a
             chunk stored under a filter mask that leaves on a filter vh5 does not encode:
-            szip, scaleoffset, nbit, plugins; or such a chunk in a write that converts
+            szip, scaleoffset, nbit, plugins, or that skips a filter changing values:
+            scaleoffset of floats, nbit, zfp; or such a chunk in a write that converts
             types; or a converting write reaching a stored chunk, or one chunk with more than
             one row, of a pipeline with an optional filter vh5 does not run, Blosc or szip:
             convert with ``astype`` first; or a stored chunk of a pipeline where vh5 cannot
-            recognise a stale filter mask, e.g. LZ4 or scaleoffset then Blosc;
-            nothing written); vh5.HDF5Error (libhdf5
+            recognise a stale filter mask, e.g. LZ4 or scaleoffset then Blosc, or any
+            chunk of such a pipeline when the dataset's late-allocated storage is not
+            allocated yet; nothing written); vh5.HDF5Error (libhdf5
             failed part-way: the message lists the rows written completely / in part).
     """
     if not isinstance(src, np.ndarray):
