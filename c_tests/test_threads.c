@@ -1,4 +1,4 @@
-/* vh5_set_num_threads / vh5_get_num_threads through vh5.h. */
+/* vh5_set_num_threads / vh5_get_num_threads and vh5_set_planner / vh5_get_planner through vh5.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include "vh5.h"
@@ -14,6 +14,17 @@ int main(void) {
     CHECK(vh5_get_num_threads() == 1);
     CHECK(vh5_set_num_threads(0) == VH5_OK);
     CHECK(vh5_get_num_threads() == def);
-    printf("test_threads: ok (default %u threads)\n", (unsigned)def);
+    /* the planner: a mode set is the mode got; 0 = back to the default; others refused */
+    uint32_t mode = vh5_get_planner();
+    CHECK(mode == VH5_PLANNER_AUTO || mode == VH5_PLANNER_CHUNKS || mode == VH5_PLANNER_ROWS);
+    CHECK(vh5_set_planner(VH5_PLANNER_ROWS) == VH5_OK);
+    CHECK(vh5_get_planner() == VH5_PLANNER_ROWS);
+    CHECK(vh5_set_planner(VH5_PLANNER_CHUNKS) == VH5_OK);
+    CHECK(vh5_get_planner() == VH5_PLANNER_CHUNKS);
+    CHECK(vh5_set_planner(4) == VH5_ERR_INVALID_ARGUMENT);
+    CHECK(vh5_get_planner() == VH5_PLANNER_CHUNKS);
+    CHECK(vh5_set_planner(VH5_PLANNER_DEFAULT) == VH5_OK);
+    CHECK(vh5_get_planner() == mode);
+    printf("test_threads: ok (default %u threads, planner %u)\n", (unsigned)def, (unsigned)mode);
     return 0;
 }

@@ -349,6 +349,27 @@
 #define PAYLOAD_MAX_COUNT_DEPTH 64
 
 /**
+ * `vh5_set_planner`: back to the default (env `VH5_PLANNER`, else `VH5_PLANNER_AUTO`).
+ */
+#define VH5_PLANNER_DEFAULT 0
+
+/**
+ * Per call and per chunk, whichever vh5's cost model predicts faster (the default).
+ */
+#define VH5_PLANNER_AUTO 1
+
+/**
+ * Every chunk a call touches is read whole once and all row pieces are copied out of it.
+ */
+#define VH5_PLANNER_CHUNKS 2
+
+/**
+ * One `H5Dread` per row (libhdf5's own chunk cache does the rest), except for datasets whose
+ * filters vh5 decodes itself, which are read as under `VH5_PLANNER_CHUNKS`.
+ */
+#define VH5_PLANNER_ROWS 3
+
+/**
  * Largest value `vh5_set_num_threads` and env `VH5_THREADS` accept.
  */
 #define VH5_MAX_THREADS 1024
@@ -1432,6 +1453,28 @@ vh5_status payload_copy_data(const uint8_t *buf,
                              void *out,
                              size_t out_len,
                              size_t *written);
+
+/**
+ * Set the read strategy of every later `vh5_read_many_slices` call, process-wide:
+ * `VH5_PLANNER_AUTO`, `VH5_PLANNER_CHUNKS`, `VH5_PLANNER_ROWS`, or `VH5_PLANNER_DEFAULT` (0)
+ * = back to the default, which is env `VH5_PLANNER` (`auto`, `chunks` or `rows`; read once)
+ * when set, else `VH5_PLANNER_AUTO`. Results are identical in every mode; only speed and
+ * memory differ (the modes: docs/ARCHITECTURE.md). Meant for benchmarks and for working
+ * around a poor choice of `auto`; calls already running keep the mode they started with.
+ *
+ * Returns `VH5_OK`; `VH5_ERR_INVALID_ARGUMENT` for any other `mode` (the setting is then
+ * unchanged). Thread-safe.
+ */
+vh5_status vh5_set_planner(uint32_t mode);
+
+/**
+ * The read strategy a `vh5_read_many_slices` call starting now uses: `VH5_PLANNER_AUTO`,
+ * `VH5_PLANNER_CHUNKS` or `VH5_PLANNER_ROWS` (never 0): the mode set with
+ * `vh5_set_planner`, else env `VH5_PLANNER`, else `VH5_PLANNER_AUTO` (also when
+ * `VH5_PLANNER` is invalid, which makes reads fail with `VH5_ERR_INVALID_ARGUMENT`).
+ * Thread-safe.
+ */
+uint32_t vh5_get_planner(void);
 
 /**
  * Copy many slices from the array `*src` into the array `*dst`, both in memory (numpy ->

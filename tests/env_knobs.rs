@@ -1,6 +1,7 @@
 //! The `VH5_*` environment variables (read once per process): an invalid value is never
 //! silently ignored — every read and write fails with `VH5_ERR_INVALID_ARGUMENT` naming the
-//! variable and its value — and `vh5_set_num_threads` refuses more than `VH5_MAX_THREADS`.
+//! variable and its value — `vh5_set_num_threads` refuses more than `VH5_MAX_THREADS`, and
+//! `vh5_set_planner` an unknown mode.
 //! Each case runs in a child process (the test binary re-executed with the variable set).
 
 mod common;
@@ -86,4 +87,20 @@ fn set_num_threads_refuses_more_than_the_maximum() {
     assert_eq!(vh5_set_num_threads(VH5_MAX_THREADS + 1), VH5_ERR_INVALID_ARGUMENT);
     assert!(last_error().contains("at most 1024"), "{}", last_error());
     assert_eq!(vh5_get_num_threads(), before, "unchanged after the refusal");
+}
+
+#[test]
+fn set_planner_refuses_unknown_modes_and_zero_restores_the_default() {
+    use vh5::ffi::planner::*;
+    let before = vh5_get_planner();
+    assert!((VH5_PLANNER_AUTO..=VH5_PLANNER_ROWS).contains(&before));
+    assert_eq!(vh5_set_planner(VH5_PLANNER_ROWS + 1), VH5_ERR_INVALID_ARGUMENT);
+    assert!(last_error().contains("mode = 4"), "{}", last_error());
+    assert_eq!(vh5_get_planner(), before, "unchanged after the refusal");
+    for m in [VH5_PLANNER_ROWS, VH5_PLANNER_CHUNKS, VH5_PLANNER_AUTO] {
+        assert_eq!(vh5_set_planner(m), VH5_OK);
+        assert_eq!(vh5_get_planner(), m);
+    }
+    assert_eq!(vh5_set_planner(VH5_PLANNER_DEFAULT), VH5_OK);
+    assert_eq!(vh5_get_planner(), before);
 }

@@ -23,6 +23,7 @@ pub(crate) mod fork;
 pub mod hdf5;
 pub mod objects;
 pub mod payload;
+pub mod planner;
 pub mod slices_write;
 pub mod threads;
 pub mod version;

@@ -23,6 +23,35 @@ impl PlannerMode {
             _ => None,
         }
     }
+
+    /// The mode's number in the C ABI (`VH5_PLANNER_AUTO` = 1, `VH5_PLANNER_CHUNKS` = 2,
+    /// `VH5_PLANNER_ROWS` = 3; 0 there means "the default").
+    pub fn code(self) -> u32 {
+        match self {
+            PlannerMode::Auto => 1,
+            PlannerMode::Chunks => 2,
+            PlannerMode::Rows => 3,
+        }
+    }
+
+    /// The mode of a [`PlannerMode::code`]; `None` for any other number.
+    pub fn from_code(code: u32) -> Option<PlannerMode> {
+        match code {
+            1 => Some(PlannerMode::Auto),
+            2 => Some(PlannerMode::Chunks),
+            3 => Some(PlannerMode::Rows),
+            _ => None,
+        }
+    }
+
+    /// The mode's name as [`PlannerMode::parse`] takes it: `auto`, `chunks` or `rows`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlannerMode::Auto => "auto",
+            PlannerMode::Chunks => "chunks",
+            PlannerMode::Rows => "rows",
+        }
+    }
 }
 
 /// Estimated fixed cost of fetching one whole chunk raw (chunk lookup + `H5Dread_chunk`), ns.

@@ -4,7 +4,8 @@
 //! - Threads: `vh5_set_num_threads(n)` / [`set_num_threads`]; when never set (or set to 0),
 //!   env `VH5_THREADS` (read once), else `std::thread::available_parallelism()`. 1 = no extra
 //!   threads: everything runs on the calling thread.
-//! - Strategy: env `VH5_PLANNER` = `auto` (default), `chunks` (always read whole chunks once
+//! - Strategy: [`set_planner`] (`vh5_set_planner`); when never set (or set back to the
+//!   default), env `VH5_PLANNER` = `auto` (default), `chunks` (always read whole chunks once
 //!   and scatter), `rows` (the baseline: one `H5Dread` per row). Results are identical in
 //!   every mode; only speed differs. Exception: datasets whose filter pipeline vh5 decodes
 //!   itself (deflate, shuffle, fletcher32 only) are always read chunk by chunk through vh5's
@@ -44,6 +45,10 @@ use crate::hdf5::chunk_index::IndexMode;
 pub use crate::plan::PlannerMode;
 
 static THREADS: AtomicU32 = AtomicU32::new(0);
+
+/// The strategy set with [`set_planner`]: 0 = none (env `VH5_PLANNER`, else `auto`), else
+/// [`PlannerMode::code`].
+static PLANNER: AtomicU32 = AtomicU32::new(0);
 
 /// Most threads a call may use (`vh5_set_num_threads`, `VH5_THREADS`): far above any core
 /// count, low enough that a typo cannot ask for millions of thread stacks. A call starts at
@@ -130,6 +135,13 @@ pub fn set_num_threads(n: u32) -> crate::error::Result<()> {
     Ok(())
 }
 
+/// Set the read strategy of every later call, process-wide: `None` = back to the default
+/// (env `VH5_PLANNER`, else `auto`). Results are identical in every mode; only speed and
+/// memory differ.
+pub fn set_planner(mode: Option<PlannerMode>) {
+    PLANNER.store(mode.map_or(0, PlannerMode::code), Ordering::Relaxed);
+}
+
 fn default_threads() -> usize {
     static D: OnceLock<usize> = OnceLock::new();
     *D.get_or_init(|| match env().threads {
@@ -158,10 +170,13 @@ pub fn num_threads() -> usize {
     }
 }
 
-/// The read strategy: thread override, else env `VH5_PLANNER` (read once), else `auto`
-/// (also when the value is invalid, which [`check_env`] reports).
+/// The read strategy: thread override, else [`set_planner`], else env `VH5_PLANNER` (read
+/// once), else `auto` (also when the value is invalid, which [`check_env`] reports).
 pub fn planner_mode() -> PlannerMode {
     if let Some(m) = MODE_OVERRIDE.with(|c| c.get()) {
+        return m;
+    }
+    if let Some(m) = PlannerMode::from_code(PLANNER.load(Ordering::Relaxed)) {
         return m;
     }
     static M: OnceLock<PlannerMode> = OnceLock::new();
@@ -229,6 +244,12 @@ mod tests {
             assert_eq!(num_threads(), 3);
         });
         assert!(num_threads() >= 1);
+        for m in [PlannerMode::Auto, PlannerMode::Chunks, PlannerMode::Rows] {
+            assert_eq!(PlannerMode::from_code(m.code()), Some(m));
+            assert_eq!(PlannerMode::parse(m.name()), Some(m));
+        }
+        assert_eq!(PlannerMode::from_code(0), None);
+        assert_eq!(PlannerMode::from_code(4), None);
         with_max_chunk_bytes(1234, || assert_eq!(max_chunk_bytes(), 1234));
         assert_ne!(max_chunk_bytes(), 1234);
     }

@@ -125,6 +125,54 @@ def test_set_num_threads_checks_its_argument():
     vh5.set_num_threads(0)
 
 
+def test_set_planner_modes_same_values_and_override_env(gz_file):
+    """vh5.set_planner: each mode reads the same values as h5py in one process; a bad mode is
+    refused with nothing changed; None goes back to env VH5_PLANNER (checked in a child with
+    VH5_PLANNER=rows), which a mode set overrides."""
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(3)
+    with h5py.File(gz_file, "r") as h:
+        want = h["le"][...]
+    d = vh5.File(gz_file)["le"]
+    n = 200
+    src = np.stack([rng.integers(0, 55, n), rng.integers(0, 63, n)], 1).astype(np.uint64)
+    cnt = np.stack([rng.integers(1, 6, n), rng.integers(1, 8, n)], 1).astype(np.uint64)
+    dst = np.zeros((n * 5, 7))
+    ds = np.stack([np.arange(n) * 5, np.zeros(n)], 1).astype(np.uint64)
+    expect = np.zeros_like(dst)
+    for i in range(n):
+        (a, b), (c0, c1) = src[i].astype(int), cnt[i].astype(int)
+        expect[i * 5 : i * 5 + c0, :c1] = want[a : a + c0, b : b + c1]
+    default = vh5.get_planner()
+    try:
+        for mode in ["rows", "chunks", "auto", "ROWS"]:
+            vh5.set_planner(mode)
+            assert vh5.get_planner() == mode.lower()
+            dst[...] = 0
+            vh5.read_many_slices(d, dst, src, ds, cnt)
+            np.testing.assert_array_equal(dst, expect, err_msg=mode)
+        for bad in ["fast", 2, ""]:
+            with pytest.raises(ValueError, match="planner mode"):
+                vh5.set_planner(bad)
+            assert vh5.get_planner() == "rows"  # unchanged
+    finally:
+        vh5.set_planner(None)
+    assert vh5.get_planner() == default
+    code = (
+        "import vh5; a = vh5.get_planner(); vh5.set_planner('chunks'); b = vh5.get_planner(); "
+        "vh5.set_planner(None); print(a, b, vh5.get_planner())"
+    )
+    pkg = os.path.dirname(os.path.dirname(vh5.__file__))
+    env = dict(
+        os.environ, VH5_PLANNER="rows", PYTHONPATH=os.pathsep.join(filter(None, [pkg, os.environ.get("PYTHONPATH")]))
+    )
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-1500:]
+    assert r.stdout.split() == ["rows", "chunks", "rows"]
+
+
 @pytest.mark.parametrize("planner", ["auto", "chunks", "rows"])
 def test_stepped_row_reads_no_chunk_between_its_elements(tmp_path, planner):
     """A row stepping over whole chunks on the inner axis reads only the chunks holding its

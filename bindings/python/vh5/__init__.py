@@ -36,7 +36,15 @@ from ._hdf5info import HDF5Info, hdf5_version
 from ._links import ExternalLink, HardLink, SoftLink
 from ._pickle import allow_pickling
 from ._select import SliceTable, slice_table
-from ._slices import copy_many_slices, get_num_threads, read_many_slices, set_num_threads, write_many_slices
+from ._slices import (
+    copy_many_slices,
+    get_num_threads,
+    get_planner,
+    read_many_slices,
+    set_num_threads,
+    set_planner,
+    write_many_slices,
+)
 from .document import FrozenDict, Simple, Tag, decode_document
 from .payload import Payload, decode_payload
 
@@ -60,6 +68,8 @@ __all__ = [
     "read_many_slices",
     "set_num_threads",
     "get_num_threads",
+    "set_planner",
+    "get_planner",
     "write_many_slices",
     "copy_many_slices",
     "allow_pickling",

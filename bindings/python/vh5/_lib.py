@@ -183,6 +183,8 @@ _SIGNATURES = {
     "vh5_dataset_mem_type": (c_int32, [c_int64, c_void_p, c_size_t, POINTER(c_size_t)]),
     "vh5_set_num_threads": (c_int32, [c_uint32]),
     "vh5_get_num_threads": (c_uint32, []),
+    "vh5_set_planner": (c_int32, [c_uint32]),
+    "vh5_get_planner": (c_uint32, []),
     "vh5_read_many_slices": (
         c_int32,
         [

@@ -1,6 +1,6 @@
 """Many-slice transfers: HDF5 -> numpy (:func:`read_many_slices`), numpy -> HDF5
 (:func:`write_many_slices`) and numpy -> numpy (:func:`copy_many_slices`), each one library
-call; and the library's thread count.
+call; and the library's thread count and read strategy (planner).
 
 Row semantics (all three): row i copies, on every axis j,
 ``dst[d : d+(c-1)*ds+1 : ds] = src[s : s+(c-1)*ss+1 : ss]`` (elements); rows run in order,
@@ -32,6 +32,8 @@ __all__ = [
     "copy_many_slices",
     "set_num_threads",
     "get_num_threads",
+    "set_planner",
+    "get_planner",
     "read_tables",
 ]
 
@@ -396,3 +398,30 @@ def set_num_threads(n: int) -> None:
 def get_num_threads() -> int:
     """The number of threads :func:`read_many_slices` may use now (``vh5_get_num_threads``)."""
     return int(lib().vh5_get_num_threads())
+
+
+_PLANNERS = {"auto": 1, "chunks": 2, "rows": 3}
+
+
+def set_planner(mode: str | None) -> None:
+    """Set the read strategy of every later :func:`read_many_slices` call, process-wide
+    (``vh5_set_planner``): ``"auto"`` (per call and chunk, whichever vh5's cost model predicts
+    faster), ``"chunks"`` (every chunk touched read whole once, every row copied out of it),
+    ``"rows"`` (one ``H5Dread`` per row; datasets whose filters vh5 decodes itself are read as
+    under ``"chunks"``), or ``None`` = back to the default (env ``VH5_PLANNER``, else
+    ``"auto"``). Results are identical in every mode; only speed and memory differ. Any other
+    value raises ``ValueError`` (nothing changed)."""
+    if mode is None:
+        code = 0
+    elif isinstance(mode, str) and mode.lower() in _PLANNERS:
+        code = _PLANNERS[mode.lower()]
+    else:
+        raise ValueError(f"planner mode must be one of 'auto', 'chunks', 'rows' or None, not {mode!r}")
+    check(lib().vh5_set_planner(code))
+
+
+def get_planner() -> str:
+    """The read strategy a :func:`read_many_slices` call starting now uses (``vh5_get_planner``):
+    ``"auto"``, ``"chunks"`` or ``"rows"`` (see :func:`set_planner`)."""
+    code = int(lib().vh5_get_planner())
+    return {v: k for k, v in _PLANNERS.items()}[code]
