@@ -13,9 +13,10 @@ Peers (same files, same selections):
 - hidefix 0.12 (optional: `pip install hidefix==0.12.0`): its slab read when the case is one
   unstepped row, else its whole read + gather;
 - versioned-hdf5 2.6.0 `read_many_slices`;
-- vh5 `read_many_slices` with `VH5_PLANNER=auto`, `chunks`, `rows`, each in a child process
-  (the variable is read once per process), default threads; the three children alternate
-  `--rounds` times (default 3) and each case keeps its best over the rounds.
+- vh5 `read_many_slices` in the planner modes `auto`, `chunks` and `rows` (`vh5.set_planner`),
+  default threads, all in one child process: per case, `--rounds` rounds (default 3) of the
+  three modes in turn, each mode on a dataset handle of its own (its own decoded-chunk cache);
+  each mode keeps its best over the rounds.
 
 Every operation is called once before timing (page cache warm; chunk caches warm where the
 reader keeps one across calls: h5py's, vh5's decoded-chunk cache), then the best (minimum) of up to
@@ -411,27 +412,41 @@ def peers(c, repeat, budget, have_hidefix):
     return res, digest(want)
 
 
-# ---------------------------------------------------------------- vh5 (child process per mode)
+# ---------------------------------------------------------------- vh5 (one child process, modes in turn)
 
 
-def child(spec_path, repeat, budget):
+def child(spec_path, repeat, budget, rounds):
+    """Times every case in every planner mode in this one process: per case, `rounds` rounds
+    of the modes in turn (`vh5.set_planner`), each mode on a dataset handle of its own (so
+    each has its own decoded-chunk cache, as in a process of its own), keeping each mode's
+    best. One child per mode (sessions up to 22) let the spread between processes (up to
+    20% for identical code) land on one mode alone."""
     import vh5
 
     spec = json.load(open(spec_path))
-    out = {}
+    out = {m: {} for m in MODES}
     for i, s in enumerate(spec):
         t = np.load(s["tables"])
-        f = vh5.File(s["path"])
-        d = f.dataset(s["dset"])
-        dst = np.zeros(tuple(s["dst_shape"]), s["dtype"])
         args = (t["src"], t["dstart"], t["count"], t["sstep"], t["dstep"])
-        try:
-            tm = timed(lambda: vh5.read_many_slices(d, dst, *args), repeat, budget)
-            ok = digest(dst) == s["digest"]
-            out[i] = {"t": tm, "ok": ok}
-        except Exception as e:  # reported in the table, never hidden
-            out[i] = {"t": None, "ok": False, "err": str(e)[:200]}
-        f.close()
+        files = {m: vh5.File(s["path"]) for m in MODES}
+        for _ in range(rounds):
+            for m in MODES:
+                d = files[m].dataset(s["dset"])
+                dst = np.zeros(tuple(s["dst_shape"]), s["dtype"])
+                vh5.set_planner(m)
+                old = out[m].get(i)
+                try:
+                    tm = timed(lambda: vh5.read_many_slices(d, dst, *args), repeat, budget)
+                    ok = digest(dst) == s["digest"]
+                    if old is not None:
+                        ok = ok and old["ok"]
+                        tm = tm if old["t"] is None else min(tm, old["t"])
+                    out[m][i] = {"t": tm, "ok": ok}
+                except Exception as e:  # reported in the table, never hidden
+                    out[m][i] = {"t": None, "ok": False, "err": str(e)[:200]}
+        vh5.set_planner(None)
+        for f in files.values():
+            f.close()
     print(json.dumps(out))
 
 
@@ -452,29 +467,12 @@ def vh5_modes(tmp, cs, digests, repeat, budget, rounds):
         )
     sp = os.path.join(tmp, "spec.json")
     json.dump(spec, open(sp, "w"))
-    res = {m: {} for m in MODES}
-    # The modes' child processes alternate, `rounds` times, and each case keeps its best: one
-    # child per mode let a noisy moment land on one mode alone (modes running identical code
-    # differed by up to 1.9x in single rounds).
-    for _ in range(rounds):
-        for m in MODES:
-            env = dict(os.environ, VH5_PLANNER=m)
-            p = subprocess.run(
-                [sys.executable, __file__, "--child", sp, "--repeat", str(repeat), "--budget", str(budget)],
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-            if p.returncode != 0:
-                raise SystemExit(f"vh5 child ({m}) failed:\n{p.stderr}")
-            for k, v in json.loads(p.stdout.strip().splitlines()[-1]).items():
-                old = res[m].get(int(k))
-                if old is not None:
-                    v["ok"] = v["ok"] and old["ok"]
-                    if old["t"] is not None and (v["t"] is None or old["t"] < v["t"]):
-                        v["t"] = old["t"]
-                res[m][int(k)] = v
-    return res
+    cmd = [sys.executable, __file__, "--child", sp, "--repeat", str(repeat), "--budget", str(budget)]
+    p = subprocess.run(cmd + ["--rounds", str(rounds)], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"vh5 child failed:\n{p.stderr}")
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    return {m: {int(k): v for k, v in res[m].items()} for m in MODES}
 
 
 # ---------------------------------------------------------------- report
@@ -528,7 +526,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="sizes 1k, 16k, 256k; at most 5 timed calls per case")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument(
-        "--rounds", type=int, default=3, help="vh5 child processes per planner mode, alternating; best per case"
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds of the planner modes in turn, in one vh5 process; best per case and mode",
     )
     ap.add_argument("--budget", type=float, default=3.0, help="seconds per case and reader before repeats stop")
     ap.add_argument("--sizes", default=None, help="comma-separated chunk counts in k (default 1,4,16,64,256)")
@@ -539,7 +540,7 @@ def main():
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        return child(a.child, a.repeat, a.budget)
+        return child(a.child, a.repeat, a.budget, a.rounds)
     if a.quick:
         a.repeat = min(a.repeat, 5)
         a.budget = min(a.budget, 1.0)
