@@ -72,10 +72,7 @@ use super::handle::dataset_name;
 use super::lock::H5Lock;
 use crate::error::{Error, ErrorKind, Result};
 
-use hdf5_sys::h5z::{
-    H5Z_FILTER_DEFLATE as DEFLATE, H5Z_FILTER_FLETCHER32 as FLETCHER32, H5Z_FILTER_NBIT as NBIT, H5Z_FILTER_SCALEOFFSET as SCALEOFFSET, H5Z_FILTER_SHUFFLE as SHUFFLE,
-    H5Z_FILTER_SZIP as SZIP,
-};
+use super::filter_ids::{BITSHUFFLE, BLOSC, BLOSC2, BZIP2, DEFLATE, FLETCHER32, LZ4, LZF, NBIT, SCALEOFFSET, SHUFFLE, SZ, SZIP, ZFP, ZSTD};
 
 /// Whether the linked libhdf5 has filter `id` (`H5Zfilter_avail`; may leave a plugin-search
 /// failure on the error stack: callers clear it). Lock held by the caller.
@@ -83,10 +80,6 @@ fn available(id: i32) -> bool {
     // SAFETY: plain query; the caller holds the libhdf5 lock.
     unsafe { hdf5_sys::h5z::H5Zfilter_avail(id) > 0 }
 }
-
-/// h5py's LZF compression filter (a plugin registered with The HDF Group; h5py registers it
-/// in its own libhdf5 only).
-const LZF: i32 = 32000;
 
 /// Name of a filter id for messages.
 pub(crate) fn filter_name(id: i32) -> String {
@@ -100,14 +93,14 @@ pub(crate) fn filter_name(id: i32) -> String {
         LZF => "lzf".into(),
         // Plugins, by their ids in the HDF Group's registry of filter ids (the ones
         // hdf5plugin ships): named with the id, since a file may use an id for another filter.
-        307 => "bzip2 (filter 307)".into(),
-        32001 => "blosc (filter 32001)".into(),
-        32004 => "lz4 (filter 32004)".into(),
-        32008 => "bitshuffle (filter 32008)".into(),
-        32013 => "zfp (filter 32013)".into(),
-        32015 => "zstd (filter 32015)".into(),
-        32017 => "sz (filter 32017)".into(),
-        32026 => "blosc2 (filter 32026)".into(),
+        BZIP2 => format!("bzip2 (filter {BZIP2})"),
+        BLOSC => format!("blosc (filter {BLOSC})"),
+        LZ4 => format!("lz4 (filter {LZ4})"),
+        BITSHUFFLE => format!("bitshuffle (filter {BITSHUFFLE})"),
+        ZFP => format!("zfp (filter {ZFP})"),
+        ZSTD => format!("zstd (filter {ZSTD})"),
+        SZ => format!("sz (filter {SZ})"),
+        BLOSC2 => format!("blosc2 (filter {BLOSC2})"),
         _ => format!("filter {id}"),
     }
 }

@@ -28,6 +28,7 @@ pub mod dataset;
 pub mod dtype_peek;
 pub mod error;
 pub mod external;
+pub mod filter_ids;
 pub mod filter_support;
 pub mod handle;
 pub mod hyperslab;

@@ -45,6 +45,7 @@ use crate::error::Result;
 use crate::geometry::MAX_RANK;
 use crate::hdf5::chunk::FilterSpec;
 use crate::hdf5::chunk::{chunk_state, flush_dataset, is_partial_edge, read_raw_chunk, vh5_pipeline, ChunkLayout, ChunkState};
+use crate::hdf5::filter_ids as ids;
 use crate::hdf5::handle::dataset_name;
 use crate::hdf5::lock::H5Lock;
 use crate::hdf5::write::write_raw_chunk;
@@ -106,14 +107,14 @@ pub struct KeptMask {
 /// computed by libhdf5 or all bits: [`lossless`]; decimal scaling of floats drops digits),
 /// lossy codecs (zfp, sz, jpeg, ...), and codecs whose options may be lossy (Blosc2's
 /// filters).
-pub const LOSSLESS_FILTERS: [i32; 10] = [1, 2, 3, 4, 32000, 32001, 32004, 32008, 32015, 307];
+pub const LOSSLESS_FILTERS: [i32; 10] = [ids::DEFLATE, ids::SHUFFLE, ids::FLETCHER32, ids::SZIP, ids::LZF, ids::BLOSC, ids::LZ4, ids::BITSHUFFLE, ids::ZSTD, ids::BZIP2];
 
 /// Whether filter `f` stores every value exactly: [`LOSSLESS_FILTERS`], or scaleoffset of
 /// integers (scale type 2, `cd_values[0]`) whose minimum bits (`cd_values[1]`) are 0 (libhdf5
 /// computes them from the values) or the element's bits (`cd_values[4]` bytes).
 pub fn lossless(f: &FilterSpec) -> bool {
     let cd = &f.cd_values;
-    LOSSLESS_FILTERS.contains(&f.id) || (f.id == 6 && cd.len() > 4 && cd[0] == 2 && (cd[1] == 0 || u64::from(cd[1]) == u64::from(cd[4]) * 8))
+    LOSSLESS_FILTERS.contains(&f.id) || (f.id == ids::SCALEOFFSET && cd.len() > 4 && cd[0] == 2 && (cd[1] == 0 || u64::from(cd[1]) == u64::from(cd[4]) * 8))
 }
 
 /// Whether every filter of pipeline `specs` that `mask` skips (bit set) is [`lossless`].
@@ -186,12 +187,20 @@ pub fn unmask_chunks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, dims: &[u64]
 /// `can_merge` and vh5 encodes the filters each one's mask leaves on; else the refusal
 /// naming the first chunk that cannot be kept (nothing written).
 fn keep_masks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, chunk: &[u64], masked: Vec<(&[u64], Vec<u8>, u32)>, can_merge: bool) -> Result<Vec<KeptMask>> {
-    let keepable = |m: u32| can_merge && skips_only_lossless(&layout.filters, m) && left_on(&layout.filters, m).is_some();
-    let bad = masked.iter().position(|(_, _, m)| !keepable(*m));
-    let Some(bad) = bad else {
-        return Ok(masked.into_iter().map(|(o, _, mask)| KeptMask { origin: o.to_vec(), mask, filters: left_on(&layout.filters, mask).unwrap_or_default() }).collect());
-    };
-    let (first, _, mask) = &masked[bad];
+    let mut kept = Vec::with_capacity(masked.len());
+    for (origin, _, mask) in &masked {
+        match (can_merge && skips_only_lossless(&layout.filters, *mask)).then(|| left_on(&layout.filters, *mask)).flatten() {
+            Some(filters) => kept.push(KeptMask { origin: origin.to_vec(), mask: *mask, filters }),
+            None => return Err(refusal(&dataset_name(l, dset), layout, chunk, origin, *mask, can_merge, masked.len())),
+        }
+    }
+    Ok(kept)
+}
+
+/// The refusal of a write to `dataset` (its printable name) reaching the masked chunk at
+/// `first` (one of `nmasked` such chunks) that [`keep_masks`] cannot keep: names the
+/// pipeline, the mask and why.
+fn refusal(dataset: &str, layout: &ChunkLayout, chunk: &[u64], first: &[u64], mask: u32, can_merge: bool, nmasked: usize) -> crate::error::Error {
     let name = crate::hdf5::filter_support::filter_name;
     let names: Vec<String> = layout.filters.iter().map(|f| name(f.id)).collect();
     let on: Vec<String> = layout.filters.iter().enumerate().filter(|&(i, _)| i >= 32 || mask & (1 << i) == 0).map(|(_, f)| name(f.id)).collect();
@@ -207,15 +216,15 @@ fn keep_masks(l: &H5Lock, dset: hid_t, layout: &ChunkLayout, chunk: &[u64], mask
         format!("the filters this mask leaves on ([{}]) include one vh5 does not encode", on.join(", "))
     };
     let coord: Vec<u64> = first.iter().zip(chunk).map(|(o, c)| o / c).collect();
-    bail!(
+    err!(
         Unsupported,
         "dataset {}: chunk {coord:?} (dataset offset {first:?}) is stored with filter mask {mask:#x} (some filters of the pipeline [{}] skipped){}: \
          vh5 does not encode this pipeline itself and {why}, and libhdf5 would store the rewritten chunk with every filter applied but keep the stale mask \
          when its stored size is unchanged (no reader could decode it): the write is refused, nothing was written",
-        dataset_name(l, dset),
+        dataset,
         names.join(", "),
-        if masked.len() > 1 { format!(" ({} chunks this write touches are masked)", masked.len()) } else { String::new() }
-    );
+        if nmasked > 1 { format!(" ({nmasked} chunks this write touches are masked)") } else { String::new() }
+    )
 }
 
 /// Merge the pieces `group` of a chunked write (`ctx`) into the kept-mask chunk `k` and store
