@@ -431,8 +431,33 @@ def test_read_summary_explains_its_fields(grid):
         r"rows: 50 read, 0 skipped \(count 0, or clipped to nothing by --clip\); 450 elements copied", r.stdout
     ), r.stdout
     assert re.search(r"storage: \d+ chunks? read whole once \(\d+ of them raw, decoded by vh5\)", r.stdout), r.stdout
+    assert re.search(r"^strategy: planner (auto|chunks|rows), \d+ threads?$", r.stdout, re.M), r.stdout
     h = run("read", "--help").stdout
-    assert "Summary: rows read / skipped" in h and "hyperslab reads by libhdf5" in h
+    assert "Summary: the planner mode and thread count used; rows read / skipped" in h
+    assert "hyperslab reads by libhdf5" in h
+
+
+def test_read_planner_option_sets_the_strategy_same_values(tmp_path):
+    """`vh5 read --planner MODE` reads with that strategy (the summary says which; `rows` on
+    an unfiltered dataset reads through libhdf5, `chunks` reads whole chunks), the values are
+    the same in every mode, and an unknown mode is a usage error naming it."""
+    p = tmp_path / "raw.h5"
+    with h5py.File(p, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("x", data=np.arange(40 * 30, dtype="<f8").reshape(40, 30), chunks=(8, 8))
+    sums = set()
+    for mode in ["auto", "chunks", "rows"]:
+        out = tmp_path / f"{mode}.npy"
+        r = run("read", p, "x", "--random", 40, "--size", 3, "--planner", mode, "--save", out)
+        assert r.returncode == 0, r.stderr
+        assert re.search(rf"^strategy: planner {mode}, ", r.stdout, re.M), r.stdout
+        sums.add(np.load(out).tobytes())
+        if mode == "chunks":
+            assert re.search(r"storage: [1-9]\d* chunks? read whole once", r.stdout), r.stdout
+        if mode == "rows":
+            assert re.search(r"storage: 0 chunks read whole once", r.stdout), r.stdout
+    assert len(sums) == 1
+    r = run("read", p, "x", "--random", 4, "--size", 3, "--planner", "fast")
+    assert r.returncode == 2 and '--planner "fast": one of auto, chunks, rows' in r.stderr, r.stderr
 
 
 def test_payload_names_hdf5_netcdf3_json_and_unknown_inputs(grid, tmp_path):

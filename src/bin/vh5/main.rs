@@ -29,7 +29,8 @@ const USAGE: &str = "usage:
   vh5 info --version
         vh5's version and the libhdf5 in use
   vh5 read FILE DATASET (--table ROWS.csv | --random N --size A,B,..) [--seed S] [--clip]
-                        [--save OUT.npy] [--show K] [--repeat R] [--allow-external]
+                        [--save OUT.npy] [--show K] [--repeat R] [--planner MODE]
+                        [--allow-external]
         read many slices, print a checksum and the time
   vh5 make-sample FILE [--shape 2000,2000] [--chunk 100,100]
         write a float64 gzip+shuffle sample dataset /data (default 2000x2000, 100x100 chunks)

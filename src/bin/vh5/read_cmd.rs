@@ -7,6 +7,7 @@ use vh5::dtype::Dtype;
 use vh5::error::{Error, Result};
 use vh5::geometry::table::row_counts;
 use vh5::hdf5 as h5;
+use vh5::transfer::options::{self, PlannerMode};
 use vh5::transfer::{read_many_slices, ArrayLayout, DstArray, SliceTable, SLICES_CLIP};
 
 use crate::fail;
@@ -63,7 +64,7 @@ fn parse_list(s: Option<&String>) -> Option<Vec<u64>> {
 
 /// `vh5 read --help` (stdout, exit 0; on stderr with exit 2 after a usage error).
 pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv | --random N --size A,B,..) [--seed S] [--clip]
-                [--save OUT.npy] [--show K] [--repeat R] [--allow-external]
+                [--save OUT.npy] [--show K] [--repeat R] [--planner MODE] [--allow-external]
   Read many slices of DATASET into a new C-order array (just large enough for every row;
   with --clip, for every row as clipped to the dataset),
   print the first rows, a summary, a checksum (sum and FNV-1a 64 of the bytes) and the time.
@@ -85,14 +86,18 @@ pub const READ_HELP_HEAD: &str = "usage: vh5 read FILE DATASET (--table ROWS.csv
   --repeat R        read the table R times on the same open dataset (default 1): the time
                     line gives the first and the best call, the summary is the last call's
                     (chunks served by the decoded-chunk cache show from the second call on)
+  --planner MODE    the read strategy: auto (per call and chunk, whichever vh5's cost model
+                    predicts faster), chunks (every chunk touched read whole once) or rows
+                    (one H5Dread per row); default: env VH5_PLANNER, else auto. Results are
+                    identical in every mode
   --allow-external  read a dataset whose data lives in other files (external storage,
                     virtual datasets, external links); refused by default: a crafted file
                     could make vh5 read any file the process may read
   -h, --help        this help
-  Summary: rows read / skipped (count 0, or clipped to nothing by --clip), elements copied;
-  chunks read whole once (of them, raw chunks decoded by vh5), hyperslab reads by libhdf5
-  (row pieces, or rows in order when destinations overlap), rows libhdf5 read straight into
-  the destination; chunks served by the dataset's decoded-chunk cache (hits) and chunks it
+  Summary: the planner mode and thread count used; rows read / skipped (count 0, or clipped
+  to nothing by --clip), elements copied; chunks read whole once (of them, raw chunks
+  decoded by vh5), hyperslab reads by libhdf5 (row pieces, or rows in order when
+  destinations overlap), rows libhdf5 read straight into the destination; chunks served by the dataset's decoded-chunk cache (hits) and chunks it
   lacked (misses, counted only where the call consults the cache).
 ";
 
@@ -114,6 +119,8 @@ struct ReadOpts {
     repeat: usize,
     /// `--allow-external`: the file is opened with `FILE_ALLOW_EXTERNAL`.
     allow_external: bool,
+    /// `--planner MODE`: the read strategy (`None`: env `VH5_PLANNER`, else auto).
+    planner: Option<PlannerMode>,
 }
 
 fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
@@ -131,6 +138,7 @@ fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
         show: 3,
         repeat: 1,
         allow_external: false,
+        planner: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -144,6 +152,10 @@ fn parse_read(args: &[String]) -> std::result::Result<ReadOpts, String> {
             "--show" => o.show = count_arg(a, &val()?, "the number of table rows to print; 0 prints none")?,
             "--repeat" => o.repeat = count_arg(a, &val()?, "a number of calls >= 1")?,
             "--clip" => o.clip = true,
+            "--planner" => {
+                let v = val()?;
+                o.planner = Some(PlannerMode::parse(&v).ok_or_else(|| format!("--planner {v:?}: one of auto, chunks, rows"))?);
+            }
             "--allow-external" => o.allow_external = true,
             x if x.starts_with("--") => return Err(format!("unknown option {x}")),
             x => pos.push(x.to_string()),
@@ -183,6 +195,9 @@ pub fn run_read(args: &[String]) -> i32 {
             return 2;
         }
     };
+    if o.planner.is_some() {
+        options::set_planner(o.planner);
+    }
     match read(&o) {
         Ok(()) => 0,
         Err(e) => fail(&e),
@@ -394,6 +409,7 @@ fn read(o: &ReadOpts) -> Result<()> {
 fn print_summary(o: &ReadOpts, info: &h5::DatasetInfo, dshape: &[u64], stats: &vh5::transfer::ReadStats, dtype: Dtype, buf: &[u8]) {
     let (sum, _) = if dtype == Dtype::Opaque { (String::from("n/a (opaque)"), 0) } else { sum_elements(dtype, buf) };
     println!("dataset {} {:?} {}; destination {:?}", o.dataset, info.shape, info.dtype.description, dshape);
+    println!("strategy: planner {}, {}", options::planner_mode().name(), crate::plural(options::num_threads(), "thread"));
     println!("rows: {} read, {} skipped (count 0, or clipped to nothing by --clip); {} copied", stats.rows_read, stats.rows_skipped, crate::plural(stats.elements, "element"));
     println!(
         "storage: {} read whole once ({} of them raw, decoded by vh5); {} by libhdf5; {} by libhdf5 straight into the destination; chunk cache: {} hits, {} misses",
