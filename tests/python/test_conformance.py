@@ -207,6 +207,20 @@ if (
         r"has no ('[^']*', )*'szip'|" + SZIP_CLAIM,
     )
 
+#: libhdf5 < 2.2's own H5Dwrite leaves stale szip masks: a chunk stored szip-encoded at
+#: exactly a chunk's size, rewritten with values szip cannot shrink (szip skipped, an optional
+#: filter), is rewritten in place and keeps the mask saying szip ran. h5py's libhdf5 2.0
+#: "decodes" its raw bytes into other values without an error; 2.2 refuses the chunk ("chunk
+#: size is incorrect after being unfiltered"), and vh5 linked to 2.2 passes that refusal on
+#: (seed 214 at 8000 cases, a >f4 [unregistered optional, szip] dataset written by h5py: chunk
+#: (8, 2, 0) stored as the raw values under mask 0x1).
+if __import__("vh5").hdf5_version().version >= (2, 2, 0) and h5py.version.hdf5_version_tuple < (2, 2, 0):
+    why, regex = ALLOWED_REFUSALS["filter: szip"]
+    ALLOWED_REFUSALS["filter: szip"] = (
+        why + "; libhdf5 >= 2.2 refuses a stale szip mask left by libhdf5 < 2.2 (which reads it as other values)",
+        regex + "|chunk size is incorrect after being unfiltered",
+    )
+
 COLUMNS = [("read", p) for p in R.PLANNERS] + [("write", p) for p in R.PLANNERS]
 
 
