@@ -7,6 +7,8 @@ renamed or replaced files); zero-column (0-d) tables of 10**15 rows in O(1)."""
 import ctypes
 import glob
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -179,6 +181,48 @@ def test_h5py_source_without_descriptor_and_relative_name_is_refused(tmp_path, m
         out = np.full(3, -1.0)
         vh5.read_many_slices(h["d"], out, [0], [0], [3])
         np.testing.assert_array_equal(out, h["d"][:3])
+
+
+def _h5py_writer_with_a_vh5_file_open(p):
+    """Child of the test below (HDF5_USE_FILE_LOCKING=FALSE: each libhdf5 reads it once)."""
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        f.create_dataset("d", data=np.zeros((20, 20)), chunks=(10, 10), compression="gzip")
+    new = np.random.default_rng(0).random((10, 10))
+    out = np.full((10, 10), -1.0)
+    with h5py.File(p, "r+") as h:
+        other = vh5.File(os.path.join(os.path.dirname(p), ".", "x.h5"))  # another name of the file
+        np.testing.assert_array_equal(other["d"][0:10, 0:10], 0.0)
+        h["d"][0:10, 0:10] = new  # the chunk grows: libhdf5 stores it elsewhere
+        with pytest.raises(vh5.UnsupportedError, match="also has it open as vh5.File") as ei:
+            vh5.read_many_slices(h["d"], out, [0, 0], [0, 0], [10, 10])
+        assert "'/d'" in str(ei.value) and "Close the vh5.File first" in str(ei.value), ei.value
+        np.testing.assert_array_equal(out, -1.0)
+        other.close()
+        vh5.read_many_slices(h["d"], out, [0, 0], [0, 0], [10, 10])  # reopened afresh
+        np.testing.assert_array_equal(out, new)
+    with h5py.File(p, "r") as h, vh5.File(p) as other:  # h5py only reads: nothing refused
+        out[...] = -1.0
+        vh5.read_many_slices(h["d"], out, [0, 0], [0, 0], [10, 10])
+        np.testing.assert_array_equal(out, new)
+        np.testing.assert_array_equal(other["d"][0:10, 0:10], new)
+
+
+@linked_only
+def test_h5py_source_written_by_h5py_while_a_vh5_file_has_it_open_is_refused(tmp_path):
+    # vh5's libhdf5 does not reopen a file it already has open: it shares that open file and
+    # its metadata as read then. A chunk h5py moved since (it grew) was read at its old
+    # address: old values with VH5_OK (tryout, session 25), or a chunk reported corrupt.
+    code = f"""
+import sys
+sys.path[:0] = [{os.path.dirname(__file__)!r}]
+import conftest  # noqa: F401
+import test_storage_features as t
+t._h5py_writer_with_a_vh5_file_open({str(tmp_path / "x.h5")!r})
+print("ok")
+"""
+    env = dict(os.environ, HDF5_USE_FILE_LOCKING="FALSE")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.stdout.strip().endswith("ok"), r.stdout + r.stderr
 
 
 def test_zero_column_tables_of_1e15_rows_cost_o1(tmp_path):

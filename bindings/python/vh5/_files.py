@@ -27,7 +27,16 @@ from ._handle import Handle
 from ._lib import VH5_GROUP_RECURSIVE, lib
 from ._protocol import two_call
 
-__all__ = ["File", "Group", "Handle", "members"]
+__all__ = ["File", "Group", "Handle", "members", "open_files_of"]
+
+#: Every File opened in this process (closed ones are skipped by :func:`open_files_of`).
+_OPENED: weakref.WeakSet = weakref.WeakSet()
+
+
+def open_files_of(st) -> list:
+    """The open :class:`File` objects of this process on the file whose ``os.stat`` result is
+    ``st`` (same device and inode, whatever name opened them)."""
+    return [f for f in list(_OPENED) if not f.closed and f._ident == (st.st_dev, st.st_ino)]
 
 
 def _join(base: str, name: str) -> str:
@@ -351,7 +360,7 @@ class File(Handle, _Navigation):
     :func:`vh5.allow_pickling` was called on it.
     """
 
-    __slots__ = ("filename", "mode", "_abspath", "allow_external", "_children")
+    __slots__ = ("filename", "mode", "_abspath", "allow_external", "_children", "_ident")
 
     def __init__(self, path, mode: str = "r", *, allow_external: bool = False):
         if mode not in ("r", "r+"):
@@ -368,6 +377,12 @@ class File(Handle, _Navigation):
         except Error as e:
             raise with_lock_hint(e) from None
         super().__init__(out.value)
+        try:
+            st = os.stat(self.filename)
+            self._ident = (st.st_dev, st.st_ino)
+        except OSError:
+            self._ident = None
+        _OPENED.add(self)
 
     @property
     def _file(self):
