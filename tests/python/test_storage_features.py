@@ -207,22 +207,58 @@ def _h5py_writer_with_a_vh5_file_open(p):
         np.testing.assert_array_equal(other["d"][0:10, 0:10], new)
 
 
-@linked_only
-def test_h5py_source_written_by_h5py_while_a_vh5_file_has_it_open_is_refused(tmp_path):
-    # vh5's libhdf5 does not reopen a file it already has open: it shares that open file and
-    # its metadata as read then. A chunk h5py moved since (it grew) was read at its old
-    # address: old values with VH5_OK (tryout, session 25), or a chunk reported corrupt.
+def _h5py_dask_graph_then_h5py_writes(p):
+    """Child of the test below: a vh5.dask graph of a writable h5py dataset, computed in this
+    process, leaves its file open in vh5's per-process file cache."""
+    import vh5.dask
+
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        f.create_dataset("d", data=np.zeros((40, 40)), chunks=(10, 10), compression="gzip")
+    new = np.random.default_rng(0).random((40, 40))
+    with h5py.File(p, "r+") as h:
+        assert float(vh5.dask.from_dataset(h["d"]).sum().compute(scheduler="threads")) == 0.0
+        h["d"][...] = new  # every chunk grows and moves
+        for read in (
+            lambda: vh5.dask.from_dataset(h["d"]).sum().compute(scheduler="threads"),
+            lambda: vh5.read_many_slices(h["d"], np.zeros((40, 40)), [0, 0], [0, 0], [40, 40]),
+        ):
+            with pytest.raises(vh5.UnsupportedError, match=r"vh5.clear_file_cache\(close=True\)"):
+                read()
+        vh5.clear_file_cache(close=True)
+        got = vh5.dask.from_dataset(h["d"]).compute(scheduler="threads")
+        np.testing.assert_array_equal(got, new)
+
+
+def _run_child(func, path):
+    """``func(path)`` of this module in a child process with HDF5_USE_FILE_LOCKING=FALSE (each
+    libhdf5 reads it once per process), so that vh5 and h5py open one file for writing."""
     code = f"""
 import sys
 sys.path[:0] = [{os.path.dirname(__file__)!r}]
 import conftest  # noqa: F401
 import test_storage_features as t
-t._h5py_writer_with_a_vh5_file_open({str(tmp_path / "x.h5")!r})
+t.{func}({str(path)!r})
 print("ok")
 """
     env = dict(os.environ, HDF5_USE_FILE_LOCKING="FALSE")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+@linked_only
+def test_h5py_source_written_by_h5py_while_a_vh5_file_has_it_open_is_refused(tmp_path):
+    # vh5's libhdf5 does not reopen a file it already has open: it shares that open file and
+    # its metadata as read then. A chunk h5py moved since (it grew) was read at its old
+    # address: old values with VH5_OK (tryout, session 25), or a chunk reported corrupt.
+    _run_child("_h5py_writer_with_a_vh5_file_open", tmp_path / "x.h5")
+
+
+@linked_only
+def test_h5py_source_of_dask_graph_rewritten_by_h5py_refused_until_file_cache_cleared(tmp_path):
+    # The per-process file cache of vh5.dask kept the file open after the first compute: a new
+    # graph of the same h5py dataset, after h5py rewrote it, summed the old zeros (tryout).
+    pytest.importorskip("dask")
+    _run_child("_h5py_dask_graph_then_h5py_writes", tmp_path / "x.h5")
 
 
 def test_zero_column_tables_of_1e15_rows_cost_o1(tmp_path):

@@ -149,13 +149,22 @@ def _refuse_if_open_in_vh5(path, ident, name, filename) -> None:
         return  # File(path) below reports a missing file
     others = open_files_of(st)
     if others:
+        from . import _cache
+
+        held = any(o in others for o in _cache.cached_files())
         raise error(
             "VH5_ERR_UNSUPPORTED",
             f"cannot read {name!r} of the file h5py has open for writing ({filename!r}): this process "
             f"also has it open as vh5.File({others[0].filename!r}, {others[0].mode!r}), and vh5's libhdf5 would "
             "share that open file and read its metadata as it was when that File opened it, not what h5py "
             "has written since (old values, or chunks reported corrupt). Close the vh5.File first (and "
-            "reopen it after h5py has closed the file to see h5py's writes)",
+            "reopen it after h5py has closed the file to see h5py's writes)"
+            + (
+                "; vh5's per-process file cache (vh5.dask graphs, unpickled handles) holds it: "
+                "vh5.clear_file_cache(close=True) closes it"
+                if held
+                else ""
+            ),
         )
 
 
