@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 import weakref
 from collections.abc import ItemsView, KeysView, Mapping, ValuesView
 
@@ -29,14 +30,27 @@ from ._protocol import two_call
 
 __all__ = ["File", "Group", "Handle", "members", "open_files_of"]
 
-#: Every File opened in this process (closed ones are skipped by :func:`open_files_of`).
+#: Every File opened in this process (closed ones are skipped by :func:`open_files_of`),
+#: under its lock (a set must not grow while another thread copies it).
 _OPENED: weakref.WeakSet = weakref.WeakSet()
+_OPENED_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _OPENED_LOCK
+    _OPENED_LOCK = threading.Lock()  # another thread may have held it at the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def open_files_of(st) -> list:
     """The open :class:`File` objects of this process on the file whose ``os.stat`` result is
     ``st`` (same device and inode, whatever name opened them)."""
-    return [f for f in list(_OPENED) if not f.closed and f._ident == (st.st_dev, st.st_ino)]
+    with _OPENED_LOCK:
+        files = list(_OPENED)
+    return [f for f in files if not f.closed and f._ident == (st.st_dev, st.st_ino)]
 
 
 def _join(base: str, name: str) -> str:
@@ -382,7 +396,8 @@ class File(Handle, _Navigation):
             self._ident = (st.st_dev, st.st_ino)
         except OSError:
             self._ident = None
-        _OPENED.add(self)
+        with _OPENED_LOCK:
+            _OPENED.add(self)
 
     @property
     def _file(self):
