@@ -229,6 +229,33 @@ def _h5py_dask_graph_then_h5py_writes(p):
         np.testing.assert_array_equal(got, new)
 
 
+def _h5py_writer_read_by_threads(p):
+    """Child of the test below: the per-call reopens of other threads are no open File."""
+    import threading
+
+    a = np.random.default_rng(1).random((60, 60))
+    failures = []
+    with h5py.File(p, "w", libver=LIBVER) as h:
+        h.create_dataset("d", data=a, chunks=(10, 10), compression="gzip")
+
+        def work():
+            for _ in range(25):
+                out = np.zeros((60, 60))
+                try:
+                    vh5.read_many_slices(h["d"], out, [0, 0], [0, 0], [60, 60])
+                    if not np.array_equal(out, a):
+                        failures.append("values differ")
+                except Exception as e:  # noqa: BLE001 - collected, asserted below
+                    failures.append(repr(e))
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not failures, failures[:3]
+
+
 def _run_child(func, path):
     """``func(path)`` of this module in a child process with HDF5_USE_FILE_LOCKING=FALSE (each
     libhdf5 reads it once per process), so that vh5 and h5py open one file for writing."""
@@ -251,6 +278,12 @@ def test_h5py_source_written_by_h5py_while_a_vh5_file_has_it_open_is_refused(tmp
     # its metadata as read then. A chunk h5py moved since (it grew) was read at its old
     # address: old values with VH5_OK (tryout, session 25), or a chunk reported corrupt.
     _run_child("_h5py_writer_with_a_vh5_file_open", tmp_path / "x.h5")
+
+
+@linked_only
+def test_h5py_source_writable_read_by_threads_at_once_not_refused(tmp_path):
+    # The refusal above must not count another thread's per-call reopen as an open File.
+    _run_child("_h5py_writer_read_by_threads", tmp_path / "x.h5")
 
 
 @linked_only

@@ -15,6 +15,7 @@ A File that is garbage-collected without ``close()`` is closed once its last dat
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import threading
@@ -28,7 +29,7 @@ from ._handle import Handle
 from ._lib import VH5_GROUP_RECURSIVE, lib
 from ._protocol import two_call
 
-__all__ = ["File", "Group", "Handle", "members", "open_files_of"]
+__all__ = ["File", "Group", "Handle", "members", "open_files_of", "unregistered"]
 
 #: Every File opened in this process (closed ones are skipped by :func:`open_files_of`),
 #: under its lock (a set must not grow while another thread copies it).
@@ -43,6 +44,22 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+#: Set (per thread) while :func:`unregistered` opens a File.
+_UNREGISTERED = threading.local()
+
+
+@contextlib.contextmanager
+def unregistered():
+    """Files opened by this thread inside the block are not listed by :func:`open_files_of`:
+    the per-call reopen of an h5py source (``vh5._h5py.open_h5py``), closed at the end of
+    that call, which other threads reading h5py sources meanwhile may share."""
+    _UNREGISTERED.on = True
+    try:
+        yield
+    finally:
+        _UNREGISTERED.on = False
 
 
 def open_files_of(st) -> list:
@@ -396,8 +413,9 @@ class File(Handle, _Navigation):
             self._ident = (st.st_dev, st.st_ino)
         except OSError:
             self._ident = None
-        with _OPENED_LOCK:
-            _OPENED.add(self)
+        if not getattr(_UNREGISTERED, "on", False):
+            with _OPENED_LOCK:
+                _OPENED.add(self)
 
     @property
     def _file(self):

@@ -35,7 +35,7 @@ import os
 
 from ._datasets import Dataset
 from ._errors import error
-from ._files import File, open_files_of
+from ._files import File, open_files_of, unregistered
 from ._lib import lib
 
 __all__ = ["is_h5py_dataset", "check_open", "open_h5py", "adopt_h5py", "resolve_source", "REOPENABLE_DRIVERS"]
@@ -121,7 +121,10 @@ def open_h5py(src):
         _refuse_if_open_in_vh5(path, ident, src.name, filename)
         # Our libhdf5 reads the file from disk: make what h5py wrote visible first.
         h5file.flush()
-    f = File(path)  # adds the HDF5_USE_FILE_LOCKING hint on a lock failure
+    # File adds the HDF5_USE_FILE_LOCKING hint on a lock failure. Not listed as an open File
+    # (it lives for this call only; other threads reading h5py sources meanwhile share it).
+    with unregistered():
+        f = File(path)
     if ident is not None and not _same_inode(path, ident):
         # Renamed or replaced between the check and the open: never read the wrong file.
         f.close()
