@@ -217,7 +217,7 @@ pub fn nbit_has_nothing_to_do(cd: &[u32]) -> bool {
 }
 
 /// Whether an nbit / scaleoffset filter passes its input through unchanged (see the module docs).
-fn passes_through(f: &FilterSpec) -> bool {
+pub fn passes_through(f: &FilterSpec) -> bool {
     let cd = &f.cd_values;
     match f.id {
         NBIT => nbit_has_nothing_to_do(cd),

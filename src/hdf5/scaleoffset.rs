@@ -82,9 +82,14 @@ pub fn float4_dscale_index(layout: &ChunkLayout) -> Option<usize> {
 /// saying more is refused by libhdf5 >= 1.14.6 ("minimum number of bits exceeds size of
 /// type"); 1.10 decodes it into values that are not the data (a damaged integer chunk read as
 /// the same wrong value in every element). Checked by `chunk_guard::ReadGuard` with
-/// [`check_bits`].
+/// [`check_bits`]. `None` for an integer scaleoffset keeping all its elements' bits: libhdf5
+/// passes such chunks through unchanged, with no header (`H5Z__filter_scaleoffset`, "no need
+/// to process data", both directions).
 pub fn bits_limit(layout: &ChunkLayout) -> Option<(usize, u32)> {
     let i = layout.filters.iter().position(|f| f.id == SCALEOFFSET)?;
+    if super::filter_support::passes_through(&layout.filters[i]) {
+        return None;
+    }
     let size = *layout.filters[i].cd_values.get(4)?;
     (1..=8).contains(&size).then_some((i, 8 * size))
 }

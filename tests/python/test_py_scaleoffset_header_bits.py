@@ -48,3 +48,20 @@ def test_scaleoffset_undamaged_reads_as_h5py(dt):
     with vh5.File(path) as f, h5py.File(path, "r") as h:
         assert np.array_equal(f["so"][...], h["so"][...])
         assert np.array_equal(f["so"][...], a)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("after", [None, "gzip"])
+def test_scaleoffset_full_precision_integer_passes_through_reads_as_h5py(dt, after):
+    # scaleoffset=<all the type's bits> on integers: libhdf5's filter passes the chunk through
+    # unchanged in both directions (H5Z__filter_scaleoffset: "no need to process data"), so a
+    # stored chunk has no header. vh5 read its first 4 data bytes as the header and refused
+    # the file as corrupted (tryout: uint8 with scaleoffset=8 'says 1178669877 bits per value').
+    bits = 8 * np.dtype(dt).itemsize
+    a = np.random.default_rng(bits).integers(0, min(2**30, int(np.iinfo(dt).max)), size=(20, 20)).astype(dt)
+    path = str(TMP / f"full_{dt[1:]}_{'be' if dt[0] == '>' else 'le'}_{after}.h5")
+    with h5py.File(path, "w", libver=("earliest", "v110")) as f:
+        f.create_dataset("so", data=a, chunks=(10, 10), scaleoffset=bits, compression=after)
+    with vh5.File(path) as f, h5py.File(path, "r") as h:
+        np.testing.assert_array_equal(f["so"][...], h["so"][...])
+        np.testing.assert_array_equal(f["so"][3:17, 5:15], a[3:17, 5:15])

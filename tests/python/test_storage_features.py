@@ -7,6 +7,8 @@ renamed or replaced files); zero-column (0-d) tables of 10**15 rows in O(1)."""
 import ctypes
 import glob
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -179,6 +181,117 @@ def test_h5py_source_without_descriptor_and_relative_name_is_refused(tmp_path, m
         out = np.full(3, -1.0)
         vh5.read_many_slices(h["d"], out, [0], [0], [3])
         np.testing.assert_array_equal(out, h["d"][:3])
+
+
+def _h5py_writer_with_a_vh5_file_open(p):
+    """Child of the test below (HDF5_USE_FILE_LOCKING=FALSE: each libhdf5 reads it once)."""
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        f.create_dataset("d", data=np.zeros((20, 20)), chunks=(10, 10), compression="gzip")
+    new = np.random.default_rng(0).random((10, 10))
+    out = np.full((10, 10), -1.0)
+    with h5py.File(p, "r+") as h:
+        other = vh5.File(os.path.join(os.path.dirname(p), ".", "x.h5"))  # another name of the file
+        np.testing.assert_array_equal(other["d"][0:10, 0:10], 0.0)
+        h["d"][0:10, 0:10] = new  # the chunk grows: libhdf5 stores it elsewhere
+        with pytest.raises(vh5.UnsupportedError, match="also has it open as vh5.File") as ei:
+            vh5.read_many_slices(h["d"], out, [0, 0], [0, 0], [10, 10])
+        assert "'/d'" in str(ei.value) and "Close the vh5.File first" in str(ei.value), ei.value
+        np.testing.assert_array_equal(out, -1.0)
+        other.close()
+        vh5.read_many_slices(h["d"], out, [0, 0], [0, 0], [10, 10])  # reopened afresh
+        np.testing.assert_array_equal(out, new)
+    with h5py.File(p, "r") as h, vh5.File(p) as other:  # h5py only reads: nothing refused
+        out[...] = -1.0
+        vh5.read_many_slices(h["d"], out, [0, 0], [0, 0], [10, 10])
+        np.testing.assert_array_equal(out, new)
+        np.testing.assert_array_equal(other["d"][0:10, 0:10], new)
+
+
+def _h5py_dask_graph_then_h5py_writes(p):
+    """Child of the test below: a vh5.dask graph of a writable h5py dataset, computed in this
+    process, leaves its file open in vh5's per-process file cache."""
+    import vh5.dask
+
+    with h5py.File(p, "w", libver=LIBVER) as f:
+        f.create_dataset("d", data=np.zeros((40, 40)), chunks=(10, 10), compression="gzip")
+    new = np.random.default_rng(0).random((40, 40))
+    with h5py.File(p, "r+") as h:
+        assert float(vh5.dask.from_dataset(h["d"]).sum().compute(scheduler="threads")) == 0.0
+        h["d"][...] = new  # every chunk grows and moves
+        for read in (
+            lambda: vh5.dask.from_dataset(h["d"]).sum().compute(scheduler="threads"),
+            lambda: vh5.read_many_slices(h["d"], np.zeros((40, 40)), [0, 0], [0, 0], [40, 40]),
+        ):
+            with pytest.raises(vh5.UnsupportedError, match=r"vh5.clear_file_cache\(close=True\)"):
+                read()
+        vh5.clear_file_cache(close=True)
+        got = vh5.dask.from_dataset(h["d"]).compute(scheduler="threads")
+        np.testing.assert_array_equal(got, new)
+
+
+def _h5py_writer_read_by_threads(p):
+    """Child of the test below: the per-call reopens of other threads are no open File."""
+    import threading
+
+    a = np.random.default_rng(1).random((60, 60))
+    failures = []
+    with h5py.File(p, "w", libver=LIBVER) as h:
+        h.create_dataset("d", data=a, chunks=(10, 10), compression="gzip")
+
+        def work():
+            for _ in range(25):
+                out = np.zeros((60, 60))
+                try:
+                    vh5.read_many_slices(h["d"], out, [0, 0], [0, 0], [60, 60])
+                    if not np.array_equal(out, a):
+                        failures.append("values differ")
+                except Exception as e:  # noqa: BLE001 - collected, asserted below
+                    failures.append(repr(e))
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not failures, failures[:3]
+
+
+def _run_child(func, path):
+    """``func(path)`` of this module in a child process with HDF5_USE_FILE_LOCKING=FALSE (each
+    libhdf5 reads it once per process), so that vh5 and h5py open one file for writing."""
+    code = f"""
+import sys
+sys.path[:0] = [{os.path.dirname(__file__)!r}]
+import conftest  # noqa: F401
+import test_storage_features as t
+t.{func}({str(path)!r})
+print("ok")
+"""
+    env = dict(os.environ, HDF5_USE_FILE_LOCKING="FALSE")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+@linked_only
+def test_h5py_source_written_by_h5py_while_a_vh5_file_has_it_open_is_refused(tmp_path):
+    # vh5's libhdf5 does not reopen a file it already has open: it shares that open file and
+    # its metadata as read then. A chunk h5py moved since (it grew) was read at its old
+    # address: old values with VH5_OK (tryout, session 25), or a chunk reported corrupt.
+    _run_child("_h5py_writer_with_a_vh5_file_open", tmp_path / "x.h5")
+
+
+@linked_only
+def test_h5py_source_writable_read_by_threads_at_once_not_refused(tmp_path):
+    # The refusal above must not count another thread's per-call reopen as an open File.
+    _run_child("_h5py_writer_read_by_threads", tmp_path / "x.h5")
+
+
+@linked_only
+def test_h5py_source_of_dask_graph_rewritten_by_h5py_refused_until_file_cache_cleared(tmp_path):
+    # The per-process file cache of vh5.dask kept the file open after the first compute: a new
+    # graph of the same h5py dataset, after h5py rewrote it, summed the old zeros (tryout).
+    pytest.importorskip("dask")
+    _run_child("_h5py_dask_graph_then_h5py_writes", tmp_path / "x.h5")
 
 
 def test_zero_column_tables_of_1e15_rows_cost_o1(tmp_path):

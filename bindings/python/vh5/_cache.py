@@ -28,7 +28,7 @@ from collections import OrderedDict
 
 from ._files import File
 
-__all__ = ["open_file", "open_dataset", "clear", "set_size", "get_size", "cached_keys"]
+__all__ = ["open_file", "open_dataset", "clear", "set_size", "get_size", "cached_files", "cached_keys"]
 
 _DEFAULT_SIZE = 128
 
@@ -133,6 +133,13 @@ def set_size(n: int) -> None:
 def get_size() -> int:
     """The cache's bound (see :func:`set_size`)."""
     return _CACHE.size
+
+
+def cached_files() -> list:
+    """The files the cache holds (the file of every cached dataset included)."""
+    with _CACHE.lock:
+        ents = list(_CACHE.entries.values())
+    return [e if isinstance(e, File) else e.file for e in ents]
 
 
 def cached_keys() -> list:

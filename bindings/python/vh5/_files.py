@@ -15,8 +15,10 @@ A File that is garbage-collected without ``close()`` is closed once its last dat
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+import threading
 import weakref
 from collections.abc import ItemsView, KeysView, Mapping, ValuesView
 
@@ -27,7 +29,45 @@ from ._handle import Handle
 from ._lib import VH5_GROUP_RECURSIVE, lib
 from ._protocol import two_call
 
-__all__ = ["File", "Group", "Handle", "members"]
+__all__ = ["File", "Group", "Handle", "members", "open_files_of", "unregistered"]
+
+#: Every File opened in this process (closed ones are skipped by :func:`open_files_of`),
+#: under its lock (a set must not grow while another thread copies it).
+_OPENED: weakref.WeakSet = weakref.WeakSet()
+_OPENED_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _OPENED_LOCK
+    _OPENED_LOCK = threading.Lock()  # another thread may have held it at the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+#: Set (per thread) while :func:`unregistered` opens a File.
+_UNREGISTERED = threading.local()
+
+
+@contextlib.contextmanager
+def unregistered():
+    """Files opened by this thread inside the block are not listed by :func:`open_files_of`:
+    the per-call reopen of an h5py source (``vh5._h5py.open_h5py``), closed at the end of
+    that call, which other threads reading h5py sources meanwhile may share."""
+    _UNREGISTERED.on = True
+    try:
+        yield
+    finally:
+        _UNREGISTERED.on = False
+
+
+def open_files_of(st) -> list:
+    """The open :class:`File` objects of this process on the file whose ``os.stat`` result is
+    ``st`` (same device and inode, whatever name opened them)."""
+    with _OPENED_LOCK:
+        files = list(_OPENED)
+    return [f for f in files if not f.closed and f._ident == (st.st_dev, st.st_ino)]
 
 
 def _join(base: str, name: str) -> str:
@@ -351,7 +391,7 @@ class File(Handle, _Navigation):
     :func:`vh5.allow_pickling` was called on it.
     """
 
-    __slots__ = ("filename", "mode", "_abspath", "allow_external", "_children")
+    __slots__ = ("filename", "mode", "_abspath", "allow_external", "_children", "_ident")
 
     def __init__(self, path, mode: str = "r", *, allow_external: bool = False):
         if mode not in ("r", "r+"):
@@ -368,6 +408,14 @@ class File(Handle, _Navigation):
         except Error as e:
             raise with_lock_hint(e) from None
         super().__init__(out.value)
+        try:
+            st = os.stat(self.filename)
+            self._ident = (st.st_dev, st.st_ino)
+        except OSError:
+            self._ident = None
+        if not getattr(_UNREGISTERED, "on", False):
+            with _OPENED_LOCK:
+                _OPENED.add(self)
 
     @property
     def _file(self):

@@ -24,7 +24,9 @@ file that h5py holds open for writing (mode ``"r+"``, ``"w"``, ``"a"``) is refus
 both from :class:`vh5.File` and from :func:`vh5.read_many_slices` of an ``h5py.Dataset``)
 unless the environment variable ``HDF5_USE_FILE_LOCKING=FALSE`` is set *before* either
 library opens the file. vh5 flushes a writable h5py file before reading it so the data h5py
-wrote is on disk.
+wrote is on disk; while a :class:`vh5.File` of this process has that file open, such a
+writable h5py file is refused (vh5.UnsupportedError): vh5's libhdf5 would share that open
+file and its metadata as read when it was opened, not what h5py wrote since.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import os
 
 from ._datasets import Dataset
 from ._errors import error
-from ._files import File
+from ._files import File, open_files_of, unregistered
 from ._lib import lib
 
 __all__ = ["is_h5py_dataset", "check_open", "open_h5py", "adopt_h5py", "resolve_source", "REOPENABLE_DRIVERS"]
@@ -116,9 +118,13 @@ def open_h5py(src):
         )
     path, ident = _same_file_path(h5file, driver, filename, src.name)
     if getattr(h5file, "mode", "r") != "r":
+        _refuse_if_open_in_vh5(path, ident, src.name, filename)
         # Our libhdf5 reads the file from disk: make what h5py wrote visible first.
         h5file.flush()
-    f = File(path)  # adds the HDF5_USE_FILE_LOCKING hint on a lock failure
+    # File adds the HDF5_USE_FILE_LOCKING hint on a lock failure. Not listed as an open File
+    # (it lives for this call only; other threads reading h5py sources meanwhile share it).
+    with unregistered():
+        f = File(path)
     if ident is not None and not _same_inode(path, ident):
         # Renamed or replaced between the check and the open: never read the wrong file.
         f.close()
@@ -132,6 +138,37 @@ def open_h5py(src):
     except BaseException:
         f.close()
         raise
+
+
+def _refuse_if_open_in_vh5(path, ident, name, filename) -> None:
+    """Raise vh5.UnsupportedError when a :class:`vh5.File` of this process has the file h5py
+    holds for writing open: vh5's libhdf5 would then not open it afresh but share that open
+    file, whose metadata (chunk index, extents) it read when it opened it, and read chunks
+    h5py has moved since at their old addresses: old values with no error, or a chunk
+    reported corrupt."""
+    try:
+        st = ident if ident is not None else os.stat(path)
+    except OSError:
+        return  # File(path) below reports a missing file
+    others = open_files_of(st)
+    if others:
+        from . import _cache
+
+        held = any(o in others for o in _cache.cached_files())
+        raise error(
+            "VH5_ERR_UNSUPPORTED",
+            f"cannot read {name!r} of the file h5py has open for writing ({filename!r}): this process "
+            f"also has it open as vh5.File({others[0].filename!r}, {others[0].mode!r}), and vh5's libhdf5 would "
+            "share that open file and read its metadata as it was when that File opened it, not what h5py "
+            "has written since (old values, or chunks reported corrupt). Close the vh5.File first (and "
+            "reopen it after h5py has closed the file to see h5py's writes)"
+            + (
+                "; vh5's per-process file cache (vh5.dask graphs, unpickled handles) holds it: "
+                "vh5.clear_file_cache(close=True) closes it"
+                if held
+                else ""
+            ),
+        )
 
 
 def _h5py_fd(h5file, driver):
