@@ -215,6 +215,17 @@ INDEX_NAMES = {
 }
 
 
+#: Feature of an integer scaleoffset keeping all its type's bits: libhdf5 stores its chunks
+#: unchanged, with no scaleoffset header (try25: vh5 took the first data bytes for one).
+SO_EVERY_BIT = "filter: scaleoffset keeping every bit (integers stored unchanged)"
+
+
+def so_keeps_every_bit(spec):
+    """Whether spec's integer scaleoffset keeps every bit (one integer spec in three, by its
+    seed: no draw of the spec generator changes)."""
+    return spec["type"] in INT_KINDS and spec["seed"] % 3 == 0
+
+
 def _filter_ok(f, tname):
     numeric = tname in INT_KINDS or (tname in FLOAT_KINDS and not tname.endswith("f2"))
     if f in ("scaleoffset", "szip"):
@@ -368,6 +379,8 @@ def features(spec):
             f.append("filter mask: a chunk stored unfiltered")
         for n in names:
             f.append("filter: " + {"unreg_opt": "unregistered, optional"}.get(n, n))
+        if "scaleoffset" in names and so_keeps_every_bit(spec):
+            f.append(SO_EVERY_BIT)
         if len(names) >= 2:
             f.append("filters: two or more")
         if "deflate" in names and "shuffle" in names and names.index("deflate") < names.index("shuffle"):
@@ -468,6 +481,8 @@ def _dcpl(spec, tid, fill, path=None):
             elif n == "scaleoffset":
                 if tid.get_class() == h5py.h5t.FLOAT:
                     dcpl.set_scaleoffset(h5py.h5z.SO_FLOAT_DSCALE, 3)
+                elif so_keeps_every_bit(spec):
+                    dcpl.set_scaleoffset(h5py.h5z.SO_INT, tid.get_size() * 8)
                 else:
                     dcpl.set_scaleoffset(h5py.h5z.SO_INT, h5py.h5z.SO_INT_MINBITS_DEFAULT)
             elif n == "szip":
