@@ -70,6 +70,9 @@ pub(crate) fn head(buf: &[u8], pos: usize) -> Result<Head> {
         };
         s.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x))
     };
+    if major == 7 && info == 24 && arg < 32 {
+        bail!(Malformed, "byte {pos}: 0xf8 0x{arg:02x} is not well-formed CBOR (a simple value below 32 takes no extra byte, RFC 8949 §3.3)");
+    }
     Ok(Head { major, info, arg, len: 1 + extra })
 }
 

@@ -214,3 +214,30 @@ fn depth_limit_and_rollback_in_slices() {
     // stray break
     assert_eq!(decode_document(&[0x81, 0xff], DocFormat::Cbor).unwrap_err().kind, ErrorKind::Malformed);
 }
+
+#[test]
+fn cbor_indefinite_map_break_after_a_key_is_malformed() {
+    // {_ "a": <break>}, {_ "": 1, "b" <break>} and the same nested: a key without a value is
+    // not well-formed CBOR (RFC 8949 §3.2.2); it used to be dropped silently.
+    for (buf, at) in [(&[0xbf, 0x61, b'a', 0xff][..], 3), (&[0xbf, 0x60, 0x01, 0x61, b'b', 0xff], 5), (&[0x81, 0xbf, 0x60, 0xff], 3)] {
+        let e = decode_document(buf, DocFormat::Cbor).err().unwrap_or_else(|| panic!("{buf:02x?} decoded"));
+        assert_eq!(e.kind, ErrorKind::Malformed, "{buf:02x?}: {e}");
+        assert!(e.message.starts_with(&format!("byte {at}: CBOR break (0xff) in place of a map value")), "{}", e.message);
+    }
+    // Even maps are untouched.
+    doc(&[0xbf, 0x60, 0x01, 0xff], DocFormat::Cbor);
+    doc(&[0xbf, 0xff], DocFormat::Cbor);
+}
+
+#[test]
+fn cbor_two_byte_simple_values_below_32_are_malformed() {
+    // 0xf8 0x00..0x1f is not well-formed (RFC 8949 §3.3); it used to decode as a simple value.
+    for b in [0x00u8, 0x14, 0x17, 0x1b, 0x1f] {
+        let buf = [0x81, 0xf8, b];
+        let e = decode_document(&buf, DocFormat::Cbor).err().unwrap_or_else(|| panic!("{buf:02x?} decoded"));
+        assert_eq!(e.kind, ErrorKind::Malformed, "{buf:02x?}: {e}");
+        assert!(e.message.starts_with("byte 1: 0xf8"), "{}", e.message);
+    }
+    let d = doc(&[0x81, 0xf8, 0x20], DocFormat::Cbor);
+    assert_eq!((d.items[1].kind, d.items[1].value), (ItemKind::Simple, 32));
+}

@@ -276,6 +276,10 @@ impl<'a, S: Sink<'a>> Walk<'a, '_, S> {
         if self.depth == 0 || self.stack[self.depth - 1].left != INDEF {
             bail!(Malformed, "byte {pos}: unexpected CBOR break (0xff) outside an indefinite-length array, map or string");
         }
+        let l = &self.stack[self.depth - 1];
+        if l.map && l.next % 2 == 1 {
+            bail!(Malformed, "byte {pos}: CBOR break (0xff) in place of a map value: the key at the end of the indefinite-length map at byte {} has no value", l.head);
+        }
         self.close(pos + 1)?;
         self.complete(pos + 1)
     }
