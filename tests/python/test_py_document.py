@@ -370,6 +370,29 @@ def test_structured_fallback_never_unpickles_object_arrays(tmp_path):
     assert got["s"].dtype == want["s"].dtype and (got["s"] == want["s"]).all() and (got["x"] == want["x"]).all()
 
 
+def test_structured_fallback_with_an_array_as_kind_value():
+    """In the msgpack-numpy fallback (a string array in the message) a map whose ``kind``
+    value is itself an array map reached the object-array guard as a numpy array and raised
+    numpy's "truth value ... is ambiguous" ValueError (found by a differential trial):
+    msgpack-numpy returns such a map. A one-element ``[b"O"]`` kind is still refused."""
+    import pickle
+
+    strings = np.array([b"ab", b"c"])
+    doc = {"s": strings, "m": {"nd": 1.5, "kind": np.array([b"x", b"y"])}}
+    p = msgpack.packb(doc, default=msgpack_numpy.encode, use_bin_type=True)
+    same(compat.unpackb(p), msgpack_numpy.unpackb(p))
+    sneaky = {
+        b"nd": True,
+        b"type": b"|O",
+        b"kind": np.array([b"O"]),
+        b"shape": [1],
+        b"data": pickle.dumps(np.array([1], dtype=object)),
+    }
+    p = msgpack.packb({"s": strings, "o": sneaky}, default=msgpack_numpy.encode)
+    with pytest.raises(vh5.UnsupportedError, match="pickle"):
+        compat.unpackb(p)
+
+
 def test_auto_format_refuses_documents_well_formed_in_both():
     """CBOR [100] is also the msgpack map {24: 100}: auto-detection must not guess (it
     returned {24: 100}; found by a new-user trial). Named formats decode as asked."""

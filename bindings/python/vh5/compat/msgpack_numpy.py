@@ -90,13 +90,28 @@ def _no_arrays(buf, raw, use_list, object_hook, object_pairs_hook, list_hook, st
     return msgpack.unpackb(memoryview(buf), **kw)
 
 
+def _is_object_kind(kind) -> bool:
+    """True when ``kind`` compares equal to ``b"O"`` or ``"O"`` as msgpack-numpy tests it.
+    The hook runs on inner maps first, so ``kind`` may already be a numpy array (a nested
+    array map): a one-element ``[b"O"]`` counts (msgpack-numpy would unpickle it), one whose
+    comparison has no truth value does not (msgpack-numpy's own ``== b"V"`` test raises
+    before it could reach the pickle)."""
+    for o in (b"O", "O"):
+        try:
+            if bool(kind == o):
+                return True
+        except (ValueError, TypeError):
+            pass
+    return False
+
+
 def _decode_refusing_objects(decode, obj, chain=None):
     """msgpack-numpy's ``decode`` hook for the structured-dtype fallback, refusing kind 'O'
     (pickled object arrays) like the library does: pickled data is never loaded."""
     if isinstance(obj, dict):
         nd = obj.get(b"nd", obj.get("nd"))
         kind = obj.get(b"kind", obj.get("kind"))
-        if nd is not None and kind in (b"O", "O"):
+        if nd is not None and _is_object_kind(kind):
             raise _errors.error(
                 "VH5_ERR_UNSUPPORTED",
                 "msgpack-numpy object array (kind 'O'): its data is a pickle, which vh5 never loads",
