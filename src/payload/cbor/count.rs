@@ -6,7 +6,7 @@
 use minicbor::data::Type;
 use minicbor::Decoder;
 
-use super::raw::{cbor_err, INDEF};
+use super::raw::{cbor_err, items_to_come, INDEF};
 use crate::dtype::{ByteOrder, Dtype};
 use crate::error::{Error, Result};
 use crate::payload::view::MAX_COUNT_DEPTH;
@@ -31,7 +31,7 @@ pub(crate) fn walk_array<F: FnMut(u64, i64)>(d: &mut Decoder<'_>, f: &mut F) -> 
     let head = d.position();
     let n = d.array().map_err(|e| cbor_err(e, &format!("count array at byte {head}"), len))?;
     let mut stack = [0u64; MAX_COUNT_DEPTH];
-    stack[0] = n.unwrap_or(INDEF);
+    stack[0] = n.map_or(INDEF, |n| items_to_come(n, false, false));
     let mut depth = 1usize;
     let mut idx = 0u64;
     let mut nested = false;
@@ -82,7 +82,7 @@ pub(crate) fn walk_array<F: FnMut(u64, i64)>(d: &mut Decoder<'_>, f: &mut F) -> 
                     bail!(Unsupported, "count array at byte {head} is nested deeper than {MAX_COUNT_DEPTH} levels (at byte {pos})");
                 }
                 let m = d.array().map_err(|e| cbor_err(e, &format!("nested count array at byte {pos}"), len))?;
-                stack[depth] = m.unwrap_or(INDEF);
+                stack[depth] = m.map_or(INDEF, |m| items_to_come(m, false, false));
                 depth += 1;
                 nested = true;
             }

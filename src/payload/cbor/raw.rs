@@ -16,6 +16,21 @@ pub const MAX_DEPTH: usize = 64;
 /// Marks an indefinite-length level on a walk stack.
 pub(crate) const INDEF: u64 = u64::MAX;
 
+/// The number of items still to come for a CBOR array (`map`: a map, two per entry) whose
+/// head declares `arg` entries, or [`INDEF`] when `indefinite`. A definite count never reads
+/// as [`INDEF`] (`0x9b` + eight `0xff` declares 2^64 - 1 items; it was taken for an
+/// indefinite array and closed by a break): it saturates at `INDEF - 1`, which no message
+/// can hold.
+pub(crate) fn items_to_come(arg: u64, map: bool, indefinite: bool) -> u64 {
+    if indefinite {
+        INDEF
+    } else if map {
+        arg.checked_mul(2).unwrap_or(INDEF - 1)
+    } else {
+        arg.min(INDEF - 1)
+    }
+}
+
 /// One CBOR head: major type, additional information, argument and head length in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Head {
@@ -168,13 +183,7 @@ pub(crate) fn skip(buf: &[u8], pos: usize, what: &str) -> Result<usize> {
             2 | 3 => pos = walk_string(buf, pos, &h, &mut |_, _| {}).map_err(|e| ctx(e, what))?,
             4 | 5 => {
                 pos += h.len;
-                let n = if h.indefinite() {
-                    INDEF
-                } else if h.major == 5 {
-                    h.arg.checked_mul(2).unwrap_or(INDEF - 1)
-                } else {
-                    h.arg
-                };
+                let n = items_to_come(h.arg, h.major == 5, h.indefinite());
                 if n != 0 {
                     if depth == MAX_DEPTH {
                         bail!(Unsupported, "{what} at byte {start} is nested deeper than {MAX_DEPTH} arrays/maps (PAYLOAD_MAX_DEPTH; at byte {item_start})");

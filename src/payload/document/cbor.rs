@@ -3,7 +3,7 @@
 use super::schema::is_reductionist_map;
 use super::walk::{check_room, Item, ItemKind, Sink, Walk, FLAG_INDEFINITE, FLAG_NARROW_FLOAT};
 use crate::error::Result;
-use crate::payload::cbor::raw::{ctx, head, major_name, skip, walk_string, Head, INDEF};
+use crate::payload::cbor::raw::{ctx, head, items_to_come, major_name, skip, walk_string, Head};
 use crate::payload::cbor::{parse_at, typed_array_tag, TAG_MULTIDIM_COL_MAJOR, TAG_MULTIDIM_ROW_MAJOR};
 use crate::payload::decode::view_of;
 
@@ -45,13 +45,7 @@ pub(super) fn walk<'a, S: Sink<'a>>(w: &mut Walk<'a, '_, S>) -> Result<usize> {
             4 | 5 => {
                 let map = h.major == 5;
                 pos += h.len;
-                let n = if h.indefinite() {
-                    INDEF
-                } else if map {
-                    h.arg.checked_mul(2).unwrap_or(INDEF - 1)
-                } else {
-                    h.arg
-                };
+                let n = items_to_come(h.arg, map, h.indefinite());
                 check_room(buf, pos, n, major_name(h.major), start)?;
                 let kind = if map { ItemKind::Map } else { ItemKind::Array };
                 let rmap = map && is_reductionist_map(buf, start);

@@ -241,3 +241,37 @@ fn cbor_two_byte_simple_values_below_32_are_malformed() {
     let d = doc(&[0x81, 0xf8, 0x20], DocFormat::Cbor);
     assert_eq!((d.items[1].kind, d.items[1].value), (ItemKind::Simple, 32));
 }
+
+#[test]
+fn cbor_array_of_2_pow_64_minus_1_items_is_not_indefinite() {
+    // 0x9b ff..ff declares 2^64 - 1 items: it cannot be in any message. It was read as an
+    // indefinite array, so [0x9b ff..ff, 1, <break>] decoded as [1].
+    let huge = [0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+    for tail in [&[0x01, 0xff][..], &[0xff], &[0x01, 0x02, 0xff]] {
+        for prefix in [&[][..], &[0x81], &[0xa1]] {
+            let mut buf = prefix.to_vec();
+            buf.extend_from_slice(&huge);
+            buf.extend_from_slice(tail);
+            if prefix == [0xa1] {
+                buf.push(0x01);
+            }
+            let e = decode_document(&buf, DocFormat::Cbor).err().unwrap_or_else(|| panic!("{buf:02x?} decoded"));
+            assert_eq!(e.kind, ErrorKind::Malformed, "{buf:02x?}: {e}");
+        }
+    }
+    // The same array inside a skipped value and as a Reductionist count.
+    let mut m = vec![0xa3, 0x65];
+    m.extend_from_slice(b"bytes");
+    m.extend_from_slice(&[0x41, 0x05, 0x65]);
+    m.extend_from_slice(b"dtype");
+    m.push(0x64);
+    m.extend_from_slice(b"int8");
+    m.push(0x65);
+    m.extend_from_slice(b"count");
+    m.extend_from_slice(&huge);
+    m.extend_from_slice(&[0x01, 0xff]);
+    let e = crate::payload::decode::decode_view(&m, 0).expect_err("count of 2^64 - 1 items decoded");
+    assert_eq!(e.kind, ErrorKind::Malformed, "{e}");
+    let e = decode_document(&m, DocFormat::Cbor).expect_err("document with a count of 2^64 - 1 items decoded");
+    assert_eq!(e.kind, ErrorKind::Malformed, "{e}");
+}
