@@ -466,6 +466,24 @@ def test_cbor_map_with_array_payload_key_refused_with_offset():
         vh5.decode_document(body)
 
 
+def test_cbor_map_with_array_inside_a_tag_key_refused_with_offset():
+    """A key that is a generic tag holding a typed array was accepted (vh5.Tag hashed its
+    repr), and two such keys with the same repr raised numpy's ambiguous-truth ValueError
+    (found by differential fuzzing): now vh5.UnsupportedError naming the key, like any key
+    that holds an array."""
+    k1 = bytes([0xC6]) + cbor2.dumps(cbor2.CBORTag(64, b"ab"))
+    k2 = bytes([0xC6]) + cbor2.dumps(cbor2.CBORTag(64, b"ac"))
+    for body in (
+        bytes([0xA1]) + k1 + b"\x01",
+        bytes([0xA2]) + k1 + b"\x01" + k2 + b"\x02",
+        bytes([0xA2]) + k1 + b"\x01" + k1 + b"\x02",
+    ):
+        with pytest.raises(vh5.UnsupportedError, match="map key at byte 1 is or holds an array"):
+            vh5.decode_document(body)
+    # tags holding hashable values stay keys
+    assert vh5.decode_document(bytes([0xA1, 0xC6, 0x82, 0x01, 0x41, 0x61, 0x02])) == {vh5.Tag(6, (1, b"a")): 2}
+
+
 def test_tag_40_with_a_plain_array_of_numbers_is_a_generic_tag():
     """RFC 8746 tag 40 / 1040 whose elements are a plain CBOR array (valid; cbor2 decodes it)
     has no byte view: decode_document returns it as vh5.Tag like other tags it does not view

@@ -57,7 +57,10 @@ class Tag:
         return t is not None and t == self.tag and getattr(other, "value", None) == self.value
 
     def __hash__(self):
-        return hash((self.tag, repr(self.value)))
+        # As cbor2's CBORTag: hashable when its value is (a map key's value is made hashable
+        # first). Hashing the repr let a key holding a numpy array through, and two such keys
+        # then compared arrays (numpy's ambiguous-truth ValueError).
+        return hash((self.tag, self.value))
 
     def __repr__(self):
         return f"vh5.Tag({self.tag}, {self.value!r})"
