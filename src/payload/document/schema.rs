@@ -18,11 +18,9 @@
 //! contents (unknown dtype name, data length not prod(shape) x item size, ...) refuses the
 //! document.
 
-use minicbor::Decoder;
-
-use crate::payload::cbor::count::walk_array;
-use crate::payload::cbor::raw::{head, skip, Head};
+use crate::payload::cbor::raw::{head, items_to_come, skip, Head, INDEF};
 use crate::payload::cbor::typed_array_tag;
+use crate::payload::MAX_COUNT_DEPTH;
 
 /// The keys of a Reductionist map, in bit order (`bytes` = bit 0, `dtype` = bit 1).
 const NAMES: [&[u8]; 7] = [b"bytes", b"dtype", b"shape", b"shape_as_bytes", b"count", b"count_as_bytes", b"byte_order"];
@@ -77,17 +75,61 @@ fn value_fits(buf: &[u8], p: usize, j: usize) -> Option<usize> {
         0 | 3 | 5 => h.major == 2 || typed(buf, p, &h),
         1 | 6 => h.major == 3,
         2 => return uint_array_end(buf, p, &h),
-        _ if h.major == 4 => {
-            let mut d = Decoder::new(buf);
-            d.set_position(p);
-            return walk_array(&mut d, &mut |_, _| {}).ok().map(|_| d.position());
-        }
+        _ if h.major == 4 => return int_array_end(buf, p),
         _ => h.major == 0 || typed(buf, p, &h) || (h.major == 7 && matches!(h.info, 22 | 23)),
     };
     if ok {
         skip(buf, p, "value").ok()
     } else {
         None
+    }
+}
+
+/// The end of the array at `p` when its leaves are integers (either sign: a type check,
+/// not a value check) nested up to [`MAX_COUNT_DEPTH`] levels. The values are checked when
+/// the map is decoded: a negative count refuses the document (it was a plain map, its
+/// `bytes` a byte string, because the walk that decodes counts was used here).
+fn int_array_end(buf: &[u8], p: usize) -> Option<usize> {
+    let mut left = [0u64; MAX_COUNT_DEPTH];
+    let (mut depth, mut pos) = (0usize, p);
+    loop {
+        let h = head(buf, pos).ok()?;
+        if depth > 0 && left[depth - 1] == INDEF && h.is_break() {
+            pos += 1;
+            depth -= 1;
+        } else {
+            match h.major {
+                0 | 1 if depth > 0 => pos += h.len,
+                4 => {
+                    if depth == MAX_COUNT_DEPTH {
+                        return None;
+                    }
+                    pos += h.len;
+                    let n = items_to_come(h.arg, false, h.indefinite());
+                    if n != 0 {
+                        left[depth] = n;
+                        depth += 1;
+                        continue;
+                    }
+                }
+                _ => return None,
+            }
+        }
+        // One item completed: count it against the enclosing arrays.
+        loop {
+            if depth == 0 {
+                return Some(pos);
+            }
+            let top = &mut left[depth - 1];
+            if *top == INDEF {
+                break;
+            }
+            *top -= 1;
+            if *top != 0 {
+                break;
+            }
+            depth -= 1;
+        }
     }
 }
 

@@ -275,3 +275,32 @@ fn cbor_array_of_2_pow_64_minus_1_items_is_not_indefinite() {
     let e = decode_document(&m, DocFormat::Cbor).expect_err("document with a count of 2^64 - 1 items decoded");
     assert_eq!(e.kind, ErrorKind::Malformed, "{e}");
 }
+
+#[test]
+fn cbor_reductionist_map_with_a_negative_count_refuses_the_document() {
+    // {"bytes": h'0102', "dtype": "int8", "shape": [2], "count": [1, -1]}: count's type fits
+    // the schema (integers), its value does not: the document is refused as decode_view
+    // refuses the map, where it used to become a plain map (bytes a byte string).
+    let mut m = vec![0xa4, 0x65];
+    m.extend_from_slice(b"bytes");
+    m.extend_from_slice(&[0x42, 0x01, 0x02, 0x65]);
+    m.extend_from_slice(b"dtype");
+    m.push(0x64);
+    m.extend_from_slice(b"int8");
+    m.push(0x65);
+    m.extend_from_slice(b"shape");
+    m.extend_from_slice(&[0x81, 0x02, 0x65]);
+    m.extend_from_slice(b"count");
+    for count in [&[0x82, 0x01, 0x20][..], &[0x82, 0x81, 0x01, 0x9f, 0x20, 0xff], &[0x82, 0x01, 0x1b, 0xff, 0, 0, 0, 0, 0, 0, 0]] {
+        let mut b = m.clone();
+        b.extend_from_slice(count);
+        let e = decode_document(&b, DocFormat::Cbor).expect_err("negative count decoded");
+        assert_eq!(e.kind, ErrorKind::Malformed, "{e}");
+        assert!(e.message.contains("count element 1"), "{}", e.message);
+    }
+    // A count that is not integers stays a plain map.
+    let mut b = m.clone();
+    b.extend_from_slice(&[0x82, 0x01, 0x61, b'x']);
+    let d = doc(&b, DocFormat::Cbor);
+    assert!(d.views.is_empty());
+}
