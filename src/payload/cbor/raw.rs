@@ -31,6 +31,26 @@ pub(crate) fn items_to_come(arg: u64, map: bool, indefinite: bool) -> u64 {
     }
 }
 
+/// One item of a walk completed: count it against the enclosing definite-length levels of
+/// `stack[..*depth]` (items left in each, or [`INDEF`]), closing every level it completes.
+/// `true` when the outermost item is complete (depth 0).
+pub(crate) fn complete_item(stack: &mut [u64], depth: &mut usize) -> bool {
+    loop {
+        if *depth == 0 {
+            return true;
+        }
+        let top = &mut stack[*depth - 1];
+        if *top == INDEF {
+            return false;
+        }
+        *top -= 1;
+        if *top != 0 {
+            return false;
+        }
+        *depth -= 1;
+    }
+}
+
 /// One CBOR head: major type, additional information, argument and head length in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Head {
@@ -207,20 +227,8 @@ pub(crate) fn skip(buf: &[u8], pos: usize, what: &str) -> Result<usize> {
             }
             _ => pos += h.len,
         }
-        // One item completed: count it against the enclosing containers.
-        loop {
-            if depth == 0 {
-                return Ok(pos);
-            }
-            let top = &mut stack[depth - 1];
-            if *top == INDEF {
-                break;
-            }
-            *top -= 1;
-            if *top != 0 {
-                break;
-            }
-            depth -= 1;
+        if complete_item(&mut stack, &mut depth) {
+            return Ok(pos);
         }
     }
 }

@@ -18,7 +18,7 @@
 //! contents (unknown dtype name, data length not prod(shape) x item size, ...) refuses the
 //! document.
 
-use crate::payload::cbor::raw::{head, items_to_come, skip, Head, INDEF};
+use crate::payload::cbor::raw::{complete_item, head, items_to_come, skip, Head, INDEF};
 use crate::payload::cbor::typed_array_tag;
 use crate::payload::MAX_COUNT_DEPTH;
 
@@ -116,19 +116,8 @@ fn int_array_end(buf: &[u8], p: usize) -> Option<usize> {
             }
         }
         // One item completed: count it against the enclosing arrays.
-        loop {
-            if depth == 0 {
-                return Some(pos);
-            }
-            let top = &mut left[depth - 1];
-            if *top == INDEF {
-                break;
-            }
-            *top -= 1;
-            if *top != 0 {
-                break;
-            }
-            depth -= 1;
+        if complete_item(&mut left, &mut depth) {
+            return Some(pos);
         }
     }
 }
